@@ -1,0 +1,106 @@
+/* The C ABI that the wasm module exports (and that the native build links).
+ * This file is the only contract between the core and JavaScript: the
+ * TypeScript layer (ts/src/abi.ts) mirrors it by hand.
+ *
+ * Conventions
+ * - Pointers are offsets into wasm linear memory (32-bit in wasm).
+ * - int32_t results are adaptree::Status values (core/status.h):
+ *   0 OK, 1 NOT_FOUND, 2 RESTART, 3 NEED_PAGE, negative = error.
+ * - A context (at_ctx) belongs to one JS instance/thread. Every call that
+ *   returns bytes fills the context's result block; the bytes stay valid until
+ *   the next call that uses the same context or modifies the tree.
+ * - Result block layout (at_ctx_result, little-endian u32 each):
+ *     +0 key ptr, +4 key len, +8 value ptr, +12 value len, +16 aux (u32)
+ * - Batch encoding (set_many input, cursor batch output):
+ *     repeated [u32 key_len][key bytes][u32 value_len][value bytes]
+ *   get_many input: repeated [u32 key_len][key bytes];
+ *   get_many output: repeated [u32 value_len or 0xFFFFFFFF if absent][value bytes].
+ */
+#ifndef ADAPTREE_BINDINGS_H
+#define ADAPTREE_BINDINGS_H
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AT_ABI_VERSION 1u
+
+typedef struct at_tree at_tree;
+typedef struct at_ctx at_ctx;
+typedef struct at_cursor at_cursor;
+
+/* Seek flags for at_cursor_seek. */
+#define AT_SEEK_REVERSE 1u   /* iterate descending */
+#define AT_SEEK_EXCLUSIVE 2u /* skip a key equal to the seek key */
+#define AT_SEEK_EDGE 4u      /* ignore the key: start at the first (or last, reverse) record */
+
+/* Bound flags for at_delete_range. */
+#define AT_RANGE_LO_NONE 1u
+#define AT_RANGE_LO_EXCLUSIVE 2u
+#define AT_RANGE_HI_NONE 4u
+#define AT_RANGE_HI_EXCLUSIVE 8u
+
+uint32_t at_abi_version(void);
+uint32_t at_page_size(void);
+uint32_t at_max_key_size(void);
+
+/* Memory owned by JS (scratch areas, batches). 16-byte aligned, 0 when out of memory. */
+void* at_alloc(uint32_t size);
+void at_free(void* p);
+
+/* A per-thread context: result block and a growable output buffer. */
+at_ctx* at_ctx_new(void);
+void at_ctx_free(at_ctx* ctx);
+uint32_t* at_ctx_result(at_ctx* ctx); /* address of the 20-byte result block */
+
+/* Trees. layout_config is adaptree::LayoutConfig (0 baseline ... 7 adaptive). */
+at_tree* at_tree_new(uint32_t layout_config); /* 0 on bad config / OOM */
+void at_tree_free(at_tree* t);
+
+int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value,
+               uint32_t value_len);
+int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len); /* value -> result */
+int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len);
+int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len);
+double at_count(at_tree* t);
+int32_t at_clear(at_tree* t);
+/* Applies count records in order; stops at the first error. result.aux = records applied. */
+int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count);
+/* Output (see above) in the context's buffer: result.value/value_len. */
+int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count);
+/* Removes every key within the bounds; returns the number removed (>= 0) or a negative status. */
+double at_delete_range(at_tree* t, at_ctx* c, const uint8_t* lo, uint32_t lo_len, const uint8_t* hi,
+                       uint32_t hi_len, uint32_t flags);
+/* Writes a JSON object (layout counts, height, bytes, fill, ...) -> result.value. */
+int32_t at_stats(at_tree* t, at_ctx* c);
+/* Runs the invariant checker; on failure a message -> result.value and CORRUPT. */
+int32_t at_check(at_tree* t, at_ctx* c);
+
+/* Cursors. A cursor survives modifications of its tree: after one, it resumes
+ * after (before, reverse) the last key it returned. */
+at_cursor* at_cursor_new(at_tree* t);
+void at_cursor_free(at_cursor* cur);
+/* Positions on the first record >= key (> with EXCLUSIVE), or the last <= key (< ) when REVERSE.
+ * OK when positioned on a record, NOT_FOUND at the end. Does not read it. */
+int32_t at_cursor_seek(at_cursor* cur, const uint8_t* key, uint32_t key_len, uint32_t flags);
+/* Reads the current record into the result (value only if want_value) and advances. OK or NOT_FOUND. */
+int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value);
+/* Reads up to max_records (and stops after max_bytes of output) into the context's buffer in
+ * batch encoding (value_len 0 and no bytes when !want_value); result.value/value_len = the buffer,
+ * result.aux = records written. OK if records written > 0, NOT_FOUND at the end. */
+int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
+                             uint32_t want_value);
+
+/* Diagnostics (bindings/diagnostics.cc): a sequentially consistent atomic add
+ * on a u32 in linear memory, returning the previous value. The smoke tests use
+ * it to prove that instances on one shared memory see each other's atomics. */
+uint32_t at_atomic_add_u32(uint32_t* p, uint32_t v);
+
+/* Stable hashes defined by this project (core/hash.h); same result natively and in wasm. */
+uint32_t at_checksum(const uint8_t* data, uint32_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

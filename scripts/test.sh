@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: installs what it needs, builds,
+# then runs the native tests (Release, then Debug with ASan/UBSan), checks the
+# wasm artifacts, runs the TypeScript tests against both wasm builds, the
+# benchmark helpers' unit tests, and the runtime tests (Deno, workerd, Chromium).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="${ADAPTREE_JOBS:-2}"
+start=$(date +%s)
+step() { echo; echo "=== $* ($(( $(date +%s) - start ))s)"; }
+
+step "build (wasm, TypeScript, native)"
+bash scripts/build.sh all
+
+step "ctest: native core, Release"
+ctest --test-dir build/native --output-on-failure -j "$jobs"
+
+step "ctest: native core, Debug + ASan/UBSan (fewer differential operations)"
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DADAPTREE_SANITIZE=ON -DADAPTREE_WASM=OFF >/dev/null
+cmake --build build/asan -j "$jobs" --target adaptree_core_tests
+ADAPTREE_DIFF_OPS="${ADAPTREE_ASAN_DIFF_OPS:-50000}" ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+if ls tests/fuzz/*.cc >/dev/null 2>&1; then
+  step "libFuzzer: short run of each target"
+  cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DADAPTREE_FUZZ=ON -DADAPTREE_WASM=OFF \
+    -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 >/dev/null
+  for src in tests/fuzz/*.cc; do
+    name=$(basename "$src" .cc)
+    cmake --build build/fuzz -j "$jobs" --target "$name"
+    mkdir -p build/fuzz/corpus-"$name"
+    "build/fuzz/$name" -max_total_time="${ADAPTREE_FUZZ_SECONDS:-30}" -print_final_stats=1 build/fuzz/corpus-"$name" 2>&1 | tail -n 3
+  done
+fi
+
+step "wasm artifacts: SIMD, imports, exports"
+node scripts/check-wasm.mjs
+
+step "vitest: TypeScript API against the st and mt builds, runtimes"
+npx vitest run
+
+if ls bench/test/*.test.mjs >/dev/null 2>&1; then
+  step "node --test: benchmark helpers"
+  node --test bench/test/
+fi
+
+step "all tests passed"

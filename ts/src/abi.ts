@@ -1,0 +1,81 @@
+// TypeScript mirror of bindings/adaptree.h, the C ABI the wasm modules export.
+// Keep the two in step: the header is the source of truth.
+
+/** Status codes (core/status.h). Negative values are errors. */
+export const Status = {
+  OK: 0,
+  NOT_FOUND: 1,
+  RESTART: 2,
+  NEED_PAGE: 3,
+  KEY_TOO_LARGE: -1,
+  VALUE_TOO_LARGE: -2,
+  OUT_OF_MEMORY: -3,
+  CORRUPT: -4,
+  INVALID_ARGUMENT: -5,
+  CLOSED: -6,
+} as const;
+export type StatusCode = (typeof Status)[keyof typeof Status];
+
+export const SeekFlags = { REVERSE: 1, EXCLUSIVE: 2, EDGE: 4 } as const;
+export const RangeFlags = { LO_NONE: 1, LO_EXCLUSIVE: 2, HI_NONE: 4, HI_EXCLUSIVE: 8 } as const;
+
+/** Layout configurations (core/config.h LayoutConfig); ids are stable. */
+export const LayoutConfig = {
+  baseline: 0,
+  prefix: 1,
+  heads: 2,
+  hints: 3,
+  fingerprint: 4,
+  'semi-dense': 5,
+  'fully-dense': 6,
+  adaptive: 7,
+} as const;
+export type LayoutName = keyof typeof LayoutConfig;
+
+/** Byte offsets inside a context's result block (five little-endian u32). */
+export const Result = { KEY_PTR: 0, KEY_LEN: 4, VALUE_PTR: 8, VALUE_LEN: 12, AUX: 16 } as const;
+
+type Ptr = number;
+
+/** The functions every adaptree wasm module exports. */
+export interface AbiExports {
+  at_abi_version(): number;
+  at_page_size(): number;
+  at_max_key_size(): number;
+  at_alloc(size: number): Ptr;
+  at_free(p: Ptr): void;
+  at_ctx_new(): Ptr;
+  at_ctx_free(ctx: Ptr): void;
+  at_ctx_result(ctx: Ptr): Ptr;
+  at_tree_new(layoutConfig: number): Ptr;
+  at_tree_free(tree: Ptr): void;
+  at_set(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number, value: Ptr, valueLen: number): number;
+  at_get(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number): number;
+  at_has(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number): number;
+  at_remove(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number): number;
+  at_count(tree: Ptr): number;
+  at_clear(tree: Ptr): number;
+  at_set_many(tree: Ptr, ctx: Ptr, batch: Ptr, count: number): number;
+  at_get_many(tree: Ptr, ctx: Ptr, keys: Ptr, count: number): number;
+  at_delete_range(tree: Ptr, ctx: Ptr, lo: Ptr, loLen: number, hi: Ptr, hiLen: number, flags: number): number;
+  at_stats(tree: Ptr, ctx: Ptr): number;
+  at_check(tree: Ptr, ctx: Ptr): number;
+  at_cursor_new(tree: Ptr): Ptr;
+  at_cursor_free(cursor: Ptr): void;
+  at_cursor_seek(cursor: Ptr, key: Ptr, keyLen: number, flags: number): number;
+  at_cursor_next(cursor: Ptr, ctx: Ptr, wantValue: number): number;
+  at_cursor_next_batch(cursor: Ptr, ctx: Ptr, maxRecords: number, maxBytes: number, wantValue: number): number;
+  at_atomic_add_u32(p: Ptr, v: number): number;
+  at_checksum(data: Ptr, len: number): number;
+}
+
+/** Names of all ABI functions, to verify a module at load time. */
+export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
+  'at_abi_version', 'at_page_size', 'at_max_key_size', 'at_alloc', 'at_free', 'at_ctx_new',
+  'at_ctx_free', 'at_ctx_result', 'at_tree_new', 'at_tree_free', 'at_set', 'at_get', 'at_has',
+  'at_remove', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
+  'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
+  'at_cursor_next_batch', 'at_atomic_add_u32', 'at_checksum',
+];
+
+export const ABI_VERSION = 1;

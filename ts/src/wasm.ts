@@ -1,0 +1,245 @@
+// Loads one of the two adaptree wasm builds without any emscripten glue.
+//
+//   st: single-threaded, the module owns its memory (no imports at all), so it
+//       runs anywhere, including Cloudflare Workers and pages that are not
+//       cross-origin isolated.
+//   mt: imports a shared WebAssembly.Memory; any number of instances (one per
+//       worker) can run on the same memory, each on its own stack region
+//       (ARCHITECTURE.md, decision 8: workers attach, they do not proxy).
+//
+// The source may be a precompiled WebAssembly.Module (required by Cloudflare
+// Workers, which forbid compiling wasm from bytes), bytes, a URL, a path or a
+// Response. Without one, the module next to this file in the package is used.
+import { ABI_FUNCTIONS, ABI_VERSION, Result, type AbiExports } from './abi.js';
+
+export type WasmBuild = 'st' | 'mt';
+export type WasmSource =
+  | WebAssembly.Module
+  | ArrayBuffer
+  | ArrayBufferView
+  | URL
+  | string
+  | Response
+  | PromiseLike<Response>;
+
+/** What a worker needs to attach to an mt instance created elsewhere; structured-cloneable. */
+export interface AttachHandle {
+  readonly module: WebAssembly.Module;
+  readonly memory: WebAssembly.Memory;
+  /** A stack region reserved for the attaching instance: [stackBase, stackBase + stackSize). */
+  readonly stackBase: number;
+  readonly stackSize: number;
+}
+
+export interface LoadOptions {
+  /** The wasm to load; defaults to the module shipped in the package. */
+  wasm?: WasmSource;
+  /** Ask for the multi-threaded build. Granted only where SharedArrayBuffer works. */
+  threads?: boolean;
+  /** Attach to an existing mt instance (in a worker): see AdaptreeWasm.attachHandle(). */
+  attach?: AttachHandle;
+}
+
+/** Wasm pages (64 KiB) of the mt module's imported memory: 16 MiB initial, 2 GiB maximum. */
+const MT_INITIAL_PAGES = 256;
+const MT_MAXIMUM_PAGES = 32768;
+const DEFAULT_STACK_SIZE = 1 << 20;
+const SCRATCH_MIN = 64 * 1024;
+
+export interface AdaptreeWasm {
+  readonly build: WasmBuild;
+  readonly module: WebAssembly.Module;
+  readonly exports: AbiExports;
+  readonly memory: WebAssembly.Memory;
+  /** This instance's context (result block and output buffer). */
+  readonly ctx: number;
+  /** Address of this context's result block (five u32, see abi.ts Result). */
+  readonly result: number;
+  /** Byte view of the whole memory; re-fetch after any call that may allocate. */
+  u8(): Uint8Array;
+  /** DataView of the whole memory; re-fetch after any call that may allocate. */
+  dv(): DataView;
+  /** Address of this instance's scratch buffer, at least `size` bytes (grown as needed). */
+  scratch(size: number): number;
+  /** mt only: reserves a stack for a worker and returns what it needs to attach. */
+  attachHandle(stackSize?: number): AttachHandle;
+}
+
+/** True where shared wasm memory can be created and posted (mt possible). */
+export function threadsAvailable(): boolean {
+  if (typeof SharedArrayBuffer === 'undefined') return false;
+  // Browsers expose SharedArrayBuffer only when cross-origin isolated.
+  const g = globalThis as { crossOriginIsolated?: boolean };
+  if (g.crossOriginIsolated === false) return false;
+  try {
+    new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true } as WebAssembly.MemoryDescriptor);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function defaultUrl(build: WasmBuild): URL {
+  // `new URL(literal, import.meta.url)` is the pattern bundlers (vite, webpack,
+  // esbuild with plugins) recognise and emit as an asset.
+  return build === 'mt'
+    ? new URL('./wasm/adaptree-mt.wasm', import.meta.url)
+    : new URL('./wasm/adaptree-st.wasm', import.meta.url);
+}
+
+async function readFileUrl(url: URL): Promise<Uint8Array> {
+  // Node's fetch has no file: support. The specifier is hidden from bundlers.
+  const fsName = 'node:fs/promises';
+  const fs = (await import(/* @vite-ignore */ fsName)) as {
+    readFile(p: URL): Promise<Uint8Array>;
+  };
+  return fs.readFile(url);
+}
+
+async function compile(source: WasmSource): Promise<WebAssembly.Module> {
+  if (source instanceof WebAssembly.Module) return source;
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
+    return WebAssembly.compile(source as BufferSource);
+  }
+  if (typeof source === 'string' || source instanceof URL) {
+    const url = typeof source === 'string' ? toUrl(source) : source;
+    if (url.protocol === 'file:' && !fetchSupportsFile()) {
+      return WebAssembly.compile((await readFileUrl(url)) as BufferSource);
+    }
+    return compile(fetch(url));
+  }
+  const response = await source;
+  if (!response.ok) throw new Error(`adaptree: cannot load wasm (${response.status} ${response.url})`);
+  const type = response.headers.get('content-type') ?? '';
+  if (typeof WebAssembly.compileStreaming === 'function' && type.startsWith('application/wasm')) {
+    return WebAssembly.compileStreaming(response);
+  }
+  return WebAssembly.compile(await response.arrayBuffer());
+}
+
+function toUrl(s: string): URL {
+  try {
+    return new URL(s);
+  } catch {
+    // A plain path: relative to the current directory where there is one (Node, Deno).
+    const g = globalThis as { process?: { cwd(): string }; Deno?: { cwd(): string } };
+    const cwd = g.process?.cwd?.() ?? g.Deno?.cwd?.();
+    if (cwd === undefined) return new URL(s, (globalThis as { location?: { href: string } }).location?.href);
+    return new URL(s, `file://${cwd.endsWith('/') ? cwd : cwd + '/'}`);
+  }
+}
+
+function fetchSupportsFile(): boolean {
+  return typeof (globalThis as { Deno?: unknown }).Deno !== 'undefined';
+}
+
+class Loaded implements AdaptreeWasm {
+  readonly ctx: number;
+  readonly result: number;
+  private view: Uint8Array;
+  private data: DataView;
+  private scratchPtr = 0;
+  private scratchSize = 0;
+
+  constructor(
+    readonly build: WasmBuild,
+    readonly module: WebAssembly.Module,
+    readonly exports: AbiExports,
+    readonly memory: WebAssembly.Memory,
+  ) {
+    this.view = new Uint8Array(memory.buffer);
+    this.data = new DataView(memory.buffer);
+    this.ctx = exports.at_ctx_new();
+    if (this.ctx === 0) throw new Error('adaptree: out of wasm memory creating a context');
+    this.result = exports.at_ctx_result(this.ctx);
+  }
+
+  u8(): Uint8Array {
+    // Growth detaches a plain buffer; a shared one keeps its old length.
+    if (this.view.byteLength !== this.memory.buffer.byteLength) this.refresh();
+    return this.view;
+  }
+
+  dv(): DataView {
+    if (this.data.byteLength !== this.memory.buffer.byteLength) this.refresh();
+    return this.data;
+  }
+
+  private refresh(): void {
+    this.view = new Uint8Array(this.memory.buffer);
+    this.data = new DataView(this.memory.buffer);
+  }
+
+  scratch(size: number): number {
+    if (size > this.scratchSize) {
+      let n = Math.max(SCRATCH_MIN, this.scratchSize);
+      while (n < size) n *= 2;
+      const p = this.exports.at_alloc(n);
+      if (p === 0) throw new RangeError(`adaptree: out of wasm memory (scratch of ${n} bytes)`);
+      if (this.scratchPtr !== 0) this.exports.at_free(this.scratchPtr);
+      this.scratchPtr = p;
+      this.scratchSize = n;
+    }
+    return this.scratchPtr;
+  }
+
+  attachHandle(stackSize = DEFAULT_STACK_SIZE): AttachHandle {
+    if (this.build !== 'mt') throw new Error('adaptree: only the mt build can be shared with workers');
+    const base = this.exports.at_alloc(stackSize);
+    if (base === 0) throw new RangeError('adaptree: out of wasm memory reserving a worker stack');
+    return { module: this.module, memory: this.memory, stackBase: base, stackSize };
+  }
+}
+
+function check(exports: WebAssembly.Exports): AbiExports {
+  for (const name of ABI_FUNCTIONS) {
+    if (typeof exports[name] !== 'function') throw new Error(`adaptree: wasm module lacks export ${name}`);
+  }
+  const abi = exports as unknown as AbiExports;
+  const version = abi.at_abi_version();
+  if (version !== ABI_VERSION) {
+    throw new Error(`adaptree: wasm ABI version ${version}, this library expects ${ABI_VERSION}`);
+  }
+  return abi;
+}
+
+/** Loads and instantiates an adaptree wasm module. */
+export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm> {
+  const attach = options.attach;
+  const build: WasmBuild = attach || (options.threads && threadsAvailable()) ? 'mt' : 'st';
+  if (options.threads && build !== 'mt') {
+    // Asked for threads where they are impossible: fall back, as documented.
+  }
+  const module = attach?.module ?? (await compile(options.wasm ?? defaultUrl(build)));
+  const imports = WebAssembly.Module.imports(module);
+  const importsMemory = imports.some((i) => i.kind === 'memory');
+  if ((build === 'mt') !== importsMemory) {
+    throw new Error(`adaptree: the given wasm module is not the ${build} build`);
+  }
+  let memory: WebAssembly.Memory | undefined;
+  const importObject: WebAssembly.Imports = {};
+  if (build === 'mt') {
+    memory =
+      attach?.memory ??
+      new WebAssembly.Memory({
+        initial: MT_INITIAL_PAGES,
+        maximum: MT_MAXIMUM_PAGES,
+        shared: true,
+      } as WebAssembly.MemoryDescriptor);
+    importObject.env = { memory };
+  }
+  const instance = await WebAssembly.instantiate(module, importObject);
+  const raw = instance.exports;
+  if (build === 'mt' && attach) {
+    // A new instance starts with the linked stack, which the first instance
+    // uses: give it its own region before it runs any code that uses a stack.
+    (raw.__stack_pointer as WebAssembly.Global).value = attach.stackBase + attach.stackSize;
+  } else {
+    // The first instance on a memory runs the static constructors, once.
+    (raw._initialize as () => void)();
+  }
+  if (build === 'st') memory = raw.memory as WebAssembly.Memory;
+  return new Loaded(build, module, check(raw), memory!);
+}
+
+export { Result };
