@@ -1,0 +1,186 @@
+// The same public API, unmodified, in every runtime adaptree targets: Node,
+// Deno, workerd (Cloudflare Workers) and a vite-built page in headless
+// Chromium. Each runs scenario.mjs and must produce EXPECTED.
+// Needs the built package (dist/), which `npm test` builds first.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, copyFileSync, writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, extname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { scenario, EXPECTED } from './scenario.mjs';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const repo = resolve(here, '../../..');
+const bin = (name: string) => join(repo, 'node_modules/.bin', name);
+const run = promisify(execFile);
+
+function expectScenario(result: Record<string, unknown>, build: 'st' | 'mt') {
+  expect(result.error).toBeUndefined();
+  expect(result.build).toBe(build);
+  for (const [k, v] of Object.entries(EXPECTED)) expect(result[k], k).toEqual(v);
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createNetServer();
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => (a && typeof a === 'object' ? res(a.port) : rej(new Error('no port'))));
+    });
+  });
+}
+
+describe('Node', () => {
+  it.each(['st', 'mt'] as const)('runs the scenario from dist/ (%s)', async (build) => {
+    const api = await import('../../../dist/index.js');
+    expectScenario(await scenario(api, { threads: build === 'mt' }), build);
+  });
+});
+
+describe('Deno', () => {
+  it.each(['st', 'mt'] as const)('runs the scenario from dist/ (%s)', async (build) => {
+    const args = ['run', '--quiet', `--allow-read=${repo}`, join(here, 'deno-main.mjs')];
+    if (build === 'mt') args.push('--threads');
+    const { stdout } = await run(bin('deno'), args, { cwd: repo, env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' } });
+    expectScenario(JSON.parse(stdout), build);
+  });
+});
+
+describe('workerd (Cloudflare Workers)', () => {
+  let dir = '';
+  let proc: ChildProcess | undefined;
+  let port = 0;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'adaptree-workerd-'));
+    const { rolldown } = await import('rolldown');
+    const bundle = await rolldown({
+      input: join(here, 'workerd-main.mjs'),
+      external: [/\.wasm$/],
+      platform: 'neutral',
+      logLevel: 'silent',
+    });
+    await bundle.write({ file: join(dir, 'worker.mjs'), format: 'es' });
+    copyFileSync(join(repo, 'dist/wasm/adaptree-st.wasm'), join(dir, 'adaptree-st.wasm'));
+    port = await freePort();
+    writeFileSync(
+      join(dir, 'config.capnp'),
+      `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [ (name = "main", worker = .worker) ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const worker :Workerd.Worker = (
+  modules = [
+    (name = "worker.mjs", esModule = embed "worker.mjs"),
+    (name = "adaptree-st.wasm", wasm = embed "adaptree-st.wasm"),
+  ],
+  compatibilityDate = "2025-06-01",
+);
+`,
+    );
+    proc = spawn(bin('workerd'), ['serve', join(dir, 'config.capnp')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    proc.stderr?.on('data', (d) => (log += d));
+    for (let i = 0; i < 100; i++) {
+      try {
+        await fetch(`http://127.0.0.1:${port}/`);
+        return;
+      } catch {
+        if (proc.exitCode !== null) throw new Error(`workerd exited: ${log}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    throw new Error(`workerd did not start: ${log}`);
+  });
+
+  afterAll(() => {
+    proc?.kill();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs the scenario with a precompiled WebAssembly.Module (st)', async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/`);
+    const text = await res.text();
+    expect(res.status, text).toBe(200);
+    expectScenario(JSON.parse(text), 'st');
+  });
+});
+
+const MIME: Record<string, string> = {
+  '.html': 'text/html',
+  '.js': 'text/javascript',
+  '.mjs': 'text/javascript',
+  '.wasm': 'application/wasm',
+  '.json': 'application/json',
+};
+
+describe('Chromium (vite-built page)', () => {
+  let outDir = '';
+  let server: Server | undefined;
+  let port = 0;
+
+  beforeAll(async () => {
+    outDir = mkdtempSync(join(tmpdir(), 'adaptree-vite-'));
+    const { build } = await import('vite');
+    await build({
+      root: join(here, 'browser'),
+      logLevel: 'silent',
+      configFile: false,
+      build: { outDir, emptyOutDir: true, target: 'es2022' },
+      worker: { format: 'es' },
+      server: { fs: { allow: [repo] } },
+    });
+    // COOP + COEP make the page cross-origin isolated: SharedArrayBuffer and the mt build work.
+    server = createServer((req, res) => {
+      const path = join(outDir, decodeURIComponent((req.url ?? '/').split('?')[0]!).replace(/\/$/, '/index.html'));
+      if (!path.startsWith(outDir) || !existsSync(path)) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, {
+        'content-type': MIME[extname(path)] ?? 'application/octet-stream',
+        'cross-origin-opener-policy': 'same-origin',
+        'cross-origin-embedder-policy': 'require-corp',
+      });
+      res.end(readFileSync(path));
+    });
+    port = await new Promise<number>((res) => server!.listen(0, '127.0.0.1', () => res((server!.address() as { port: number }).port)));
+  });
+
+  afterAll(() => {
+    server?.close();
+    if (outDir) rmSync(outDir, { recursive: true, force: true });
+  });
+
+  it('runs the scenario with st on the main thread and mt in a worker', async () => {
+    const { chromium } = await import('playwright-core');
+    const profile = mkdtempSync(join(tmpdir(), 'adaptree-chromium-'));
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync'],
+    });
+    try {
+      const page = await context.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(String(e)));
+      await page.goto(`http://127.0.0.1:${port}/index.html`);
+      await page.waitForFunction(() => (window as unknown as { __result?: unknown }).__result !== undefined, undefined, { timeout: 60_000 });
+      const result = (await page.evaluate(() => (window as unknown as { __result: unknown }).__result)) as Record<string, Record<string, unknown>>;
+      expect(errors).toEqual([]);
+      expect(result.error).toBeUndefined();
+      expect(result.crossOriginIsolated).toBe(true);
+      expectScenario(result.st!, 'st');
+      expectScenario(result.mt!, 'mt');
+    } finally {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    }
+  });
+});
