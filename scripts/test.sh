@@ -32,8 +32,9 @@ if ls tests/fuzz/*.cc >/dev/null 2>&1; then
   done
 fi
 
-step "wasm artifacts: SIMD, imports, exports"
+step "wasm artifacts: SIMD, imports, exports; npm package contents"
 node scripts/check-wasm.mjs
+node scripts/check-pack.mjs
 
 step "vitest: TypeScript API against the st and mt builds, runtimes"
 npx vitest run

@@ -119,6 +119,69 @@ const MIME: Record<string, string> = {
   '.json': 'application/json',
 };
 
+/** Serves files below `root` (only under the given prefixes) cross-origin isolated. */
+function isolatedServer(root: string, prefixes: string[]): Server {
+  // COOP + COEP make the page cross-origin isolated: SharedArrayBuffer and the mt build work.
+  return createServer((req, res) => {
+    const url = decodeURIComponent((req.url ?? '/').split('?')[0]!).replace(/\/$/, '/index.html');
+    const path = join(root, url);
+    if (!path.startsWith(root) || !prefixes.some((p) => url.startsWith(p)) || !existsSync(path)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, {
+      'content-type': MIME[extname(path)] ?? 'application/octet-stream',
+      'cross-origin-opener-policy': 'same-origin',
+      'cross-origin-embedder-policy': 'require-corp',
+    });
+    res.end(readFileSync(path));
+  });
+}
+
+async function listen(server: Server): Promise<number> {
+  return new Promise<number>((res) => server.listen(0, '127.0.0.1', () => res((server.address() as { port: number }).port)));
+}
+
+/** Opens `url` in headless Chromium with a fresh persistent profile and returns window.__result. */
+async function runPage(url: string): Promise<{ result: Record<string, unknown>; errors: string[] }> {
+  const { chromium } = await import('playwright-core');
+  const profile = mkdtempSync(join(tmpdir(), 'adaptree-chromium-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = await context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(url);
+    await page.waitForFunction(() => (window as unknown as { __result?: unknown }).__result !== undefined, undefined, { timeout: 60_000 });
+    const result = (await page.evaluate(() => (window as unknown as { __result: unknown }).__result)) as Record<string, unknown>;
+    return { result, errors };
+  } finally {
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+describe('Chromium without a bundler', () => {
+  let server: Server | undefined;
+  let port = 0;
+  beforeAll(async () => {
+    server = isolatedServer(repo, ['/dist/', '/tests/ts/runtimes/']);
+    port = await listen(server);
+  });
+  afterAll(() => server?.close());
+
+  it('imports dist/index.js as plain ES modules and runs the scenario (mt on the main thread)', async () => {
+    const { result, errors } = await runPage(`http://127.0.0.1:${port}/tests/ts/runtimes/browser-plain/index.html`);
+    expect(errors).toEqual([]);
+    expectScenario(result, 'mt');
+  });
+});
+
 describe('Chromium (vite-built page)', () => {
   let outDir = '';
   let server: Server | undefined;
@@ -135,21 +198,8 @@ describe('Chromium (vite-built page)', () => {
       worker: { format: 'es' },
       server: { fs: { allow: [repo] } },
     });
-    // COOP + COEP make the page cross-origin isolated: SharedArrayBuffer and the mt build work.
-    server = createServer((req, res) => {
-      const path = join(outDir, decodeURIComponent((req.url ?? '/').split('?')[0]!).replace(/\/$/, '/index.html'));
-      if (!path.startsWith(outDir) || !existsSync(path)) {
-        res.writeHead(404).end();
-        return;
-      }
-      res.writeHead(200, {
-        'content-type': MIME[extname(path)] ?? 'application/octet-stream',
-        'cross-origin-opener-policy': 'same-origin',
-        'cross-origin-embedder-policy': 'require-corp',
-      });
-      res.end(readFileSync(path));
-    });
-    port = await new Promise<number>((res) => server!.listen(0, '127.0.0.1', () => res((server!.address() as { port: number }).port)));
+    server = isolatedServer(outDir, ['/']);
+    port = await listen(server);
   });
 
   afterAll(() => {
@@ -158,29 +208,12 @@ describe('Chromium (vite-built page)', () => {
   });
 
   it('runs the scenario with st on the main thread and mt in a worker', async () => {
-    const { chromium } = await import('playwright-core');
-    const profile = mkdtempSync(join(tmpdir(), 'adaptree-chromium-'));
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: '/usr/bin/chromium',
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync'],
-    });
-    try {
-      const page = await context.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(String(e)));
-      await page.goto(`http://127.0.0.1:${port}/index.html`);
-      await page.waitForFunction(() => (window as unknown as { __result?: unknown }).__result !== undefined, undefined, { timeout: 60_000 });
-      const result = (await page.evaluate(() => (window as unknown as { __result: unknown }).__result)) as Record<string, Record<string, unknown>>;
-      expect(errors).toEqual([]);
-      expect(result.error).toBeUndefined();
-      expect(result.crossOriginIsolated).toBe(true);
-      expectScenario(result.st!, 'st');
-      expectScenario(result.mt!, 'mt');
-    } finally {
-      await context.close();
-      rmSync(profile, { recursive: true, force: true });
-    }
+    const { result: r, errors } = await runPage(`http://127.0.0.1:${port}/index.html`);
+    const result = r as Record<string, Record<string, unknown>>;
+    expect(errors).toEqual([]);
+    expect(result.error).toBeUndefined();
+    expect(result.crossOriginIsolated).toBe(true);
+    expectScenario(result.st!, 'st');
+    expectScenario(result.mt!, 'mt');
   });
 });
