@@ -1,0 +1,98 @@
+/**
+ * Value codecs. A value encoding is chosen per map (`values` option):
+ *
+ * | name    | values                   | stored as                    | notes                                     |
+ * |---------|--------------------------|------------------------------|-------------------------------------------|
+ * | `json`  | anything JSON can hold   | JSON.stringify text, UTF-8   | default. `undefined` is stored as the     |
+ * |         | (+ `undefined`)          |                              | empty value; what JSON drops or changes   |
+ * |         |                          |                              | (Dates, Maps, functions, -0) stays so     |
+ * | `utf8`  | strings                  | UTF-8                        | lone surrogates: InvalidValueError        |
+ * | `bytes` | Uint8Array               | the bytes                    | `get` returns a fresh copy                |
+ * | custom  | anything                 | `codec.encode(v)`            | `{ encode(v): Uint8Array, decode(b): V }` |
+ *
+ * A value the encoding cannot take is an InvalidValueError (a TypeError) and the map is unchanged.
+ */
+import { InvalidValueError, isAdaptreeError } from '../errors.js';
+import type { ValueEncoder } from './codec.js';
+import { isUint8Array } from './bytes.js';
+import { describe, encodeToArray, isWellFormed, readUtf8, writeUtf8 } from './utf8.js';
+
+function utf8Bytes(s: string): Uint8Array {
+  const out = new Uint8Array(s.length * 3);
+  const n = writeUtf8(s, out, 0, out.length, false);
+  if (n < 0) throw new InvalidValueError('utf8 value contains a lone surrogate (not valid Unicode)');
+  return out.slice(0, n);
+}
+
+export const jsonValue: ValueEncoder<unknown> = {
+  name: 'json',
+  prepare(value: unknown): string {
+    if (value === undefined) return '';
+    let s: string | undefined;
+    try {
+      s = JSON.stringify(value);
+    } catch (e) {
+      if (isAdaptreeError(e)) throw e;
+      throw new InvalidValueError(`json value cannot be serialized: ${(e as Error).message}`, { cause: e });
+    }
+    if (typeof s !== 'string') throw new InvalidValueError(`json value cannot be serialized: ${describe(value)}`);
+    return s;
+  },
+  decodeFrom(u8: Uint8Array, off: number, len: number, shared: boolean): unknown {
+    if (len === 0) return undefined;
+    // Short scalars are common (numbers, true/false): skip the string for single-byte values.
+    if (len === 1) {
+      const c = u8[off]!;
+      if (c >= 48 && c <= 57) return c - 48;
+    }
+    return JSON.parse(readUtf8(u8, off, off + len, shared));
+  },
+  encode(value: unknown): Uint8Array {
+    const s = jsonValue.prepare(value) as string;
+    return s.length < 4096 ? utf8Bytes(s) : encodeToArray(s);
+  },
+  decode(bytes: Uint8Array): unknown {
+    return jsonValue.decodeFrom(bytes, 0, bytes.length, false);
+  },
+};
+
+export const utf8Value: ValueEncoder<string> = {
+  name: 'utf8',
+  prepare(value: string): string {
+    if (typeof value !== 'string') throw new InvalidValueError(`utf8 value must be a string, got ${describe(value)}`);
+    return value;
+  },
+  decodeFrom(u8: Uint8Array, off: number, len: number, shared: boolean): string {
+    return readUtf8(u8, off, off + len, shared);
+  },
+  encode(value: string): Uint8Array {
+    utf8Value.prepare(value);
+    if (value.length >= 4096) {
+      if (!isWellFormed(value)) throw new InvalidValueError('utf8 value contains a lone surrogate (not valid Unicode)');
+      return encodeToArray(value);
+    }
+    return utf8Bytes(value);
+  },
+  decode(bytes: Uint8Array): string {
+    return readUtf8(bytes, 0, bytes.length, false);
+  },
+};
+
+export const bytesValue: ValueEncoder<Uint8Array> = {
+  name: 'bytes',
+  prepare(value: Uint8Array): Uint8Array {
+    if (!(value instanceof Uint8Array) && !isUint8Array(value)) {
+      throw new InvalidValueError(`bytes value must be a Uint8Array, got ${describe(value)}`);
+    }
+    return value;
+  },
+  decodeFrom(u8: Uint8Array, off: number, len: number): Uint8Array {
+    return u8.slice(off, off + len);
+  },
+  encode(value: Uint8Array): Uint8Array {
+    return (bytesValue.prepare(value) as Uint8Array).slice();
+  },
+  decode(bytes: Uint8Array): Uint8Array {
+    return bytes.slice();
+  },
+};

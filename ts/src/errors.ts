@@ -1,0 +1,204 @@
+/**
+ * Typed errors. Every error adaptree throws carries a stable string `code`.
+ *
+ * Hierarchy (why it looks like this): a bad key must still be a `TypeError` and an
+ * oversized key a `RangeError`, as JavaScript users expect from built-ins, so those
+ * classes extend the built-in error they stand for. The rest extend `AdaptreeError`.
+ * All of them carry a shared brand, so one check works for every adaptree error:
+ *
+ * ```ts
+ * try { map.set(k, v) } catch (e) {
+ *   if (isAdaptreeError(e)) console.log(e.code)   // 'KEY_TOO_LARGE', 'INVALID_KEY', ...
+ *   e instanceof AdaptreeError                   // also true for KeyTooLargeError & co
+ *   e instanceof RangeError                      // true for KeyTooLargeError
+ * }
+ * ```
+ *
+ * | class                 | extends        | code              | thrown when                                      |
+ * |-----------------------|----------------|-------------------|--------------------------------------------------|
+ * | InvalidKeyError       | TypeError      | INVALID_KEY       | key of the wrong type, NaN, lone surrogate        |
+ * | InvalidValueError     | TypeError      | INVALID_VALUE     | value the value encoding cannot encode            |
+ * | InvalidArgumentError  | TypeError      | INVALID_ARGUMENT  | bad options or range (e.g. both gt and gte)       |
+ * | KeyTooLargeError      | RangeError     | KEY_TOO_LARGE     | encoded key longer than 1024 bytes                |
+ * | ValueTooLargeError    | RangeError     | VALUE_TOO_LARGE   | value longer than the core accepts (1 GiB)        |
+ * | ClosedError           | AdaptreeError  | CLOSED            | map used after free() / [Symbol.dispose]         |
+ * | CorruptionError       | AdaptreeError  | CORRUPT           | checksum or structural invariant broken          |
+ * | OutOfMemoryError      | AdaptreeError  | OUT_OF_MEMORY     | wasm memory cannot grow                           |
+ * | QuotaExceededError    | AdaptreeError  | QUOTA_EXCEEDED    | storage quota exhausted (persistent maps)         |
+ * | LockedError           | AdaptreeError  | LOCKED            | store held by another handle (persistent maps)    |
+ * | NotInitializedError   | AdaptreeError  | NOT_INITIALIZED   | BTreeMap constructed before `await init()`        |
+ * | ReentrancyError       | AdaptreeError  | REENTRANT         | a codec or toJSON called into adaptree mid-call   |
+ * | AdaptreeError         | Error          | INTERNAL          | unexpected core status                            |
+ */
+
+export type AdaptreeErrorCode =
+  | 'INVALID_KEY'
+  | 'INVALID_VALUE'
+  | 'INVALID_ARGUMENT'
+  | 'KEY_TOO_LARGE'
+  | 'VALUE_TOO_LARGE'
+  | 'CLOSED'
+  | 'CORRUPT'
+  | 'OUT_OF_MEMORY'
+  | 'QUOTA_EXCEEDED'
+  | 'LOCKED'
+  | 'NOT_INITIALIZED'
+  | 'REENTRANT'
+  | 'INTERNAL';
+
+/** The brand every adaptree error carries; `Symbol.for` so that copies of the library agree. */
+export const ADAPTREE_ERROR: unique symbol = Symbol.for('adaptree.error') as never;
+
+/** True for every error thrown by adaptree, whatever built-in class it extends. */
+export function isAdaptreeError(e: unknown): e is AdaptreeErrorLike {
+  return typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[ADAPTREE_ERROR] === true;
+}
+
+/** What every adaptree error has in common. */
+export interface AdaptreeErrorLike extends Error {
+  readonly code: AdaptreeErrorCode;
+  readonly [ADAPTREE_ERROR]: true;
+}
+
+function brand(e: Error, name: string): void {
+  Object.defineProperty(e, 'name', { value: name, configurable: true, writable: true, enumerable: false });
+}
+
+/** Base class of the errors that have no natural built-in parent. `instanceof AdaptreeError`
+ * is true for every adaptree error (also KeyTooLargeError, InvalidKeyError, ...). */
+export class AdaptreeError extends Error implements AdaptreeErrorLike {
+  readonly code: AdaptreeErrorCode;
+  readonly [ADAPTREE_ERROR] = true as const;
+  constructor(message: string, code: AdaptreeErrorCode = 'INTERNAL', options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    brand(this, new.target.name);
+  }
+  /** `x instanceof AdaptreeError` accepts every branded error; subclasses keep the normal check. */
+  static override [Symbol.hasInstance](x: unknown): boolean {
+    if (this === AdaptreeError) return isAdaptreeError(x);
+    return Function.prototype[Symbol.hasInstance].call(this, x);
+  }
+}
+
+export class InvalidKeyError extends TypeError implements AdaptreeErrorLike {
+  readonly code = 'INVALID_KEY' as const;
+  readonly [ADAPTREE_ERROR] = true as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    brand(this, 'InvalidKeyError');
+  }
+}
+
+export class InvalidValueError extends TypeError implements AdaptreeErrorLike {
+  readonly code = 'INVALID_VALUE' as const;
+  readonly [ADAPTREE_ERROR] = true as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    brand(this, 'InvalidValueError');
+  }
+}
+
+export class InvalidArgumentError extends TypeError implements AdaptreeErrorLike {
+  readonly code = 'INVALID_ARGUMENT' as const;
+  readonly [ADAPTREE_ERROR] = true as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    brand(this, 'InvalidArgumentError');
+  }
+}
+
+export class KeyTooLargeError extends RangeError implements AdaptreeErrorLike {
+  readonly code = 'KEY_TOO_LARGE' as const;
+  readonly [ADAPTREE_ERROR] = true as const;
+  constructor(message = 'key is longer than the maximum key size (1024 bytes encoded)', options?: { cause?: unknown }) {
+    super(message, options);
+    brand(this, 'KeyTooLargeError');
+  }
+}
+
+export class ValueTooLargeError extends RangeError implements AdaptreeErrorLike {
+  readonly code = 'VALUE_TOO_LARGE' as const;
+  readonly [ADAPTREE_ERROR] = true as const;
+  constructor(message = 'value is longer than the maximum value size', options?: { cause?: unknown }) {
+    super(message, options);
+    brand(this, 'ValueTooLargeError');
+  }
+}
+
+export class ClosedError extends AdaptreeError {
+  declare readonly code: 'CLOSED';
+  constructor(message = 'the map has been freed', options?: { cause?: unknown }) {
+    super(message, 'CLOSED', options);
+  }
+}
+
+export class CorruptionError extends AdaptreeError {
+  declare readonly code: 'CORRUPT';
+  constructor(message = 'corrupt data', options?: { cause?: unknown }) {
+    super(message, 'CORRUPT', options);
+  }
+}
+
+export class OutOfMemoryError extends AdaptreeError {
+  declare readonly code: 'OUT_OF_MEMORY';
+  constructor(message = 'out of wasm memory', options?: { cause?: unknown }) {
+    super(message, 'OUT_OF_MEMORY', options);
+  }
+}
+
+export class QuotaExceededError extends AdaptreeError {
+  declare readonly code: 'QUOTA_EXCEEDED';
+  constructor(message = 'storage quota exceeded', options?: { cause?: unknown }) {
+    super(message, 'QUOTA_EXCEEDED', options);
+  }
+}
+
+export class LockedError extends AdaptreeError {
+  declare readonly code: 'LOCKED';
+  constructor(message = 'the store is locked by another handle', options?: { cause?: unknown }) {
+    super(message, 'LOCKED', options);
+  }
+}
+
+export class NotInitializedError extends AdaptreeError {
+  declare readonly code: 'NOT_INITIALIZED';
+  constructor(message = 'call `await init()` before creating a BTreeMap (or pass options.wasm)', options?: { cause?: unknown }) {
+    super(message, 'NOT_INITIALIZED', options);
+  }
+}
+
+export class ReentrancyError extends AdaptreeError {
+  declare readonly code: 'REENTRANT';
+  constructor(message = 'a codec (or toJSON) called into adaptree during an adaptree call', options?: { cause?: unknown }) {
+    super(message, 'REENTRANT', options);
+  }
+}
+
+/** Core status codes (core/status.h). Values are part of the C ABI. */
+export const Status = {
+  OK: 0,
+  NOT_FOUND: 1,
+  RESTART: 2,
+  NEED_PAGE: 3,
+  KEY_TOO_LARGE: -1,
+  VALUE_TOO_LARGE: -2,
+  OUT_OF_MEMORY: -3,
+  CORRUPT: -4,
+  INVALID_ARGUMENT: -5,
+  CLOSED: -6,
+} as const;
+
+/** The typed error for a negative core status. `what` names the operation for the message. */
+export function errorFromStatus(status: number, what: string, detail?: string): Error {
+  const d = detail ? `: ${detail}` : '';
+  switch (status) {
+    case Status.KEY_TOO_LARGE: return new KeyTooLargeError(`${what}: key too large${d}`);
+    case Status.VALUE_TOO_LARGE: return new ValueTooLargeError(`${what}: value too large${d}`);
+    case Status.OUT_OF_MEMORY: return new OutOfMemoryError(`${what}: out of wasm memory${d}`);
+    case Status.CORRUPT: return new CorruptionError(`${what}: corrupt${d}`);
+    case Status.INVALID_ARGUMENT: return new InvalidArgumentError(`${what}: invalid argument${d}`);
+    case Status.CLOSED: return new ClosedError(`${what}: closed${d}`);
+    default: return new AdaptreeError(`${what}: unexpected core status ${status}${d}`, 'INTERNAL');
+  }
+}
