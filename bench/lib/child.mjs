@@ -1,0 +1,223 @@
+// One runner process: one data set, one impl, one or more configurations. Prints one JSON row
+// per line on stdout (the same protocol as bench/native's binary); progress on stderr.
+// Run by bench/run.mjs as: node --expose-gc bench/lib/child.mjs '<json params>'
+import { readKeyFile, decodeKeys, keyViews } from './keyfile.mjs';
+import { zipfIndexes, uniformIndexes, scanOps, ycsbOps, YCSB, YCSB_ORDER, OP } from './workloads.mjs';
+import { SplitMix64 } from './rng.mjs';
+import { log, fmtOps } from './progress.mjs';
+import { getImpl } from './impls/index.mjs';
+
+const P = JSON.parse(process.argv[2]);
+const gc = globalThis.gc ?? (() => {});
+const CHUNK = 1024;
+
+function emit(row) {
+  process.stdout.write(JSON.stringify(row) + '\n');
+}
+
+function heapBytes() {
+  gc(); gc();
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+}
+
+/** Runs body(from, to) over [0, count) in chunks until done or the time budget is spent. */
+function timed(count, budgetSec, body) {
+  const t0 = performance.now();
+  const deadline = t0 + budgetSec * 1000;
+  let done = 0, check = 0;
+  while (done < count) {
+    const to = Math.min(count, done + CHUNK);
+    check += body(done, to);
+    done = to;
+    if (performance.now() > deadline) break;
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  return { ops: done, seconds, check };
+}
+
+function valueFor(i) {
+  const v = new Uint8Array(8);
+  v[0] = i; v[1] = i >>> 8; v[2] = i >>> 16; v[3] = i >>> 24;
+  return v;
+}
+function valueIndex(v) {
+  return v && v.length === 8 ? (v[0] | (v[1] << 8) | (v[2] << 16) | (v[3] << 24)) >>> 0 : -1;
+}
+
+/** Extracts (bytes, layouts) from adaptree's stats() whatever its exact field names. */
+function fromStats(st) {
+  if (!st || typeof st !== 'object') return {};
+  const bytes = st.bytes ?? st.bytes_used ?? st.bytesUsed ?? st.memoryBytes ?? (st.pages != null ? st.pages * (st.page_size ?? st.pageSize ?? 4096) : undefined);
+  const layouts = st.layouts ?? st.leafTypes ?? st.leaf_types ?? st.leaves ?? undefined;
+  return { bytes, layouts: layouts && typeof layouts === 'object' ? layouts : undefined };
+}
+
+async function main() {
+  const impl = await getImpl(P.impl);
+  const why = await impl.unavailable();
+  if (why) {
+    log(`${P.impl}: not run: ${why}`);
+    emit({ skip: true, impl: P.impl, reason: why });
+    return;
+  }
+  const kf = readKeyFile(P.keysPath);
+  const n = kf.n;
+  // Key values as each impl takes them. JS anchors: strings / numbers; their heap (strings)
+  // counts toward the anchors' bytes per record.
+  const h0 = heapBytes();
+  const jsKeys = decodeKeys(kf, P.kind);
+  const keyHeap = Math.max(0, heapBytes() - h0 - 8 * n);
+  let keys = jsKeys;
+  // Lookups and scans use separately decoded keys: an app's lookup key is rarely the very
+  // string object it inserted (which would let Map and sorted-btree compare by pointer).
+  let probe = P.kind === 'string' ? decodeKeys(kf, P.kind) : jsKeys;
+  let keyEncoding;
+  if (impl.keyForm === 'adaptree') {
+    keyEncoding = P.kind === 'string' ? 'utf8' : P.keyEncoding || 'bytes';
+    if (keyEncoding === 'bytes') keys = probe = keyViews(kf);
+  }
+  const configs = impl.configs ? P.configs : ['-'];
+  for (const config of configs) {
+    if (P.mode === 'ycsb') await runYcsb(impl, config, keys, probe, keyEncoding, keyHeap, n);
+    else await runPaper(impl, config, keys, probe, keyEncoding, keyHeap, n);
+    gc();
+  }
+}
+
+function baseRow(implName, config, keyEncoding, n) {
+  const r = { suite: P.suite, dataset: P.dataset, workload: '', impl: implName, config, keys: n };
+  if (keyEncoding) r.key_encoding = keyEncoding;
+  if (P.extra) Object.assign(r, P.extra);
+  return r;
+}
+
+function finish(row, res, store, space) {
+  row.ops = res.ops;
+  row.seconds = +res.seconds.toFixed(6);
+  row.ops_per_sec = +(res.ops / res.seconds).toFixed(1);
+  if (space.bytesPerRecord != null) row.bytes_per_record = +space.bytesPerRecord.toFixed(2);
+  if (store.stats) {
+    const s = fromStats(store.stats());
+    if (s.layouts) row.layouts = s.layouts;
+    if (s.bytes != null) row.bytes_per_record = +(s.bytes / row.keys).toFixed(2);
+  }
+  emit(row);
+  log(`${P.suite} ${P.dataset} ${row.impl}/${row.config} ${row.workload}: ${fmtOps(row.ops_per_sec)} ops/s (${res.ops} ops, ${res.seconds.toFixed(2)} s)`);
+}
+
+async function load(impl, config, keys, keyEncoding, count, keyHeap) {
+  const h0 = heapBytes();
+  const store = await impl.open({ config, keyEncoding, kind: P.kind });
+  const t0 = performance.now();
+  for (let i = 0; i < count; i++) store.set(keys[i], valueFor(i));
+  log(`${P.suite} ${P.dataset} ${impl.name}/${store.config}: loaded ${count} keys (untimed, ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  return { store, h0 };
+}
+
+function verify(store, keys, n, label) {
+  const rng = new SplitMix64(P.seed * 1000 + 99);
+  for (let j = 0; j < 1000; j++) {
+    const i = rng.nextBelow(n);
+    const got = valueIndex(store.get(keys[i]));
+    if (got !== i) throw new Error(`${label}: get(key #${i}) returned value #${got}: wrong answers, no rows`);
+  }
+}
+
+async function runPaper(impl, config, keys, probe, keyEncoding, keyHeap, n) {
+  const W = new Set(P.workloads);
+  const n90 = Math.floor(n * 0.9);
+  const { store, h0 } = await load(impl, config, keys, keyEncoding, n90, keyHeap);
+  const label = `${impl.name}/${store.config} on ${P.dataset}`;
+  const vals = [];
+  for (let i = n90; i < n; i++) vals.push(valueFor(i));
+  // insert: the last 10%, timed, always run (the other workloads need every key)
+  const resIns = timed(n - n90, Infinity, (a, b) => {
+    for (let i = a; i < b; i++) store.set(keys[n90 + i], vals[i]);
+    return 0;
+  });
+  vals.length = 0;
+  const space = {};
+  if (!store.stats) space.bytesPerRecord = (heapBytes() - h0 + keyHeap) / n;
+  verify(store, probe, n, label);
+  if (W.has('insert')) finish({ ...baseRow(impl.name, store.config, keyEncoding, n), workload: 'insert' }, resIns, store, space);
+  const lookup = (name, idx) => {
+    let miss = 0;
+    const res = timed(idx.length, P.budgetSec, (a, b) => {
+      for (let i = a; i < b; i++) if (store.get(probe[idx[i]]) === undefined) miss++;
+      return 0;
+    });
+    if (miss) throw new Error(`${label} ${name}: ${miss} lookups of present keys missed: no rows`);
+    finish({ ...baseRow(impl.name, store.config, keyEncoding, n), workload: name }, res, store, space);
+  };
+  if (W.has('lookup_zipf')) lookup('lookup_zipf', zipfIndexes(n, P.lookups, P.seed));
+  if (W.has('lookup_uniform')) lookup('lookup_uniform', uniformIndexes(n, P.lookups, P.seed));
+  if (W.has('scan')) {
+    if (!store.scan) log(`${label}: scan skipped (${impl.name} is unordered)`);
+    else {
+      const { start, len } = scanOps(n, P.scans, P.seed);
+      let records = 0;
+      const res = timed(start.length, P.budgetSec, (a, b) => {
+        for (let i = a; i < b; i++) records += store.scan(probe[start[i]], len[i]);
+        return 0;
+      });
+      if (records < res.ops) throw new Error(`${label} scan: ${records} records for ${res.ops} scans: no rows`);
+      finish({ ...baseRow(impl.name, store.config, keyEncoding, n), workload: 'scan', records }, res, store, space);
+    }
+  }
+  if (W.has('iterate')) {
+    let c = 0;
+    const res = timed(1, Infinity, () => { c = store.iterate(); return 0; });
+    if (c !== n) throw new Error(`${label} iterate: ${c} records, expected ${n}: no rows`);
+    res.ops = n; // records visited
+    finish({ ...baseRow(impl.name, store.config, keyEncoding, n), workload: 'iterate' }, res, store, space);
+  }
+  store.close();
+}
+
+async function runYcsb(impl, config, keys, probe, keyEncoding, keyHeap, n) {
+  const loaded = Math.floor(n * 0.9);
+  const { store } = await load(impl, config, keys, keyEncoding, loaded, keyHeap);
+  const label = `${impl.name}/${store.config} on ${P.dataset}`;
+  verify(store, probe, loaded, label);
+  const updVals = Array.from({ length: 1024 }, (_, i) => valueFor(i));
+  let next = loaded; // the key file's next unused key
+  for (const name of YCSB_ORDER) {
+    if (!P.workloads.includes('ycsb_' + name.toLowerCase())) continue;
+    const room = n - next;
+    const w = YCSB[name];
+    const hasInsert = w.mix.some(([k]) => k === OP.INSERT);
+    const count = hasInsert ? Math.min(P.ycsbOps, Math.floor(room / 0.06)) : P.ycsbOps;
+    if (w.mix.some(([k]) => k === OP.SCAN) && !store.scan) { log(`${label}: YCSB ${name} skipped (unordered: no scans)`); continue; }
+    const ops = ycsbOps(name, loaded, next, count, P.seed);
+    if (next + ops.inserted > n) throw new Error('YCSB ran out of keys to insert');
+    let miss = 0, done = 0;
+    const res = timed(count, P.budgetSec, (a, b) => {
+      for (let i = a; i < b; i++) {
+        const k = ops.op[i] === OP.INSERT ? keys[ops.key[i]] : probe[ops.key[i]];
+        switch (ops.op[i]) {
+          case OP.READ: if (store.get(k) === undefined) miss++; break;
+          case OP.UPDATE: store.set(k, updVals[i & 1023]); break;
+          case OP.INSERT: store.set(k, updVals[i & 1023]); break;
+          case OP.SCAN: store.scan(k, ops.len[i]); break;
+          case OP.RMW: { const v = store.get(k); if (v === undefined) miss++; store.set(k, updVals[(i + 1) & 1023]); break; }
+        }
+      }
+      done = b;
+      return 0;
+    });
+    // inserts that ran consume keys even when the budget stopped the stream early
+    let ins = 0;
+    for (let i = 0; i < done; i++) if (ops.op[i] === OP.INSERT) ins++;
+    next += ins;
+    if (miss) throw new Error(`${label} YCSB ${name}: ${miss} reads of present keys missed: no rows`);
+    finish({ ...baseRow(impl.name, store.config, keyEncoding, next), workload: 'ycsb_' + name.toLowerCase() }, res, store, {});
+  }
+  store.close();
+}
+
+main().catch((e) => {
+  log(`${P.impl} on ${P.dataset}: FAILED: ${e.stack || e.message}`);
+  emit({ skip: true, impl: P.impl, reason: String(e.message || e) });
+  process.exitCode = 1;
+});

@@ -1,0 +1,137 @@
+// persist-node: embedded persistent stores in Node, with the browser suite's workload
+// (ANCHORS.md): N records, keys 'k' + 10 digits in random order, 100-byte values.
+// Each store keeps its default durability (named in `config`). adaptree's file backend gets
+// a runner here when it lands (see HOOK below). Run by run.mjs as a child process:
+//   node bench/lib/persist-node.mjs '<json params>'  -> NDJSON rows on stdout
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { SplitMix64 } from './rng.mjs';
+import { log, fmtOps } from './progress.mjs';
+
+const P = JSON.parse(process.argv[2]);
+
+export function makeRecords(n, seed) {
+  const rng = new SplitMix64(seed * 1000 + 50);
+  const seen = new Set();
+  const keys = [];
+  while (keys.length < n) {
+    const d = Math.floor(rng.nextDouble() * 1e10);
+    if (seen.has(d)) continue;
+    seen.add(d);
+    keys.push('k' + String(d).padStart(10, '0'));
+  }
+  const value = (i) => {
+    const b = Buffer.alloc(100);
+    for (let j = 0; j < 100; j += 4) b.writeUInt32LE((i * 2654435761 + j) >>> 0, j);
+    return b;
+  };
+  return { keys, value };
+}
+
+function dirBytes(dir) {
+  let total = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    total += e.isDirectory() ? dirBytes(p) : fs.statSync(p).blocks * 512;
+  }
+  return total;
+}
+
+const STORES = {
+  async lmdb(dir) {
+    const { open } = await import('lmdb');
+    const db = open({ path: dir, compression: false, encoding: 'binary' });
+    return {
+      config: 'default (sync commits)',
+      putBatch: async (ks, vs) => db.transactionSync(() => { for (let i = 0; i < ks.length; i++) db.put(ks[i], vs[i]); }),
+      putOne: async (k, v) => db.putSync(k, v),
+      get: async (k) => db.get(k),
+      getMany: async (ks) => db.getMany(ks),
+      scan: async (k, n) => { let c = 0; for (const e of db.getRange({ start: k, limit: n })) if (e) c++; return c; },
+      close: async () => db.close(),
+    };
+  },
+  async 'classic-level'(dir) {
+    const { ClassicLevel } = await import('classic-level');
+    const db = new ClassicLevel(dir, { keyEncoding: 'utf8', valueEncoding: 'buffer' });
+    await db.open();
+    return {
+      config: 'default (no fsync per write)',
+      putBatch: async (ks, vs) => db.batch(ks.map((k, i) => ({ type: 'put', key: k, value: vs[i] }))),
+      putOne: async (k, v) => db.put(k, v),
+      get: async (k) => db.get(k),
+      getMany: async (ks) => db.getMany(ks),
+      scan: async (k, n) => (await db.iterator({ gte: k, limit: n }).all()).length,
+      close: async () => db.close(),
+    };
+  },
+  // HOOK: 'adaptree-file': adaptree's Node file backend (ts/storage) goes here when it exists:
+  // open a BTreeMap on a file in `dir`, commit per batch, same five workloads.
+};
+
+async function timedAsync(count, budgetSec, body) {
+  const t0 = performance.now();
+  const deadline = t0 + budgetSec * 1000;
+  let done = 0;
+  while (done < count) {
+    await body(done);
+    done++;
+    if ((done & 63) === 0 && performance.now() > deadline) break;
+  }
+  return { ops: done, seconds: (performance.now() - t0) / 1000 };
+}
+
+async function main() {
+  const name = P.impl;
+  if (!STORES[name]) { process.stdout.write(JSON.stringify({ skip: true, impl: name, reason: 'no runner' }) + '\n'); return; }
+  let make;
+  try { make = STORES[name]; } catch (e) { /* unreachable */ }
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `adaptree-bench-${name}-`));
+  const n = P.records;
+  const { keys, value } = makeRecords(n + P.autocommit, P.seed);
+  const vals = keys.map((_, i) => value(i));
+  const rng = new SplitMix64(P.seed * 1000 + 51);
+  const rows = [];
+  const emit = (workload, res, extra = {}) => {
+    const row = { suite: P.suite, dataset: P.dataset, workload, impl: name, config: db.config, keys: n, ops: res.ops,
+      seconds: +res.seconds.toFixed(6), ops_per_sec: +(res.ops / res.seconds).toFixed(1), ...extra };
+    rows.push(row);
+    log(`${P.suite} ${name} ${workload}: ${fmtOps(row.ops_per_sec)} ops/s (${res.ops} ops, ${res.seconds.toFixed(2)} s)`);
+  };
+  const db = await make(dir);
+  // put, one transaction/batch per 1000 records
+  const B = 1000;
+  emit('put_tx1000', await (async () => {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i += B) await db.putBatch(keys.slice(i, i + B), vals.slice(i, i + B));
+    return { ops: n, seconds: (performance.now() - t0) / 1000 };
+  })());
+  // put, one transaction each (new keys)
+  emit('put_autocommit', await timedAsync(P.autocommit, P.budgetSec, (i) => db.putOne(keys[n + i], vals[n + i])));
+  const idx = Uint32Array.from({ length: P.gets }, () => rng.nextBelow(n));
+  let miss = 0;
+  emit('get', await timedAsync(P.gets, P.budgetSec, async (i) => { if ((await db.get(keys[idx[i]])) === undefined) miss++; }));
+  const gm = await timedAsync(Math.floor(P.gets / B), P.budgetSec, async (j) => {
+    const vs = await db.getMany(Array.from(idx.subarray(j * B, (j + 1) * B), (x) => keys[x]));
+    for (const v of vs) if (v === undefined) miss++;
+  });
+  gm.ops *= B;
+  emit('get_batch1000', gm);
+  const sorted = [...keys.slice(0, n)].sort();
+  let records = 0;
+  const sc = await timedAsync(P.scans, P.budgetSec, async () => { records += await db.scan(sorted[rng.nextBelow(n)], 50); });
+  emit('scan50', sc, { records });
+  if (miss) throw new Error(`${miss} gets of present keys missed`);
+  await db.close();
+  const bytes = dirBytes(dir);
+  for (const r of rows) r.bytes_per_record = +(bytes / (n + P.autocommit)).toFixed(2);
+  fs.rmSync(dir, { recursive: true, force: true });
+  for (const r of rows) process.stdout.write(JSON.stringify(r) + '\n');
+}
+
+main().catch((e) => {
+  log(`${P.impl}: FAILED: ${e.stack || e.message}`);
+  process.stdout.write(JSON.stringify({ skip: true, impl: P.impl, reason: String(e.message || e) }) + '\n');
+  process.exitCode = 1;
+});

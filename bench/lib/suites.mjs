@@ -1,0 +1,88 @@
+// Suites: what runs where, at full size and with --quick. A suite plans jobs; run.mjs runs them.
+// Job kinds: 'child' (bench/lib/child.mjs: JS anchors and adaptree through its TS API),
+// 'native' (build/native/adaptree-bench-native), 'persist' (bench/lib/persist-node.mjs),
+// 'browser' (bench/browser/run-browser.mjs, headless Chromium).
+
+export const ALL_CONFIGS = ['baseline', 'prefix', 'heads', 'hints', 'fingerprint', 'semi-dense', 'fully-dense', 'adaptive'];
+export const PAPER_WORKLOADS = ['insert', 'lookup_zipf', 'lookup_uniform', 'scan', 'iterate'];
+export const SUITES = ['inmem', 'ablation', 'ycsb', 'density', 'persist-node', 'browser'];
+
+export const DESCRIPTIONS = {
+  inmem: 'adaptree (wasm st and mt, through the TS API; native) vs js-map and sorted-btree: the paper\'s workloads on urls, wiki, dense, sparse',
+  ablation: 'every layout configuration (Figure 7, 8, 13) on dense, sparse, urls, wiki; native and wasm',
+  ycsb: 'YCSB A–F (8-byte values) on wiki and sparse keys',
+  density: 'dense-leaf sweep: N keys drawn from [0, N/density) (Figure 9)',
+  'persist-node': 'persistent embedded stores in Node: lmdb, classic-level (adaptree file backend: later)',
+  browser: 'headless Chromium, one module worker: raw IndexedDB, idb-keyval, browser-level, sqlite-wasm opfs-sahpool',
+};
+
+export function plan(suite, o) {
+  const q = o.quick;
+  const ds = (def) => o.datasets ?? def;
+  const jobs = [];
+  const child = (dataset, impl, p) => jobs.push({ kind: 'child', suite, dataset, impl, ...p });
+  const native = (dataset, p) => jobs.push({ kind: 'native', suite, dataset, impl: 'adaptree-native', ...p });
+  switch (suite) {
+    case 'inmem': {
+      const p = { keys: o.keys ?? (q ? 100_000 : 1_000_000), lookups: q ? 200_000 : 5_000_000, scans: q ? 100_000 : 5_000_000,
+        budgetSec: o.budget ?? (q ? 1.5 : 15), workloads: PAPER_WORKLOADS, configs: ['adaptive'] };
+      for (const d of ds(['urls', 'wiki', 'dense', 'sparse'])) {
+        native(d, p);
+        child(d, 'adaptree-wasm', p);
+        // integer keys: the headline uses 4-byte big-endian `bytes` keys (the native binary's
+        // keys); the `number` key encoding is measured beside it.
+        if (!d.startsWith('file:') && ['dense', 'sparse'].includes(d)) child(d, 'adaptree-wasm', { ...p, keyEncoding: 'number' });
+        child(d, 'adaptree-wasm-mt', p);
+        child(d, 'js-map', p);
+        child(d, 'sorted-btree', p);
+      }
+      break;
+    }
+    case 'ablation': {
+      const p = { keys: o.keys ?? (q ? 100_000 : 1_000_000), lookups: q ? 100_000 : 2_000_000, scans: q ? 50_000 : 1_000_000,
+        budgetSec: o.budget ?? (q ? 0.7 : 8), workloads: ['insert', 'lookup_zipf', 'scan'], configs: ALL_CONFIGS };
+      for (const d of ds(q ? ['dense', 'sparse', 'urls', 'wiki'] : ['dense', 'sparse', 'urls', 'wiki', 'partitioned'])) {
+        native(d, p);
+        child(d, 'adaptree-wasm', p);
+      }
+      break;
+    }
+    case 'ycsb': {
+      const p = { mode: 'ycsb', keys: o.keys ?? (q ? 100_000 : 1_000_000), ycsbOps: q ? 100_000 : 1_000_000, budgetSec: o.budget ?? (q ? 1.5 : 15),
+        workloads: ['ycsb_a', 'ycsb_b', 'ycsb_c', 'ycsb_d', 'ycsb_e', 'ycsb_f'], configs: ['adaptive'] };
+      for (const d of ds(q ? ['wiki'] : ['wiki', 'sparse'])) {
+        native(d, p);
+        for (const impl of ['adaptree-wasm', 'js-map', 'sorted-btree']) child(d, impl, p);
+      }
+      break;
+    }
+    case 'density': {
+      const densities = q ? [10, 40, 70, 100] : [4, 8, 12, 16, 20, 28, 36, 44, 52, 60, 70, 80, 90, 100];
+      const p = { keys: o.keys ?? (q ? 100_000 : 1_000_000), lookups: q ? 100_000 : 2_000_000, scans: q ? 50_000 : 1_000_000,
+        budgetSec: o.budget ?? (q ? 0.5 : 5), workloads: ['insert', 'lookup_zipf', 'scan'], configs: ['hints', 'semi-dense', 'fully-dense', 'adaptive'] };
+      for (const pct of densities) {
+        const d = `dense-d${String(pct).padStart(2, '0')}`;
+        const extra = { density: pct / 100 };
+        native(d, { ...p, extra });
+        child(d, 'adaptree-wasm', { ...p, extra });
+      }
+      break;
+    }
+    case 'persist-node': {
+      for (const impl of ['lmdb', 'classic-level'])
+        jobs.push({ kind: 'persist', suite, dataset: 'k10-100B', impl, records: 100_000, autocommit: q ? 500 : 3000,
+          gets: q ? 50_000 : 100_000, scans: q ? 5_000 : 20_000, budgetSec: o.budget ?? (q ? 3 : 10) });
+      jobs.push({ kind: 'note', suite, impl: 'adaptree-file', reason: "adaptree's Node file backend does not exist yet (hook in bench/lib/persist-node.mjs)" });
+      break;
+    }
+    case 'browser': {
+      jobs.push({ kind: 'browser', suite, dataset: 'k10-100B', records: q ? 20_000 : 100_000, gets: q ? 5_000 : 20_000,
+        autocommit: q ? 300 : 1000, scans: q ? 300 : 1000, budgetSec: o.budget ?? (q ? 4 : 12) });
+      break;
+    }
+    default:
+      throw new Error(`unknown suite '${suite}' (one of: ${SUITES.join(', ')}, all)`);
+  }
+  if (o.impls) return jobs.filter((j) => o.impls.includes(j.impl) || j.kind === 'browser');
+  return jobs;
+}

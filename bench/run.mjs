@@ -1,0 +1,138 @@
+#!/usr/bin/env node
+// adaptree benchmarks.  npm run bench -- --suite NAME [--quick] --out FILE.json
+//   --suite     inmem | ablation | ycsb | density | persist-node | browser | all (comma list ok)
+//   --quick     small key counts and op counts (each suite < 3 min, all < 5 min here)
+//   --out       result JSON (schema adaptree-bench/1); default bench-results.json
+//   --dataset   override the suite's data sets: urls,wiki,names,dense,sparse,partitioned,dense-dNN,file:PATH
+//   --keys N    override the key count       --impl LIST  only these impls
+//   --seed S    workload/data seed (default 1)  --budget SEC  time cap per timed workload
+// Progress on stderr. Data sets are cached in ~/.cache/adaptree-bench (ADAPTREE_BENCH_CACHE).
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { plan, SUITES } from './lib/suites.mjs';
+import { prepareDataset, inputs, CACHE_DIR } from './lib/datasets.mjs';
+import { describeMachine, writeResult, checkRow } from './lib/schema.mjs';
+import { log, warn } from './lib/progress.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..');
+export const NATIVE_BIN = path.join(ROOT, 'build', 'native', 'adaptree-bench-native');
+
+function parseArgs(argv) {
+  const o = { suite: null, quick: false, out: 'bench-results.json', seed: 1 };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const val = () => { if (i + 1 >= argv.length) throw new Error(`${a} needs a value`); return argv[++i]; };
+    if (a === '--suite') o.suite = val();
+    else if (a === '--quick') o.quick = true;
+    else if (a === '--out') o.out = val();
+    else if (a === '--dataset' || a === '--datasets') o.datasets = val().split(',');
+    else if (a === '--keys') o.keys = Number(val());
+    else if (a === '--impl' || a === '--impls') o.impls = val().split(',');
+    else if (a === '--seed') o.seed = Number(val());
+    else if (a === '--budget') o.budget = Number(val());
+    else if (a === '-h' || a === '--help') o.help = true;
+    else throw new Error(`unknown argument ${a}`);
+  }
+  return o;
+}
+
+function runProcess(cmd, args, onLine) {
+  return new Promise((resolve) => {
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: ROOT });
+    let buf = '';
+    p.stdout.on('data', (d) => {
+      buf += d;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) { const line = buf.slice(0, nl).trim(); buf = buf.slice(nl + 1); if (line) onLine(line); }
+    });
+    p.on('close', (code, signal) => { if (buf.trim()) onLine(buf.trim()); resolve({ code, signal }); });
+    p.on('error', (e) => { warn(`${cmd}: ${e.message}`); resolve({ code: -1 }); });
+  });
+}
+
+async function main() {
+  const o = parseArgs(process.argv.slice(2));
+  if (o.help || !o.suite) {
+    process.stderr.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 11).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
+    process.exit(o.help ? 0 : 2);
+  }
+  const suites = o.suite === 'all' ? SUITES : o.suite.split(',');
+  const started = new Date();
+  const t0 = performance.now();
+  const results = [];
+  const notRun = [];
+  const machine = describeMachine();
+  const skip = (j, reason) => {
+    const key = `${j.suite}|${j.impl}|${reason}`;
+    if (!notRun.some((s) => `${s.suite}|${s.impl}|${s.reason}` === key)) {
+      notRun.push({ suite: j.suite, impl: j.impl, dataset: j.dataset, reason });
+      warn(`${j.suite}: ${j.impl} not run: ${reason}`);
+    }
+  };
+  const accept = (j, line) => {
+    let r;
+    try { r = JSON.parse(line); } catch { warn(`${j.impl}: not JSON: ${line.slice(0, 200)}`); return; }
+    if (r.skip) { skip(j, r.reason); return; }
+    r.suite = j.suite;
+    if (j.kind !== 'browser' && j.kind !== 'persist') r.dataset = j.dataset;
+    if (j.extra) Object.assign(r, j.extra);
+    if (r.bytes_per_record != null && !(r.bytes_per_record > 0)) delete r.bytes_per_record;
+    const bad = checkRow(r);
+    if (bad.length) { warn(`${j.impl}: dropped an invalid row (${bad.join('; ')}): ${line.slice(0, 200)}`); return; }
+    results.push(r);
+  };
+  const extras = {};
+  for (const suite of suites) {
+    const st = performance.now();
+    log(`=== suite ${suite}${o.quick ? ' (quick)' : ''}`);
+    const jobs = plan(suite, o);
+    for (const j of jobs) {
+      if (j.kind === 'note') { skip(j, j.reason); continue; }
+      if (j.kind === 'child' || j.kind === 'native') {
+        const ds = await prepareDataset(j.dataset, j.keys, o.seed);
+        if (ds.note) warn(`${j.dataset}: ${ds.note}`);
+        if (j.kind === 'native') {
+          if (!fs.existsSync(NATIVE_BIN)) {
+            skip(j, `native binary ${path.relative(ROOT, NATIVE_BIN)} not built (cmake -S . -B build/native -G Ninja -DADAPTREE_WASM=OFF -DADAPTREE_NATIVE_MARCH=ON && cmake --build build/native --target adaptree-bench-native)`);
+            continue;
+          }
+          log(`${suite} ${j.dataset}: adaptree-native ${j.configs.join(',')}`);
+          const args = ['--keys', ds.path, '--dataset', j.dataset, '--config', j.configs.join(','), '--seed', String(o.seed), '--suite', suite];
+          if (j.mode === 'ycsb') args.push('--ops', String(j.ycsbOps));
+          else args.push('--lookups', String(j.lookups), '--scans', String(j.scans));
+          const before = results.length;
+          const { code, signal } = await runProcess(NATIVE_BIN, args, (line) => accept(j, line));
+          if (code !== 0) warn(`adaptree-native exited with ${code ?? signal} on ${j.dataset}`);
+          if (results.length === before) skip(j, `adaptree-native printed no rows for suite ${suite} (exit ${code ?? signal})`);
+          continue;
+        }
+        const params = { ...j, keysPath: ds.path, kind: ds.kind, seed: o.seed };
+        const { code, signal } = await runProcess(process.execPath, ['--expose-gc', '--max-old-space-size=12000', path.join(HERE, 'lib', 'child.mjs'), JSON.stringify(params)], (line) => accept(j, line));
+        if (code !== 0) warn(`${j.impl} on ${j.dataset} exited with ${code ?? signal}`);
+      } else if (j.kind === 'persist') {
+        const { code } = await runProcess(process.execPath, [path.join(HERE, 'lib', 'persist-node.mjs'), JSON.stringify({ ...j, seed: o.seed })], (line) => accept(j, line));
+        if (code !== 0) warn(`${j.impl} exited with ${code}`);
+      } else if (j.kind === 'browser') {
+        const { runBrowser } = await import('./browser/run-browser.mjs');
+        const info = await runBrowser({ ...j, seed: o.seed }, (line) => accept(j, line), (impl, reason) => skip({ ...j, impl }, reason));
+        if (info) Object.assign(extras, info);
+      }
+    }
+    log(`=== suite ${suite} done in ${((performance.now() - st) / 1000).toFixed(0)} s`);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  Object.assign(machine, extras);
+  machine.inputs = inputs;
+  machine.run = {
+    suites, quick: o.quick, seed: o.seed, started: started.toISOString(), duration_sec: +seconds.toFixed(1),
+    command: 'npm run bench -- ' + process.argv.slice(2).join(' '), cache_dir: CACHE_DIR,
+  };
+  machine.not_run = notRun;
+  writeResult(o.out, machine, results);
+  log(`wrote ${results.length} rows to ${o.out} in ${seconds.toFixed(0)} s; not run: ${notRun.length ? notRun.map((s) => `${s.impl} (${s.suite})`).join(', ') : 'none'}`);
+}
+
+main().catch((e) => { process.stderr.write(`bench: ${e.stack || e.message}\n`); process.exit(1); });
