@@ -1,0 +1,234 @@
+// A reference implementation of the C ABI (bindings/adaptree.h) in plain TypeScript over a
+// real WebAssembly.Memory: sorted arrays instead of a B+-Tree, a bump allocator that grows
+// the memory often (so stale views would show), cursors that resume by key. It lets the map
+// tests tell a TypeScript bug from a core bug: a test that passes here and fails on st/mt
+// points at the core.
+import type { AbiExports } from '../../ts/src/abi.js';
+import type { AdaptreeWasm, AttachHandle } from '../../ts/src/wasm.js';
+
+const OK = 0, NOT_FOUND = 1, KEY_TOO_LARGE = -1, INVALID = -5;
+const REVERSE = 1, EXCLUSIVE = 2, EDGE = 4;
+const LO_NONE = 1, LO_EXCL = 2, HI_NONE = 4, HI_EXCL = 8;
+const MAX_KEY = 1024;
+
+function cmp(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
+class Writer {
+  buf = new Uint8Array(256);
+  length = 0;
+  private room(n: number) {
+    if (this.length + n > this.buf.length) {
+      const b = new Uint8Array(Math.max(this.length + n, 2 * this.buf.length));
+      b.set(this.buf.subarray(0, this.length));
+      this.buf = b;
+    }
+  }
+  u32(x: number) { this.room(4); new DataView(this.buf.buffer).setUint32(this.length, x >>> 0, true); this.length += 4; }
+  bytes(b: Uint8Array) { this.room(b.length); this.buf.set(b, this.length); this.length += b.length; }
+  done() { return this.buf.subarray(0, this.length); }
+}
+
+interface Tree { keys: Uint8Array[]; vals: Uint8Array[]; }
+interface Cursor { tree: number; bound: Uint8Array | null; exclusive: boolean; reverse: boolean; }
+interface Ctx { result: number; out: number; outCap: number; }
+
+export function referenceWasm(): AdaptreeWasm {
+  const memory = new WebAssembly.Memory({ initial: 1, maximum: 65536 });
+  let brk = 1024;
+  const sizes = new Map<number, number>();
+  const u8 = () => new Uint8Array(memory.buffer);
+  const dv = () => new DataView(memory.buffer);
+  function alloc(n: number): number {
+    const p = (brk + 15) & ~15;
+    brk = p + Math.max(n, 1);
+    const need = Math.ceil(brk / 65536) - memory.buffer.byteLength / 65536;
+    if (need > 0) memory.grow(need);
+    sizes.set(p, n);
+    return p;
+  }
+  const trees = new Map<number, Tree>();
+  const cursors = new Map<number, Cursor>();
+  const ctxs = new Map<number, Ctx>();
+  let nextId = 1;
+  const read = (p: number, n: number) => u8().slice(p, p + n);
+  function lower(t: Tree, k: Uint8Array): number {
+    let lo = 0, hi = t.keys.length;
+    while (lo < hi) { const m = (lo + hi) >> 1; if (cmp(t.keys[m]!, k) < 0) lo = m + 1; else hi = m; }
+    return lo;
+  }
+  function upper(t: Tree, k: Uint8Array): number {
+    let lo = 0, hi = t.keys.length;
+    while (lo < hi) { const m = (lo + hi) >> 1; if (cmp(t.keys[m]!, k) <= 0) lo = m + 1; else hi = m; }
+    return lo;
+  }
+  function output(c: Ctx, bytes: Uint8Array): number {
+    if (bytes.length > c.outCap) { c.outCap = Math.max(bytes.length, 2 * c.outCap); c.out = alloc(c.outCap); }
+    u8().set(bytes, c.out);
+    return c.out;
+  }
+  function setResult(c: Ctx, kp: number, kl: number, vp: number, vl: number, aux: number) {
+    const d = dv();
+    d.setUint32(c.result, kp, true); d.setUint32(c.result + 4, kl, true);
+    d.setUint32(c.result + 8, vp, true); d.setUint32(c.result + 12, vl, true); d.setUint32(c.result + 16, aux, true);
+  }
+  /** Index of the record a cursor would read next, or -1. */
+  function position(cur: Cursor): number {
+    const t = trees.get(cur.tree)!;
+    if (cur.bound === null) return cur.reverse ? t.keys.length - 1 : (t.keys.length ? 0 : -1);
+    if (!cur.reverse) {
+      const i = cur.exclusive ? upper(t, cur.bound) : lower(t, cur.bound);
+      return i < t.keys.length ? i : -1;
+    }
+    const i = (cur.exclusive ? lower(t, cur.bound) : upper(t, cur.bound)) - 1;
+    return i;
+  }
+  function put(t: Tree, k: Uint8Array, v: Uint8Array) {
+    const i = lower(t, k);
+    if (i < t.keys.length && cmp(t.keys[i]!, k) === 0) t.vals[i] = v;
+    else { t.keys.splice(i, 0, k); t.vals.splice(i, 0, v); }
+  }
+
+  const ex: AbiExports = {
+    at_abi_version: () => 1,
+    at_page_size: () => 4096,
+    at_max_key_size: () => MAX_KEY,
+    at_alloc: (n) => alloc(n),
+    at_free: () => {},
+    at_ctx_new: () => { const id = alloc(20); ctxs.set(id, { result: id, out: 0, outCap: 0 }); return id; },
+    at_ctx_free: () => {},
+    at_ctx_result: (c) => ctxs.get(c)!.result,
+    at_tree_new: (cfg) => { if (cfg > 7) return 0; const id = nextId++ * 16; trees.set(id, { keys: [], vals: [] }); return id; },
+    at_tree_free: (t) => { trees.delete(t); },
+    at_set: (t, c, k, kl, v, vl) => {
+      if (kl > MAX_KEY) return KEY_TOO_LARGE;
+      put(trees.get(t)!, read(k, kl), read(v, vl));
+      return OK;
+    },
+    at_get: (t, c, k, kl) => {
+      const tr = trees.get(t)!, key = read(k, kl), i = lower(tr, key);
+      if (i >= tr.keys.length || cmp(tr.keys[i]!, key) !== 0) return NOT_FOUND;
+      const cx = ctxs.get(c)!;
+      const vp = output(cx, tr.vals[i]!);
+      setResult(cx, 0, 0, vp, tr.vals[i]!.length, 0);
+      return OK;
+    },
+    at_has: (t, _c, k, kl) => {
+      const tr = trees.get(t)!, key = read(k, kl), i = lower(tr, key);
+      return i < tr.keys.length && cmp(tr.keys[i]!, key) === 0 ? OK : NOT_FOUND;
+    },
+    at_remove: (t, _c, k, kl) => {
+      const tr = trees.get(t)!, key = read(k, kl), i = lower(tr, key);
+      if (i >= tr.keys.length || cmp(tr.keys[i]!, key) !== 0) return NOT_FOUND;
+      tr.keys.splice(i, 1); tr.vals.splice(i, 1);
+      return OK;
+    },
+    at_count: (t) => trees.get(t)!.keys.length,
+    at_clear: (t) => { const tr = trees.get(t)!; tr.keys = []; tr.vals = []; return OK; },
+    at_set_many: (t, c, b, n) => {
+      const tr = trees.get(t)!, d = dv();
+      let p = b;
+      for (let i = 0; i < n; i++) {
+        const kl = d.getUint32(p, true); const k = read(p + 4, kl); p += 4 + kl;
+        const vl = d.getUint32(p, true); const v = read(p + 4, vl); p += 4 + vl;
+        if (kl > MAX_KEY) { setResult(ctxs.get(c)!, 0, 0, 0, 0, i); return KEY_TOO_LARGE; }
+        put(tr, k, v);
+      }
+      setResult(ctxs.get(c)!, 0, 0, 0, 0, n);
+      return OK;
+    },
+    at_get_many: (t, c, b, n) => {
+      const tr = trees.get(t)!, d = dv();
+      const w = new Writer();
+      let p = b;
+      for (let i = 0; i < n; i++) {
+        const kl = d.getUint32(p, true); const k = read(p + 4, kl); p += 4 + kl;
+        const j = lower(tr, k);
+        if (j < tr.keys.length && cmp(tr.keys[j]!, k) === 0) { w.u32(tr.vals[j]!.length); w.bytes(tr.vals[j]!); }
+        else w.u32(0xffffffff);
+      }
+      const cx = ctxs.get(c)!;
+      const vp = output(cx, w.done());
+      setResult(cx, 0, 0, vp, w.length, n);
+      return OK;
+    },
+    at_delete_range: (t, _c, lo, ll, hi, hl, flags) => {
+      const tr = trees.get(t)!;
+      const from = flags & LO_NONE ? 0 : flags & LO_EXCL ? upper(tr, read(lo, ll)) : lower(tr, read(lo, ll));
+      const to = flags & HI_NONE ? tr.keys.length : flags & HI_EXCL ? lower(tr, read(hi, hl)) : upper(tr, read(hi, hl));
+      if (to <= from) return 0;
+      tr.keys.splice(from, to - from); tr.vals.splice(from, to - from);
+      return to - from;
+    },
+    at_stats: (t, c) => {
+      const cx = ctxs.get(c)!;
+      const json = new TextEncoder().encode(JSON.stringify({ count: trees.get(t)!.keys.length, height: 1 }));
+      setResult(cx, 0, 0, output(cx, json), json.length, 0);
+      return OK;
+    },
+    at_check: () => OK,
+    at_cursor_new: (t) => { const id = nextId++ * 16; cursors.set(id, { tree: t, bound: null, exclusive: false, reverse: false }); return id; },
+    at_cursor_free: (c) => { if (!cursors.delete(c)) throw new Error('reference ABI: cursor freed twice'); },
+    at_cursor_seek: (c, k, kl, flags) => {
+      const cur = cursors.get(c);
+      if (!cur) throw new Error('reference ABI: seek on a freed cursor');
+      cur.reverse = (flags & REVERSE) !== 0;
+      cur.exclusive = (flags & EXCLUSIVE) !== 0;
+      cur.bound = flags & EDGE ? null : read(k, kl);
+      return position(cur) >= 0 ? OK : NOT_FOUND;
+    },
+    at_cursor_next: (c, x, want) => {
+      const cur = cursors.get(c)!;
+      const i = position(cur);
+      if (i < 0) return NOT_FOUND;
+      const tr = trees.get(cur.tree)!;
+      const k = tr.keys[i]!, v = want ? tr.vals[i]! : new Uint8Array(0);
+      const both = new Uint8Array(k.length + v.length);
+      both.set(k); both.set(v, k.length);
+      const cx = ctxs.get(x)!;
+      const p = output(cx, both);
+      setResult(cx, p, k.length, p + k.length, v.length, 0);
+      cur.bound = k; cur.exclusive = true;
+      return OK;
+    },
+    at_cursor_next_batch: (c, x, maxRecords, maxBytes, want) => {
+      const cur = cursors.get(c);
+      if (!cur) throw new Error('reference ABI: next_batch on a freed cursor');
+      const tr = trees.get(cur.tree)!;
+      const w = new Writer();
+      let n = 0;
+      while (n < maxRecords && (n === 0 || w.length < maxBytes)) {
+        const i = position(cur);
+        if (i < 0) break;
+        const k = tr.keys[i]!, v = want ? tr.vals[i]! : new Uint8Array(0);
+        w.u32(k.length); w.bytes(k); w.u32(v.length); w.bytes(v);
+        cur.bound = k; cur.exclusive = true;
+        n++;
+      }
+      if (n === 0) return NOT_FOUND;
+      const cx = ctxs.get(x)!;
+      setResult(cx, 0, 0, output(cx, w.done()), w.length, n);
+      return OK;
+    },
+    at_atomic_add_u32: () => 0,
+    at_checksum: () => 0,
+  };
+  void INVALID;
+  const ctx = ex.at_ctx_new();
+  let scratchPtr = 0, scratchSize = 0;
+  return {
+    build: 'st',
+    module: undefined as unknown as WebAssembly.Module,
+    exports: ex,
+    memory,
+    ctx,
+    result: ex.at_ctx_result(ctx),
+    u8,
+    dv,
+    scratch(n: number) { if (n > scratchSize) { scratchPtr = alloc(n); scratchSize = n; } return scratchPtr; },
+    attachHandle(): AttachHandle { throw new Error('not supported'); },
+  };
+}
