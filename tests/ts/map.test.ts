@@ -579,7 +579,7 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       const m = filled(20);
       const before = [...m];
       const max = 'x'.repeat(1024);
-      m.set(max, 'max');
+      m.set(max, 'max' as never);
       expect(m.get(max)).toBe('max');
       for (const big of ['x'.repeat(1025), 'é'.repeat(513), 'y'.repeat(100000)]) {
         expectError(() => m.set(big, 1), KeyTooLargeError, 'KEY_TOO_LARGE');
@@ -627,7 +627,7 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       const other = make<string, number>();
       const sneaky = { toJSON: () => other.get('x') ?? 0 };
       // A single set runs toJSON before touching wasm memory: allowed.
-      m.set('ok', sneaky);
+      m.set('ok', sneaky as never);
       // setMany builds its batch in wasm memory while toJSON runs: refused.
       expectError(() => m.setMany([['a', 1], ['b', sneaky as never]]), ReentrancyError, 'REENTRANT');
       const freeing = { toJSON: () => m.free() };

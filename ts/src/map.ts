@@ -87,7 +87,7 @@ export interface BTreeStats {
 // ----------------------------------------------------------------------------- runtime
 
 /** Records and bytes per iterator batch: small first (cheap `limit: 1` scans), then larger. */
-const FIRST_BATCH_RECORDS = 32;
+const FIRST_BATCH_RECORDS = 16;
 const MAX_BATCH_RECORDS = 1024;
 const MAX_BATCH_BYTES = 256 * 1024;
 /** Strings up to this many UTF-16 units are written by hand; longer with TextEncoder. */
@@ -558,7 +558,9 @@ class BTreeIterator<K, V, T> {
       cursorRegistry?.register(this, this.#ref, this.#ref);
       st = this.#seekStart(h, rev);
     } else if (h.mod !== this.#mod) {
-      // Resume by key: just after the last key returned, or from the start again.
+      // Resume by key: just after the last key returned, or from the start again. A map that
+      // changes while it is iterated would waste most of a large batch: start small again.
+      this.#batchRecords = FIRST_BATCH_RECORDS;
       if (this.#lastOff >= 0) {
         rt.refresh();
         rt.u8.set(this.#buf!.subarray(this.#lastOff, this.#lastOff + this.#lastLen), rt.keyA);
