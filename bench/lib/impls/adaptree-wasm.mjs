@@ -34,12 +34,15 @@ function make(name, threads) {
         return `importing dist/index.js failed: ${e.message}`;
       }
       if (typeof mod.BTreeMap !== 'function' || typeof mod.init !== 'function') return 'dist/index.js exports no init/BTreeMap yet';
+      let w;
       try {
-        await API.init(mod, threads);
+        w = await API.init(mod, threads);
       } catch (e) {
         return `init({threads: ${threads}}) failed: ${e.message}`;
       }
-      if (threads && mod.threadsEnabled && !mod.threadsEnabled()) return 'the mt build was not selected by init({threads: true})';
+      const build = w?.build;
+      if (threads && build !== 'mt') return `init({threads: true}) gave the '${build}' build, not mt`;
+      if (!threads && build && build !== 'st') return `init() gave the '${build}' build, not st`;
       return null;
     },
     async open({ config = 'adaptive', keyEncoding = 'utf8' } = {}) {

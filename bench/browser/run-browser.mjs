@@ -1,0 +1,121 @@
+// The browser suite's runner: bundles bench/browser/worker.mjs with vite (into the bench
+// cache, not the repo), serves it from 127.0.0.1 with COOP/COEP (cross-origin isolated, as
+// OPFS sync access handles need), and drives Debian's headless Chromium through
+// playwright-core with a fresh persistent profile (an incognito context would keep
+// IndexedDB/OPFS in memory and flatter them).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { log, warn } from '../lib/progress.mjs';
+import { CACHE_DIR } from '../lib/datasets.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const IMPLS = ['indexeddb', 'idb-keyval', 'browser-level', 'sqlite-wasm-opfs'];
+export const CHROMIUM = process.env.ADAPTREE_CHROMIUM || '/usr/bin/chromium';
+export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+async function bundle() {
+  const outDir = path.join(CACHE_DIR, 'browser-build');
+  const { build } = await import('vite');
+  await build({
+    configFile: false,
+    logLevel: 'warn',
+    root: HERE,
+    build: {
+      outDir,
+      emptyOutDir: true,
+      target: 'esnext',
+      minify: false,
+      modulePreload: false,
+      rollupOptions: {
+        input: { worker: path.join(HERE, 'worker.mjs') },
+        output: { entryFileNames: '[name].js', format: 'es' },
+        preserveEntrySignatures: 'allow-extension',
+      },
+    },
+  });
+  fs.copyFileSync(path.join(HERE, 'index.html'), path.join(outDir, 'index.html'));
+  return outDir;
+}
+
+const MIME = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
+
+function serve(dir) {
+  const server = http.createServer((req, res) => {
+    const u = new URL(req.url, 'http://x');
+    const file = path.join(dir, path.normalize(decodeURIComponent(u.pathname)).replace(/^(\.\.[/\\])+/, ''));
+    const headers = { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp',
+      'Cross-Origin-Resource-Policy': 'same-origin', 'Cache-Control': 'no-store' };
+    if (!file.startsWith(dir) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) { res.writeHead(404, headers); res.end(); return; }
+    res.writeHead(200, { ...headers, 'Content-Type': MIME[path.extname(file)] || 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  return new Promise((r) => server.listen(0, '127.0.0.1', () => r(server)));
+}
+
+/**
+ * @param job {records, gets, autocommit, scans, budgetSec, seed, suite, dataset}
+ * @param onRow (ndjsonLine) => void     @param onSkip (impl, reason) => void
+ * @returns machine facts (chromium version, ...) or null
+ */
+export async function runBrowser(job, onRow, onSkip) {
+  const skipAll = (reason) => { for (const i of IMPLS) onSkip(i, reason); return null; };
+  if (!fs.existsSync(CHROMIUM)) return skipAll(`no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set ADAPTREE_CHROMIUM)`);
+  let chromium;
+  try { ({ chromium } = await import('playwright-core')); } catch (e) { return skipAll('playwright-core missing: ' + e.message); }
+  log('browser: bundling the worker with vite');
+  let dir;
+  try { dir = await bundle(); } catch (e) { return skipAll('bundling bench/browser/worker.mjs failed: ' + e.message); }
+  const server = await serve(dir);
+  const port = server.address().port;
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'adaptree-bench-chromium-'));
+  let ctx;
+  const info = {};
+  try {
+    ctx = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    info.chromium = ctx.browser()?.version() ?? null;
+    const page = ctx.pages()[0] ?? (await ctx.newPage());
+    const impls = job.impls ?? IMPLS;
+    const params = { ...job, impls };
+    let finish;
+    const done = new Promise((r) => { finish = r; });
+    const seen = new Set();
+    await page.exposeFunction('benchStart', () => JSON.stringify(params));
+    await page.exposeFunction('benchMessage', (s) => {
+      const m = JSON.parse(s);
+      if (m.log) log('browser: ' + m.log);
+      if (m.row) { seen.add(m.row.impl); onRow(JSON.stringify(m.row)); }
+      if (m.skip) { seen.add(m.skip); onSkip(m.skip, m.reason); }
+      if (m.fatal) { warn('browser worker error: ' + m.fatal); finish({ fatal: m.fatal }); }
+      if (m.done) finish(m.info);
+    });
+    page.on('pageerror', (e) => warn('browser page error: ' + e.message));
+    const timeoutMs = 60_000 + impls.length * (job.records / 1000) * 2500;
+    let tid;
+    const timer = new Promise((r) => { tid = setTimeout(() => r({ fatal: `timed out after ${Math.round(timeoutMs / 1000)} s` }), timeoutMs); });
+    log(`browser: Chromium ${info.chromium}, ${impls.join(', ')} with ${job.records} records`);
+    await page.goto(`http://127.0.0.1:${port}/index.html`);
+    const res = await Promise.race([done, timer]);
+    clearTimeout(tid);
+    if (res?.fatal) for (const i of impls) if (!seen.has(i)) onSkip(i, 'browser run failed: ' + res.fatal);
+    if (res && !res.fatal) {
+      info.browser_cross_origin_isolated = res.crossOriginIsolated;
+      info.browser_user_agent = res.userAgent;
+      if (res.sqlite) info.sqlite_wasm = res.sqlite;
+    }
+  } catch (e) {
+    warn('browser: ' + e.message);
+    skipAll('Chromium run failed: ' + e.message.split('\n')[0]);
+  } finally {
+    if (ctx) await ctx.close().catch(() => {});
+    server.closeAllConnections();
+    server.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+  // adaptree's own OPFS / IndexedDB backends do not exist yet: see the HOOK in worker.mjs
+  onSkip('adaptree-opfs', "adaptree's OPFS and IndexedDB backends do not exist yet (hook in bench/browser/worker.mjs)");
+  return info;
+}
