@@ -106,6 +106,7 @@ export function referenceWasm(): AdaptreeWasm {
     at_set: (t, c, k, kl, v, vl) => {
       if (kl > MAX_KEY) return KEY_TOO_LARGE;
       put(trees.get(t)!, read(k, kl), read(v, vl));
+      alloc(kl + vl); // like the core's page allocation: memory grows during a set
       return OK;
     },
     at_get: (t, c, k, kl) => {

@@ -142,7 +142,8 @@ class Runtime {
     }
   }
 
-  /** The data area with room for `n` bytes, keeping its first `keep` bytes. Refreshes views. */
+  /** The data area with room for `n` bytes, keeping its first `keep` bytes. Refreshes the views
+   * (also without growth: the previous call may have grown memory). */
   reserve(n: number, keep = 0): number {
     if (n > this.dataCap) {
       let cap = Math.max(4096, this.dataCap * 2);
@@ -155,6 +156,7 @@ class Runtime {
       this.data = p;
       this.dataCap = cap;
     }
+    this.refresh();
     return this.data;
   }
 
@@ -466,6 +468,8 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
  */
 class BTreeIterator<K, V, T> {
   #h: Handle<K, V> | null;
+  /** Keeps the map reachable while the iterator is: otherwise its finalizer could free the tree. */
+  #owner: object | null;
   readonly #mode: number;
   readonly #b: Bounds;
   #remaining: number;
@@ -483,7 +487,8 @@ class BTreeIterator<K, V, T> {
   #lastOff = -1;
   #lastLen = 0;
 
-  constructor(h: Handle<K, V>, mode: number, b: Bounds) {
+  constructor(owner: object, h: Handle<K, V>, mode: number, b: Bounds) {
+    this.#owner = owner;
     this.#h = h;
     this.#mode = mode;
     this.#b = b;
@@ -617,6 +622,7 @@ class BTreeIterator<K, V, T> {
     }
     this.#cursor = 0;
     this.#h = null;
+    this.#owner = null;
     this.#buf = null;
     this.#dv = null;
     this.#left = 0;
@@ -793,7 +799,7 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
     const h = this.#h;
     if (h.tree === 0 || h.rt.busy !== 0) throw stateError(h);
     const b = boundsOf(h, range, what);
-    return new BTreeIterator<K, V, T>(h, mode, b) as unknown as MapIterator<T>;
+    return new BTreeIterator<K, V, T>(this, h, mode, b) as unknown as MapIterator<T>;
   }
 
   /** Calls `callbackfn(value, key, map)` for each entry in key order (entries added ahead are visited). */
