@@ -1,0 +1,343 @@
+// The C ABI (bindings/adaptree.h) over the core. The only code that knows
+// JavaScript calls it: contexts carry the result block and a growable output
+// buffer, cursors are core cursors that also notice when their tree is freed.
+#include "bindings/adaptree.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "core/btree.h"
+#include "core/hash.h"
+#include "core/node_stats.h"
+#include "core/overflow.h"
+
+using adaptree::BTree;
+using adaptree::Cursor;
+using adaptree::KeyBuffer;
+using adaptree::LayoutConfig;
+using adaptree::Slice;
+using adaptree::Status;
+using adaptree::ValueRef;
+
+struct at_tree {
+  explicit at_tree(LayoutConfig c) : tree(c) {}
+  BTree tree;
+  std::vector<at_cursor*> cursors;  // detached when the tree is freed
+};
+
+struct at_cursor {
+  explicit at_cursor(at_tree* t) : owner(t), cur(&t->tree) {}
+  at_tree* owner;
+  Cursor cur;
+};
+
+struct at_ctx {
+  uint32_t result[5] = {0, 0, 0, 0, 0};
+  // Full pointers (natively wider than the u32 result block).
+  const uint8_t* key_ptr = nullptr;
+  const uint8_t* value_ptr = nullptr;
+  std::vector<uint8_t> buf;       // output of batches, stats, overflow values
+  std::vector<uint8_t> overflow;  // overflow values inside a batch
+  KeyBuffer key;
+};
+
+namespace {
+
+constexpr int32_t st(Status s) { return static_cast<int32_t>(s); }
+
+void set_result(at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value, uint32_t value_len,
+                uint32_t aux) {
+  c->key_ptr = key;
+  c->value_ptr = value;
+  c->result[0] = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(key));
+  c->result[1] = key_len;
+  c->result[2] = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(value));
+  c->result[3] = value_len;
+  c->result[4] = aux;
+}
+
+void put_u32(std::vector<uint8_t>& b, uint32_t v) {
+  size_t n = b.size();
+  b.resize(n + 4);
+  memcpy(b.data() + n, &v, 4);
+}
+
+void put_bytes(std::vector<uint8_t>& b, const uint8_t* p, uint32_t len) {
+  if (!len) return;
+  size_t n = b.size();
+  b.resize(n + len);
+  memcpy(b.data() + n, p, len);
+}
+
+// Appends a value to b, reading overflow chains straight into it.
+Status append_value(const BTree& t, std::vector<uint8_t>& b, const ValueRef& v) {
+  if (!v.is_overflow()) {
+    put_u32(b, v.field & adaptree::kValueLenMask);
+    put_bytes(b, v.ptr, v.field & adaptree::kValueLenMask);
+    return Status::kOk;
+  }
+  uint32_t len = static_cast<uint32_t>(v.length());
+  put_u32(b, len);
+  size_t n = b.size();
+  b.resize(n + len);
+  return adaptree::overflow_read(t.store(), adaptree::load32(v.ptr), len, b.data() + n);
+}
+
+}  // namespace
+
+extern "C" {
+
+uint32_t at_abi_version(void) { return AT_ABI_VERSION; }
+uint32_t at_page_size(void) { return adaptree::kPageSize; }
+uint32_t at_max_key_size(void) { return adaptree::kMaxKeySize; }
+
+void* at_alloc(uint32_t size) {
+  size_t n = (static_cast<size_t>(size) + 15) & ~static_cast<size_t>(15);
+  if (n == 0) n = 16;
+  return aligned_alloc(16, n);
+}
+void at_free(void* p) { free(p); }
+
+at_ctx* at_ctx_new(void) { return new (std::nothrow) at_ctx(); }
+void at_ctx_free(at_ctx* ctx) { delete ctx; }
+uint32_t* at_ctx_result(at_ctx* ctx) { return ctx->result; }
+
+// Not in the header: full-width result pointers for native callers (tests,
+// benchmark), where the u32 result block cannot hold a pointer.
+const uint8_t* at_ctx_key_ptr(at_ctx* ctx) { return ctx->key_ptr; }
+const uint8_t* at_ctx_value_ptr(at_ctx* ctx) { return ctx->value_ptr; }
+
+at_tree* at_tree_new(uint32_t layout_config) {
+  if (layout_config >= adaptree::kLayoutConfigCount) return nullptr;
+  at_tree* t = new (std::nothrow) at_tree(static_cast<LayoutConfig>(layout_config));
+  if (!t) return nullptr;
+  if (t->tree.init() != Status::kOk) {
+    delete t;
+    return nullptr;
+  }
+  return t;
+}
+
+void at_tree_free(at_tree* t) {
+  if (!t) return;
+  for (at_cursor* c : t->cursors) {
+    c->owner = nullptr;
+    c->cur.detach();
+  }
+  delete t;
+}
+
+int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value, uint32_t value_len) {
+  if (!t) return st(Status::kClosed);
+  (void)c;
+  return st(t->tree.set({key, key_len}, {value, value_len}));
+}
+
+int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
+  if (!t) return st(Status::kClosed);
+  ValueRef v;
+  Status s = t->tree.get({key, key_len}, &v);
+  if (s != Status::kOk) {
+    set_result(c, nullptr, 0, nullptr, 0, 0);
+    return st(s);
+  }
+  Slice out;
+  s = t->tree.read_value(v, &c->buf, &out);
+  set_result(c, key, key_len, out.data, out.len, 0);
+  return st(s);
+}
+
+int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
+  if (!t) return st(Status::kClosed);
+  (void)c;
+  return st(t->tree.contains({key, key_len}));
+}
+
+int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
+  if (!t) return st(Status::kClosed);
+  (void)c;
+  return st(t->tree.remove({key, key_len}));
+}
+
+double at_count(at_tree* t) { return t ? static_cast<double>(t->tree.count()) : 0.0; }
+
+int32_t at_clear(at_tree* t) {
+  if (!t) return st(Status::kClosed);
+  return st(t->tree.clear());
+}
+
+int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count) {
+  if (!t) return st(Status::kClosed);
+  // A strictly ascending batch into an empty tree is bulk loaded (dense leaves).
+  bool bulk = t->tree.count() == 0 && count > 1;
+  if (bulk) {
+    const uint8_t* p = batch;
+    Slice prev{};
+    for (uint32_t i = 0; i < count && bulk; i++) {
+      uint32_t kl, vl;
+      memcpy(&kl, p, 4);
+      Slice k{p + 4, kl};
+      memcpy(&vl, p + 4 + kl, 4);
+      if (i && adaptree::compare(prev, k) >= 0) bulk = false;
+      prev = k;
+      p += 8 + kl + vl;
+    }
+  }
+  const uint8_t* p = batch;
+  uint32_t applied = 0;
+  Status s = Status::kOk;
+  for (; applied < count; applied++) {
+    uint32_t kl, vl;
+    memcpy(&kl, p, 4);
+    memcpy(&vl, p + 4 + kl, 4);
+    Slice k{p + 4, kl}, v{p + 8 + kl, vl};
+    s = bulk ? t->tree.append(k, v) : t->tree.set(k, v);
+    if (s != Status::kOk) break;
+    p += 8 + kl + vl;
+  }
+  set_result(c, nullptr, 0, nullptr, 0, applied);
+  return st(s);
+}
+
+int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) {
+  if (!t) return st(Status::kClosed);
+  std::vector<uint8_t>& b = c->buf;
+  b.clear();
+  const uint8_t* p = keys;
+  uint32_t found = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t kl;
+    memcpy(&kl, p, 4);
+    ValueRef v;
+    Status s = t->tree.get({p + 4, kl}, &v);
+    if (s == Status::kOk) {
+      s = append_value(t->tree, b, v);
+      if (s != Status::kOk) return st(s);
+      found++;
+    } else if (s == Status::kNotFound || s == Status::kKeyTooLarge) {
+      put_u32(b, 0xFFFFFFFFu);
+    } else {
+      return st(s);
+    }
+    p += 4 + kl;
+  }
+  set_result(c, nullptr, 0, b.data(), static_cast<uint32_t>(b.size()), found);
+  return st(Status::kOk);
+}
+
+double at_delete_range(at_tree* t, at_ctx* c, const uint8_t* lo, uint32_t lo_len, const uint8_t* hi, uint32_t hi_len,
+                       uint32_t flags) {
+  if (!t) return st(Status::kClosed);
+  (void)c;
+  uint64_t removed = 0;
+  Status s = t->tree.delete_range({lo, lo_len}, flags & AT_RANGE_LO_NONE, flags & AT_RANGE_LO_EXCLUSIVE,
+                                  {hi, hi_len}, flags & AT_RANGE_HI_NONE, flags & AT_RANGE_HI_EXCLUSIVE, &removed);
+  if (adaptree::is_error(s)) return st(s);
+  return static_cast<double>(removed);
+}
+
+int32_t at_stats(at_tree* t, at_ctx* c) {
+  if (!t) return st(Status::kClosed);
+  std::string json = adaptree::stats_json(t->tree, adaptree::collect_stats(t->tree));
+  c->buf.assign(json.begin(), json.end());
+  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(c->buf.size()), 0);
+  return st(Status::kOk);
+}
+
+int32_t at_check(at_tree* t, at_ctx* c) {
+  if (!t) return st(Status::kClosed);
+  std::string err = t->tree.check();
+  c->buf.assign(err.begin(), err.end());
+  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(c->buf.size()), 0);
+  return st(err.empty() ? Status::kOk : Status::kCorrupt);
+}
+
+at_cursor* at_cursor_new(at_tree* t) {
+  if (!t) return nullptr;
+  at_cursor* c = new (std::nothrow) at_cursor(t);
+  if (!c) return nullptr;
+  t->cursors.push_back(c);
+  return c;
+}
+
+void at_cursor_free(at_cursor* cur) {
+  if (!cur) return;
+  if (cur->owner) {
+    auto& v = cur->owner->cursors;
+    for (size_t i = 0; i < v.size(); i++)
+      if (v[i] == cur) {
+        v[i] = v.back();
+        v.pop_back();
+        break;
+      }
+  }
+  delete cur;
+}
+
+int32_t at_cursor_seek(at_cursor* cur, const uint8_t* key, uint32_t key_len, uint32_t flags) {
+  if (!cur || !cur->owner) return st(Status::kClosed);
+  return st(cur->cur.seek({key, key_len}, flags));
+}
+
+int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
+  if (!cur || !cur->owner) return st(Status::kClosed);
+  ValueRef v;
+  Status s = cur->cur.next(&c->key, &v);
+  if (s != Status::kOk) {
+    set_result(c, nullptr, 0, nullptr, 0, 0);
+    return st(s);
+  }
+  Slice out{};
+  if (want_value) {
+    s = cur->owner->tree.read_value(v, &c->buf, &out);
+    if (s != Status::kOk) return st(s);
+  }
+  set_result(c, c->key.data, c->key.len, out.data, out.len, 0);
+  return st(Status::kOk);
+}
+
+int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
+                             uint32_t want_value) {
+  if (!cur || !cur->owner) return st(Status::kClosed);
+  std::vector<uint8_t>& b = c->buf;
+  b.clear();
+  uint32_t n = 0;
+  const BTree& t = cur->owner->tree;
+  while (n < max_records && b.size() < max_bytes) {
+    ValueRef v;
+    Status s = cur->cur.next(nullptr, &v);
+    if (s == Status::kNotFound) break;
+    if (s != Status::kOk) return st(s);
+    const KeyBuffer& k = cur->cur.last_key();
+    put_u32(b, k.len);
+    put_bytes(b, k.data, k.len);
+    if (want_value) {
+      s = append_value(t, b, v);
+      if (s != Status::kOk) return st(s);
+    } else {
+      put_u32(b, 0);
+    }
+    n++;
+  }
+  set_result(c, nullptr, 0, b.data(), static_cast<uint32_t>(b.size()), n);
+  return st(n ? Status::kOk : Status::kNotFound);
+}
+
+uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }
+
+}  // extern "C"
+
+#if defined(__wasm__)
+// libc++ calls abort() where it would throw (length_error, bad_alloc) in a
+// -fno-exceptions build; emscripten's abort lives in its JS glue, which we do
+// not ship. Trap instead. Weak, so a definition in wasm_runtime.cc wins.
+extern "C" __attribute__((weak)) void abort(void) { __builtin_trap(); }
+// emscripten's libc memcpy hands large copies to this JS import; with
+// -mbulk-memory the builtin below is a single memory.copy instruction.
+extern "C" __attribute__((weak)) void* emscripten_memcpy_big(void* dst, const void* src, size_t n) {
+  return __builtin_memcpy(dst, src, n);
+}
+#endif

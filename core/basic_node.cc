@@ -1,0 +1,148 @@
+#include "core/basic_node.h"
+
+namespace adaptree {
+
+void BasicNode::make_hints() {
+  if (!has_hints()) return;
+  unsigned n = count();
+  unsigned dist = n / (kHintCount + 1);
+  for (unsigned i = 0; i < kHintCount; i++)
+    store32(p + kHintsOffset + 4 * i, n > 2 * kHintCount ? head(dist * (i + 1)) : 0);
+}
+
+// After an insert at pos only the hints sampled at or after pos change, unless
+// the sampling distance changed (section 3.3).
+void BasicNode::update_hints(unsigned pos) {
+  if (!has_hints()) return;
+  unsigned n = count();
+  if (n <= 2 * kHintCount) return;
+  unsigned dist = n / (kHintCount + 1);
+  unsigned begin = 0;
+  if (n > 2 * kHintCount + 1 && (n - 1) / (kHintCount + 1) == dist && pos / dist > 1)
+    begin = pos / dist - 1;
+  for (unsigned i = begin; i < kHintCount; i++) store32(p + kHintsOffset + 4 * i, head(dist * (i + 1)));
+}
+
+void BasicNode::compact() {
+  unsigned ss = slot_size(), base = slot_base();
+  compact_heap(
+      p, count(), [&](unsigned i) { return p + base + i * ss; },
+      [&](const uint8_t* src, unsigned i) {
+        const uint8_t* s = src + base + i * ss;
+        return static_cast<uint32_t>(load16(s + 2) + (load16(s + 4) & kValueLenMask));
+      });
+}
+
+void BasicNode::insert_at(unsigned pos, const uint8_t* suffix, unsigned suffix_len, const uint8_t* value,
+                          uint16_t value_field) {
+  unsigned vbytes = value_field & kValueLenMask;
+  unsigned need = entry_space(suffix_len, vbytes);
+  if (need > free_space()) compact();
+  unsigned n = count(), ss = slot_size();
+  uint8_t* s = slot(pos);
+  memmove(s + ss, s, (n - pos) * ss);
+  unsigned top = heap_start() - suffix_len - vbytes;
+  memcpy(p + top, suffix, suffix_len);
+  memcpy(p + top + suffix_len, value, vbytes);
+  store16(s, top);
+  store16(s + 2, suffix_len);
+  store16(s + 4, value_field);
+  if (has_heads()) store32(s + 6, head_of(suffix, suffix_len));
+  store16(p + hdr::kHeapStart, top);
+  store16(p + hdr::kHeapUsed, heap_used() + suffix_len + vbytes);
+  store16(p + hdr::kCount, n + 1);
+  update_hints(pos);
+}
+
+void BasicNode::remove_at(unsigned pos) {
+  unsigned n = count(), ss = slot_size();
+  uint8_t* s = slot(pos);
+  store16(p + hdr::kHeapUsed, heap_used() - load16(s + 2) - (load16(s + 4) & kValueLenMask));
+  memmove(s, s + ss, (n - pos - 1) * ss);
+  store16(p + hdr::kCount, n - 1);
+  make_hints();
+}
+
+bool BasicNode::replace_value(unsigned pos, const uint8_t* value, uint16_t value_field) {
+  uint8_t* s = slot(pos);
+  unsigned old_bytes = load16(s + 4) & kValueLenMask, new_bytes = value_field & kValueLenMask;
+  unsigned klen = load16(s + 2);
+  if (old_bytes == new_bytes) {
+    memcpy(p + load16(s) + klen, value, new_bytes);
+    store16(s + 4, value_field);
+    return true;
+  }
+  // The old entry becomes garbage; the new one needs a fresh heap entry.
+  if (klen + new_bytes > free_space_after_compaction() + klen + old_bytes) return false;
+  store16(p + hdr::kHeapUsed, heap_used() - klen - old_bytes);
+  store16(s + 4, 0);  // the entry is dead: compaction must not copy it
+  uint8_t key_copy[kMaxKeySize];
+  memcpy(key_copy, p + load16(s), klen);
+  store16(s + 2, 0);
+  if (klen + new_bytes > free_space()) {
+    compact();
+    s = slot(pos);
+  }
+  unsigned top = heap_start() - klen - new_bytes;
+  memcpy(p + top, key_copy, klen);
+  memcpy(p + top + klen, value, new_bytes);
+  store16(s, top);
+  store16(s + 2, klen);
+  store16(s + 4, value_field);
+  store16(p + hdr::kHeapStart, top);
+  store16(p + hdr::kHeapUsed, heap_used() + klen + new_bytes);
+  return true;
+}
+
+void BasicNode::extract(RecordRef* out) const {
+  unsigned n = count(), plen = prefix_len();
+  const uint8_t* pre = prefix();
+  for (unsigned i = 0; i < n; i++) {
+    const uint8_t* s = slot(i);
+    uint16_t klen = load16(s + 2);
+    out[i] = RecordRef{pre, p + load16(s), p + load16(s) + klen, static_cast<uint16_t>(plen), klen,
+                       load16(s + 4)};
+  }
+}
+
+unsigned BasicNode::space_needed(uint8_t layout_flags, const Fences& f, uint32_t prefix_len,
+                                 const RecordRef* r, unsigned n) {
+  unsigned ss = (layout_flags & kFlagHeads) ? 10 : 6;
+  unsigned total = ((layout_flags & kFlagHints) ? kSlotsHinted : kSlotsPlain) + fences_bytes(f) + n * ss;
+  for (unsigned i = 0; i < n; i++) total += r[i].key_len() - prefix_len + r[i].value_bytes();
+  return total;
+}
+
+bool BasicNode::build(uint8_t* page, PageTag tag, uint8_t layout_flags, const Fences& f,
+                      bool prefix_truncation, const RecordRef* r, unsigned n, PageId upper_child,
+                      uint8_t counter) {
+  uint32_t plen = prefix_truncation ? fence_prefix_len(f) : 0;
+  if (space_needed(layout_flags, f, plen, r, n) > kPageSize) return false;
+  memset(page, 0, kSlotsHinted);
+  page[hdr::kTag] = static_cast<uint8_t>(tag);
+  page[hdr::kFlags] = layout_flags & (kFlagHeads | kFlagHints);
+  page[hdr::kCounter] = counter;
+  store16(page + hdr::kPrefixLen, plen);
+  uint32_t top = write_fences(page, f, kPageSize);
+  BasicNode node{page};
+  node.set_upper_child(upper_child);
+  unsigned base = node.slot_base(), ss = node.slot_size();
+  for (unsigned i = 0; i < n; i++) {
+    uint32_t klen = r[i].key_len() - plen, vbytes = r[i].value_bytes();
+    top -= klen + vbytes;
+    r[i].copy_key(plen, klen, page + top);
+    memcpy(page + top + klen, r[i].val, vbytes);
+    uint8_t* s = page + base + i * ss;
+    store16(s, top);
+    store16(s + 2, klen);
+    store16(s + 4, r[i].val_len);
+    if (ss == 10) store32(s + 6, head_of(page + top, klen));
+  }
+  store16(page + hdr::kCount, n);
+  store16(page + hdr::kHeapStart, top);
+  store16(page + hdr::kHeapUsed, kPageSize - top);
+  node.make_hints();
+  return true;
+}
+
+}  // namespace adaptree

@@ -1,0 +1,761 @@
+#include "core/btree.h"
+
+#include <climits>
+
+#include "core/dense_keys.h"
+#include "core/leaf.h"
+#include "core/overflow.h"
+#include "core/separator.h"
+
+namespace adaptree {
+
+namespace {
+// Operation-adaption probabilities (paper, section 5.1) as thresholds on a
+// uniformly distributed u32.
+constexpr uint32_t kScanIncrementThreshold = static_cast<uint32_t>(0.15 * 4294967296.0);
+constexpr uint32_t kPointDecrementThreshold = static_cast<uint32_t>(0.05 * 4294967296.0);
+// Merge two neighbours when together they are at least 3/4 empty.
+constexpr unsigned kMergeThreshold = kPageSize / 2;
+// Guard against a structure modification that makes no progress.
+constexpr unsigned kMaxAttempts = 100000;
+const uint8_t kEmpty[1] = {0};
+}  // namespace
+
+BTree::BTree(LayoutConfig layout) : cfg_(Config::of(layout)), layout_(layout) {}
+
+uint8_t BTree::leaf_flags() const {
+  return (cfg_.heads ? kFlagHeads : 0) | (cfg_.hints && cfg_.heads ? kFlagHints : 0);
+}
+uint8_t BTree::inner_flags() const { return leaf_flags(); }
+
+Status BTree::init() {
+  PageId id;
+  Status s = store_.allocate(&id);
+  if (s != Status::kOk) return s;
+  build_leaf(page(id), Fences{}, nullptr, 0, kCounterDisabled);
+  root_ = id;
+  height_ = 1;
+  count_ = 0;
+  version_++;
+  return Status::kOk;
+}
+
+Status BTree::clear() {
+  store_.clear();
+  return init();
+}
+
+// ---------------------------------------------------------------- descent
+
+PageId BTree::descend(Slice key, Path* path) const {
+  PageId id = root_;
+  unsigned d = 0;
+  for (;;) {
+    path->ids[d++] = id;
+    const uint8_t* p = page(id);
+    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) {
+      path->depth = d;
+      return id;
+    }
+    id = BasicNode{const_cast<uint8_t*>(p)}.child_for(key.data, key.len);
+  }
+}
+
+PageId BTree::descend_after(Slice key) const {
+  PageId id = root_;
+  for (;;) {
+    uint8_t* p = page(id);
+    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return id;
+    id = BasicNode{p}.child_after(key.data, key.len);
+  }
+}
+
+PageId BTree::descend_edge(bool rightmost) const {
+  PageId id = root_;
+  for (;;) {
+    uint8_t* p = page(id);
+    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return id;
+    BasicNode n{p};
+    id = rightmost ? n.upper_child() : n.child(0);
+  }
+}
+
+// ---------------------------------------------------------------- point operations
+
+Status BTree::get(Slice key, ValueRef* out) {
+  if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
+  if (!key.data) key.data = kEmpty;
+  PageId id = root_;
+  for (;;) {
+    uint8_t* p = page(id);
+    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
+    id = BasicNode{p}.child_for(key.data, key.len);
+  }
+  if (cfg_.adaptive) on_point_op(id);
+  return leaf::lookup(page(id), key, out) ? Status::kOk : Status::kNotFound;
+}
+
+Status BTree::contains(Slice key) {
+  ValueRef v;
+  return get(key, &v);
+}
+
+Status BTree::read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* out) const {
+  if (!ref.is_overflow()) {
+    *out = {ref.ptr, static_cast<uint32_t>(ref.field & kValueLenMask)};
+    return Status::kOk;
+  }
+  uint64_t len = ref.length();
+  if (buf->size() < len) buf->resize(len);
+  Status s = overflow_read(store_, load32(ref.ptr), len, buf->data());
+  *out = {buf->data(), static_cast<uint32_t>(len)};
+  return s;
+}
+
+Status BTree::set(Slice key, Slice value) { return put(key, value, false); }
+
+Status BTree::append(Slice key, Slice value) { return put(key, value, true); }
+
+Status BTree::put(Slice key, Slice value, bool append_mode) {
+  if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
+  if (value.len > kMaxValueSize) return Status::kValueTooLarge;
+  if (!key.data) key.data = kEmpty;
+  uint8_t ref[kOverflowRefSize];
+  const uint8_t* vptr = value.data ? value.data : kEmpty;
+  uint16_t field;
+  PageId chain = kInvalidPageId;
+  if (value_is_inline(key.len, value.len)) {
+    field = static_cast<uint16_t>(value.len);
+  } else {
+    Status s = overflow_write(store_, value.data, value.len, &chain);
+    if (s != Status::kOk) return s;
+    store32(ref, chain);
+    store32(ref + 4, value.len);
+    vptr = ref;
+    field = kOverflowRefSize | kOverflowFlag;
+  }
+  for (unsigned attempt = 0; attempt < kMaxAttempts; attempt++) {
+    Path path;
+    PageId leaf = descend(key, &path);
+    if (attempt == 0 && cfg_.adaptive) on_point_op(leaf);
+    OldValue old;
+    PutResult r = leaf::upsert(page(leaf), key, vptr, field, &old);
+    if (r != PutResult::kNoSpace) {
+      if (r == PutResult::kInserted) count_++;
+      if (old.overflow) overflow_free(store_, old.first_page);
+      version_++;
+      return Status::kOk;
+    }
+    Status s = make_room(&path, key, vptr, field, append_mode);
+    if (s != Status::kOk) {
+      if (chain != kInvalidPageId) overflow_free(store_, chain);
+      return s;
+    }
+  }
+  if (chain != kInvalidPageId) overflow_free(store_, chain);
+  return Status::kCorrupt;
+}
+
+Status BTree::remove(Slice key) {
+  if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
+  if (!key.data) key.data = kEmpty;
+  Path path;
+  PageId leaf = descend(key, &path);
+  if (cfg_.adaptive) on_point_op(leaf);
+  OldValue old;
+  if (!leaf::remove(page(leaf), key, &old)) return Status::kNotFound;
+  count_--;
+  version_++;
+  if (old.overflow) overflow_free(store_, old.first_page);
+  if (path.depth > 1 && leaf_used_bytes(page(leaf)) <= kMergeThreshold) {
+    // Walk up: merge the leaf, then each parent that became underfull.
+    for (unsigned d = path.depth; d >= 2; d--) {
+      PageId node = path.ids[d - 1], parent = path.ids[d - 2];
+      const uint8_t* np = page(node);
+      unsigned used = np[0] == static_cast<uint8_t>(PageTag::kBasicInner) ? BasicNode{const_cast<uint8_t*>(np)}.used_bytes()
+                                                                         : leaf_used_bytes(np);
+      if (used > kMergeThreshold) break;
+      BasicNode pn{page(parent)};
+      bool exact;
+      unsigned pos = pn.lower_bound(key.data, key.len, &exact);
+      bool merged = false;
+      if (pos < pn.count()) merged = merge_children(parent, pos);
+      if (!merged && pos > 0) merged = merge_children(parent, pos - 1);
+      if (!merged) break;
+    }
+    // A root without keys hands over to its only child.
+    for (;;) {
+      uint8_t* rp = page(root_);
+      if (rp[0] != static_cast<uint8_t>(PageTag::kBasicInner) || BasicNode{rp}.count() != 0) break;
+      PageId child = BasicNode{rp}.upper_child();
+      store_.release(root_);
+      root_ = child;
+      height_--;
+    }
+  }
+  return Status::kOk;
+}
+
+Status BTree::delete_range(Slice lo, bool lo_none, bool lo_exclusive, Slice hi, bool hi_none, bool hi_exclusive,
+                           uint64_t* removed) {
+  *removed = 0;
+  if (!lo_none && !hi_none) {
+    int c = compare(lo, hi);
+    if (c > 0 || (c == 0 && (lo_exclusive || hi_exclusive))) return Status::kOk;
+  }
+  Cursor cur(this);
+  uint32_t flags = lo_none ? kSeekEdge : (lo_exclusive ? kSeekExclusive : 0);
+  cur.seek(lo_none ? Slice{} : lo, flags);
+  std::vector<uint8_t> keys;
+  std::vector<uint32_t> lens;
+  for (;;) {
+    keys.clear();
+    lens.clear();
+    KeyBuffer k;
+    ValueRef v;
+    bool done = false;
+    while (lens.size() < 256) {
+      if (cur.next(&k, &v) != Status::kOk) {
+        done = true;
+        break;
+      }
+      if (!hi_none) {
+        int c = compare(k.slice(), hi);
+        if (c > 0 || (c == 0 && hi_exclusive)) {
+          done = true;
+          break;
+        }
+      }
+      keys.insert(keys.end(), k.data, k.data + k.len);
+      lens.push_back(k.len);
+    }
+    size_t off = 0;
+    for (uint32_t len : lens) {
+      Status s = remove({keys.data() + off, len});
+      if (s == Status::kOk) (*removed)++;
+      else if (is_error(s)) return s;
+      off += len;
+    }
+    if (done) return Status::kOk;
+  }
+}
+
+// ---------------------------------------------------------------- adaption
+
+void BTree::on_point_op(PageId leaf) {
+  uint8_t* p = page(leaf);
+  if (static_cast<int8_t>(p[hdr::kCounter]) <= 0) return;  // 0 or disabled (255)
+  if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
+    return;
+  if (rng_.next() >= kPointDecrementThreshold) return;
+  if (--p[hdr::kCounter] == 0 && p[0] == static_cast<uint8_t>(PageTag::kBasicLeaf))
+    convert_leaf(leaf, PageTag::kFingerprintLeaf);
+}
+
+void BTree::on_scan(PageId leaf) {
+  uint8_t* p = page(leaf);
+  if (p[hdr::kCounter] >= kCounterMax) return;  // saturated or disabled (255)
+  if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
+    return;
+  if (rng_.next() >= kScanIncrementThreshold) return;
+  if (++p[hdr::kCounter] == kCounterMax && p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf))
+    convert_leaf(leaf, PageTag::kBasicLeaf);
+}
+
+unsigned BTree::extract(const uint8_t* src, unsigned slot, std::vector<RecordRef>* out) {
+  // The records refer into scratch_[slot], a copy of the node.
+  uint8_t* p = scratch_[slot];
+  if (src != p) memcpy(p, src, kPageSize);
+  unsigned n;
+  switch (static_cast<PageTag>(p[0])) {
+    case PageTag::kBasicInner:
+    case PageTag::kBasicLeaf:
+      n = BasicNode{p}.count();
+      out->resize(n);
+      BasicNode{p}.extract(out->data());
+      return n;
+    case PageTag::kFingerprintLeaf:
+      n = FingerprintLeaf{p}.count();
+      out->resize(n);
+      FingerprintLeaf{p}.extract(out->data());
+      return n;
+    case PageTag::kSemiDenseLeaf:
+      n = SemiDenseLeaf{p}.count();
+      out->resize(n);
+      arena_[slot].resize(4 * n + 4);
+      return SemiDenseLeaf{p}.extract(out->data(), arena_[slot].data());
+    case PageTag::kFullyDenseLeaf:
+      n = FullyDenseLeaf{p}.count();
+      out->resize(n);
+      arena_[slot].resize(4 * n + 4);
+      return FullyDenseLeaf{p}.extract(out->data(), arena_[slot].data());
+    default:
+      out->clear();
+      return 0;
+  }
+}
+
+// Key-adaption (paper, section 5.1) and the static configurations: choose the
+// leaf layout for a set of records at split, merge or conversion time.
+bool BTree::build_leaf(uint8_t* dst, const Fences& f, const RecordRef* r, unsigned n, uint8_t counter) {
+  if (n > 0 && cfg_.fully_dense_leaves && FullyDenseLeaf::build(dst, f, r, n, r[0].key_len(), r[0].val_len))
+    return true;
+  if (n > 0 && cfg_.semi_dense_leaves && SemiDenseLeaf::build(dst, f, r, n)) return true;
+  bool fingerprint = cfg_.fingerprint_leaves && !cfg_.adaptive;
+  uint8_t c = kCounterDisabled;
+  if (cfg_.adaptive) {
+    // Heads are good if fewer than n/16 adjacent pairs share them.
+    uint32_t plen = cfg_.prefix_truncation ? fence_prefix_len(f) : 0;
+    unsigned collisions = 0;
+    for (unsigned i = 1; i < n; i++) collisions += r[i - 1].head_at(plen) == r[i].head_at(plen);
+    bool good_heads = n == 0 || collisions * 16 < n;
+    if (!good_heads) {
+      c = counter == kCounterDisabled ? 0 : counter;
+      fingerprint = c < 2;
+    }
+  }
+  if (fingerprint && FingerprintLeaf::build(dst, f, cfg_.prefix_truncation, r, n, c)) return true;
+  return BasicNode::build(dst, PageTag::kBasicLeaf, leaf_flags(), f, cfg_.prefix_truncation, r, n, 0, c);
+}
+
+// Rebuilds a leaf in another layout (kBasicLeaf: comparison-based as chosen
+// by build_leaf without dense layouts). False, leaf unchanged, if it does not fit.
+bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t vfield) {
+  unsigned n = extract(page(leaf), 0, &recs_);
+  uint8_t* src = scratch_[0];
+  uint8_t* dst = scratch_[1];
+  Fences f = fences_of(src);
+  uint8_t counter = src[hdr::kCounter];
+  bool ok = false;
+  switch (target) {
+    case PageTag::kFullyDenseLeaf:
+      ok = n > 0 && FullyDenseLeaf::build(dst, f, recs_.data(), n, recs_[0].key_len(), recs_[0].val_len);
+      break;
+    case PageTag::kSemiDenseLeaf:
+      ok = n > 0 && SemiDenseLeaf::build(dst, f, recs_.data(), n);
+      break;
+    case PageTag::kFingerprintLeaf:
+      ok = FingerprintLeaf::build(dst, f, cfg_.prefix_truncation, recs_.data(), n, counter);
+      break;
+    case PageTag::kBasicLeaf:
+      if (cfg_.adaptive && (src[0] == static_cast<uint8_t>(PageTag::kBasicLeaf) ||
+                            src[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf))) {
+        ok = BasicNode::build(dst, PageTag::kBasicLeaf, leaf_flags(), f, cfg_.prefix_truncation, recs_.data(), n, 0,
+                              counter);
+      } else {
+        Config saved = cfg_;
+        cfg_.fully_dense_leaves = cfg_.semi_dense_leaves = false;
+        ok = build_leaf(dst, f, recs_.data(), n, counter);
+        cfg_ = saved;
+      }
+      break;
+    default:
+      break;
+  }
+  // Converting to a dense layout to make room for key must not lead straight
+  // back: the key has to fit the dense leaf, or the leaf must be dense enough
+  // not to be converted back as too sparse.
+  if (ok && key && target == PageTag::kFullyDenseLeaf) {
+    FullyDenseLeaf d{dst};
+    ok = (d.index_of(*key) >= 0 && vfield == d.value_size()) || d.count() * 4 >= d.capacity();
+  }
+  if (ok && key && target == PageTag::kSemiDenseLeaf) ok = SemiDenseLeaf{dst}.index_of(*key) >= 0;
+  if (!ok) return false;
+  memcpy(page(leaf), dst, kPageSize);
+  version_++;
+  return true;
+}
+
+unsigned BTree::leaf_used_bytes(const uint8_t* p) const {
+  uint8_t* q = const_cast<uint8_t*>(p);
+  switch (static_cast<PageTag>(p[0])) {
+    case PageTag::kBasicLeaf:
+    case PageTag::kBasicInner: return BasicNode{q}.used_bytes();
+    case PageTag::kFingerprintLeaf: return FingerprintLeaf{q}.used_bytes();
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{q}.used_bytes();
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{q}.used_bytes();
+    default: return kPageSize;
+  }
+}
+
+// ---------------------------------------------------------------- splits
+
+Status BTree::new_root(Path* path) {
+  if (height_ + 1 >= kMaxHeight) return Status::kOutOfMemory;
+  PageId r;
+  Status s = store_.allocate(&r);
+  if (s != Status::kOk) return s;
+  BasicNode::build(page(r), PageTag::kBasicInner, inner_flags(), Fences{}, cfg_.prefix_truncation, nullptr, 0, root_,
+                   kCounterDisabled);
+  memmove(path->ids + 1, path->ids, path->depth * sizeof(PageId));
+  path->ids[0] = r;
+  path->depth++;
+  root_ = r;
+  height_++;
+  return Status::kOk;
+}
+
+// Makes sure the parent of path->ids[child_idx] can take a separator of
+// sep_len bytes. Creates a new root above a splitting root. If the parent is
+// full it is split instead and *restarted is set: the caller must retry the
+// whole operation from the root.
+Status BTree::ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_len, bool append_mode,
+                                  bool* restarted) {
+  *restarted = false;
+  if (child_idx == 0) {
+    Status s = new_root(path);
+    if (s != Status::kOk) return s;
+    child_idx = 1;
+  }
+  BasicNode pn{page(path->ids[child_idx - 1])};
+  if (pn.entry_space(sep_len - pn.prefix_len(), 4) <= pn.free_space_after_compaction()) return Status::kOk;
+  *restarted = true;
+  return split_inner(path, child_idx - 1, append_mode);
+}
+
+void BTree::insert_separator(PageId parent, Slice sep, PageId left_child) {
+  BasicNode pn{page(parent)};
+  bool exact;
+  unsigned pos = pn.lower_bound(sep.data, sep.len, &exact);
+  uint8_t child[4];
+  store32(child, left_child);
+  unsigned plen = pn.prefix_len();
+  pn.insert_at(pos, sep.data + plen, sep.len - plen, child, 4);
+}
+
+Status BTree::split_inner(Path* path, unsigned idx, bool append_mode) {
+  PageId node = path->ids[idx];
+  unsigned n = extract(page(node), 0, &recs_);
+  if (n == 0) return Status::kCorrupt;  // an inner node without keys always has room
+  const uint8_t* src = scratch_[0];
+  Fences f = fences_of(src);
+  PageId upper = BasicNode{const_cast<uint8_t*>(src)}.upper_child();
+  KeyBuffer sep;
+  // The middle key moves up; try the preferred split point first, then
+  // others until both halves fit (only long separators make this necessary).
+  unsigned preferred = append_mode ? n - 1 : n / 2;
+  bool built = false;
+  unsigned mid = preferred;
+  for (unsigned k = 0; k < 2 * n && !built; k++) {
+    int cand = static_cast<int>(preferred) + ((k & 1) ? -static_cast<int>((k + 1) / 2) : static_cast<int>(k / 2));
+    if (cand < 0 || cand >= static_cast<int>(n)) continue;
+    mid = static_cast<unsigned>(cand);
+    sep.assign(recs_[mid], recs_[mid].key_len());
+    Fences lf{f.lower, sep.slice(), f.lower_inf, false};
+    Fences rf{sep.slice(), f.upper, false, f.upper_inf};
+    built = BasicNode::build(scratch_[1], PageTag::kBasicInner, inner_flags(), lf, cfg_.prefix_truncation,
+                             recs_.data(), mid, load32(recs_[mid].val), kCounterDisabled) &&
+            BasicNode::build(scratch_[2], PageTag::kBasicInner, inner_flags(), rf, cfg_.prefix_truncation,
+                             recs_.data() + mid + 1, n - mid - 1, upper, kCounterDisabled);
+  }
+  if (!built) return Status::kCorrupt;
+  bool restarted;
+  Status s = ensure_parent_space(path, idx, sep.len, append_mode, &restarted);
+  if (s != Status::kOk || restarted) return s;
+  while (path->ids[idx] != node) idx++;  // a new root was pushed on the path
+  PageId left;
+  s = store_.allocate(&left);
+  if (s != Status::kOk) return s;
+  memcpy(page(left), scratch_[1], kPageSize);
+  memcpy(page(node), scratch_[2], kPageSize);
+  insert_separator(path->ids[idx - 1], sep.slice(), left);
+  version_++;
+  return Status::kOk;
+}
+
+Status BTree::split_leaf(Path* path, Slice key, bool append_mode) {
+  unsigned d = path->depth;
+  PageId leaf = path->ids[d - 1];
+  unsigned n = extract(page(leaf), 0, &recs_);
+  const uint8_t* src = scratch_[0];
+  Fences f = fences_of(src);
+  uint8_t counter = src[hdr::kCounter];
+  PageTag src_tag = static_cast<PageTag>(src[0]);
+  if (n == 0) {
+    // Nothing to split: the layout cannot take the key; use a comparison-based leaf.
+    if (src_tag == PageTag::kBasicLeaf || src_tag == PageTag::kFingerprintLeaf) return Status::kCorrupt;
+    return convert_leaf(leaf, PageTag::kBasicLeaf) ? Status::kOk : Status::kCorrupt;
+  }
+  RecordRef keyref{key.data, nullptr, nullptr, static_cast<uint16_t>(key.len), 0, 0};
+  KeyBuffer sep;
+  unsigned j = 0;
+  bool special = false;
+  if (n == 1) {
+    special = true;
+    if (compare_record_key(recs_[0], key) < 0) {
+      j = 1;
+      separator_between(recs_[0], keyref, &sep);
+    } else {
+      j = 0;
+      separator_between(keyref, recs_[0], &sep);
+    }
+  } else if (append_mode && compare_record_key(recs_[n - 1], key) < 0) {
+    special = true;
+    j = n;
+    separator_between(recs_[n - 1], keyref, &sep);
+  } else {
+    if (cfg_.fully_dense_leaves && src_tag != PageTag::kFullyDenseLeaf) {
+      // Partition-aware split: the largest split point whose lower node could
+      // be fully dense, if it is at least the median.
+      unsigned dp = FullyDenseLeaf::dense_prefix(f, recs_.data(), n);
+      if (dp >= n / 2 && dp < n) j = dp;
+    }
+    if (j == 0) j = choose_split_point(recs_.data(), n);
+    separator_between(recs_[j - 1], recs_[j], &sep);
+  }
+  auto try_build = [&](unsigned split) {
+    Fences lf{f.lower, sep.slice(), f.lower_inf, false};
+    Fences rf{sep.slice(), f.upper, false, f.upper_inf};
+    return build_leaf(scratch_[1], lf, recs_.data(), split, counter) &&
+           build_leaf(scratch_[2], rf, recs_.data() + split, n - split, counter);
+  };
+  bool built = try_build(j);
+  if (!built && !special) {
+    // Variable-size records (or long separators): search for a split point
+    // where both halves fit, nearest to the preferred one first.
+    unsigned preferred = j;
+    for (unsigned k = 1; k < 2 * n && !built; k++) {
+      int cand = static_cast<int>(preferred) + ((k & 1) ? -static_cast<int>((k + 1) / 2) : static_cast<int>(k / 2));
+      if (cand < 1 || cand >= static_cast<int>(n)) continue;
+      j = static_cast<unsigned>(cand);
+      separator_between(recs_[j - 1], recs_[j], &sep);
+      built = try_build(j);
+    }
+  }
+  if (!built) return Status::kCorrupt;
+  bool restarted;
+  Status s = ensure_parent_space(path, d - 1, sep.len, append_mode, &restarted);
+  if (s != Status::kOk || restarted) return s;
+  d = path->depth;
+  PageId left;
+  s = store_.allocate(&left);
+  if (s != Status::kOk) return s;
+  memcpy(page(left), scratch_[1], kPageSize);
+  memcpy(page(leaf), scratch_[2], kPageSize);
+  insert_separator(path->ids[d - 2], sep.slice(), left);
+  version_++;
+  return Status::kOk;
+}
+
+// Fully dense leaf overflowing past its last slot (ascending inserts): keep
+// every record, lower the upper fence to the last slot's key and give the
+// keys above to a new leaf (paper, section 3.5, "Dense Leaf Split").
+Status BTree::split_to_self(Path* path, Slice key, uint16_t vfield) {
+  unsigned d = path->depth;
+  PageId leaf = path->ids[d - 1];
+  memcpy(scratch_[0], page(leaf), kPageSize);
+  FullyDenseLeaf dl{scratch_[0]};
+  KeyBuffer sep;
+  dl.last_slot_key(&sep);
+  bool restarted;
+  Status s = ensure_parent_space(path, d - 1, sep.len, false, &restarted);
+  if (s != Status::kOk || restarted) return s;
+  d = path->depth;
+  Fences old = fences_of(scratch_[0]);
+  Fences rf{sep.slice(), old.upper, false, old.upper_inf};
+  bool dense = FullyDenseLeaf::build(scratch_[2], rf, nullptr, 0, key.len, vfield) &&
+               FullyDenseLeaf{scratch_[2]}.index_of(key) >= 0;
+  if (!dense) {
+    Config saved = cfg_;
+    cfg_.fully_dense_leaves = cfg_.semi_dense_leaves = false;
+    bool ok = build_leaf(scratch_[2], rf, nullptr, 0, kCounterDisabled);
+    cfg_ = saved;
+    if (!ok) return Status::kCorrupt;
+  }
+  PageId left;
+  s = store_.allocate(&left);
+  if (s != Status::kOk) return s;
+  memcpy(page(left), scratch_[0], kPageSize);
+  FullyDenseLeaf{page(left)}.set_upper_fence(sep.slice());
+  memcpy(page(leaf), scratch_[2], kPageSize);
+  insert_separator(path->ids[d - 2], sep.slice(), left);
+  version_++;
+  return Status::kOk;
+}
+
+Status BTree::make_room(Path* path, Slice key, const uint8_t* vptr, uint16_t vfield, bool append_mode) {
+  (void)vptr;
+  PageId leaf = path->ids[path->depth - 1];
+  uint8_t* p = page(leaf);
+  switch (static_cast<PageTag>(p[0])) {
+    case PageTag::kBasicLeaf:
+    case PageTag::kFingerprintLeaf:
+      // A comparison-based leaf about to split becomes dense if it can.
+      if (cfg_.fully_dense_leaves && convert_leaf(leaf, PageTag::kFullyDenseLeaf, &key, vfield)) return Status::kOk;
+      if (cfg_.semi_dense_leaves && convert_leaf(leaf, PageTag::kSemiDenseLeaf, &key, vfield)) return Status::kOk;
+      return split_leaf(path, key, append_mode);
+    case PageTag::kSemiDenseLeaf:
+      if (SemiDenseLeaf{p}.index_of(key) < 0 && convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
+      return split_leaf(path, key, append_mode);
+    case PageTag::kFullyDenseLeaf: {
+      FullyDenseLeaf dl{p};
+      if (dl.beyond_capacity(key, vfield)) {
+        // Too few records for the dense layout to pay off: back to comparisons.
+        if (dl.count() * 4 < dl.capacity() && convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
+        return split_to_self(path, key, vfield);
+      }
+      if (convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
+      return split_leaf(path, key, append_mode);
+    }
+    default:
+      return Status::kCorrupt;
+  }
+}
+
+// ---------------------------------------------------------------- merges
+
+// Merges the children at left_pos and left_pos + 1 of parent into the right
+// one (which keeps its parent pointer) if the result fits.
+bool BTree::merge_children(PageId parent, unsigned left_pos) {
+  BasicNode pn{page(parent)};
+  if (left_pos >= pn.count()) return false;
+  PageId left = pn.child(left_pos), right = pn.child(left_pos + 1);
+  uint8_t* lp = page(left);
+  uint8_t* rp = page(right);
+  bool inner = lp[0] == static_cast<uint8_t>(PageTag::kBasicInner);
+  unsigned lu = inner ? BasicNode{lp}.used_bytes() : leaf_used_bytes(lp);
+  unsigned ru = inner ? BasicNode{rp}.used_bytes() : leaf_used_bytes(rp);
+  if (lu + ru > kPageSize / 2 + (inner ? kMaxKeySize : 0)) return false;
+  unsigned nl = extract(lp, 0, &recs_);
+  unsigned nr = extract(rp, 1, &recs2_);
+  Fences lf = fences_of(scratch_[0]), rf = fences_of(scratch_[1]);
+  Fences f{lf.lower, rf.upper, lf.lower_inf, rf.upper_inf};
+  KeyBuffer sep;
+  uint8_t child[4];
+  if (inner) {
+    // The parent's separator comes down between the two key sets.
+    sep.len = pn.prefix_len() + pn.suffix(left_pos).len;
+    memcpy(sep.data, pn.prefix(), pn.prefix_len());
+    memcpy(sep.data + pn.prefix_len(), pn.suffix(left_pos).data, pn.suffix(left_pos).len);
+    store32(child, BasicNode{scratch_[0]}.upper_child());
+    recs_.push_back(RecordRef{sep.data, nullptr, child, static_cast<uint16_t>(sep.len), 0, 4});
+  }
+  recs_.insert(recs_.end(), recs2_.begin(), recs2_.begin() + nr);
+  unsigned n = static_cast<unsigned>(recs_.size());
+  (void)nl;
+  bool ok;
+  if (inner) {
+    ok = BasicNode::build(scratch_[2], PageTag::kBasicInner, inner_flags(), f, cfg_.prefix_truncation, recs_.data(), n,
+                          BasicNode{scratch_[1]}.upper_child(), kCounterDisabled);
+  } else {
+    uint8_t c = scratch_[1][hdr::kCounter];
+    if (c == kCounterDisabled) c = scratch_[0][hdr::kCounter];
+    ok = build_leaf(scratch_[2], f, recs_.data(), n, c);
+  }
+  if (!ok) return false;
+  memcpy(page(right), scratch_[2], kPageSize);
+  pn.remove_at(left_pos);
+  store_.release(left);
+  version_++;
+  return true;
+}
+
+// ---------------------------------------------------------------- cursor
+
+void Cursor::enter(PageId leaf) {
+  leaf_ = leaf;
+  if (t_->cfg_.adaptive) t_->on_scan(leaf);
+  uint8_t* p = t_->page(leaf);
+  // Lazy sorting before scans (paper, section 3.4).
+  if (p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf)) FingerprintLeaf{p}.sort();
+}
+
+bool Cursor::settle_forward(int pos) {
+  for (;;) {
+    const uint8_t* p = t_->page(leaf_);
+    int q = leaf::next_present(p, pos);
+    if (q < static_cast<int>(leaf::positions(p))) {
+      pos_ = q;
+      return true;
+    }
+    Fences f = fences_of(p);
+    if (f.upper_inf) return false;
+    fence_.assign(f.upper);
+    enter(t_->descend_after(fence_.slice()));
+    pos = 0;
+  }
+}
+
+bool Cursor::settle_backward(int pos) {
+  for (;;) {
+    const uint8_t* p = t_->page(leaf_);
+    int q = pos < 0 ? -1 : leaf::prev_present(p, pos);
+    if (q >= 0) {
+      pos_ = q;
+      return true;
+    }
+    Fences f = fences_of(p);
+    if (f.lower_inf) return false;
+    fence_.assign(f.lower);
+    BTree::Path path;
+    enter(t_->descend(fence_.slice(), &path));
+    pos = static_cast<int>(leaf::positions(t_->page(leaf_))) - 1;
+  }
+}
+
+Status Cursor::position() {
+  pending_advance_ = false;
+  bool ok;
+  if (anchor_edge_) {
+    enter(t_->descend_edge(reverse_));
+    ok = reverse_ ? settle_backward(INT_MAX) : settle_forward(0);
+  } else {
+    BTree::Path path;
+    enter(t_->descend(anchor_.slice(), &path));
+    bool exact;
+    int pos = leaf::lower_bound(t_->page(leaf_), anchor_.slice(), &exact);
+    if (!reverse_) {
+      if (exact && !anchor_inclusive_) pos++;
+      ok = settle_forward(pos);
+    } else {
+      if (!(exact && anchor_inclusive_)) pos--;
+      ok = settle_backward(pos);
+    }
+  }
+  state_ = ok ? kOnRecord : kEnd;
+  version_ = t_->version_;
+  return ok ? Status::kOk : Status::kNotFound;
+}
+
+Status Cursor::seek(Slice key, uint32_t flags) {
+  reverse_ = flags & kSeekReverse;
+  anchor_edge_ = flags & kSeekEdge;
+  anchor_inclusive_ = !(flags & kSeekExclusive);
+  if (!anchor_edge_) {
+    if (key.len > kMaxKeySize) {
+      // No stored key is longer: every key >= key is > its kMaxKeySize-byte
+      // prefix, and every key <= key is <= that prefix.
+      key.len = kMaxKeySize;
+      anchor_inclusive_ = reverse_;
+    }
+    if (key.len) memcpy(anchor_.data, key.data, key.len);
+    anchor_.len = key.len;
+  }
+  return position();
+}
+
+Status Cursor::next(KeyBuffer* key, ValueRef* value) {
+  if (state_ == kUnpositioned) {
+    anchor_edge_ = true;
+    reverse_ = false;
+    position();
+  } else if (t_->version_ != version_) {
+    position();  // the tree changed: re-seek from the last key returned (or the seek key)
+  } else if (pending_advance_) {
+    pending_advance_ = false;
+    bool ok = reverse_ ? settle_backward(pos_ - 1) : settle_forward(pos_ + 1);
+    state_ = ok ? kOnRecord : kEnd;
+    version_ = t_->version_;
+  }
+  if (state_ != kOnRecord) return Status::kNotFound;
+  const uint8_t* p = t_->page(leaf_);
+  leaf::key_at(p, pos_, &anchor_);
+  if (key) key->assign(anchor_.slice());
+  if (value) *value = leaf::value_at(p, pos_);
+  anchor_edge_ = false;
+  anchor_inclusive_ = false;
+  pending_advance_ = true;
+  return Status::kOk;
+}
+
+}  // namespace adaptree

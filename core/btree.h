@@ -1,0 +1,170 @@
+// The B+-Tree: descent, split and merge, layout adaption, scans and cursors
+// over page-sized nodes addressed by page id (paper sections 2, 3 and 5).
+// Single-threaded and in memory for now: every page access goes through
+// PageStore, and every operation returns a Status so that OLC restarts and
+// page faults can later flow through the same paths.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/node_common.h"
+#include "core/page_store.h"
+#include "core/status.h"
+
+namespace adaptree {
+
+// A value as stored in a leaf: inline bytes (ptr points into the page), or an
+// overflow reference (ptr points to the 8-byte reference in the page).
+struct ValueRef {
+  const uint8_t* ptr = nullptr;
+  uint16_t field = 0;  // length | kOverflowFlag
+  bool is_overflow() const { return field & kOverflowFlag; }
+  uint64_t length() const { return is_overflow() ? load32(ptr + 4) : (field & kValueLenMask); }
+};
+
+// Result of an insert into one leaf.
+enum class PutResult : uint8_t { kInserted, kUpdated, kNoSpace };
+
+// The value a put or remove displaced (to free its overflow chain).
+struct OldValue {
+  bool overflow = false;
+  PageId first_page = kInvalidPageId;
+};
+
+class Cursor;
+
+class BTree {
+ public:
+  static constexpr unsigned kMaxHeight = 64;
+
+  explicit BTree(LayoutConfig layout);
+  ~BTree() = default;
+  BTree(const BTree&) = delete;
+  BTree& operator=(const BTree&) = delete;
+
+  // Allocates the root; must succeed before any other call.
+  Status init();
+
+  Status get(Slice key, ValueRef* out);
+  Status contains(Slice key);
+  // Upsert. Tree unchanged on error.
+  Status set(Slice key, Slice value);
+  Status remove(Slice key);
+  Status clear();
+  // Bulk load: for strictly ascending keys into an empty tree, fills leaves
+  // densely (appends split at the end instead of the median). Falls back to
+  // set() once a key is not larger than the previous one.
+  Status append(Slice key, Slice value);
+  // Removes keys in a range; *removed counts them.
+  Status delete_range(Slice lo, bool lo_none, bool lo_exclusive, Slice hi, bool hi_none,
+                      bool hi_exclusive, uint64_t* removed);
+
+  // Copies the value bytes of ref to out when it is an overflow reference, and
+  // returns a slice of them (or of the page when inline).
+  Status read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* out) const;
+
+  uint64_t count() const { return count_; }
+  uint64_t version() const { return version_; }
+  unsigned height() const { return height_; }
+  PageId root() const { return root_; }
+  const Config& config() const { return cfg_; }
+  LayoutConfig layout() const { return layout_; }
+  const PageStore& store() const { return store_; }
+  PageStore& store() { return store_; }
+
+  // Invariant checker (core/invariants.cc): empty string if the tree is sound.
+  std::string check() const;
+
+ private:
+  friend class Cursor;
+  struct Path {
+    PageId ids[kMaxHeight];
+    unsigned depth = 0;
+  };
+
+  uint8_t* page(PageId id) const { return store_.page(id); }
+  PageId descend(Slice key, Path* path) const;
+  PageId descend_after(Slice key) const;  // leaf holding the keys just above key
+  PageId descend_edge(bool rightmost) const;
+
+  Status put(Slice key, Slice value, bool append_mode);
+  Status make_room(Path* path, Slice key, const uint8_t* vptr, uint16_t vfield, bool append_mode);
+  Status split_leaf(Path* path, Slice key, bool append_mode);
+  Status split_to_self(Path* path, Slice key, uint16_t vfield);
+  Status split_inner(Path* path, unsigned idx, bool append_mode);
+  Status ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_len, bool append_mode,
+                             bool* restarted);
+  void insert_separator(PageId parent, Slice sep, PageId left_child);
+  Status new_root(Path* path);
+  void maybe_merge(Path* path);
+  bool merge_children(PageId parent, unsigned left_pos);
+
+  // Key-adaption: writes the best layout for these records into dst.
+  bool build_leaf(uint8_t* dst, const Fences& f, const RecordRef* r, unsigned n, uint8_t counter);
+  bool convert_leaf(PageId leaf, PageTag target, const Slice* key = nullptr, uint16_t vfield = 0);
+  // Records of a leaf or inner node (copied to scratch first), sorted.
+  unsigned extract(const uint8_t* page, unsigned scratch_slot, std::vector<RecordRef>* out);
+  // Operation-adaption: counter step on a point op or a scan entering a leaf.
+  void on_point_op(PageId leaf);
+  void on_scan(PageId leaf);
+
+  uint8_t leaf_flags() const;
+  uint8_t inner_flags() const;
+  unsigned leaf_used_bytes(const uint8_t* p) const;
+
+  PageStore store_;
+  Config cfg_;
+  LayoutConfig layout_;
+  PageId root_ = kInvalidPageId;
+  unsigned height_ = 1;
+  uint64_t count_ = 0;
+  uint64_t version_ = 0;
+  XorShift32 rng_;
+
+  // Scratch space for structure modifications (no allocation per operation).
+  alignas(16) uint8_t scratch_[3][kPageSize];
+  std::vector<RecordRef> recs_, recs2_;
+  std::vector<uint8_t> arena_[3];
+  KeyBuffer sep_;
+};
+
+// A cursor survives modifications of its tree: it keeps a copy of the last
+// key it returned and the tree version; after a modification it re-seeks
+// strictly after (reverse: before) that key.
+class Cursor {
+ public:
+  explicit Cursor(BTree* tree) : t_(tree) {}
+  // Flags as in bindings/adaptree.h: 1 reverse, 2 exclusive, 4 edge.
+  Status seek(Slice key, uint32_t flags);
+  // Reads the current record (key into *key, value reference) and advances.
+  Status next(KeyBuffer* key, ValueRef* value);
+  BTree* tree() const { return t_; }
+  // The key of the record last returned by next().
+  const KeyBuffer& last_key() const { return anchor_; }
+  void detach() { t_ = nullptr; }
+
+ private:
+  enum State : uint8_t { kUnpositioned, kOnRecord, kEnd };
+  Status position();
+  bool settle_forward(int pos);
+  bool settle_backward(int pos);
+  void enter(PageId leaf);
+
+  BTree* t_;
+  uint64_t version_ = 0;
+  PageId leaf_ = kInvalidPageId;
+  int pos_ = 0;
+  State state_ = kUnpositioned;
+  bool reverse_ = false;
+  bool pending_advance_ = false;
+  bool anchor_edge_ = true;
+  bool anchor_inclusive_ = true;
+  KeyBuffer anchor_;
+  KeyBuffer fence_;
+};
+
+constexpr uint32_t kSeekReverse = 1, kSeekExclusive = 2, kSeekEdge = 4;
+
+}  // namespace adaptree

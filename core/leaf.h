@@ -1,0 +1,164 @@
+// Leaf operations dispatched on the layout tag (byte 0): a switch, no virtual
+// calls. Each case forwards to the layout's own file. Positions: basic and
+// fingerprint leaves have one position per record (fingerprint leaves must be
+// sorted before positions are used); dense leaves have one position per slot,
+// which may be empty.
+#pragma once
+#include "core/basic_node.h"
+#include "core/btree.h"
+#include "core/fingerprint_leaf.h"
+#include "core/fully_dense_leaf.h"
+#include "core/semi_dense_leaf.h"
+
+namespace adaptree {
+namespace leaf {
+
+inline PageTag tag(const uint8_t* p) { return static_cast<PageTag>(p[0]); }
+inline bool is_leaf(const uint8_t* p) { return p[0] >= 2 && p[0] <= 5; }
+inline unsigned count(const uint8_t* p) { return load16(p + hdr::kCount); }
+
+inline bool read_old(const uint8_t* vptr, uint16_t field, OldValue* old) {
+  old->overflow = field & kOverflowFlag;
+  old->first_page = old->overflow ? load32(vptr) : kInvalidPageId;
+  return true;
+}
+
+// ---- basic leaf
+inline bool basic_lookup(uint8_t* p, Slice key, ValueRef* out) {
+  BasicNode n{p};
+  bool exact;
+  unsigned pos = n.lower_bound(key.data, key.len, &exact);
+  if (!exact) return false;
+  out->ptr = n.value(pos);
+  out->field = n.value_field(pos);
+  return true;
+}
+
+inline PutResult basic_upsert(uint8_t* p, Slice key, const uint8_t* v, uint16_t field, OldValue* old) {
+  BasicNode n{p};
+  bool exact;
+  unsigned pos = n.lower_bound(key.data, key.len, &exact);
+  if (exact) {
+    OldValue o;
+    read_old(n.value(pos), n.value_field(pos), &o);
+    if (!n.replace_value(pos, v, field)) return PutResult::kNoSpace;
+    *old = o;
+    return PutResult::kUpdated;
+  }
+  unsigned plen = n.prefix_len();
+  if (n.entry_space(key.len - plen, field & kValueLenMask) > n.free_space_after_compaction())
+    return PutResult::kNoSpace;
+  n.insert_at(pos, key.data + plen, key.len - plen, v, field);
+  return PutResult::kInserted;
+}
+
+inline bool basic_remove(uint8_t* p, Slice key, OldValue* old) {
+  BasicNode n{p};
+  bool exact;
+  unsigned pos = n.lower_bound(key.data, key.len, &exact);
+  if (!exact) return false;
+  read_old(n.value(pos), n.value_field(pos), old);
+  n.remove_at(pos);
+  return true;
+}
+
+// ---- dispatch
+inline bool lookup(uint8_t* p, Slice key, ValueRef* out) {
+  switch (tag(p)) {
+    case PageTag::kBasicLeaf: return basic_lookup(p, key, out);
+    case PageTag::kFingerprintLeaf: return FingerprintLeaf{p}.lookup(key, out);
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{p}.lookup(key, out);
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{p}.lookup(key, out);
+    default: return false;
+  }
+}
+
+inline PutResult upsert(uint8_t* p, Slice key, const uint8_t* v, uint16_t field, OldValue* old) {
+  switch (tag(p)) {
+    case PageTag::kBasicLeaf: return basic_upsert(p, key, v, field, old);
+    case PageTag::kFingerprintLeaf: return FingerprintLeaf{p}.upsert(key, v, field, old);
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{p}.upsert(key, v, field, old);
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{p}.upsert(key, v, field, old);
+    default: return PutResult::kNoSpace;
+  }
+}
+
+inline bool remove(uint8_t* p, Slice key, OldValue* old) {
+  switch (tag(p)) {
+    case PageTag::kBasicLeaf: return basic_remove(p, key, old);
+    case PageTag::kFingerprintLeaf: return FingerprintLeaf{p}.remove(key, old);
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{p}.remove(key, old);
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{p}.remove(key, old);
+    default: return false;
+  }
+}
+
+inline unsigned positions(const uint8_t* p) {
+  switch (tag(p)) {
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{const_cast<uint8_t*>(p)}.slot_count();
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{const_cast<uint8_t*>(p)}.capacity();
+    default: return count(p);
+  }
+}
+
+// First present position >= pos, or positions(p).
+inline int next_present(const uint8_t* p, int pos) {
+  switch (tag(p)) {
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{const_cast<uint8_t*>(p)}.next_present(pos);
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{const_cast<uint8_t*>(p)}.next_present(pos);
+    default: return pos < static_cast<int>(count(p)) ? pos : static_cast<int>(count(p));
+  }
+}
+
+// Last present position <= pos, or -1.
+inline int prev_present(const uint8_t* p, int pos) {
+  switch (tag(p)) {
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{const_cast<uint8_t*>(p)}.prev_present(pos);
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{const_cast<uint8_t*>(p)}.prev_present(pos);
+    default: return pos < static_cast<int>(count(p)) ? pos : static_cast<int>(count(p)) - 1;
+  }
+}
+
+// First position whose key is >= key; *exact if a record with key is there.
+inline int lower_bound(uint8_t* p, Slice key, bool* exact) {
+  switch (tag(p)) {
+    case PageTag::kBasicLeaf: return BasicNode{p}.lower_bound(key.data, key.len, exact);
+    case PageTag::kFingerprintLeaf: return FingerprintLeaf{p}.lower_bound(key, exact);
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{p}.lower_bound(key, exact);
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{p}.lower_bound(key, exact);
+    default: *exact = false; return 0;
+  }
+}
+
+inline void key_at(const uint8_t* p, int pos, KeyBuffer* out) {
+  uint8_t* q = const_cast<uint8_t*>(p);
+  switch (tag(p)) {
+    case PageTag::kBasicLeaf: {
+      BasicNode n{q};
+      unsigned plen = n.prefix_len();
+      Slice s = n.suffix(pos);
+      memcpy(out->data, n.prefix(), plen);
+      memcpy(out->data + plen, s.data, s.len);
+      out->len = plen + s.len;
+      return;
+    }
+    case PageTag::kFingerprintLeaf: FingerprintLeaf{q}.key_at(pos, out); return;
+    case PageTag::kSemiDenseLeaf: SemiDenseLeaf{q}.key_at(pos, out); return;
+    case PageTag::kFullyDenseLeaf: FullyDenseLeaf{q}.key_at(pos, out); return;
+    default: out->len = 0; return;
+  }
+}
+
+inline ValueRef value_at(const uint8_t* p, int pos) {
+  uint8_t* q = const_cast<uint8_t*>(p);
+  switch (tag(p)) {
+    case PageTag::kBasicLeaf: return {BasicNode{q}.value(pos), BasicNode{q}.value_field(pos)};
+    case PageTag::kFingerprintLeaf: return FingerprintLeaf{q}.value_at(pos);
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{q}.value_at(pos);
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{q}.value_at(pos);
+    default: return {};
+  }
+}
+
+}  // namespace leaf
+}  // namespace adaptree

@@ -1,0 +1,165 @@
+#include "core/node_stats.h"
+
+
+#include "core/dense_keys.h"
+#include "core/format.h"
+#include "core/leaf.h"
+#include "core/overflow.h"
+
+namespace adaptree {
+
+namespace {
+
+unsigned used_bytes_of(const uint8_t* p) {
+  uint8_t* q = const_cast<uint8_t*>(p);
+  switch (static_cast<PageTag>(p[0])) {
+    case PageTag::kBasicInner:
+    case PageTag::kBasicLeaf: return BasicNode{q}.used_bytes();
+    case PageTag::kFingerprintLeaf: return FingerprintLeaf{q}.used_bytes();
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{q}.used_bytes();
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{q}.used_bytes();
+    default: return kPageSize;
+  }
+}
+
+void walk(const BTree& t, PageId id, unsigned depth, NodeVisitor visit, void* ctx) {
+  const uint8_t* p = t.store().page(id);
+  NodeInfo info;
+  info.id = id;
+  info.tag = static_cast<PageTag>(p[0]);
+  info.level = t.height() - 1 - depth;
+  info.count = load16(p + hdr::kCount);
+  info.used_bytes = used_bytes_of(p);
+  info.fill = static_cast<double>(info.used_bytes) / kPageSize;
+  info.fences = fences_of(p);
+  bool dense = info.tag == PageTag::kSemiDenseLeaf || info.tag == PageTag::kFullyDenseLeaf;
+  info.prefix_len = dense ? fence_prefix_len(info.fences) : load16(p + hdr::kPrefixLen);
+  info.counter = p[hdr::kCounter];
+  info.overflow_pages = 0;
+  if (info.tag != PageTag::kBasicInner) {
+    for (int pos = leaf::next_present(p, 0), end = static_cast<int>(leaf::positions(p)); pos < end;
+         pos = leaf::next_present(p, pos + 1)) {
+      ValueRef v = leaf::value_at(p, pos);
+      if (v.is_overflow()) info.overflow_pages += overflow_pages(v.length());
+    }
+  }
+  visit(info, ctx);
+  if (info.tag == PageTag::kBasicInner) {
+    BasicNode n{const_cast<uint8_t*>(p)};
+    for (unsigned i = 0, c = n.count(); i <= c; i++) walk(t, n.child(i), depth + 1, visit, ctx);
+  }
+}
+
+}  // namespace
+
+void visit_nodes(const BTree& tree, NodeVisitor visit, void* ctx) { walk(tree, tree.root(), 0, visit, ctx); }
+
+TreeStats collect_stats(const BTree& tree) {
+  TreeStats s;
+  s.count = tree.count();
+  s.height = tree.height();
+  s.pages = tree.store().live_pages();
+  s.bytes = s.pages * kPageSize;
+  s.levels.resize(tree.height());
+  visit_nodes(
+      tree,
+      [](const NodeInfo& n, void* c) {
+        TreeStats& s = *static_cast<TreeStats*>(c);
+        switch (n.tag) {
+          case PageTag::kBasicInner: s.inner++; break;
+          case PageTag::kBasicLeaf: s.basic_leaf++; break;
+          case PageTag::kFingerprintLeaf: s.fingerprint_leaf++; break;
+          case PageTag::kSemiDenseLeaf: s.semi_dense_leaf++; break;
+          case PageTag::kFullyDenseLeaf: s.fully_dense_leaf++; break;
+          default: break;
+        }
+        s.overflow += n.overflow_pages;
+        s.used_bytes += n.used_bytes;
+        s.prefix_bytes += n.prefix_len;
+        if (n.level < s.levels.size()) {
+          LevelStats& l = s.levels[n.level];
+          l.nodes++;
+          l.entries += n.count;
+          l.used_bytes += n.used_bytes;
+          l.prefix_bytes += n.prefix_len;
+        }
+      },
+      &s);
+  uint64_t nodes = s.inner + s.basic_leaf + s.fingerprint_leaf + s.semi_dense_leaf + s.fully_dense_leaf;
+  s.fill = nodes ? static_cast<double>(s.used_bytes) / (static_cast<double>(nodes) * kPageSize) : 0;
+  return s;
+}
+
+const char* layout_config_name(LayoutConfig c) {
+  switch (c) {
+    case LayoutConfig::kBaseline: return "baseline";
+    case LayoutConfig::kPrefix: return "prefix";
+    case LayoutConfig::kHeads: return "heads";
+    case LayoutConfig::kHints: return "hints";
+    case LayoutConfig::kFingerprint: return "fingerprint";
+    case LayoutConfig::kSemiDense: return "semi_dense";
+    case LayoutConfig::kFullyDense: return "fully_dense";
+    case LayoutConfig::kAdaptive: return "adaptive";
+  }
+  return "unknown";
+}
+
+const char* page_tag_name(PageTag t) {
+  switch (t) {
+    case PageTag::kBasicInner: return "inner";
+    case PageTag::kBasicLeaf: return "basic_leaf";
+    case PageTag::kFingerprintLeaf: return "fingerprint_leaf";
+    case PageTag::kSemiDenseLeaf: return "semi_dense_leaf";
+    case PageTag::kFullyDenseLeaf: return "fully_dense_leaf";
+    case PageTag::kOverflow: return "overflow";
+    case PageTag::kFree: return "free";
+  }
+  return "unknown";
+}
+
+std::string stats_json(const BTree& tree, const TreeStats& s) {
+  std::string o;
+  auto num = [&o](const char* name, uint64_t v) {
+    o += ",\"";
+    o += name;
+    o += "\":";
+    append_uint(o, v);
+  };
+  o += "{\"config\":\"";
+  o += layout_config_name(tree.layout());
+  o += "\"";
+  num("count", s.count);
+  num("height", s.height);
+  num("pages", s.pages);
+  num("bytes", s.bytes);
+  o += ",\"fill\":";
+  append_fixed(o, s.fill, 4);
+  num("page_size", kPageSize);
+  o += ",\"bytes_per_record\":";
+  append_fixed(o, s.count ? static_cast<double>(s.bytes) / static_cast<double>(s.count) : 0.0, 2);
+  num("prefix_bytes", s.prefix_bytes);
+  o += ",\"layouts\":{\"inner\":";
+  append_uint(o, s.inner);
+  num("basic_leaf", s.basic_leaf);
+  num("fingerprint_leaf", s.fingerprint_leaf);
+  num("semi_dense_leaf", s.semi_dense_leaf);
+  num("fully_dense_leaf", s.fully_dense_leaf);
+  num("overflow", s.overflow);
+  o += "},\"levels\":[";
+  for (size_t i = 0; i < s.levels.size(); i++) {
+    const LevelStats& l = s.levels[i];
+    o += i ? ",{\"level\":" : "{\"level\":";
+    append_uint(o, i);
+    num("nodes", l.nodes);
+    num("entries", l.entries);
+    o += ",\"fill\":";
+    append_fixed(o, l.nodes ? static_cast<double>(l.used_bytes) / (static_cast<double>(l.nodes) * kPageSize) : 0.0, 4);
+    o += ",\"avg_prefix\":";
+    append_fixed(o, l.nodes ? static_cast<double>(l.prefix_bytes) / static_cast<double>(l.nodes) : 0.0, 2);
+    o += "}";
+  }
+  o += "]}";
+  return o;
+}
+
+}  // namespace adaptree

@@ -1,0 +1,62 @@
+#include "core/overflow.h"
+
+#include <cstring>
+
+#include "core/node_common.h"
+
+namespace adaptree {
+
+uint64_t overflow_pages(uint64_t len) { return len == 0 ? 1 : (len + kOverflowCapacity - 1) / kOverflowCapacity; }
+
+Status overflow_write(PageStore& store, const uint8_t* data, uint64_t len, PageId* first) {
+  uint64_t pages = overflow_pages(len);
+  PageId prev = kInvalidPageId;
+  *first = kInvalidPageId;
+  // Build the chain back to front so every page is complete when linked.
+  for (uint64_t i = pages; i-- > 0;) {
+    PageId id;
+    Status s = store.allocate(&id);
+    if (s != Status::kOk) {
+      if (prev != kInvalidPageId) overflow_free(store, prev);
+      return s;
+    }
+    uint8_t* pg = store.page(id);
+    uint64_t off = i * kOverflowCapacity;
+    uint32_t n = static_cast<uint32_t>(len - off < kOverflowCapacity ? len - off : kOverflowCapacity);
+    memset(pg, 0, kOverflowHeader);
+    pg[0] = static_cast<uint8_t>(PageTag::kOverflow);
+    store32(pg + 4, prev);
+    store32(pg + 8, n);
+    if (n) memcpy(pg + kOverflowHeader, data + off, n);
+    prev = id;
+  }
+  *first = prev;
+  return Status::kOk;
+}
+
+Status overflow_read(const PageStore& store, PageId id, uint64_t len, uint8_t* out) {
+  uint64_t done = 0;
+  while (done < len) {
+    uint8_t* pg;
+    if (store.fix(id, &pg) != Status::kOk || pg[0] != static_cast<uint8_t>(PageTag::kOverflow))
+      return Status::kCorrupt;
+    uint32_t n = load32(pg + 8);
+    if (n > kOverflowCapacity || n > len - done) return Status::kCorrupt;
+    memcpy(out + done, pg + kOverflowHeader, n);
+    done += n;
+    id = load32(pg + 4);
+    if (done < len && id == kInvalidPageId) return Status::kCorrupt;
+  }
+  return Status::kOk;
+}
+
+void overflow_free(PageStore& store, PageId id) {
+  while (id != kInvalidPageId) {
+    uint8_t* pg = store.page(id);
+    PageId next = load32(pg + 4);
+    store.release(id);
+    id = next;
+  }
+}
+
+}  // namespace adaptree

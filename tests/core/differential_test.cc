@@ -1,0 +1,334 @@
+// Differential test against std::map for every layout configuration and key
+// distribution, through the C ABI (the same calls TypeScript makes).
+// ADAPTREE_DIFF_OPS sets the operations per case (default 2M), and
+// ADAPTREE_DIFF_CHECK the interval of full invariant checks (default 10k).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bindings/adaptree.h"
+#include "core/config.h"
+#include "key_distributions.h"
+
+extern "C" const uint8_t* at_ctx_key_ptr(at_ctx* ctx);
+extern "C" const uint8_t* at_ctx_value_ptr(at_ctx* ctx);
+
+namespace adaptree::testing {
+namespace {
+
+uint64_t env_or(const char* name, uint64_t def) {
+  const char* v = getenv(name);
+  return v && *v ? strtoull(v, nullptr, 10) : def;
+}
+
+const uint8_t* bytes(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
+
+std::string result_value(at_ctx* c) {
+  return std::string(reinterpret_cast<const char*>(at_ctx_value_ptr(c)), at_ctx_result(c)[3]);
+}
+std::string result_key(at_ctx* c) {
+  return std::string(reinterpret_cast<const char*>(at_ctx_key_ptr(c)), at_ctx_result(c)[1]);
+}
+
+struct Harness {
+  at_tree* t;
+  at_ctx* c;
+  std::map<std::string, std::string> model;
+  KeySpace ks;
+  Rng rng;
+  // A long-lived cursor that must survive modifications.
+  at_cursor* live = nullptr;
+  bool live_reverse = false;
+  bool live_started = false;
+  std::string live_last;
+  bool live_done = false;
+
+  Harness(LayoutConfig cfg, Dist d, uint64_t seed) : ks(d), rng(seed) {
+    t = at_tree_new(static_cast<uint32_t>(cfg));
+    c = at_ctx_new();
+  }
+  ~Harness() {
+    if (live) at_cursor_free(live);
+    at_ctx_free(c);
+    at_tree_free(t);
+  }
+
+  void check(uint64_t op) {
+    int32_t s = at_check(t, c);
+    ASSERT_EQ(s, 0) << "op " << op << ": " << result_value(c);
+    ASSERT_EQ(at_count(t), static_cast<double>(model.size())) << "op " << op;
+  }
+
+  void do_set(const std::string& k, const std::string& v) {
+    ASSERT_EQ(at_set(t, c, bytes(k), k.size(), bytes(v), v.size()), 0);
+    model[k] = v;
+  }
+
+  void do_get(const std::string& k) {
+    int32_t s = at_get(t, c, bytes(k), k.size());
+    auto it = model.find(k);
+    if (it == model.end()) {
+      ASSERT_EQ(s, 1);
+    } else {
+      ASSERT_EQ(s, 0);
+      ASSERT_EQ(result_value(c), it->second);
+    }
+    ASSERT_EQ(at_has(t, c, bytes(k), k.size()), it == model.end() ? 1 : 0);
+  }
+
+  void do_remove(const std::string& k) {
+    int32_t s = at_remove(t, c, bytes(k), k.size());
+    ASSERT_EQ(s, model.erase(k) ? 0 : 1);
+  }
+
+  // Scan of up to n records from k (random flags), through the batch call or single steps.
+  void do_scan(const std::string& k, bool reverse, bool exclusive, unsigned n, bool batch) {
+    at_cursor* cur = at_cursor_new(t);
+    uint32_t flags = (reverse ? AT_SEEK_REVERSE : 0) | (exclusive ? AT_SEEK_EXCLUSIVE : 0);
+    bool edge = rng.chance(0.02);
+    if (edge) flags |= AT_SEEK_EDGE;
+    int32_t s = at_cursor_seek(cur, bytes(k), k.size(), flags);
+    // Expected sequence.
+    std::vector<const std::pair<const std::string, std::string>*> want;
+    if (!reverse) {
+      auto it = edge ? model.begin() : (exclusive ? model.upper_bound(k) : model.lower_bound(k));
+      for (; it != model.end() && want.size() < n; ++it) want.push_back(&*it);
+    } else {
+      auto it = edge ? model.end() : (exclusive ? model.lower_bound(k) : model.upper_bound(k));
+      while (it != model.begin() && want.size() < n) want.push_back(&*--it);
+    }
+    ASSERT_EQ(s, want.empty() ? 1 : 0);
+    bool want_value = rng.chance(0.8);
+    if (batch) {
+      unsigned got = 0;
+      while (got < want.size()) {
+        uint32_t max_bytes = rng.chance(0.2) ? 1 + rng.below(200) : 1u << 20;
+        int32_t r = at_cursor_next_batch(cur, c, n - got, max_bytes, want_value);
+        ASSERT_EQ(r, 0);
+        uint32_t recs = at_ctx_result(c)[4];
+        ASSERT_GT(recs, 0u);
+        const uint8_t* p = at_ctx_value_ptr(c);
+        const uint8_t* end = p + at_ctx_result(c)[3];
+        for (uint32_t i = 0; i < recs; i++, got++) {
+          ASSERT_LT(got, want.size());
+          uint32_t kl, vl;
+          memcpy(&kl, p, 4);
+          ASSERT_EQ(std::string(reinterpret_cast<const char*>(p + 4), kl), want[got]->first);
+          memcpy(&vl, p + 4 + kl, 4);
+          if (want_value) {
+            ASSERT_EQ(std::string(reinterpret_cast<const char*>(p + 8 + kl), vl), want[got]->second);
+          } else {
+            ASSERT_EQ(vl, 0u);
+          }
+          p += 8 + kl + vl;
+        }
+        ASSERT_EQ(p, end);
+      }
+    } else {
+      for (unsigned i = 0; i < want.size(); i++) {
+        ASSERT_EQ(at_cursor_next(cur, c, want_value), 0);
+        ASSERT_EQ(result_key(c), want[i]->first);
+        if (want_value) {
+          ASSERT_EQ(result_value(c), want[i]->second);
+        }
+      }
+    }
+    if (want.size() < n) {
+      ASSERT_EQ(at_cursor_next(cur, c, 1), 1);
+    }
+    at_cursor_free(cur);
+  }
+
+  // Steps the long-lived cursor once: it must return the first key after
+  // (before) the last one it returned, whatever happened in between.
+  void step_live() {
+    if (!live || live_done) {
+      if (live) at_cursor_free(live);
+      live = at_cursor_new(t);
+      live_reverse = rng.chance(0.5);
+      live_started = false;
+      live_done = false;
+      ASSERT_GE(at_cursor_seek(live, nullptr, 0, AT_SEEK_EDGE | (live_reverse ? AT_SEEK_REVERSE : 0)), 0);
+    }
+    int32_t s = at_cursor_next(live, c, 1);
+    std::map<std::string, std::string>::iterator it;
+    if (!live_reverse) {
+      it = live_started ? model.upper_bound(live_last) : model.begin();
+    } else {
+      it = live_started ? model.lower_bound(live_last) : model.end();
+      it = it == model.begin() ? model.end() : std::prev(it);
+    }
+    if (it == model.end()) {
+      ASSERT_EQ(s, 1) << "live cursor returned " << result_key(c).size() << "-byte key past the end";
+      live_done = true;
+      return;
+    }
+    ASSERT_EQ(s, 0);
+    ASSERT_EQ(result_key(c), it->first);
+    ASSERT_EQ(result_value(c), it->second);
+    live_last = it->first;
+    live_started = true;
+  }
+
+  void do_set_many() {
+    std::vector<uint8_t> batch;
+    std::vector<std::pair<std::string, std::string>> recs;
+    unsigned n = 1 + rng.below(20);
+    for (unsigned i = 0; i < n; i++) recs.emplace_back(ks.key(ks.pick(rng)), ks.value(rng));
+    for (auto& [k, v] : recs) {
+      uint32_t kl = k.size(), vl = v.size();
+      batch.insert(batch.end(), reinterpret_cast<uint8_t*>(&kl), reinterpret_cast<uint8_t*>(&kl) + 4);
+      batch.insert(batch.end(), k.begin(), k.end());
+      batch.insert(batch.end(), reinterpret_cast<uint8_t*>(&vl), reinterpret_cast<uint8_t*>(&vl) + 4);
+      batch.insert(batch.end(), v.begin(), v.end());
+      model[k] = v;
+    }
+    ASSERT_EQ(at_set_many(t, c, batch.data(), n), 0);
+    ASSERT_EQ(at_ctx_result(c)[4], n);
+  }
+
+  void do_get_many() {
+    std::vector<uint8_t> keys;
+    std::vector<std::string> ks_;
+    unsigned n = 1 + rng.below(20);
+    for (unsigned i = 0; i < n; i++) {
+      std::string k = ks.key(ks.pick(rng));
+      uint32_t kl = k.size();
+      keys.insert(keys.end(), reinterpret_cast<uint8_t*>(&kl), reinterpret_cast<uint8_t*>(&kl) + 4);
+      keys.insert(keys.end(), k.begin(), k.end());
+      ks_.push_back(k);
+    }
+    ASSERT_EQ(at_get_many(t, c, keys.data(), n), 0);
+    const uint8_t* p = at_ctx_value_ptr(c);
+    for (auto& k : ks_) {
+      uint32_t vl;
+      memcpy(&vl, p, 4);
+      auto it = model.find(k);
+      if (it == model.end()) {
+        ASSERT_EQ(vl, 0xFFFFFFFFu);
+        p += 4;
+      } else {
+        ASSERT_EQ(std::string(reinterpret_cast<const char*>(p + 4), vl), it->second);
+        p += 4 + vl;
+      }
+    }
+  }
+
+  void do_delete_range() {
+    std::string lo = ks.key(ks.pick(rng)), hi = ks.key(ks.pick(rng));
+    if (lo > hi) std::swap(lo, hi);
+    uint32_t flags = rng.below(16);
+    auto first = (flags & AT_RANGE_LO_NONE) ? model.begin()
+                 : (flags & AT_RANGE_LO_EXCLUSIVE) ? model.upper_bound(lo) : model.lower_bound(lo);
+    auto last = (flags & AT_RANGE_HI_NONE) ? model.end()
+                : (flags & AT_RANGE_HI_EXCLUSIVE) ? model.lower_bound(hi) : model.upper_bound(hi);
+    size_t n = 0;
+    for (auto it = first; it != last && it != model.end(); ++it) n++;
+    if (n > 2000 || std::distance(first, model.end()) < std::distance(last, model.end())) return;
+    double r = at_delete_range(t, c, bytes(lo), lo.size(), bytes(hi), hi.size(), flags);
+    ASSERT_EQ(r, static_cast<double>(n));
+    model.erase(first, last);
+  }
+
+  void full_compare() {
+    at_cursor* cur = at_cursor_new(t);
+    at_cursor_seek(cur, nullptr, 0, AT_SEEK_EDGE);
+    auto it = model.begin();
+    for (;;) {
+      int32_t r = at_cursor_next_batch(cur, c, 500, 1 << 20, 1);
+      if (r == 1) break;
+      ASSERT_EQ(r, 0);
+      const uint8_t* p = at_ctx_value_ptr(c);
+      for (uint32_t i = 0; i < at_ctx_result(c)[4]; i++, ++it) {
+        ASSERT_NE(it, model.end());
+        uint32_t kl, vl;
+        memcpy(&kl, p, 4);
+        memcpy(&vl, p + 4 + kl, 4);
+        ASSERT_EQ(std::string(reinterpret_cast<const char*>(p + 4), kl), it->first);
+        ASSERT_EQ(std::string(reinterpret_cast<const char*>(p + 8 + kl), vl), it->second);
+        p += 8 + kl + vl;
+      }
+    }
+    ASSERT_EQ(it, model.end());
+    at_cursor_free(cur);
+  }
+
+  void run(uint64_t ops, uint64_t check_every) {
+    ASSERT_NE(t, nullptr);
+    // Phases shift the mix so trees both grow large and shrink (merges).
+    for (uint64_t op = 0; op < ops; op++) {
+      uint64_t phase = (op * 4 / (ops ? ops : 1));
+      double p_set = phase == 2 ? 0.15 : 0.42, p_remove = phase == 2 ? 0.40 : 0.12;
+      double u = (rng.next() >> 11) * (1.0 / 9007199254740992.0);
+      std::string k = ks.key(ks.pick(rng));
+      if (u < p_set) {
+        do_set(k, ks.value(rng));
+      } else if (u < p_set + p_remove) {
+        do_remove(k);
+      } else if (u < p_set + p_remove + 0.25) {
+        do_get(k);
+      } else if (u < p_set + p_remove + 0.25 + 0.10) {
+        do_scan(k, rng.chance(0.4), rng.chance(0.5), 1 + rng.below(50), rng.chance(0.7));
+      } else {
+        unsigned w = rng.below(100);
+        if (w < 70) step_live();
+        else if (w < 85) do_get_many();
+        else if (w < 98) do_set_many();
+        else do_delete_range();
+      }
+      if (::testing::Test::HasFatalFailure()) {
+        ADD_FAILURE() << "failed at op " << op;
+        return;
+      }
+      if (check_every && (op + 1) % check_every == 0) {
+        check(op);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+    check(ops);
+    full_compare();
+  }
+};
+
+struct Case {
+  LayoutConfig cfg;
+  Dist dist;
+};
+
+class Differential : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Differential, MatchesStdMap) {
+  Case cs = GetParam();
+  uint64_t ops = env_or("ADAPTREE_DIFF_OPS", 2000000);
+  uint64_t every = env_or("ADAPTREE_DIFF_CHECK", 10000);
+  // The heavy distributions run fewer operations between checks, same total.
+  Harness h(cs.cfg, cs.dist, 0x5eed0000 + static_cast<uint64_t>(cs.cfg) * 131 + static_cast<uint64_t>(cs.dist));
+  h.run(ops, every);
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> v;
+  for (uint8_t c = 0; c < kLayoutConfigCount; c++)
+    for (Dist d : {Dist::kDense, Dist::kSparse, Dist::kPartitioned, Dist::kDense64, Dist::kUrls, Dist::kWords,
+                   Dist::kBinary, Dist::kMaxKeys, Dist::kOverflow})
+      v.push_back({static_cast<LayoutConfig>(c), d});
+  return v;
+}
+
+const char* config_name(LayoutConfig c) {
+  static const char* names[] = {"baseline", "prefix", "heads", "hints", "fingerprint", "semi_dense", "fully_dense",
+                                "adaptive"};
+  return names[static_cast<int>(c)];
+}
+
+INSTANTIATE_TEST_SUITE_P(AllConfigs, Differential, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) {
+                           return std::string(config_name(i.param.cfg)) + "_" + dist_name(i.param.dist);
+                         });
+
+}  // namespace
+}  // namespace adaptree::testing
