@@ -1,0 +1,168 @@
+// Unit tests of the benchmark's pure helpers (no timing here):  node --test bench/test/
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { SplitMix64, shuffle } from '../lib/rng.mjs';
+import { Zipfian, zeta, scramble, mulmod } from '../lib/zipf.mjs';
+import { zipfIndexes, scanOps, ycsbOps, OP } from '../lib/workloads.mjs';
+import { checkRow, writeResult, SCHEMA } from '../lib/schema.mjs';
+import { writeKeyFile, readKeyFile, decodeKeys } from '../lib/keyfile.mjs';
+
+const M64 = (1n << 64n) - 1n;
+function refSplitMix(seed) {
+  let s = BigInt(seed) & M64;
+  return () => {
+    s = (s + 0x9e3779b97f4a7c15n) & M64;
+    let z = s;
+    z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & M64;
+    z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & M64;
+    return z ^ (z >> 31n);
+  };
+}
+
+test('SplitMix64 on 32-bit halves equals the 64-bit BigInt reference', () => {
+  for (const seed of [0, 1, 42, 0xdeadbeef, 2 ** 53 - 1]) {
+    const a = new SplitMix64(seed), ref = refSplitMix(seed);
+    for (let i = 0; i < 20000; i++) assert.equal(a.nextBigInt(), ref());
+  }
+  // the first output for seed 0 is the published SplitMix64 test value
+  assert.equal(new SplitMix64(0).nextBigInt(), 0xe220a8397b1dcdafn);
+});
+
+test('nextDouble is in [0, 1) and uniform enough', () => {
+  const r = new SplitMix64(7);
+  const buckets = new Array(10).fill(0);
+  for (let i = 0; i < 100000; i++) {
+    const d = r.nextDouble();
+    assert.ok(d >= 0 && d < 1);
+    buckets[Math.floor(d * 10)]++;
+  }
+  for (const b of buckets) assert.ok(Math.abs(b - 10000) < 500, `bucket ${b}`);
+});
+
+test('zipfian ranks follow p(k) ∝ 1/(k+1)^0.99', () => {
+  const n = 1000, draws = 400000;
+  const z = new Zipfian(n, 0.99, new SplitMix64(3));
+  const c = new Array(n).fill(0);
+  for (let i = 0; i < draws; i++) {
+    const k = z.next();
+    assert.ok(k >= 0 && k < n && Number.isInteger(k));
+    c[k]++;
+  }
+  const zn = zeta(n, 0.99);
+  // ranks 0 and 1 are exact in Gray et al.'s method; later ranks come from its closed-form
+  // approximation, which YCSB accepts (rank 2 is ~16% over), so they get a looser bound
+  for (const [k, tol] of [[0, 0.05], [1, 0.05], [2, 0.25], [9, 0.25]]) {
+    const expected = draws / Math.pow(k + 1, 0.99) / zn;
+    assert.ok(Math.abs(c[k] - expected) < tol * expected, `rank ${k}: ${c[k]} vs ${expected.toFixed(0)}`);
+  }
+  for (let k = 1; k < 50; k++) assert.ok(c[k - 1] * 1.3 > c[k], `not decreasing at ${k}`);
+  // the tail: ranks 100..999 hold the expected share
+  const tail = c.slice(100).reduce((a, b) => a + b, 0);
+  let p = 0;
+  for (let k = 100; k < n; k++) p += 1 / Math.pow(k + 1, 0.99) / zn;
+  assert.ok(Math.abs(tail / draws - p) < 0.03, `tail ${tail / draws} vs ${p}`);
+});
+
+test('scramble is a bijection on [0, n) and mulmod is exact', () => {
+  for (const n of [1, 2, 7, 1000, 4096, 99991]) {
+    const seen = new Uint8Array(n);
+    for (let r = 0; r < n; r++) seen[scramble(r, n)]++;
+    assert.ok(seen.every((x) => x === 1), `n=${n}`);
+  }
+  for (const [a, b, n] of [[4294967295, 4294967291, 4294967279], [123456789, 2654435761, 1000003]])
+    assert.equal(BigInt(mulmod(a, b, n)), (BigInt(a) * BigInt(b)) % BigInt(n));
+});
+
+test('operation streams are deterministic and in range', () => {
+  assert.deepEqual(zipfIndexes(5000, 1000, 1), zipfIndexes(5000, 1000, 1));
+  assert.notDeepEqual(zipfIndexes(5000, 1000, 1), zipfIndexes(5000, 1000, 2));
+  const { start, len } = scanOps(5000, 20000, 1);
+  assert.ok(start.every((x) => x < 5000));
+  assert.ok(len.every((x) => x >= 1 && x <= 50));
+  assert.ok(len.includes(1) && len.includes(50));
+});
+
+test('YCSB mixes have the right proportions; inserts take fresh keys in order', () => {
+  const count = 100000;
+  const b = ycsbOps('B', 10000, 10000, count, 1);
+  const updates = b.op.filter((x) => x === OP.UPDATE).length;
+  assert.ok(Math.abs(updates / count - 0.05) < 0.005);
+  const d = ycsbOps('D', 10000, 10000, count, 1);
+  const ins = [...d.key.filter((_, i) => d.op[i] === OP.INSERT)];
+  assert.equal(ins.length, d.inserted);
+  assert.deepEqual(ins, ins.map((_, i) => 10000 + i));
+  // reads in D never touch a key not inserted yet
+  let next = 10000;
+  for (let i = 0; i < count; i++) {
+    if (d.op[i] === OP.INSERT) next++;
+    else assert.ok(d.key[i] < next);
+  }
+  const e = ycsbOps('E', 10000, 10000, count, 1);
+  assert.ok(e.len.every((x, i) => (e.op[i] === OP.SCAN ? x >= 1 && x <= 100 : x === 0)));
+});
+
+test('shuffle is a seeded permutation', () => {
+  const a = shuffle(Array.from({ length: 1000 }, (_, i) => i), new SplitMix64(5));
+  const b = shuffle(Array.from({ length: 1000 }, (_, i) => i), new SplitMix64(5));
+  assert.deepEqual(a, b);
+  assert.deepEqual([...a].sort((x, y) => x - y), Array.from({ length: 1000 }, (_, i) => i));
+});
+
+test('key files round-trip strings and big-endian integers', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-test-'));
+  const f = path.join(dir, 'k.keys');
+  writeKeyFile(f, ['a', 'ünïcödé', ''].map((s) => Buffer.from(s)));
+  assert.deepEqual(decodeKeys(readKeyFile(f), 'string'), ['a', 'ünïcödé', '']);
+  const ints = [0, 1, 255, 65536, 4294967295];
+  writeKeyFile(f, ints.map((x) => { const b = Buffer.alloc(4); b.writeUInt32BE(x); return b; }));
+  assert.deepEqual(decodeKeys(readKeyFile(f), 'u32'), ints);
+  fs.rmSync(dir, { recursive: true });
+});
+
+const good = { suite: 'inmem', dataset: 'dense', workload: 'insert', impl: 'js-map', config: '-', keys: 10, ops: 100, seconds: 0.5, ops_per_sec: 200 };
+
+test('rows are checked against the fixed shape', () => {
+  assert.deepEqual(checkRow(good), []);
+  assert.deepEqual(checkRow({ ...good, bytes_per_record: 12.5, layouts: {} }), []);
+  assert.ok(checkRow({ ...good, impl: '' }).length);
+  assert.ok(checkRow({ ...good, ops_per_sec: 999 }).length, 'ops_per_sec must equal ops/seconds');
+  assert.ok(checkRow({ ...good, seconds: NaN }).length);
+  const { keys, ...noKeys } = good;
+  assert.ok(checkRow(noKeys).length);
+  assert.ok(checkRow({ ...good, bytes_per_record: 0 }).length);
+});
+
+test('the result file has exactly schema, machine, results; the report renders it', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-test-'));
+  const f = path.join(dir, 'r.json');
+  const rows = [
+    good,
+    { ...good, impl: 'adaptree-wasm', config: 'adaptive', ops_per_sec: 400, ops: 200, layouts: { inner: 1, basic_leaf: 2, fingerprint_leaf: 3 } },
+    { ...good, workload: 'lookup_zipf', impl: 'adaptree-wasm', config: 'adaptive', ops_per_sec: 400, ops: 200, layouts: { inner: 1, basic_leaf: 2, fingerprint_leaf: 3 } },
+    { ...good, suite: 'ablation', impl: 'adaptree-native', config: 'baseline' },
+    { ...good, suite: 'ablation', impl: 'adaptree-native', config: 'prefix', ops: 150, ops_per_sec: 300 },
+    { ...good, suite: 'density', dataset: 'dense-d40', density: 0.4, impl: 'adaptree-native', config: 'hints' },
+    { ...good, suite: 'density', dataset: 'dense-d40', density: 0.4, impl: 'adaptree-native', config: 'fully-dense', ops: 150, ops_per_sec: 300 },
+  ];
+  writeResult(f, { cpu: 'test', run: { duration_sec: 1 } }, rows);
+  const j = JSON.parse(fs.readFileSync(f, 'utf8'));
+  assert.deepEqual(Object.keys(j), ['schema', 'machine', 'results']);
+  assert.equal(j.schema, SCHEMA);
+  assert.throws(() => writeResult(f, {}, [{ ...good, ops: -1 }]));
+  const report = fileURLToPath(new URL('../report.mjs', import.meta.url));
+  execFileSync(process.execPath, [report, f, '--out', path.join(dir, 'REPORT.md')], { stdio: 'pipe' });
+  const md = fs.readFileSync(path.join(dir, 'REPORT.md'), 'utf8');
+  assert.match(md, /\| insert \|/);
+  assert.match(md, /2\.00×/); // adaptree-wasm / js-map = 400 / 200
+  assert.match(md, /prefix vs baseline/);
+  assert.match(md, /\+50%/);
+  const svgs = fs.readdirSync(path.join(dir, 'report')).filter((x) => x.endsWith('.svg'));
+  assert.ok(svgs.length >= 3, svgs.join(','));
+  for (const s of svgs) assert.match(fs.readFileSync(path.join(dir, 'report', s), 'utf8'), /^<svg [^>]*>[\s\S]*<\/svg>\n$/);
+  fs.rmSync(dir, { recursive: true });
+});
