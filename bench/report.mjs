@@ -221,6 +221,12 @@ function main() {
     'Throughput is operations per second (M = 10^6), the median where a configuration ran more than once. ' +
     'The machine is a shared 2-vCPU VM: absolute numbers move ±20–60% between runs, so read the ratios, which come from one run.', '');
 
+  if (runs.every((r) => r.machine.run?.quick))
+    P('> **This report comes from a `--quick` run** (100k keys, few operations): small trees fit in cache and timings are short, so it is ' +
+      'noisier and kinder to every structure than a full run. It stands until a full run replaces it.', '');
+  const busy = runs.some((r) => r.machine.run && !r.machine.run.quiet);
+  if (busy) P('> Other work (compilers, tests of concurrent sessions) may have shared the 2 vCPUs during the run; single numbers can be off by a factor, so trust a pattern across data sets more than any one cell.', '');
+
   // ---- runs and machine
   P('## Runs and machine', '');
   for (const r of runs) {

@@ -25,7 +25,7 @@ export function plan(suite, o) {
   switch (suite) {
     case 'inmem': {
       const p = { keys: o.keys ?? (q ? 100_000 : 1_000_000), lookups: q ? 200_000 : 5_000_000, scans: q ? 100_000 : 5_000_000,
-        budgetSec: o.budget ?? (q ? 1.5 : 15), workloads: PAPER_WORKLOADS, configs: ['adaptive'] };
+        budgetSec: o.budget ?? (q ? 1.5 : 10), workloads: PAPER_WORKLOADS, configs: ['adaptive'] };
       for (const d of ds(['urls', 'wiki', 'dense', 'sparse'])) {
         native(d, p);
         child(d, 'adaptree-wasm', p);
@@ -40,7 +40,7 @@ export function plan(suite, o) {
     }
     case 'ablation': {
       const p = { keys: o.keys ?? (q ? 100_000 : 1_000_000), lookups: q ? 100_000 : 2_000_000, scans: q ? 50_000 : 1_000_000,
-        budgetSec: o.budget ?? (q ? 0.7 : 8), workloads: ['insert', 'lookup_zipf', 'scan'], configs: ALL_CONFIGS };
+        budgetSec: o.budget ?? (q ? 0.7 : 6), workloads: ['insert', 'lookup_zipf', 'scan'], configs: ALL_CONFIGS };
       for (const d of ds(q ? ['dense', 'sparse', 'urls', 'wiki'] : ['dense', 'sparse', 'urls', 'wiki', 'partitioned'])) {
         native(d, p);
         child(d, 'adaptree-wasm', p);
@@ -48,7 +48,7 @@ export function plan(suite, o) {
       break;
     }
     case 'ycsb': {
-      const p = { mode: 'ycsb', keys: o.keys ?? (q ? 100_000 : 1_000_000), ycsbOps: q ? 100_000 : 1_000_000, budgetSec: o.budget ?? (q ? 1.5 : 15),
+      const p = { mode: 'ycsb', keys: o.keys ?? (q ? 100_000 : 1_000_000), ycsbOps: q ? 100_000 : 1_000_000, budgetSec: o.budget ?? (q ? 1.5 : 8),
         workloads: ['ycsb_a', 'ycsb_b', 'ycsb_c', 'ycsb_d', 'ycsb_e', 'ycsb_f'], configs: ['adaptive'] };
       for (const d of ds(q ? ['wiki'] : ['wiki', 'sparse'])) {
         native(d, p);
@@ -57,9 +57,9 @@ export function plan(suite, o) {
       break;
     }
     case 'density': {
-      const densities = q ? [10, 40, 70, 100] : [4, 8, 12, 16, 20, 28, 36, 44, 52, 60, 70, 80, 90, 100];
+      const densities = q ? [10, 40, 70, 100] : [4, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100];
       const p = { keys: o.keys ?? (q ? 100_000 : 1_000_000), lookups: q ? 100_000 : 2_000_000, scans: q ? 50_000 : 1_000_000,
-        budgetSec: o.budget ?? (q ? 0.5 : 5), workloads: ['insert', 'lookup_zipf', 'scan'], configs: ['hints', 'semi-dense', 'fully-dense', 'adaptive'] };
+        budgetSec: o.budget ?? (q ? 0.5 : 4), workloads: ['insert', 'lookup_zipf', 'scan'], configs: ['hints', 'semi-dense', 'fully-dense', 'adaptive'] };
       for (const pct of densities) {
         const d = `dense-d${String(pct).padStart(2, '0')}`;
         const extra = { density: pct / 100 };
