@@ -100,29 +100,42 @@ function legend(series, x, y) {
   return series.map((s, i) => `<rect x="${x}" y="${y + i * 16}" width="10" height="10" fill="${PALETTE[i % PALETTE.length]}"/><text x="${x + 14}" y="${y + i * 16 + 9}" font-size="11">${esc(s)}</text>`).join('');
 }
 
-/** Grouped bar chart. values[g][s] (null = missing). signed: bars from 0 both ways. */
-function barChart({ title, groups, series, values, yLabel, fmt = mops, signed = false }) {
+/** Axis: nice ticks covering [lo, hi] (linear), or powers of ten (log). */
+function axis(lo, hi, log) {
+  if (log) {
+    const a = Math.floor(Math.log10(lo)), b = Math.ceil(Math.log10(hi));
+    const ticks = [];
+    for (let e = a; e <= Math.max(b, a + 1); e++) ticks.push(Math.pow(10, e));
+    return { lo: ticks[0], hi: ticks[ticks.length - 1], ticks, map: (v, T, ph) => T + ph * (1 - (Math.log10(v) - a) / (Math.max(b, a + 1) - a)) };
+  }
+  const step = niceMax((hi - lo) / 4 || 1);
+  const l = Math.floor(lo / step) * step, h = Math.max(l + step, Math.ceil(hi / step) * step);
+  const ticks = [];
+  for (let v = l; v <= h + step / 2; v += step) ticks.push(+v.toPrecision(12));
+  return { lo: l, hi: h, ticks, map: (v, T, ph) => T + ph * (1 - (v - l) / (h - l)) };
+}
+
+/** Grouped bar chart. values[g][s] (null = missing). signed: bars from 0 both ways; log: log10 axis. */
+function barChart({ title, groups, series, values, yLabel, fmt = mops, signed = false, log = false }) {
   const W = Math.max(520, 90 + groups.length * (series.length * 14 + 24) + 150), H = 300;
   const L = 60, R = 150, T = 30, B = 50;
   const pw = W - L - R, ph = H - T - B;
-  const flat = values.flat().filter((v) => v != null && Number.isFinite(v));
-  const hi = niceMax(Math.max(0, ...flat)), lo = signed ? -niceMax(Math.max(0, ...flat.map((v) => -v))) : 0;
-  const y = (v) => T + ph * (1 - (v - lo) / (hi - lo || 1));
+  const flat = values.flat().filter((v) => v != null && Number.isFinite(v) && (!log || v > 0));
+  const ax = log ? axis(Math.min(...flat, 1e9), Math.max(...flat, 1), true) : axis(signed ? Math.min(0, ...flat) : 0, Math.max(0, ...flat), false);
+  const y = (v) => ax.map(v, T, ph);
+  const base = log ? ax.lo : 0;
   const gw = pw / groups.length, bw = Math.min(18, (gw - 12) / series.length);
   let s = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif">`;
   s += `<rect width="${W}" height="${H}" fill="white"/><text x="${L}" y="18" font-size="13" font-weight="bold">${esc(title)}</text>`;
-  for (let i = 0; i <= 4; i++) {
-    const v = lo + ((hi - lo) * i) / 4;
-    s += `<line x1="${L}" x2="${L + pw}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/><text x="${L - 4}" y="${y(v) + 4}" font-size="10" text-anchor="end">${esc(fmt(v))}</text>`;
-  }
-  s += `<line x1="${L}" x2="${L + pw}" y1="${y(0)}" y2="${y(0)}" stroke="#444"/>`;
-  s += `<text x="14" y="${T + ph / 2}" font-size="11" transform="rotate(-90 14 ${T + ph / 2})" text-anchor="middle">${esc(yLabel)}</text>`;
+  for (const v of ax.ticks) s += `<line x1="${L}" x2="${L + pw}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/><text x="${L - 4}" y="${y(v) + 4}" font-size="10" text-anchor="end">${esc(fmt(v))}</text>`;
+  s += `<line x1="${L}" x2="${L + pw}" y1="${y(base)}" y2="${y(base)}" stroke="#444"/>`;
+  s += `<text x="14" y="${T + ph / 2}" font-size="11" transform="rotate(-90 14 ${T + ph / 2})" text-anchor="middle">${esc(yLabel + (log ? ' (log scale)' : ''))}</text>`;
   groups.forEach((g, gi) => {
     const x0 = L + gi * gw + (gw - bw * series.length) / 2;
     series.forEach((_, si) => {
       const v = values[gi][si];
-      if (v == null || !Number.isFinite(v)) return;
-      const y1 = y(Math.max(v, 0)), y2 = y(Math.min(v, 0));
+      if (v == null || !Number.isFinite(v) || (log && v <= 0)) return;
+      const y1 = y(Math.max(v, base)), y2 = y(Math.min(v, base));
       s += `<rect x="${x0 + si * bw}" y="${y1}" width="${bw - 1}" height="${Math.max(0.5, y2 - y1)}" fill="${PALETTE[si % PALETTE.length]}"><title>${esc(`${g} / ${series[si]}: ${fmt(v)}`)}</title></rect>`;
     });
     s += `<text x="${L + gi * gw + gw / 2}" y="${T + ph + 16}" font-size="11" text-anchor="middle">${esc(g)}</text>`;
@@ -137,16 +150,13 @@ function lineChart({ title, xs, lines, xLabel, yLabel, fmt = (v) => v.toFixed(0)
   const pw = W - L - R, ph = H - T - B;
   const names = Object.keys(lines);
   const flat = names.flatMap((n) => lines[n]).filter((v) => v != null && Number.isFinite(v));
-  const hi = niceMax(Math.max(0, ...flat)), lo = -niceMax(Math.max(0, ...flat.map((v) => -v)));
+  const ax = axis(Math.min(0, ...flat), Math.max(0, ...flat), false);
   const x0 = Math.min(...xs), x1 = Math.max(...xs);
   const x = (v) => L + (pw * (v - x0)) / (x1 - x0 || 1);
-  const y = (v) => T + ph * (1 - (v - lo) / (hi - lo || 1));
+  const y = (v) => ax.map(v, T, ph);
   let s = `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif">`;
   s += `<rect width="${W}" height="${H}" fill="white"/><text x="${L}" y="18" font-size="13" font-weight="bold">${esc(title)}</text>`;
-  for (let i = 0; i <= 4; i++) {
-    const v = lo + ((hi - lo) * i) / 4;
-    s += `<line x1="${L}" x2="${L + pw}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/><text x="${L - 4}" y="${y(v) + 4}" font-size="10" text-anchor="end">${esc(fmt(v))}</text>`;
-  }
+  for (const v of ax.ticks) s += `<line x1="${L}" x2="${L + pw}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/><text x="${L - 4}" y="${y(v) + 4}" font-size="10" text-anchor="end">${esc(fmt(v))}</text>`;
   s += `<line x1="${L}" x2="${L + pw}" y1="${y(0)}" y2="${y(0)}" stroke="#444"/>`;
   for (const v of xs) s += `<text x="${x(v)}" y="${T + ph + 14}" font-size="10" text-anchor="middle">${esc(xfmt(v))}</text>`;
   s += `<text x="${L + pw / 2}" y="${H - 6}" font-size="11" text-anchor="middle">${esc(xLabel)}</text>`;
@@ -224,8 +234,13 @@ function main() {
   if (runs.every((r) => r.machine.run?.quick))
     P('> **This report comes from a `--quick` run** (100k keys, few operations): small trees fit in cache and timings are short, so it is ' +
       'noisier and kinder to every structure than a full run. It stands until a full run replaces it.', '');
-  const busy = runs.some((r) => r.machine.run && !r.machine.run.quiet);
-  if (busy) P('> Other work (compilers, tests of concurrent sessions) may have shared the 2 vCPUs during the run; single numbers can be off by a factor, so trust a pattern across data sets more than any one cell.', '');
+  for (const r of runs) {
+    const l = r.machine.run?.load1, cpus = r.machine.cpus ?? 2;
+    if (l && l.max > cpus * 0.75)
+      P(`> Other work (builds and tests of concurrent sessions) shared the ${cpus} vCPUs during this run: the 1-minute load average ranged ` +
+        `${l.min}–${l.max} (median ${l.median}) where the benchmark alone gives about 1. Single cells can be off by a factor; trust patterns ` +
+        'across data sets and workloads more than any one number. Each row carries its `load1` in the result JSON.', '');
+  }
 
   // ---- runs and machine
   P('## Runs and machine', '');
@@ -304,7 +319,7 @@ function main() {
       const ds = datasets.filter((d) => inm.some((r) => r.dataset === d && r.workload === w));
       if (!ds.length) continue;
       const ims = impls.filter((i) => inm.some((r) => r.workload === w && r.impl === i));
-      P(svg(`inmem-${w}.svg`, barChart({ title: `inmem: ${w} (ops/s)`, groups: ds, series: ims, values: ds.map((d) => ims.map((i) => T.get('inmem', d, w, i, cfg(i))?.ops ?? null)), yLabel: 'ops/s' })));
+      P(svg(`inmem-${w}.svg`, barChart({ title: `inmem: ${w} (ops/s)`, groups: ds, series: ims, values: ds.map((d) => ims.map((i) => T.get('inmem', d, w, i, cfg(i))?.ops ?? null)), yLabel: 'ops/s', log: true })));
     }
     P('');
   }
@@ -396,7 +411,7 @@ function main() {
         const v = impls.map((i) => T.get('ycsb', d, w, i, cfg(i))?.ops ?? null);
         return [w, ...v.map(mops), ...impls.filter((i) => i !== ref).map((i) => ratio(v[impls.indexOf(ref)], v[impls.indexOf(i)]))];
       })), '');
-      P(svg(`ycsb-${d}.svg`, barChart({ title: `YCSB on ${d} (ops/s)`, groups: wls.map((w) => w.slice(5).toUpperCase()), series: impls, values: wls.map((w) => impls.map((i) => T.get('ycsb', d, w, i, cfg(i))?.ops ?? null)), yLabel: 'ops/s' })), '');
+      P(svg(`ycsb-${d}.svg`, barChart({ title: `YCSB on ${d} (ops/s)`, groups: wls.map((w) => w.slice(5).toUpperCase()), series: impls, values: wls.map((w) => impls.map((i) => T.get('ycsb', d, w, i, cfg(i))?.ops ?? null)), yLabel: 'ops/s', log: true })), '');
     }
   }
 
@@ -415,7 +430,7 @@ function main() {
       P(`${keys} records. ops/s:`, '');
       P(mdTable(['workload', ...impls], wls.map((w) => [w, ...impls.map((i) => { const r = sr.find((x) => x.dataset === d && x.impl === i && x.workload === w); return r ? mops(r.ops_per_sec) : '–'; })])), '');
       P(mdTable(['store', 'config', 'bytes/record'], impls.map((i) => { const r = sr.find((x) => x.dataset === d && x.impl === i); return [i, r?.config ?? '', r?.bytes_per_record != null ? r.bytes_per_record.toFixed(1) : '–']; })), '');
-      P(svg(`${suite}.svg`, barChart({ title: `${suite}: ops/s`, groups: wls, series: impls, values: wls.map((w) => impls.map((i) => sr.find((x) => x.dataset === d && x.impl === i && x.workload === w)?.ops_per_sec ?? null)), yLabel: 'ops/s' })), '');
+      P(svg(`${suite}.svg`, barChart({ title: `${suite}: ops/s`, groups: wls, series: impls, values: wls.map((w) => impls.map((i) => sr.find((x) => x.dataset === d && x.impl === i && x.workload === w)?.ops_per_sec ?? null)), yLabel: 'ops/s', log: true })), '');
     }
   }
 

@@ -8,6 +8,7 @@
 //   --seed S    workload/data seed (default 1)  --budget SEC  time cap per timed workload
 // Progress on stderr. Data sets are cached in ~/.cache/adaptree-bench (ADAPTREE_BENCH_CACHE).
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -80,6 +81,8 @@ async function main() {
     if (j.kind !== 'browser' && j.kind !== 'persist') r.dataset = j.dataset;
     if (j.extra) Object.assign(r, j.extra);
     if (r.bytes_per_record != null && !(r.bytes_per_record > 0)) delete r.bytes_per_record;
+    // the 1-minute load average when the row arrived: other work on this 2-vCPU machine shows here
+    r.load1 = +os.loadavg()[0].toFixed(2);
     const bad = checkRow(r);
     if (bad.length) { warn(`${j.impl}: dropped an invalid row (${bad.join('; ')}): ${line.slice(0, 200)}`); return; }
     results.push(r);
@@ -131,6 +134,8 @@ async function main() {
     command: 'npm run bench -- ' + process.argv.slice(2).join(' '), cache_dir: CACHE_DIR,
   };
   machine.not_run = notRun;
+  const loads = results.map((r) => r.load1).sort((a, b) => a - b);
+  if (loads.length) machine.run.load1 = { min: loads[0], median: loads[loads.length >> 1], max: loads[loads.length - 1] };
   writeResult(o.out, machine, results);
   log(`wrote ${results.length} rows to ${o.out} in ${seconds.toFixed(0)} s; not run: ${notRun.length ? notRun.map((s) => `${s.impl} (${s.suite})`).join(', ') : 'none'}`);
 }
