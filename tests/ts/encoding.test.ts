@@ -239,6 +239,20 @@ describe('value codecs', () => {
     expect(jsonValue.decode(jsonValue.encode(7))).toBe(7);
     expect(jsonValue.decode(jsonValue.encode('\ud800'))).toBe('\ud800');
   });
+  it('json decodes numbers exactly (integer fast path and JSON.parse agree)', () => {
+    const nums = [0, -0, 1, -1, 9, 10, 123456789012345, -123456789012345, 1234567890123456, 9007199254740993, 2 ** 53, -(2 ** 60), 1e21, 1.5, -0.25, 1e-7];
+    for (const x of nums) expect(Object.is(jsonValue.decode(jsonValue.encode(x)), JSON.parse(JSON.stringify(x)))).toBe(true);
+    fc.assert(fc.property(fc.oneof(fc.integer(), fc.maxSafeInteger(), fc.double({ noNaN: true, noDefaultInfinity: true })), (x) =>
+      Object.is(jsonValue.decode(jsonValue.encode(x)), JSON.parse(JSON.stringify(x)))), { numRuns: 5000 });
+    for (const text of ['-', '01', '-01', '1e5', '1.0', '12a']) {
+      const bytes = new TextEncoder().encode(text);
+      let want: unknown;
+      try { want = JSON.parse(text); } catch { want = 'throws'; }
+      let got: unknown;
+      try { got = jsonValue.decode(bytes); } catch { got = 'throws'; }
+      expect(got, text).toEqual(want);
+    }
+  });
   it('json rejects what JSON cannot hold with InvalidValueError', () => {
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;

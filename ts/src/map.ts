@@ -132,10 +132,12 @@ class Runtime {
     this.dv = new DataView(this.buf);
   }
 
-  /** Re-creates the views after memory growth (a plain buffer detaches; a shared one is replaced). */
+  /** Re-creates the views after memory growth. A plain buffer detaches on growth (its views
+   * then have length 0, a cheap test); a shared one stays valid but too short, so it is
+   * compared with the memory's current buffer. */
   refresh(): void {
-    const b = this.mem.buffer;
-    if (b !== this.buf) {
+    if (this.shared ? this.mem.buffer !== this.buf : this.u8.byteLength === 0) {
+      const b = this.mem.buffer;
       this.buf = b;
       this.u8 = new Uint8Array(b);
       this.dv = new DataView(b);
@@ -316,6 +318,8 @@ interface Handle<K, V> {
   mod: number;
   /** Live core cursors of this tree, freed with it. */
   readonly cursors: Set<number>;
+  /** Idle cursors (also in `cursors`), reused by the next iterator. */
+  readonly pool: number[];
   /** A cursor for first/last/nextHigher/nextLower, made on first use. */
   util: number;
   readonly kenc: KeyEncoder<K>;
@@ -329,6 +333,7 @@ function freeHandle(h: Handle<unknown, unknown>): void {
   const ex = h.rt.ex;
   for (const c of h.cursors) ex.at_cursor_free(c);
   h.cursors.clear();
+  h.pool.length = 0;
   h.util = 0;
   ex.at_tree_free(h.tree);
   h.tree = 0;
@@ -345,8 +350,9 @@ interface CursorRef {
   cursor: number;
 }
 
+/** An abandoned iterator was collected: its cursor goes back to the pool. */
 function freeCursor(ref: CursorRef): void {
-  if (ref.h.tree !== 0 && ref.h.cursors.delete(ref.cursor)) ref.h.rt.ex.at_cursor_free(ref.cursor);
+  returnCursor(ref.h, ref.cursor);
 }
 
 const cursorRegistry: FinalizationRegistry<CursorRef> | undefined =
@@ -357,6 +363,23 @@ function newCursor(h: Handle<unknown, unknown>): number {
   if (c === 0) throw new OutOfMemoryError('out of wasm memory creating a cursor');
   h.cursors.add(c);
   return c;
+}
+
+/** Idle cursors kept per map for the next iterator. */
+const CURSOR_POOL = 8;
+
+function borrowCursor(h: Handle<unknown, unknown>): number {
+  return h.pool.length > 0 ? h.pool.pop()! : newCursor(h);
+}
+
+function returnCursor(h: Handle<unknown, unknown>, c: number): void {
+  if (h.tree === 0 || !h.cursors.has(c)) return; // freed with the tree
+  if (h.pool.length < CURSOR_POOL) {
+    h.pool.push(c);
+  } else {
+    h.cursors.delete(c);
+    h.rt.ex.at_cursor_free(c);
+  }
 }
 
 function stateError(h: Handle<unknown, unknown>): Error {
@@ -464,7 +487,16 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
 
 /**
  * An iterator over a key range that stays correct while the map changes (see the top of
- * this file). Records are copied out of wasm memory a batch at a time.
+ * this file). Records come from the core a batch at a time and are decoded at once into
+ * two plain arrays, so a batch costs no ArrayBuffer. To resume after a modification, the
+ * last key returned is encoded again (encodings are canonical: encode(decode(b)) = b).
+ *
+ * Cursors: an iterator borrows a core cursor from its map's pool only while it needs one.
+ * When a batch already holds the rest of the range (end of tree, stop bound or limit
+ * reached), the cursor goes back at once, so short range queries never register with the
+ * FinalizationRegistry (which costs more than the query). An iterator that keeps its
+ * cursor between calls is registered, so an abandoned one still gives it back when
+ * collected; free() of the map releases every cursor anyway.
  */
 class BTreeIterator<K, V, T> {
   #h: Handle<K, V> | null;
@@ -475,17 +507,21 @@ class BTreeIterator<K, V, T> {
   #remaining: number;
   #cursor = 0;
   #ref: CursorRef | null = null;
+  /** Seeked at least once; the cursor (if held) continues where the last batch ended. */
+  #started = false;
+  /** The last batch reached the end of the range: no more batches without a re-seek. */
+  #drained = false;
   #batchRecords = FIRST_BATCH_RECORDS;
-  /** The current batch (a copy), the read position in it and the records left. */
-  #buf: Uint8Array | null = null;
-  #dv: DataView | null = null;
-  #pos = 0;
-  #left = 0;
+  /** The decoded batch and the read position in it. */
+  #keys: K[] = [];
+  #vals: V[] = [];
+  #i = 0;
+  #n = 0;
   /** The handle's modification count when the batch was read. */
   #mod = 0;
-  /** The last key returned, as offset and length in #buf (-1: none yet). */
-  #lastOff = -1;
-  #lastLen = 0;
+  /** The last key returned (valid when #hasLast). */
+  #last: K | undefined = undefined;
+  #hasLast = false;
 
   constructor(owner: object, h: Handle<K, V>, mode: number, b: Bounds) {
     this.#owner = owner;
@@ -499,54 +535,20 @@ class BTreeIterator<K, V, T> {
   next(): IteratorResult<T, undefined> {
     const h = this.#h;
     if (h === null) return DONE;
-    if (this.#left === 0 || h.mod !== this.#mod) {
+    if (this.#i === this.#n || h.mod !== this.#mod) {
       if (!this.#refill(h)) return DONE;
     }
-    const buf = this.#buf!, dv = this.#dv!;
-    let pos = this.#pos;
-    const klen = dv.getUint32(pos, true);
-    const koff = pos + 4;
-    const b = this.#b;
-    if (b.stop !== null && this.#past(buf, koff, klen, b)) {
-      this.#finish();
-      return DONE;
-    }
-    pos = koff + klen;
-    const vlen = dv.getUint32(pos, true);
-    const voff = pos + 4;
-    this.#pos = voff + vlen;
-    this.#left--;
-    this.#lastOff = koff;
-    this.#lastLen = klen;
+    const i = this.#i++;
+    const k = this.#keys[i]!;
+    this.#last = k;
+    this.#hasLast = true;
     const mode = this.#mode;
-    let value: unknown;
-    if (mode === MODE_KEYS) {
-      value = h.kenc.decodeFrom(buf, dv, koff, koff + klen);
-    } else if (mode === MODE_VALUES) {
-      value = h.venc.decodeFrom(buf, voff, vlen, false);
-    } else {
-      const k = h.kenc.decodeFrom(buf, dv, koff, koff + klen);
-      value = [k, h.venc.decodeFrom(buf, voff, vlen, false)];
-    }
+    const value = mode === MODE_KEYS ? k : mode === MODE_VALUES ? this.#vals[i] : [k, this.#vals[i]];
     if (--this.#remaining === 0) this.#finish();
     return { done: false, value: value as T };
   }
 
-  /** Whether the key at buf[off, off+len) lies beyond the stop bound. */
-  #past(buf: Uint8Array, off: number, len: number, b: Bounds): boolean {
-    const stop = b.stop!;
-    const n = len < stop.length ? len : stop.length;
-    let c = 0;
-    for (let i = 0; i < n; i++) {
-      const d = buf[off + i]! - stop[i]!;
-      if (d !== 0) { c = d; break; }
-    }
-    if (c === 0) c = len - stop.length;
-    if (b.reverse) return b.stopInclusive ? c < 0 : c <= 0;
-    return b.stopInclusive ? c > 0 : c >= 0;
-  }
-
-  /** Reads the next batch; false when the iteration is over. */
+  /** Reads and decodes the next batch; false when the iteration is over. */
   #refill(h: Handle<K, V>): boolean {
     const rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) {
@@ -555,30 +557,36 @@ class BTreeIterator<K, V, T> {
       throw e;
     }
     const ex = rt.ex;
-    const rev = this.#b.reverse ? SeekFlags.REVERSE : 0;
+    const b = this.#b;
+    const rev = b.reverse ? SeekFlags.REVERSE : 0;
     let st: number = Status.OK;
-    if (this.#cursor === 0) {
-      this.#cursor = newCursor(h as Handle<unknown, unknown>);
-      this.#ref = { h: h as Handle<unknown, unknown>, cursor: this.#cursor };
-      cursorRegistry?.register(this, this.#ref, this.#ref);
-      st = this.#seekStart(h, rev);
-    } else if (h.mod !== this.#mod) {
-      // Resume by key: just after the last key returned, or from the start again. A map that
-      // changes while it is iterated would waste most of a large batch: start small again.
-      this.#batchRecords = FIRST_BATCH_RECORDS;
-      if (this.#lastOff >= 0) {
-        rt.refresh();
-        rt.u8.set(this.#buf!.subarray(this.#lastOff, this.#lastOff + this.#lastLen), rt.keyA);
-        st = ex.at_cursor_seek(this.#cursor, rt.keyA, this.#lastLen, SeekFlags.EXCLUSIVE | rev);
-      } else {
-        st = this.#seekStart(h, rev);
+    if (!this.#started || h.mod !== this.#mod) {
+      if (this.#cursor === 0) this.#cursor = borrowCursor(h as Handle<unknown, unknown>);
+      if (this.#started) {
+        // A map that changes while it is iterated would waste most of a large batch.
+        this.#batchRecords = FIRST_BATCH_RECORDS;
       }
+      this.#started = true;
+      if (this.#hasLast) {
+        // Resume by key: just after the last key returned.
+        rt.refresh();
+        const len = putKey(h, this.#last as K, rt.keyA);
+        st = ex.at_cursor_seek(this.#cursor, rt.keyA, len, SeekFlags.EXCLUSIVE | rev);
+      } else if (b.start === null) {
+        st = ex.at_cursor_seek(this.#cursor, rt.keyA, 0, SeekFlags.EDGE | rev);
+      } else {
+        rt.refresh();
+        rt.u8.set(b.start, rt.keyA);
+        st = ex.at_cursor_seek(this.#cursor, rt.keyA, b.start.length, (b.startExclusive ? SeekFlags.EXCLUSIVE : 0) | rev);
+      }
+    } else if (this.#drained) {
+      this.#finish();
+      return false;
     }
     this.#mod = h.mod;
+    const max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
     if (st === Status.OK) {
-      const want = this.#mode === MODE_KEYS ? 0 : 1;
-      const max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
-      st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, want);
+      st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, this.#mode === MODE_KEYS ? 0 : 1);
     }
     if (st !== Status.OK) {
       this.#finish();
@@ -586,46 +594,67 @@ class BTreeIterator<K, V, T> {
       throw errorFromStatus(st, 'iterate');
     }
     rt.refresh();
-    const dv = rt.dv;
-    const ptr = dv.getUint32(rt.res + Result.VALUE_PTR, true);
+    const u8 = rt.u8, dv = rt.dv;
+    let p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
     const len = dv.getUint32(rt.res + Result.VALUE_LEN, true);
     const count = dv.getUint32(rt.res + Result.AUX, true);
-    if (count === 0) {
+    // Decode now: the context buffer is overwritten by the next call into wasm. Codecs run no
+    // adaptree calls meanwhile (the re-entrancy guard), so the buffer stays intact.
+    const keys = this.#keys, vals = this.#vals, kenc = h.kenc, venc = h.venc;
+    const wantValues = this.#mode !== MODE_KEYS, stop = b.stop, shared = rt.shared;
+    let n = 0;
+    let pastStop = false;
+    for (; n < count; n++) {
+      const klen = dv.getUint32(p, true);
+      const koff = p + 4;
+      if (stop !== null && past(u8, koff, klen, b)) {
+        pastStop = true;
+        break;
+      }
+      keys[n] = kenc.decodeFrom(u8, dv, koff, koff + klen);
+      p = koff + klen;
+      const vlen = dv.getUint32(p, true);
+      if (wantValues) vals[n] = venc.decodeFrom(u8, p + 4, vlen, shared);
+      p += 4 + vlen;
+    }
+    this.#i = 0;
+    this.#n = n;
+    if (this.#batchRecords < MAX_BATCH_RECORDS) this.#batchRecords *= 4;
+    // Does this batch hold the rest of the range? The core ends a batch early only at the end.
+    this.#drained = pastStop || (count < max && len < MAX_BATCH_BYTES) || this.#remaining <= n;
+    if (n === 0) {
       this.#finish();
       return false;
     }
-    const buf = rt.u8.slice(ptr, ptr + len);
-    this.#buf = buf;
-    this.#dv = new DataView(buf.buffer);
-    this.#pos = 0;
-    this.#left = count;
-    this.#lastOff = -1;
-    if (this.#batchRecords < MAX_BATCH_RECORDS) this.#batchRecords *= 4;
+    if (this.#drained) {
+      this.#releaseCursor();
+    } else if (this.#ref === null && cursorRegistry !== undefined) {
+      this.#ref = { h: h as Handle<unknown, unknown>, cursor: this.#cursor };
+      cursorRegistry.register(this, this.#ref, this.#ref);
+    }
     return true;
   }
 
-  #seekStart(h: Handle<K, V>, rev: number): number {
-    const rt = h.rt;
-    const start = this.#b.start;
-    if (start === null) return rt.ex.at_cursor_seek(this.#cursor, rt.keyA, 0, SeekFlags.EDGE | rev);
-    rt.refresh();
-    rt.u8.set(start, rt.keyA);
-    return rt.ex.at_cursor_seek(this.#cursor, rt.keyA, start.length, (this.#b.startExclusive ? SeekFlags.EXCLUSIVE : 0) | rev);
+  #releaseCursor(): void {
+    const c = this.#cursor;
+    if (c === 0) return;
+    this.#cursor = 0;
+    if (this.#ref !== null) {
+      cursorRegistry?.unregister(this.#ref);
+      this.#ref = null;
+    }
+    const h = this.#h;
+    if (h !== null) returnCursor(h as Handle<unknown, unknown>, c);
   }
 
   #finish(): void {
-    const ref = this.#ref;
-    if (ref !== null) {
-      cursorRegistry?.unregister(ref);
-      freeCursor(ref);
-      this.#ref = null;
-    }
-    this.#cursor = 0;
+    this.#releaseCursor();
     this.#h = null;
     this.#owner = null;
-    this.#buf = null;
-    this.#dv = null;
-    this.#left = 0;
+    this.#keys = [];
+    this.#vals = [];
+    this.#i = this.#n = 0;
+    this.#last = undefined;
   }
 
   /** Ends the iteration early and releases its cursor (for-of calls this on break). */
@@ -646,6 +675,23 @@ class BTreeIterator<K, V, T> {
   get [Symbol.toStringTag](): string {
     return 'BTreeMap Iterator';
   }
+}
+
+/** Whether the key at u8[off, off+len) lies beyond the stop bound. */
+function past(u8: Uint8Array, off: number, len: number, b: Bounds): boolean {
+  const stop = b.stop!;
+  const n = len < stop.length ? len : stop.length;
+  let c = 0;
+  for (let i = 0; i < n; i++) {
+    const d = u8[off + i]! - stop[i]!;
+    if (d !== 0) {
+      c = d;
+      break;
+    }
+  }
+  if (c === 0) c = len - stop.length;
+  if (b.reverse) return b.stopInclusive ? c < 0 : c <= 0;
+  return b.stopInclusive ? c > 0 : c >= 0;
 }
 
 // Where the runtime has iterator helpers (map, filter, take, toArray, ...), ours get them too.
@@ -689,7 +735,7 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
     const venc = valueEncoderOf<V>(options?.values, rt);
     const tree = rt.ex.at_tree_new(layout);
     if (tree === 0) throw new OutOfMemoryError('out of wasm memory creating a tree');
-    this.#h = { rt, tree, mod: 0, cursors: new Set(), util: 0, kenc, venc, wellFormedValues: venc === jsonValue };
+    this.#h = { rt, tree, mod: 0, cursors: new Set(), pool: [], util: 0, kenc, venc, wellFormedValues: venc === jsonValue };
     treeRegistry?.register(this, this.#h as Handle<unknown, unknown>, this.#h);
     if (entries !== undefined && entries !== null) {
       try {

@@ -40,10 +40,21 @@ export const jsonValue: ValueEncoder<unknown> = {
   },
   decodeFrom(u8: Uint8Array, off: number, len: number, shared: boolean): unknown {
     if (len === 0) return undefined;
-    // Short scalars are common (numbers, true/false): skip the string for single-byte values.
-    if (len === 1) {
-      const c = u8[off]!;
-      if (c >= 48 && c <= 57) return c - 48;
+    // Integers are common values: read up to 15 digits without making a string.
+    if (len <= 16) {
+      let i = off, neg = false;
+      if (u8[i] === 45 /* - */ && len > 1) { neg = true; i++; }
+      const end = off + len;
+      // At most 15 digits (exact in a double); JSON has no leading zeros: "0" or a nonzero digit.
+      if (end - i <= 15 && (u8[i] !== 48 || i + 1 === end)) {
+        let x = 0;
+        for (; i < end; i++) {
+          const d = u8[i]! - 48;
+          if (d < 0 || d > 9) break;
+          x = x * 10 + d;
+        }
+        if (i === end) return neg ? -x : x;
+      }
     }
     return JSON.parse(readUtf8(u8, off, off + len, shared));
   },
