@@ -821,12 +821,25 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       },
     );
 
-    it('stats() reports the core statistics as an object', () => {
+    it('stats() reports layout counts, height, bytes and fill', () => {
       const m = filled(5000);
       const st = m.stats();
-      expect(typeof st).toBe('object');
-      expect(st).not.toBeNull();
-      expect(Object.keys(st).length).toBeGreaterThan(0);
+      expect(st.count).toBe(5000);
+      expect(st.height).toBeGreaterThanOrEqual(1);
+      if (build === 'reference') return;
+      expect(st.config).toBe('adaptive');
+      expect(st.height).toBeGreaterThanOrEqual(2);
+      expect(st.bytes).toBe(st.pages * st.page_size);
+      expect(st.fill).toBeGreaterThan(0);
+      expect(st.fill).toBeLessThanOrEqual(1);
+      const l = st.layouts;
+      expect(l.inner + l.basic_leaf + l.fingerprint_leaf + l.semi_dense_leaf + l.fully_dense_leaf + l.overflow).toBe(st.pages);
+      expect(st.levels.length).toBe(st.height);
+      expect(st.levels[0]!.entries).toBe(5000);
+      const dense = make<number, number>(undefined, { keys: 'number' });
+      for (let i = 0; i < 20000; i++) dense.set(i, i);
+      // Dense integer keys (the number encoding keeps them equal-length) end up in dense leaves.
+      expect(dense.stats().layouts.fully_dense_leaf + dense.stats().layouts.semi_dense_leaf).toBeGreaterThan(0);
     });
   });
 

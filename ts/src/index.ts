@@ -7,8 +7,43 @@
  * const m = new BTreeMap<string, { n: number }>();
  * m.set('b', { n: 2 }).set('a', { n: 1 });
  * [...m.keys()];                                  // ['a', 'b']  (key order, unlike Map)
- * m.free();
+ * [...m.entries({ gte: 'a', lt: 'b' })];          // [['a', { n: 1 }]]
+ * m.free();                                       // or `using m = new BTreeMap()`
  * ```
+ *
+ * ## Methods (n entries, k returned, b batch size)
+ *
+ * | method                                   | does                                                  | cost              |
+ * |------------------------------------------|-------------------------------------------------------|-------------------|
+ * | `new BTreeMap(entries?, options?)`       | like `new Map(entries)`; options: keys, values, layout, wasm | O(k log n), one call |
+ * | `get(k)` / `has(k)`                      | as Map                                                | O(log n)          |
+ * | `set(k, v)`                              | as Map, returns the map                               | O(log n)          |
+ * | `delete(k)`                              | as Map, true if it was there                          | O(log n)          |
+ * | `clear()`, `size`                        | as Map (`size` is O(1))                               | O(n), O(1)        |
+ * | `keys/values/entries(range?)`, `[Symbol.iterator]`, `forEach` | key order; `range` = {gt, gte, lt, lte, reverse, limit} | O(log n + k) |
+ * | `first()` / `last()`                     | `[key, value]` with the smallest / largest key        | O(log n)          |
+ * | `nextHigher(k)` / `nextLower(k)`         | `[key, value]` with the next key > k / < k            | O(log n)          |
+ * | `deleteRange(range)`                     | removes keys within gt/gte/lt/lte; returns the count  | O(log n + k)      |
+ * | `getMany(keys)`                          | values (undefined where absent), one call into wasm   | O(b log n)        |
+ * | `setMany(entries)`                       | sets all, one call; a bad entry throws before any change | O(b log n)     |
+ * | `stats()`                                | layout counts, height, pages, bytes, fill per level   | O(n / page)       |
+ * | `checkInvariants()`                      | runs the core's checker; CorruptionError on failure   | O(n)              |
+ * | `free()`, `[Symbol.dispose]()`           | releases wasm memory; later calls throw ClosedError   | O(1)              |
+ *
+ * ## How it differs from Map
+ *
+ * - Iteration is in key order (byte order of the encoded keys), not insertion order.
+ * - Keys are compared by encoding, not identity: two equal `Uint8Array`s or tuples are one key;
+ *   keys and values come back as new objects (values are stored, not referenced: `json` by default).
+ * - Keys have a type fixed per map (`keys` option, default `'utf8'`): another type is a
+ *   TypeError (InvalidKeyError), an encoded key over 1024 bytes a RangeError (KeyTooLargeError).
+ *   Number keys: -0 is stored as +0 (as Map does), NaN is an InvalidKeyError.
+ * - Iterators resume by key: changes made while iterating are seen if they lie ahead,
+ *   never make a key appear twice, never make a surviving key be skipped.
+ * - The memory lives in wasm: call `free()` (a FinalizationRegistry is only a safety net).
+ *
+ * Errors: see errors.ts (every error has a stable `code`; `isAdaptreeError(e)`).
+ * Encodings: see encoding/*.ts (each file documents its byte layout and order).
  */
 import { loadWasm, type AdaptreeWasm, type LoadOptions } from './wasm.js';
 import { getDefaultWasm, setDefaultWasm } from './map.js';

@@ -79,8 +79,35 @@ export interface Range<K> {
 /** Bounds for deleteRange (no reverse/limit). */
 export type DeleteRange<K> = Pick<Range<K>, 'gt' | 'gte' | 'lt' | 'lte'>;
 
-/** What stats() reports: the core's JSON (layout counts, height, bytes, fill, ...). */
+/** What stats() reports (the core's `at_stats` JSON; fields may be added, never renamed). */
 export interface BTreeStats {
+  /** Layout configuration name ('adaptive', 'baseline', ...). */
+  config: string;
+  /** Entries (same as `size`). */
+  count: number;
+  /** Levels of the tree (1 = a single leaf). */
+  height: number;
+  /** Pages in use (nodes and overflow pages) and their bytes. */
+  pages: number;
+  bytes: number;
+  /** Used bytes / page bytes over all nodes, 0..1. */
+  fill: number;
+  page_size: number;
+  bytes_per_record: number;
+  /** Bytes saved by prefix truncation. */
+  prefix_bytes: number;
+  /** Node counts per layout. */
+  layouts: {
+    inner: number;
+    basic_leaf: number;
+    fingerprint_leaf: number;
+    semi_dense_leaf: number;
+    fully_dense_leaf: number;
+    overflow: number;
+    [layout: string]: number;
+  };
+  /** Per level, leaves first. */
+  levels: { level: number; nodes: number; entries: number; fill: number; avg_prefix: number }[];
   [field: string]: unknown;
 }
 
