@@ -171,19 +171,27 @@ int32_t at_clear(at_tree* t) {
 
 int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count) {
   if (!t) return st(Status::kClosed);
-  // A strictly ascending batch into an empty tree is bulk loaded (dense leaves).
-  bool bulk = t->tree.count() == 0 && count > 1;
-  if (bulk) {
+  // A strictly ascending batch into an empty tree is bulk loaded (dense nodes).
+  if (t->tree.count() == 0 && count > 1) {
+    std::vector<Slice> keys(count), values(count);
     const uint8_t* p = batch;
-    Slice prev{};
-    for (uint32_t i = 0; i < count && bulk; i++) {
+    bool sorted = true;
+    for (uint32_t i = 0; i < count && sorted; i++) {
       uint32_t kl, vl;
       memcpy(&kl, p, 4);
-      Slice k{p + 4, kl};
       memcpy(&vl, p + 4 + kl, 4);
-      if (i && adaptree::compare(prev, k) >= 0) bulk = false;
-      prev = k;
+      keys[i] = {p + 4, kl};
+      values[i] = {p + 8 + kl, vl};
+      if (i && adaptree::compare(keys[i - 1], keys[i]) >= 0) sorted = false;
       p += 8 + kl + vl;
+    }
+    if (sorted) {
+      Status s = t->tree.bulk_load(keys.data(), values.data(), count);
+      if (s == Status::kOk) {
+        set_result(c, nullptr, 0, nullptr, 0, count);
+        return st(s);
+      }
+      // An oversized key or value: apply one by one to report how far we got.
     }
   }
   const uint8_t* p = batch;
@@ -193,8 +201,7 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
     uint32_t kl, vl;
     memcpy(&kl, p, 4);
     memcpy(&vl, p + 4 + kl, 4);
-    Slice k{p + 4, kl}, v{p + 8 + kl, vl};
-    s = bulk ? t->tree.append(k, v) : t->tree.set(k, v);
+    s = t->tree.set({p + 4, kl}, {p + 8 + kl, vl});
     if (s != Status::kOk) break;
     p += 8 + kl + vl;
   }

@@ -40,6 +40,17 @@ Status BTree::init() {
   return Status::kOk;
 }
 
+void BTree::release_subtree(PageId id) {
+  uint8_t* p = page(id);
+  if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return;
+  BasicNode n{p};
+  for (unsigned i = 0, c = n.count(); i <= c; i++) {
+    PageId child = n.child(i);
+    release_subtree(child);
+    store_.release(child);
+  }
+}
+
 Status BTree::clear() {
   store_.clear();
   return init();
@@ -112,11 +123,7 @@ Status BTree::read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* 
   return s;
 }
 
-Status BTree::set(Slice key, Slice value) { return put(key, value, false); }
-
-Status BTree::append(Slice key, Slice value) { return put(key, value, true); }
-
-Status BTree::put(Slice key, Slice value, bool append_mode) {
+Status BTree::set(Slice key, Slice value) {
   if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
   if (value.len > kMaxValueSize) return Status::kValueTooLarge;
   if (!key.data) key.data = kEmpty;
@@ -146,7 +153,7 @@ Status BTree::put(Slice key, Slice value, bool append_mode) {
       version_++;
       return Status::kOk;
     }
-    Status s = make_room(&path, key, vptr, field, append_mode);
+    Status s = make_room(&path, key, vptr, field);
     if (s != Status::kOk) {
       if (chain != kInvalidPageId) overflow_free(store_, chain);
       return s;
@@ -167,21 +174,27 @@ Status BTree::remove(Slice key) {
   count_--;
   version_++;
   if (old.overflow) overflow_free(store_, old.first_page);
-  if (path.depth > 1 && leaf_used_bytes(page(leaf)) <= kMergeThreshold) {
+  if (path.depth > 1 && content_bytes(page(leaf)) <= kMergeThreshold) {
     // Walk up: merge the leaf, then each parent that became underfull.
     for (unsigned d = path.depth; d >= 2; d--) {
       PageId node = path.ids[d - 1], parent = path.ids[d - 2];
       const uint8_t* np = page(node);
-      unsigned used = np[0] == static_cast<uint8_t>(PageTag::kBasicInner) ? BasicNode{const_cast<uint8_t*>(np)}.used_bytes()
-                                                                         : leaf_used_bytes(np);
-      if (used > kMergeThreshold) break;
+      if (content_bytes(np) > kMergeThreshold) break;
       BasicNode pn{page(parent)};
       bool exact;
       unsigned pos = pn.lower_bound(key.data, key.len, &exact);
-      bool merged = false;
-      if (pos < pn.count()) merged = merge_children(parent, pos);
-      if (!merged && pos > 0) merged = merge_children(parent, pos - 1);
-      if (!merged) break;
+      // Without a sibling to merge with (or room for the merge), the parent
+      // may still be underfull itself: keep walking up.
+      if (pos < pn.count() && merge_children(parent, pos)) continue;
+      if (pos > 0) merge_children(parent, pos - 1);
+    }
+    // An emptied tree starts over from one leaf: with very long separators
+    // (1 KiB keys without prefix truncation) inner nodes that hold one key
+    // each cannot always merge, and would otherwise linger.
+    if (count_ == 0 && height_ > 1) {
+      release_subtree(root_);
+      store_.release(root_);
+      return init();
     }
     // A root without keys hands over to its only child.
     for (;;) {
@@ -366,7 +379,13 @@ bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t
   return true;
 }
 
-unsigned BTree::leaf_used_bytes(const uint8_t* p) const {
+// Bytes of a node without its fences: merge decisions look at content only,
+// or nodes with 1 KiB fences would never look empty enough to merge.
+unsigned BTree::content_bytes(const uint8_t* p) const {
+  return used_bytes(p) - load16(p + hdr::kLowerLen) - load16(p + hdr::kUpperLen);
+}
+
+unsigned BTree::used_bytes(const uint8_t* p) const {
   uint8_t* q = const_cast<uint8_t*>(p);
   switch (static_cast<PageTag>(p[0])) {
     case PageTag::kBasicLeaf:
@@ -399,8 +418,7 @@ Status BTree::new_root(Path* path) {
 // sep_len bytes. Creates a new root above a splitting root. If the parent is
 // full it is split instead and *restarted is set: the caller must retry the
 // whole operation from the root.
-Status BTree::ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_len, bool append_mode,
-                                  bool* restarted) {
+Status BTree::ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_len, bool* restarted) {
   *restarted = false;
   if (child_idx == 0) {
     Status s = new_root(path);
@@ -410,7 +428,7 @@ Status BTree::ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_l
   BasicNode pn{page(path->ids[child_idx - 1])};
   if (pn.entry_space(sep_len - pn.prefix_len(), 4) <= pn.free_space_after_compaction()) return Status::kOk;
   *restarted = true;
-  return split_inner(path, child_idx - 1, append_mode);
+  return split_inner(path, child_idx - 1);
 }
 
 void BTree::insert_separator(PageId parent, Slice sep, PageId left_child) {
@@ -423,7 +441,7 @@ void BTree::insert_separator(PageId parent, Slice sep, PageId left_child) {
   pn.insert_at(pos, sep.data + plen, sep.len - plen, child, 4);
 }
 
-Status BTree::split_inner(Path* path, unsigned idx, bool append_mode) {
+Status BTree::split_inner(Path* path, unsigned idx) {
   PageId node = path->ids[idx];
   unsigned n = extract(page(node), 0, &recs_);
   if (n == 0) return Status::kCorrupt;  // an inner node without keys always has room
@@ -433,7 +451,7 @@ Status BTree::split_inner(Path* path, unsigned idx, bool append_mode) {
   KeyBuffer sep;
   // The middle key moves up; try the preferred split point first, then
   // others until both halves fit (only long separators make this necessary).
-  unsigned preferred = append_mode ? n - 1 : n / 2;
+  unsigned preferred = n / 2;
   bool built = false;
   unsigned mid = preferred;
   for (unsigned k = 0; k < 2 * n && !built; k++) {
@@ -450,7 +468,7 @@ Status BTree::split_inner(Path* path, unsigned idx, bool append_mode) {
   }
   if (!built) return Status::kCorrupt;
   bool restarted;
-  Status s = ensure_parent_space(path, idx, sep.len, append_mode, &restarted);
+  Status s = ensure_parent_space(path, idx, sep.len, &restarted);
   if (s != Status::kOk || restarted) return s;
   while (path->ids[idx] != node) idx++;  // a new root was pushed on the path
   PageId left;
@@ -463,7 +481,7 @@ Status BTree::split_inner(Path* path, unsigned idx, bool append_mode) {
   return Status::kOk;
 }
 
-Status BTree::split_leaf(Path* path, Slice key, bool append_mode) {
+Status BTree::split_leaf(Path* path, Slice key) {
   unsigned d = path->depth;
   PageId leaf = path->ids[d - 1];
   unsigned n = extract(page(leaf), 0, &recs_);
@@ -489,10 +507,6 @@ Status BTree::split_leaf(Path* path, Slice key, bool append_mode) {
       j = 0;
       separator_between(keyref, recs_[0], &sep);
     }
-  } else if (append_mode && compare_record_key(recs_[n - 1], key) < 0) {
-    special = true;
-    j = n;
-    separator_between(recs_[n - 1], keyref, &sep);
   } else {
     if (cfg_.fully_dense_leaves && src_tag != PageTag::kFullyDenseLeaf) {
       // Partition-aware split: the largest split point whose lower node could
@@ -524,7 +538,7 @@ Status BTree::split_leaf(Path* path, Slice key, bool append_mode) {
   }
   if (!built) return Status::kCorrupt;
   bool restarted;
-  Status s = ensure_parent_space(path, d - 1, sep.len, append_mode, &restarted);
+  Status s = ensure_parent_space(path, d - 1, sep.len, &restarted);
   if (s != Status::kOk || restarted) return s;
   d = path->depth;
   PageId left;
@@ -548,7 +562,7 @@ Status BTree::split_to_self(Path* path, Slice key, uint16_t vfield) {
   KeyBuffer sep;
   dl.last_slot_key(&sep);
   bool restarted;
-  Status s = ensure_parent_space(path, d - 1, sep.len, false, &restarted);
+  Status s = ensure_parent_space(path, d - 1, sep.len, &restarted);
   if (s != Status::kOk || restarted) return s;
   d = path->depth;
   Fences old = fences_of(scratch_[0]);
@@ -573,7 +587,7 @@ Status BTree::split_to_self(Path* path, Slice key, uint16_t vfield) {
   return Status::kOk;
 }
 
-Status BTree::make_room(Path* path, Slice key, const uint8_t* vptr, uint16_t vfield, bool append_mode) {
+Status BTree::make_room(Path* path, Slice key, const uint8_t* vptr, uint16_t vfield) {
   (void)vptr;
   PageId leaf = path->ids[path->depth - 1];
   uint8_t* p = page(leaf);
@@ -583,10 +597,10 @@ Status BTree::make_room(Path* path, Slice key, const uint8_t* vptr, uint16_t vfi
       // A comparison-based leaf about to split becomes dense if it can.
       if (cfg_.fully_dense_leaves && convert_leaf(leaf, PageTag::kFullyDenseLeaf, &key, vfield)) return Status::kOk;
       if (cfg_.semi_dense_leaves && convert_leaf(leaf, PageTag::kSemiDenseLeaf, &key, vfield)) return Status::kOk;
-      return split_leaf(path, key, append_mode);
+      return split_leaf(path, key);
     case PageTag::kSemiDenseLeaf:
       if (SemiDenseLeaf{p}.index_of(key) < 0 && convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
-      return split_leaf(path, key, append_mode);
+      return split_leaf(path, key);
     case PageTag::kFullyDenseLeaf: {
       FullyDenseLeaf dl{p};
       if (dl.beyond_capacity(key, vfield)) {
@@ -595,7 +609,7 @@ Status BTree::make_room(Path* path, Slice key, const uint8_t* vptr, uint16_t vfi
         return split_to_self(path, key, vfield);
       }
       if (convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
-      return split_leaf(path, key, append_mode);
+      return split_leaf(path, key);
     }
     default:
       return Status::kCorrupt;
@@ -613,9 +627,7 @@ bool BTree::merge_children(PageId parent, unsigned left_pos) {
   uint8_t* lp = page(left);
   uint8_t* rp = page(right);
   bool inner = lp[0] == static_cast<uint8_t>(PageTag::kBasicInner);
-  unsigned lu = inner ? BasicNode{lp}.used_bytes() : leaf_used_bytes(lp);
-  unsigned ru = inner ? BasicNode{rp}.used_bytes() : leaf_used_bytes(rp);
-  if (lu + ru > kPageSize / 2 + (inner ? kMaxKeySize : 0)) return false;
+  if (content_bytes(lp) + content_bytes(rp) > kMergeThreshold) return false;
   unsigned nl = extract(lp, 0, &recs_);
   unsigned nr = extract(rp, 1, &recs2_);
   Fences lf = fences_of(scratch_[0]), rf = fences_of(scratch_[1]);

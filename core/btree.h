@@ -53,10 +53,10 @@ class BTree {
   Status set(Slice key, Slice value);
   Status remove(Slice key);
   Status clear();
-  // Bulk load: for strictly ascending keys into an empty tree, fills leaves
-  // densely (appends split at the end instead of the median). Falls back to
-  // set() once a key is not larger than the previous one.
-  Status append(Slice key, Slice value);
+  // Bulk load into an empty tree from strictly ascending keys: builds the
+  // tree bottom-up with leaves and inner nodes filled densely. kInvalidArgument
+  // if the tree is not empty or the keys are not strictly ascending.
+  Status bulk_load(const Slice* keys, const Slice* values, size_t n);
   // Removes keys in a range; *removed counts them.
   Status delete_range(Slice lo, bool lo_none, bool lo_exclusive, Slice hi, bool hi_none,
                       bool hi_exclusive, uint64_t* removed);
@@ -89,16 +89,16 @@ class BTree {
   PageId descend_after(Slice key) const;  // leaf holding the keys just above key
   PageId descend_edge(bool rightmost) const;
 
-  Status put(Slice key, Slice value, bool append_mode);
-  Status make_room(Path* path, Slice key, const uint8_t* vptr, uint16_t vfield, bool append_mode);
-  Status split_leaf(Path* path, Slice key, bool append_mode);
+  Status make_room(Path* path, Slice key, const uint8_t* vptr, uint16_t vfield);
+  Status split_leaf(Path* path, Slice key);
   Status split_to_self(Path* path, Slice key, uint16_t vfield);
-  Status split_inner(Path* path, unsigned idx, bool append_mode);
-  Status ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_len, bool append_mode,
-                             bool* restarted);
+  Status split_inner(Path* path, unsigned idx);
+  Status ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_len, bool* restarted);
   void insert_separator(PageId parent, Slice sep, PageId left_child);
   Status new_root(Path* path);
-  void maybe_merge(Path* path);
+  // Releases every page below id (id itself stays). Only for nodes; the
+  // caller frees overflow chains.
+  void release_subtree(PageId id);
   bool merge_children(PageId parent, unsigned left_pos);
 
   // Key-adaption: writes the best layout for these records into dst.
@@ -112,7 +112,8 @@ class BTree {
 
   uint8_t leaf_flags() const;
   uint8_t inner_flags() const;
-  unsigned leaf_used_bytes(const uint8_t* p) const;
+  unsigned used_bytes(const uint8_t* p) const;
+  unsigned content_bytes(const uint8_t* p) const;
 
   PageStore store_;
   Config cfg_;

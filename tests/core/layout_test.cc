@@ -1,0 +1,365 @@
+// Unit tests per node layout, at the node level (build, search, insert,
+// remove, iteration) without the tree around them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/basic_node.h"
+#include "core/dense_keys.h"
+#include "core/fingerprint_leaf.h"
+#include "core/fully_dense_leaf.h"
+#include "core/hash.h"
+#include "core/leaf.h"
+#include "core/semi_dense_leaf.h"
+#include "core/separator.h"
+
+using namespace adaptree;
+
+namespace {
+
+std::string be32(uint32_t v) {
+  std::string s(4, '\0');
+  store_be32(reinterpret_cast<uint8_t*>(&s[0]), v);
+  return s;
+}
+Slice sl(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())}; }
+RecordRef rec(const std::string& k, const std::string& v) {
+  return RecordRef{reinterpret_cast<const uint8_t*>(k.data()), nullptr, reinterpret_cast<const uint8_t*>(v.data()),
+                   static_cast<uint16_t>(k.size()), 0, static_cast<uint16_t>(v.size())};
+}
+Fences fences(const std::string* lo, const std::string* hi) {
+  Fences f;
+  if (lo) f.lower = sl(*lo), f.lower_inf = false;
+  if (hi) f.upper = sl(*hi), f.upper_inf = false;
+  return f;
+}
+std::string key_of(const uint8_t* p, int pos) {
+  KeyBuffer k;
+  leaf::key_at(p, pos, &k);
+  return std::string(reinterpret_cast<const char*>(k.data), k.len);
+}
+std::string value_of(const ValueRef& v) { return std::string(reinterpret_cast<const char*>(v.ptr), v.field & kValueLenMask); }
+
+struct Page {
+  alignas(16) uint8_t b[kPageSize];
+};
+
+}  // namespace
+
+TEST(BasicNode, BuildSearchInsertRemoveWithEveryFlagCombination) {
+  for (uint8_t flags : {uint8_t{0}, kFlagHeads, uint8_t(kFlagHeads | kFlagHints)}) {
+    for (bool trunc : {false, true}) {
+      std::string lo = "key/0000", hi = "key/9999";
+      std::vector<std::string> keys, vals;
+      for (int i = 1; i < 120; i += 2) {
+        char b[16];
+        snprintf(b, sizeof b, "key/%04d", i * 37);
+        keys.push_back(b);
+        vals.push_back(std::string(i % 7, 'v'));
+      }
+      std::sort(keys.begin(), keys.end());
+      std::vector<RecordRef> r;
+      for (size_t i = 0; i < keys.size(); i++) r.push_back(rec(keys[i], vals[i]));
+      Page pg;
+      ASSERT_TRUE(BasicNode::build(pg.b, PageTag::kBasicLeaf, flags, fences(&lo, &hi), trunc, r.data(), r.size(), 0,
+                                   kCounterDisabled));
+      BasicNode n{pg.b};
+      EXPECT_EQ(n.prefix_len(), trunc ? 4u : 0u);
+      EXPECT_EQ(n.has_heads(), (flags & kFlagHeads) != 0);
+      std::map<std::string, std::string> model;
+      for (size_t i = 0; i < keys.size(); i++) model[keys[i]] = vals[i];
+      // Every key is found at its position; absent keys are not.
+      for (size_t i = 0; i < keys.size(); i++) {
+        ValueRef v;
+        ASSERT_TRUE(leaf::lookup(pg.b, sl(keys[i]), &v)) << keys[i];
+        EXPECT_EQ(value_of(v), vals[i]);
+      }
+      ValueRef v;
+      EXPECT_FALSE(leaf::lookup(pg.b, sl(std::string("key/0001")), &v));
+      // Insert until full, then remove everything; compare with the model each time.
+      int i = 0;
+      for (;; i++) {
+        std::string k = "key/" + std::to_string(1000 + i * 13 % 8000) + "x";
+        std::string val(i % 11, 'w');
+        OldValue old;
+        PutResult res = leaf::upsert(pg.b, sl(k), reinterpret_cast<const uint8_t*>(val.data()), val.size(), &old);
+        if (res == PutResult::kNoSpace) break;
+        model[k] = val;
+      }
+      EXPECT_GT(i, 20);
+      unsigned pos = 0;
+      for (auto& [k, val] : model) {
+        EXPECT_EQ(key_of(pg.b, pos), k);
+        EXPECT_EQ(value_of(leaf::value_at(pg.b, pos)), val);
+        pos++;
+      }
+      EXPECT_EQ(n.count(), model.size());
+      // Hints and heads stay consistent: search finds every key after many inserts.
+      for (auto& [k, val] : model) {
+        ASSERT_TRUE(leaf::lookup(pg.b, sl(k), &v)) << k;
+        EXPECT_EQ(value_of(v), val);
+      }
+      // Growing values force compaction.
+      for (auto& [k, val] : model) {
+        std::string nv(val.size() + 1, 'z');
+        OldValue old;
+        if (leaf::upsert(pg.b, sl(k), reinterpret_cast<const uint8_t*>(nv.data()), nv.size(), &old) ==
+            PutResult::kUpdated)
+          val = nv;
+      }
+      for (auto& [k, val] : model) {
+        ASSERT_TRUE(leaf::lookup(pg.b, sl(k), &v));
+        EXPECT_EQ(value_of(v), val);
+      }
+      for (auto it = model.begin(); it != model.end();) {
+        OldValue old;
+        ASSERT_TRUE(leaf::remove(pg.b, sl(it->first), &old));
+        EXPECT_FALSE(leaf::remove(pg.b, sl(it->first), &old));
+        it = model.erase(it);
+      }
+      EXPECT_EQ(n.count(), 0u);
+      EXPECT_EQ(n.heap_used(), lo.size() + hi.size());
+    }
+  }
+}
+
+TEST(BasicNode, HintsNarrowTheSearchAndMatchSampledHeads) {
+  std::vector<std::string> keys;
+  for (uint32_t i = 0; i < 150; i++) keys.push_back(be32(i * 1000));
+  std::vector<RecordRef> r;
+  std::string v = "12345678";
+  for (auto& k : keys) r.push_back(rec(k, v));
+  Page pg;
+  ASSERT_TRUE(BasicNode::build(pg.b, PageTag::kBasicLeaf, kFlagHeads | kFlagHints, Fences{}, true, r.data(), r.size(), 0,
+                               kCounterDisabled));
+  BasicNode n{pg.b};
+  unsigned dist = n.count() / (BasicNode::kHintCount + 1);
+  for (unsigned i = 0; i < BasicNode::kHintCount; i++)
+    EXPECT_EQ(load32(pg.b + BasicNode::kHintsOffset + 4 * i), n.head(dist * (i + 1)));
+  for (uint32_t i = 0; i < 150 * 1000; i += 333) {
+    bool exact;
+    std::string k = be32(i);
+    unsigned pos = n.lower_bound(reinterpret_cast<const uint8_t*>(k.data()), 4, &exact);
+    unsigned want = (i + 999) / 1000;
+    EXPECT_EQ(pos, want) << i;
+    EXPECT_EQ(exact, i % 1000 == 0);
+  }
+}
+
+TEST(FingerprintLeaf, SimdSearchLazySortAndRemove) {
+  std::string lo = "a", hi = "z";
+  Page pg;
+  ASSERT_TRUE(FingerprintLeaf::build(pg.b, fences(&lo, &hi), true, nullptr, 0, 0));
+  FingerprintLeaf f{pg.b};
+  std::map<std::string, std::string> model;
+  // Insert in random order: the unsorted range grows, fingerprints are appended.
+  uint64_t x = 1;
+  for (int i = 0; i < 500; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    std::string k = "m" + std::to_string(x >> 40);
+    std::string v = std::to_string(i);
+    OldValue old;
+    if (leaf::upsert(pg.b, sl(k), reinterpret_cast<const uint8_t*>(v.data()), v.size(), &old) == PutResult::kNoSpace)
+      break;
+    model[k] = v;
+  }
+  ASSERT_GT(model.size(), 64u);  // more than two SIMD vectors
+  EXPECT_LT(f.sorted(), f.count());
+  EXPECT_EQ(f.fp_capacity() % 32, 0u);
+  for (unsigned i = 0; i < f.count(); i++)
+    EXPECT_EQ(f.fingerprints()[i], fingerprint(f.suffix(i).data, f.suffix(i).len));
+  for (auto& [k, v] : model) {
+    ValueRef r;
+    ASSERT_TRUE(f.lookup(sl(k), &r)) << k;
+    EXPECT_EQ(value_of(r), v);
+  }
+  // Absent keys sharing a fingerprint with present ones are still absent.
+  int collisions = 0;
+  for (int i = 0; i < 2000; i++) {
+    std::string k = "n" + std::to_string(i);
+    ValueRef r;
+    EXPECT_FALSE(f.lookup(sl(k), &r));
+    for (unsigned j = 0; j < f.count(); j++) collisions += f.fingerprints()[j] == fingerprint(sl(k).data + 0, k.size());
+  }
+  EXPECT_GT(collisions, 0);
+  f.sort();
+  EXPECT_TRUE(f.is_sorted());
+  unsigned pos = 0;
+  for (auto& [k, v] : model) {
+    EXPECT_EQ(key_of(pg.b, pos), k);
+    bool exact;
+    EXPECT_EQ(f.lower_bound(sl(k), &exact), static_cast<int>(pos));
+    EXPECT_TRUE(exact);
+    pos++;
+  }
+  for (unsigned i = 0; i < f.count(); i++)
+    EXPECT_EQ(f.fingerprints()[i], fingerprint(f.suffix(i).data, f.suffix(i).len)) << "fingerprints follow the sort";
+  // Remove half; the rest stays findable and sorted.
+  int i = 0;
+  for (auto it = model.begin(); it != model.end(); i++) {
+    if (i % 2) {
+      OldValue old;
+      ASSERT_TRUE(f.remove(sl(it->first), &old));
+      it = model.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  EXPECT_TRUE(f.is_sorted());
+  for (auto& [k, v] : model) {
+    ValueRef r;
+    ASSERT_TRUE(f.lookup(sl(k), &r));
+    EXPECT_EQ(value_of(r), v);
+  }
+}
+
+TEST(DenseKeys, ReferenceMaximumAndLowerIndex) {
+  // 6-byte keys: non-numeric part "ab", numeric part 4 bytes.
+  std::string lo = std::string("ab") + be32(100), hi = std::string("ab") + be32(200);
+  uint32_t ref;
+  uint64_t max;
+  ASSERT_TRUE(dense::reference(fences(&lo, &hi), 6, &ref));
+  EXPECT_EQ(ref, 101u);
+  ASSERT_TRUE(dense::maximum(fences(&lo, &hi), 6, &max));
+  EXPECT_EQ(max, 200u);
+  // A truncated lower fence: smallest 6-byte key above "ab\0\0" is "ab\0\0\0\0".
+  std::string lo2 = std::string("ab") + std::string(2, '\0');
+  ASSERT_TRUE(dense::reference(fences(&lo2, &hi), 6, &ref));
+  EXPECT_EQ(ref, 0u);
+  // Upper fence shorter than the keys: largest key below "ab\0\1" is "ab\0\0\xff\xff".
+  std::string hi2 = std::string("ab") + std::string(1, '\0') + "\x01";
+  ASSERT_TRUE(dense::maximum(fences(&lo2, &hi2), 6, &max));
+  EXPECT_EQ(max, 0xFFFFu);
+  // Lower fence without the non-numeric part.
+  std::string a = "a";
+  EXPECT_FALSE(dense::reference(fences(&a, &hi), 6, &ref));
+  // Upper fence in a later non-numeric range: everything with "ab" qualifies.
+  std::string hi3 = "ac";
+  ASSERT_TRUE(dense::maximum(fences(&lo, &hi3), 6, &max));
+  EXPECT_EQ(max, 0xFFFFFFFFull);
+  bool exact;
+  std::string k = std::string("ab") + be32(150);
+  EXPECT_EQ(dense::lower_index(sl(k), 6, reinterpret_cast<const uint8_t*>("ab"), 101, 100, &exact), 49u);
+  EXPECT_TRUE(exact);
+  std::string k2 = std::string("ab") + be32(150) + "x";
+  EXPECT_EQ(dense::lower_index(sl(k2), 6, reinterpret_cast<const uint8_t*>("ab"), 101, 100, &exact), 50u);
+  EXPECT_FALSE(exact);
+  std::string k3 = "abc";
+  EXPECT_EQ(dense::lower_index(sl(k3), 6, reinterpret_cast<const uint8_t*>("ab"), 101, 100, &exact), 100u);
+  // Short keys (< 4 bytes) are numeric entirely.
+  std::string s1 = "\x01\x02";
+  EXPECT_EQ(dense::numeric(reinterpret_cast<const uint8_t*>(s1.data()), 2), 0x0102u);
+}
+
+TEST(SemiDenseLeaf, OneSlotPerPossibleKey) {
+  std::string lo = be32(1000), hi = be32(1400);
+  std::vector<std::string> keys, vals;
+  for (uint32_t i = 1001; i <= 1400; i += 3) keys.push_back(be32(i)), vals.push_back(std::string(i % 9, 'q'));
+  std::vector<RecordRef> r;
+  for (size_t i = 0; i < keys.size(); i++) r.push_back(rec(keys[i], vals[i]));
+  Page pg;
+  ASSERT_TRUE(SemiDenseLeaf::build(pg.b, fences(&lo, &hi), r.data(), r.size()));
+  SemiDenseLeaf s{pg.b};
+  EXPECT_EQ(s.slot_count(), 400u);
+  EXPECT_EQ(s.ref(), 1001u);
+  EXPECT_EQ(s.count(), keys.size());
+  for (size_t i = 0; i < keys.size(); i++) {
+    ValueRef v;
+    ASSERT_TRUE(s.lookup(sl(keys[i]), &v));
+    EXPECT_EQ(value_of(v), vals[i]);
+  }
+  // Iteration visits present slots only, in order, both directions.
+  std::vector<std::string> fwd, back;
+  for (int p = s.next_present(0); p < static_cast<int>(s.slot_count()); p = s.next_present(p + 1)) fwd.push_back(key_of(pg.b, p));
+  for (int p = s.prev_present(s.slot_count() - 1); p >= 0; p = s.prev_present(p - 1)) back.push_back(key_of(pg.b, p));
+  EXPECT_EQ(fwd, keys);
+  std::reverse(back.begin(), back.end());
+  EXPECT_EQ(back, keys);
+  // Keys of another length cannot be stored; in-range keys can.
+  OldValue old;
+  std::string other = "\x00\x00\x04\x00\x01";
+  EXPECT_EQ(s.upsert(sl(other), nullptr, 0, &old), PutResult::kNoSpace);
+  std::string k = be32(1002), v = "new";
+  EXPECT_EQ(s.upsert(sl(k), reinterpret_cast<const uint8_t*>(v.data()), 3, &old), PutResult::kInserted);
+  EXPECT_EQ(s.upsert(sl(k), reinterpret_cast<const uint8_t*>("longer!"), 7, &old), PutResult::kUpdated);
+  ValueRef got;
+  ASSERT_TRUE(s.lookup(sl(k), &got));
+  EXPECT_EQ(value_of(got), "longer!");
+  ASSERT_TRUE(s.remove(sl(k), &old));
+  EXPECT_FALSE(s.lookup(sl(k), &got));
+  // A range too wide for one page is rejected.
+  std::string wide = be32(1000 + 5000);
+  EXPECT_FALSE(SemiDenseLeaf::build(pg.b, fences(&lo, &wide), r.data(), r.size()));
+}
+
+TEST(FullyDenseLeaf, BitmapValueArrayAndCapacity) {
+  std::string lo = be32(99);
+  std::vector<std::string> keys;
+  std::string v8 = "ABCDEFGH";
+  for (uint32_t i = 100; i < 400; i += 2) keys.push_back(be32(i));
+  std::vector<RecordRef> r;
+  for (auto& k : keys) r.push_back(rec(k, v8));
+  Page pg;
+  ASSERT_TRUE(FullyDenseLeaf::build(pg.b, fences(&lo, nullptr), r.data(), r.size(), 4, 8));
+  FullyDenseLeaf d{pg.b};
+  EXPECT_EQ(d.ref(), 100u);
+  EXPECT_EQ(d.capacity(), FullyDenseLeaf::capacity_for(4, 4, 8));
+  EXPECT_GT(d.capacity(), 450u);  // about 500 records of 8 bytes fit a 4 KiB page
+  EXPECT_EQ(d.count(), keys.size());
+  // next/prev present across 64-bit bitmap words.
+  std::vector<std::string> fwd;
+  for (int p = d.next_present(0); p < static_cast<int>(d.capacity()); p = d.next_present(p + 1)) fwd.push_back(key_of(pg.b, p));
+  EXPECT_EQ(fwd, keys);
+  int last = d.prev_present(d.capacity() - 1);
+  EXPECT_EQ(key_of(pg.b, last), keys.back());
+  OldValue old;
+  std::string inside = be32(101), beyond = be32(100 + d.capacity());
+  EXPECT_EQ(d.upsert(sl(inside), reinterpret_cast<const uint8_t*>(v8.data()), 8, &old), PutResult::kInserted);
+  EXPECT_EQ(d.upsert(sl(inside), reinterpret_cast<const uint8_t*>("12345678"), 8, &old), PutResult::kUpdated);
+  ValueRef got;
+  ASSERT_TRUE(d.lookup(sl(inside), &got));
+  EXPECT_EQ(value_of(got), "12345678");
+  // Wrong value size or a key past the capacity need the tree's help.
+  EXPECT_EQ(d.upsert(sl(inside), reinterpret_cast<const uint8_t*>("123"), 3, &old), PutResult::kNoSpace);
+  EXPECT_EQ(d.upsert(sl(beyond), reinterpret_cast<const uint8_t*>(v8.data()), 8, &old), PutResult::kNoSpace);
+  EXPECT_TRUE(d.beyond_capacity(sl(beyond), 8));
+  EXPECT_FALSE(d.beyond_capacity(sl(inside), 8));
+  // Split to self lowers the upper fence to the last slot's key.
+  KeyBuffer last_key;
+  d.last_slot_key(&last_key);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(last_key.data), 4), be32(100 + d.capacity() - 1));
+  d.set_upper_fence(last_key.slice());
+  Fences f = fences_of(pg.b);
+  EXPECT_FALSE(f.upper_inf);
+  EXPECT_EQ(f.upper.len, 4u);
+  // Mixed value sizes or key lengths cannot be fully dense.
+  r[3].val_len = 7;
+  EXPECT_FALSE(FullyDenseLeaf::build(pg.b, fences(&lo, nullptr), r.data(), r.size(), 4, 8));
+}
+
+TEST(Separator, ShortestBetweenAndSplitPoint) {
+  std::string a = "https://host/abc", b = "https://host/abd/x";
+  KeyBuffer s;
+  separator_between(rec(a, ""), rec(b, ""), &s);
+  std::string sep(reinterpret_cast<char*>(s.data), s.len);
+  EXPECT_EQ(sep, "https://host/abd");
+  EXPECT_LE(a, sep);
+  EXPECT_LT(sep, b);
+  // When b is one byte past the common prefix, a itself is the separator.
+  std::string c = "https://host/ab", d = "https://host/ac";
+  separator_between(rec(c, ""), rec(d, ""), &s);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(s.data), s.len), c);
+  // The split point prefers a short separator near the median.
+  std::vector<std::string> keys;
+  for (int i = 0; i < 64; i++) keys.push_back("prefix" + std::string(1, static_cast<char>('a' + i / 16)) + std::to_string(1000 + i));
+  std::vector<RecordRef> r;
+  for (auto& k : keys) r.push_back(rec(k, ""));
+  unsigned j = choose_split_point(r.data(), r.size());
+  EXPECT_GE(j, 30u);
+  EXPECT_LE(j, 34u);
+  separator_between(r[j - 1], r[j], &s);
+  EXPECT_LE(s.len, keys[j].size());
+}

@@ -1,0 +1,475 @@
+// Tree-level tests: transitions between layouts, splits (median, partition,
+// to self), merges, worst-case keys, overflow values, cursors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bindings/adaptree.h"
+#include "core/btree.h"
+#include "core/fully_dense_leaf.h"
+#include "core/node_stats.h"
+
+using namespace adaptree;
+
+extern "C" const uint8_t* at_ctx_value_ptr(at_ctx* ctx);
+
+namespace {
+
+std::string be32(uint32_t v) {
+  std::string s(4, '\0');
+  store_be32(reinterpret_cast<uint8_t*>(&s[0]), v);
+  return s;
+}
+std::string be64(uint64_t v) { return be32(static_cast<uint32_t>(v >> 32)) + be32(static_cast<uint32_t>(v)); }
+Slice sl(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())}; }
+
+std::string get(BTree& t, const std::string& k, Status* st = nullptr) {
+  ValueRef v;
+  Status s = t.get(sl(k), &v);
+  if (st) *st = s;
+  if (s != Status::kOk) return "<absent>";
+  std::vector<uint8_t> buf;
+  Slice out;
+  EXPECT_EQ(t.read_value(v, &buf, &out), Status::kOk);
+  return std::string(reinterpret_cast<const char*>(out.data), out.len);
+}
+
+void expect_sound(const BTree& t) {
+  std::string err = t.check();
+  ASSERT_TRUE(err.empty()) << err;
+}
+
+std::vector<std::string> scan_all(BTree& t, bool reverse) {
+  std::vector<std::string> out;
+  Cursor c(&t);
+  c.seek({}, kSeekEdge | (reverse ? kSeekReverse : 0));
+  KeyBuffer k;
+  ValueRef v;
+  while (c.next(&k, &v) == Status::kOk) out.emplace_back(reinterpret_cast<const char*>(k.data), k.len);
+  return out;
+}
+
+uint64_t leaves_of(const BTree& t, PageTag tag) {
+  TreeStats s = collect_stats(t);
+  switch (tag) {
+    case PageTag::kBasicLeaf: return s.basic_leaf;
+    case PageTag::kFingerprintLeaf: return s.fingerprint_leaf;
+    case PageTag::kSemiDenseLeaf: return s.semi_dense_leaf;
+    case PageTag::kFullyDenseLeaf: return s.fully_dense_leaf;
+    default: return s.inner;
+  }
+}
+
+const std::string kVal8 = "01234567";
+
+// Repository URLs: a few thousand users with many repositories each, so that
+// adjacent keys in a leaf often share their first bytes past the prefix (bad
+// heads), as with real URLs (paper, section 4.2).
+std::vector<std::string> url_keys(int n) {
+  std::vector<std::string> keys, users;
+  std::mt19937_64 r(3);
+  const char* hosts[] = {"https://github.com/", "https://www.npmjs.com/package/", "https://gitlab.com/"};
+  for (int u = 0; u < 1500; u++) {
+    std::string name = hosts[r() % 3];
+    int len = 4 + r() % 8;
+    for (int c = 0; c < len; c++) name.push_back(static_cast<char>('a' + r() % 26));
+    users.push_back(name + "/");
+  }
+  for (int i = 0; i < n; i++) {
+    std::string k = users[r() % users.size()];
+    int len = 3 + r() % 8;
+    for (int c = 0; c < len; c++) k.push_back(static_cast<char>('a' + r() % 26));
+    keys.push_back(k + "-" + std::to_string(i));
+  }
+  return keys;
+}
+
+}  // namespace
+
+TEST(Tree, EveryConfigBasicOperationsAndEmptyKey) {
+  for (uint8_t c = 0; c < kLayoutConfigCount; c++) {
+    BTree t(static_cast<LayoutConfig>(c));
+    ASSERT_EQ(t.init(), Status::kOk);
+    EXPECT_EQ(t.set(sl(""), sl("empty")), Status::kOk);
+    EXPECT_EQ(get(t, ""), "empty");
+    EXPECT_EQ(t.set(sl(std::string(1, '\0')), sl("nul")), Status::kOk);
+    EXPECT_EQ(t.set(sl("\xff\xff"), sl("ff")), Status::kOk);
+    auto all = scan_all(t, false);
+    ASSERT_EQ(all.size(), 3u);
+    EXPECT_EQ(all[0], "");
+    EXPECT_EQ(all[1], std::string(1, '\0'));
+    EXPECT_EQ(t.remove(sl("")), Status::kOk);
+    EXPECT_EQ(t.remove(sl("")), Status::kNotFound);
+    Status st;
+    get(t, "", &st);
+    EXPECT_EQ(st, Status::kNotFound);
+    // Too-long keys are rejected and change nothing.
+    std::string big(kMaxKeySize + 1, 'k');
+    EXPECT_EQ(t.set(sl(big), sl("x")), Status::kKeyTooLarge);
+    EXPECT_EQ(t.set(sl(std::string(kMaxKeySize, 'k')), sl("x")), Status::kOk);
+    EXPECT_EQ(t.count(), 3u);
+    // Too-large values are rejected before their bytes are read.
+    EXPECT_EQ(t.set(sl("v"), Slice{reinterpret_cast<const uint8_t*>("x"), static_cast<uint32_t>(kMaxValueSize + 1)}),
+              Status::kValueTooLarge);
+    EXPECT_EQ(t.count(), 3u);
+    expect_sound(t);
+  }
+}
+
+TEST(Transition, BasicToFingerprintAndBackByOperationCounter) {
+  // URL keys have bad heads: key-adaption enables the counter, and point
+  // operations make leaves fingerprinting.
+  BTree t(LayoutConfig::kAdaptive);
+  ASSERT_EQ(t.init(), Status::kOk);
+  auto keys = url_keys(60000);
+  for (auto& k : keys) ASSERT_EQ(t.set(sl(k), sl(kVal8)), Status::kOk);
+  expect_sound(t);
+  uint64_t fp0 = leaves_of(t, PageTag::kFingerprintLeaf), basic0 = leaves_of(t, PageTag::kBasicLeaf);
+  EXPECT_GT(fp0, basic0 * 4) << "string keys with colliding heads should use fingerprint leaves";
+  // Scans raise the counters: leaves convert back to comparison-based.
+  Cursor c(&t);
+  for (int round = 0; round < 40; round++) {
+    c.seek({}, kSeekEdge);
+    ValueRef v;
+    while (c.next(nullptr, &v) == Status::kOk) {
+    }
+  }
+  expect_sound(t);
+  uint64_t fp1 = leaves_of(t, PageTag::kFingerprintLeaf), basic1 = leaves_of(t, PageTag::kBasicLeaf);
+  EXPECT_GT(basic1, fp1 * 4) << "scan-heavy use should convert leaves to basic (fp " << fp1 << ", basic " << basic1 << ")";
+  // Point operations bring fingerprints back.
+  for (int round = 0; round < 30; round++)
+    for (auto& k : keys) ASSERT_EQ(get(t, k), kVal8);
+  expect_sound(t);
+  EXPECT_GT(leaves_of(t, PageTag::kFingerprintLeaf), leaves_of(t, PageTag::kBasicLeaf) * 4);
+  // Integer keys have good heads: the counter stays disabled, leaves stay basic.
+  BTree ints(LayoutConfig::kAdaptive);
+  ASSERT_EQ(ints.init(), Status::kOk);
+  std::mt19937 r(5);
+  for (int i = 0; i < 50000; i++) ints.set(sl(be32(r())), sl(kVal8));
+  for (int i = 0; i < 100000; i++) get(ints, be32(r()));
+  EXPECT_EQ(leaves_of(ints, PageTag::kFingerprintLeaf), 0u);
+  expect_sound(ints);
+}
+
+TEST(Transition, BasicToFullyDenseAndBack) {
+  for (LayoutConfig cfg : {LayoutConfig::kFullyDense, LayoutConfig::kAdaptive}) {
+    BTree t(cfg);
+    ASSERT_EQ(t.init(), Status::kOk);
+    std::vector<uint32_t> ids(100000);
+    for (uint32_t i = 0; i < ids.size(); i++) ids[i] = i;
+    std::shuffle(ids.begin(), ids.end(), std::mt19937(7));
+    for (uint32_t i : ids) ASSERT_EQ(t.set(sl(be32(i)), sl(kVal8)), Status::kOk);
+    expect_sound(t);
+    uint64_t fdl = leaves_of(t, PageTag::kFullyDenseLeaf);
+    EXPECT_GT(fdl, 0u);
+    EXPECT_EQ(leaves_of(t, PageTag::kBasicLeaf) + leaves_of(t, PageTag::kFingerprintLeaf), 0u)
+        << "dense keys with equal value sizes should all be fully dense";
+    TreeStats s = collect_stats(t);
+    EXPECT_LT(static_cast<double>(s.bytes) / s.count, 14.0);  // paper: ~14.5 B/record adaptive dense
+    // A value of another size cannot live in a fully dense leaf: the leaf
+    // becomes comparison-based (or splits), and every record survives.
+    ASSERT_EQ(t.set(sl(be32(5000)), sl("longer value")), Status::kOk);
+    EXPECT_GE(leaves_of(t, PageTag::kBasicLeaf) + leaves_of(t, PageTag::kFingerprintLeaf), 1u);
+    EXPECT_GE(leaves_of(t, PageTag::kFullyDenseLeaf), fdl - 1);
+    EXPECT_EQ(get(t, be32(5000)), "longer value");
+    EXPECT_EQ(get(t, be32(5001)), kVal8);
+    // A key of another length too.
+    ASSERT_EQ(t.set(sl(be32(70000) + "x"), sl(kVal8)), Status::kOk);
+    expect_sound(t);
+    EXPECT_EQ(t.count(), 100001u);
+  }
+  // Sparse keys never qualify.
+  BTree sp(LayoutConfig::kFullyDense);
+  ASSERT_EQ(sp.init(), Status::kOk);
+  std::mt19937 r(9);
+  for (int i = 0; i < 50000; i++) sp.set(sl(be32(r())), sl(kVal8));
+  EXPECT_EQ(leaves_of(sp, PageTag::kFullyDenseLeaf), 0u);
+}
+
+TEST(Transition, SemiDenseLeaves) {
+  BTree t(LayoutConfig::kSemiDense);
+  ASSERT_EQ(t.init(), Status::kOk);
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < 60000; i++)
+    if (i % 3 != 1) ids.push_back(i);  // 67% density
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(8));
+  for (uint32_t i : ids) ASSERT_EQ(t.set(sl(be32(i)), sl(std::string(i % 5 + 4, 'v'))), Status::kOk);
+  expect_sound(t);
+  EXPECT_GT(leaves_of(t, PageTag::kSemiDenseLeaf), leaves_of(t, PageTag::kBasicLeaf));
+  for (uint32_t i = 0; i < 60000; i += 7) {
+    Status st;
+    std::string v = get(t, be32(i), &st);
+    if (i % 3 != 1) EXPECT_EQ(v, std::string(i % 5 + 4, 'v'));
+    else EXPECT_EQ(st, Status::kNotFound);
+  }
+  auto all = scan_all(t, true);
+  EXPECT_EQ(all.size(), ids.size());
+  EXPECT_TRUE(std::is_sorted(all.rbegin(), all.rend()));
+}
+
+TEST(Transition, SplitToSelfFillsDenseLeavesOnAscendingInserts) {
+  BTree t(LayoutConfig::kFullyDense);
+  ASSERT_EQ(t.init(), Status::kOk);
+  const uint32_t n = 200000;
+  for (uint32_t i = 0; i < n; i++) ASSERT_EQ(t.set(sl(be32(i)), sl(kVal8)), Status::kOk);
+  expect_sound(t);
+  uint64_t fdl = leaves_of(t, PageTag::kFullyDenseLeaf);
+  unsigned cap = FullyDenseLeaf::capacity_for(4, 4, 8);
+  // Split to self keeps every dense leaf full: about n / capacity leaves.
+  EXPECT_LE(fdl, n / (cap - 20) + 3);
+  EXPECT_GE(fdl, n / cap);
+  TreeStats s = collect_stats(t);
+  EXPECT_LT(static_cast<double>(s.bytes) / n, 9.5);
+  // Median splits (hints) leave ascending inserts half full.
+  BTree h(LayoutConfig::kHints);
+  ASSERT_EQ(h.init(), Status::kOk);
+  for (uint32_t i = 0; i < n; i++) h.set(sl(be32(i)), sl(kVal8));
+  EXPECT_GT(collect_stats(h).bytes, 2 * s.bytes);
+}
+
+TEST(Transition, PartitionAwareSplitSeparatesIdRanges) {
+  // 64-bit keys: partition (u32) ++ counter (u32), partitions interleaved,
+  // each ascending (paper, section 4.6 "Partitioned Sequential Insert").
+  for (LayoutConfig cfg : {LayoutConfig::kFullyDense, LayoutConfig::kAdaptive}) {
+    BTree t(cfg);
+    ASSERT_EQ(t.init(), Status::kOk);
+    const uint32_t parts = 20, per = 10000;
+    std::vector<uint32_t> next(parts, 0);
+    std::mt19937 r(11);
+    for (uint32_t i = 0; i < parts * per; i++) {
+      uint32_t p = r() % parts;
+      if (next[p] >= per) {
+        i--;
+        continue;
+      }
+      ASSERT_EQ(t.set(sl(be64((uint64_t{p} << 32) | next[p]++)), sl(kVal8)), Status::kOk);
+    }
+    expect_sound(t);
+    TreeStats s = collect_stats(t);
+    EXPECT_GT(s.fully_dense_leaf, 8 * (s.basic_leaf + s.fingerprint_leaf))
+        << "boundary leaves should not keep keys of two partitions";
+    EXPECT_LT(static_cast<double>(s.bytes) / s.count, 14.0);
+  }
+}
+
+TEST(Merge, RemovingShrinksTheTree) {
+  for (uint8_t c = 0; c < kLayoutConfigCount; c++) {
+    BTree t(static_cast<LayoutConfig>(c));
+    ASSERT_EQ(t.init(), Status::kOk);
+    std::vector<std::string> keys = url_keys(40000);
+    for (auto& k : keys) t.set(sl(k), sl(kVal8));
+    uint64_t pages = t.store().live_pages();
+    unsigned height = t.height();
+    std::shuffle(keys.begin(), keys.end(), std::mt19937(c));
+    for (size_t i = 0; i < keys.size() - 100; i++) ASSERT_EQ(t.remove(sl(keys[i])), Status::kOk);
+    expect_sound(t);
+    EXPECT_LT(t.store().live_pages(), pages / 20) << "merges should free most pages";
+    EXPECT_LT(t.height(), height);
+    for (size_t i = keys.size() - 100; i < keys.size(); i++) EXPECT_EQ(get(t, keys[i]), kVal8);
+    for (size_t i = keys.size() - 100; i < keys.size(); i++) ASSERT_EQ(t.remove(sl(keys[i])), Status::kOk);
+    EXPECT_EQ(t.count(), 0u);
+    EXPECT_EQ(t.height(), 1u);
+    EXPECT_EQ(t.store().live_pages(), 1u);
+    expect_sound(t);
+  }
+}
+
+TEST(WorstCase, MaximumKeysDifferingInTheLastByte) {
+  // 1 KiB keys that differ only in their last byte give 1 KiB fences and
+  // separators: inner nodes hold very few keys, leaves sometimes one record.
+  for (uint8_t c = 0; c < kLayoutConfigCount; c++) {
+    BTree t(static_cast<LayoutConfig>(c));
+    ASSERT_EQ(t.init(), Status::kOk);
+    std::map<std::string, std::string> model;
+    for (int g = 0; g < 6; g++) {
+      for (int i = 0; i < 256; i++) {
+        std::string k(kMaxKeySize, static_cast<char>('a' + g));
+        k[kMaxKeySize - 1] = static_cast<char>((i * 37) % 256);
+        std::string v(i % 3 == 0 ? 900 : 8, static_cast<char>(i));  // some values near the inline limit
+        ASSERT_EQ(t.set(sl(k), sl(v)), Status::kOk) << "config " << int(c);
+        model[k] = v;
+      }
+    }
+    expect_sound(t);
+    EXPECT_EQ(t.count(), model.size());
+    for (auto& [k, v] : model) ASSERT_EQ(get(t, k), v);
+    auto all = scan_all(t, false);
+    ASSERT_EQ(all.size(), model.size());
+    auto it = model.begin();
+    for (auto& k : all) EXPECT_EQ(k, (it++)->first);
+    // Remove all; merges with 1 KiB fences must work too.
+    for (auto& [k, v] : model) ASSERT_EQ(t.remove(sl(k)), Status::kOk);
+    expect_sound(t);
+    EXPECT_EQ(t.store().live_pages(), 1u);
+  }
+}
+
+TEST(Overflow, LargeValuesRoundTripAndFreeTheirPages) {
+  BTree t(LayoutConfig::kAdaptive);
+  ASSERT_EQ(t.init(), Status::kOk);
+  // A 64 MiB document.
+  std::string doc(64u << 20, '\0');
+  for (size_t i = 0; i < doc.size(); i++) doc[i] = static_cast<char>("{\"a\":[1,2,3]}"[i % 13] + (i >> 20));
+  uint64_t before = t.store().live_pages();
+  ASSERT_EQ(t.set(sl("doc.json"), sl(doc)), Status::kOk);
+  uint64_t after = t.store().live_pages();
+  EXPECT_GE(after - before, doc.size() / kPageSize);
+  EXPECT_EQ(get(t, "doc.json"), doc);
+  expect_sound(t);
+  TreeStats s = collect_stats(t);
+  EXPECT_EQ(s.overflow, after - before);
+  // Overwriting with a small value frees the chain.
+  ASSERT_EQ(t.set(sl("doc.json"), sl("{}")), Status::kOk);
+  EXPECT_EQ(t.store().live_pages(), before);
+  EXPECT_EQ(get(t, "doc.json"), "{}");
+  // Removing frees it too.
+  std::string mid(100000, 'm');
+  ASSERT_EQ(t.set(sl("mid"), sl(mid)), Status::kOk);
+  EXPECT_GT(t.store().live_pages(), before);
+  ASSERT_EQ(t.remove(sl("mid")), Status::kOk);
+  EXPECT_EQ(t.store().live_pages(), before);
+  // Through the C ABI: the value is assembled in the context buffer.
+  at_tree* at = at_tree_new(7);
+  at_ctx* ctx = at_ctx_new();
+  std::string v(300000, 'q');
+  ASSERT_EQ(at_set(at, ctx, reinterpret_cast<const uint8_t*>("k"), 1, reinterpret_cast<const uint8_t*>(v.data()), v.size()), 0);
+  ASSERT_EQ(at_get(at, ctx, reinterpret_cast<const uint8_t*>("k"), 1), 0);
+  EXPECT_EQ(at_ctx_result(ctx)[3], v.size());
+  at_ctx_free(ctx);
+  at_tree_free(at);
+}
+
+TEST(Cursor, SurvivesModificationsNeverSkipsOrRepeats) {
+  for (LayoutConfig cfg : {LayoutConfig::kBaseline, LayoutConfig::kFingerprint, LayoutConfig::kFullyDense,
+                           LayoutConfig::kAdaptive}) {
+    for (bool reverse : {false, true}) {
+      BTree t(cfg);
+      ASSERT_EQ(t.init(), Status::kOk);
+      std::map<std::string, std::string> model;
+      for (uint32_t i = 0; i < 20000; i += 2) {
+        t.set(sl(be32(i)), sl(kVal8));
+        model[be32(i)] = kVal8;
+      }
+      Cursor c(&t);
+      c.seek({}, kSeekEdge | (reverse ? kSeekReverse : 0));
+      KeyBuffer k;
+      ValueRef v;
+      std::string last;
+      bool started = false;
+      std::mt19937 r(1);
+      size_t steps = 0;
+      for (;;) {
+        // Modify around the cursor: delete next keys, insert behind and ahead.
+        uint32_t x = r() % 20000;
+        if (r() % 2) {
+          t.set(sl(be32(x)), sl(kVal8));
+          model[be32(x)] = kVal8;
+        } else {
+          t.remove(sl(be32(x)));
+          model.erase(be32(x));
+        }
+        Status s = c.next(&k, &v);
+        std::string key(reinterpret_cast<const char*>(k.data), k.len);
+        auto it = !reverse ? (started ? model.upper_bound(last) : model.begin())
+                           : (started ? model.lower_bound(last) : model.end());
+        if (reverse) it = it == model.begin() ? model.end() : std::prev(it);
+        if (it == model.end()) {
+          EXPECT_EQ(s, Status::kNotFound);
+          break;
+        }
+        ASSERT_EQ(s, Status::kOk);
+        ASSERT_EQ(key, it->first);
+        last = key;
+        started = true;
+        steps++;
+      }
+      EXPECT_GT(steps, 1000u);
+      expect_sound(t);
+    }
+  }
+}
+
+TEST(Cursor, SeekFlagsInclusiveExclusiveReverse) {
+  BTree t(LayoutConfig::kAdaptive);
+  ASSERT_EQ(t.init(), Status::kOk);
+  for (uint32_t i = 10; i <= 100; i += 10) t.set(sl(be32(i)), sl(kVal8));
+  auto first = [&](uint32_t key, uint32_t flags) -> int64_t {
+    Cursor c(&t);
+    if (c.seek(sl(be32(key)), flags) != Status::kOk) return -1;
+    KeyBuffer k;
+    ValueRef v;
+    EXPECT_EQ(c.next(&k, &v), Status::kOk);
+    return load_be32(k.data);
+  };
+  EXPECT_EQ(first(50, 0), 50);
+  EXPECT_EQ(first(50, kSeekExclusive), 60);
+  EXPECT_EQ(first(55, 0), 60);
+  EXPECT_EQ(first(50, kSeekReverse), 50);
+  EXPECT_EQ(first(50, kSeekReverse | kSeekExclusive), 40);
+  EXPECT_EQ(first(55, kSeekReverse), 50);
+  EXPECT_EQ(first(100, kSeekExclusive), -1);
+  EXPECT_EQ(first(10, kSeekReverse | kSeekExclusive), -1);
+  EXPECT_EQ(first(0, kSeekEdge | kSeekReverse), 100);
+  // Seek keys longer than any stored key still order correctly.
+  Cursor c(&t);
+  std::string longk = be32(50) + std::string(kMaxKeySize, 'x');
+  ASSERT_EQ(c.seek(sl(longk), 0), Status::kOk);
+  KeyBuffer k;
+  ValueRef v;
+  c.next(&k, &v);
+  EXPECT_EQ(load_be32(k.data), 60u);
+  ASSERT_EQ(c.seek(sl(longk), kSeekReverse), Status::kOk);
+  c.next(&k, &v);
+  EXPECT_EQ(load_be32(k.data), 50u);
+}
+
+TEST(BulkLoad, SortedSetManyFillsLeavesDensely) {
+  for (uint32_t cfg : {3u, 4u, 7u}) {
+    at_tree* bulk = at_tree_new(cfg);
+    at_tree* random = at_tree_new(cfg);
+    at_ctx* c = at_ctx_new();
+    std::vector<uint8_t> batch;
+    auto keys = url_keys(50000);
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    for (auto& k : keys) {
+      uint32_t kl = k.size(), vl = 8;
+      batch.insert(batch.end(), reinterpret_cast<uint8_t*>(&kl), reinterpret_cast<uint8_t*>(&kl) + 4);
+      batch.insert(batch.end(), k.begin(), k.end());
+      batch.insert(batch.end(), reinterpret_cast<uint8_t*>(&vl), reinterpret_cast<uint8_t*>(&vl) + 4);
+      batch.insert(batch.end(), kVal8.begin(), kVal8.end());
+    }
+    ASSERT_EQ(at_set_many(bulk, c, batch.data(), keys.size()), 0);
+    EXPECT_EQ(at_ctx_result(c)[4], keys.size());
+    EXPECT_EQ(at_check(bulk, c), 0);
+    auto shuffled = keys;
+    std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937(2));
+    for (auto& k : shuffled) at_set(random, c, reinterpret_cast<const uint8_t*>(k.data()), k.size(), reinterpret_cast<const uint8_t*>(kVal8.data()), 8);
+    auto pages = [&](at_tree* t) {
+      EXPECT_EQ(at_stats(t, c), 0);
+      std::string json(reinterpret_cast<const char*>(at_ctx_value_ptr(c)), at_ctx_result(c)[3]);
+      size_t p = json.find("\"pages\":");
+      EXPECT_NE(p, std::string::npos) << json;
+      EXPECT_NE(json.find("\"layouts\":{\"inner\":"), std::string::npos) << json;
+      return std::stoull(json.substr(p + 8));
+    };
+    uint64_t pb = pages(bulk), pr = pages(random);
+    EXPECT_LT(pb * 10, pr * 8) << "bulk " << pb << " pages, random inserts " << pr;
+    // The bulk-loaded tree behaves like any other afterwards.
+    for (size_t i = 0; i < keys.size(); i += 97) {
+      ASSERT_EQ(at_get(bulk, c, reinterpret_cast<const uint8_t*>(keys[i].data()), keys[i].size()), 0);
+      ASSERT_EQ(at_remove(bulk, c, reinterpret_cast<const uint8_t*>(keys[i].data()), keys[i].size()), 0);
+    }
+    EXPECT_EQ(at_check(bulk, c), 0);
+    EXPECT_EQ(at_count(bulk), keys.size() - (keys.size() + 96) / 97);
+
+    at_ctx_free(c);
+    at_tree_free(bulk);
+    at_tree_free(random);
+  }
+}
