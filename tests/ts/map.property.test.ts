@@ -7,7 +7,7 @@
 // ADAPTREE_PROPERTY_OPS overrides the count; a failure prints the seed and the operation index.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { BTreeMap, type KeyEncodingName, type Range } from '../../ts/src/index.js';
+import { BTreeMap, type KeyEncodingName, type LayoutName, type Range } from '../../ts/src/index.js';
 import { BUILDS, wasmFor, type Build } from './builds.js';
 import {
   SortedModel,
@@ -27,6 +27,7 @@ const REFERENCE_OPS = Math.min(OPS, 20_000);
 
 interface Encoding<K> {
   name: KeyEncodingName;
+  label?: string;
   arb: fc.Arbitrary<K>;
   cmp: (a: K, b: K) => number;
   long: K[];
@@ -39,6 +40,8 @@ const ENCODINGS: Encoding<any>[] = [
   { name: 'utf8', arb: stringArb, cmp: compareCodePoints, long: Array.from({ length: 12 }, (_, i) => 'L'.repeat(1000 + i) + i) },
   { name: 'bytes', arb: bytesArb, cmp: compareBytesNatural, long: Array.from({ length: 12 }, (_, i) => new Uint8Array(1013 + i).fill(i)) },
   { name: 'number', arb: numberArb, cmp: cmpNum, long: [] },
+  // Runs of consecutive integers: what the core keeps in semi-dense and fully dense leaves.
+  { name: 'number', label: 'dense integer', arb: fc.integer({ min: 0, max: 3000 }), cmp: cmpNum, long: [] },
   { name: 'bigint', arb: bigintArb, cmp: cmpBig, long: Array.from({ length: 12 }, (_, i) => 2n ** BigInt(8000 + i) - BigInt(i)) },
   { name: 'tuple', arb: tupleArb, cmp: compareTuples, long: Array.from({ length: 12 }, (_, i) => ['T'.repeat(1000 + i), i]) },
 ];
@@ -74,7 +77,7 @@ function uniqueSorted<K>(keys: K[], cmp: (a: K, b: K) => number): K[] {
   return s.filter((k, i) => i === 0 || cmp(s[i - 1]!, k) !== 0);
 }
 
-function runDifferential<K>(build: Build, enc: Encoding<K>, ops: number, seed: number) {
+function runDifferential<K>(build: Build, enc: Encoding<K>, ops: number, seed: number, layout: LayoutName = 'adaptive') {
   return async () => {
     const wasm = await wasmFor(build);
     const r = rng(seed);
@@ -82,12 +85,12 @@ function runDifferential<K>(build: Build, enc: Encoding<K>, ops: number, seed: n
     const pool = uniqueSorted([...fc.sample(enc.arb, { numRuns: 1500, seed }), ...enc.long], cmp);
     const probes = fc.sample(enc.arb, { numRuns: 300, seed: seed + 1 }); // bounds that are mostly not keys
     const anyKey = () => (r.chance(0.85) ? pool[r.int(pool.length)]! : probes[r.int(probes.length)]!);
-    const m = new BTreeMap<K, unknown>(undefined, { keys: enc.name, wasm });
+    const m = new BTreeMap<K, unknown>(undefined, { keys: enc.name, wasm, layout });
     const model = new SortedModel<K, unknown>(cmp);
     let op = 0;
     // What the current operation is, rendered only when a check fails.
     let desc: unknown[] = [];
-    const what = () => `op ${op} (seed ${seed}, ${build}): ` + desc.map((d) => (typeof d === 'string' ? d : JSON.stringify(d, rep))).join(' ');
+    const what = () => `op ${op} (seed ${seed}, ${build}, ${layout}): ` + desc.map((d) => (typeof d === 'string' ? d : JSON.stringify(d, rep))).join(' ');
     const sameKey = (a: K | undefined, b: K | undefined) => {
       if (a === undefined || b === undefined) return a === b;
       return cmp(a, b) === 0 && !Object.is(a, -0);
@@ -290,6 +293,17 @@ function rep(_k: string, v: unknown) {
 describe.each(BUILDS)('BTreeMap vs a sorted model on the %s build', (build) => {
   const ops = build === 'reference' ? REFERENCE_OPS : OPS;
   ENCODINGS.forEach((enc, i) => {
-    it(`${enc.name} keys: ${ops} random operations`, runDifferential(build, enc, ops, 1000 + 17 * i + (build === 'mt' ? 5 : 0)), 600_000);
+    it(`${enc.label ?? enc.name} keys: ${ops} random operations`, runDifferential(build, enc, ops, 1000 + 17 * i + (build === 'mt' ? 5 : 0)), 600_000);
   });
+});
+
+// The other layout configurations (the paper's ablation steps), fewer operations each.
+const LAYOUT_OPS = Math.min(OPS, Number(env.ADAPTREE_LAYOUT_OPS ?? 10_000));
+const LAYOUTS: LayoutName[] = ['baseline', 'prefix', 'heads', 'hints', 'fingerprint', 'semi-dense', 'fully-dense'];
+describe.each(BUILDS.filter((b) => b === 'st'))('every layout vs a sorted model on the %s build', (build) => {
+  for (const layout of LAYOUTS) {
+    for (const enc of [ENCODINGS[0]!, ENCODINGS[2]!, ENCODINGS[3]!]) {
+      it(`${layout}, ${enc.label ?? enc.name} keys: ${LAYOUT_OPS} random operations`, runDifferential(build, enc, LAYOUT_OPS, 7000 + LAYOUTS.indexOf(layout), layout), 600_000);
+    }
+  }
 });
