@@ -21,6 +21,7 @@ import {
   type Tuple,
 } from '../../ts/src/index.js';
 import type { AdaptreeWasm } from '../../ts/src/wasm.js';
+import { OutOfMemoryError, errorFromStatus } from '../../ts/src/errors.js';
 import { BUILDS, wasmFor } from './builds.js';
 import { SortedModel, compareTuples } from './model.js';
 
@@ -83,6 +84,25 @@ describe('error classes', () => {
     expect(isAdaptreeError(new RangeError('plain'))).toBe(false);
     expect(isAdaptreeError(null)).toBe(false);
     expect(isAdaptreeError({ code: 'CLOSED' })).toBe(false);
+  });
+
+  it('map every core error status (core/status.h) to its class', () => {
+    const cases: [number, abstract new (...a: never[]) => Error, string][] = [
+      [-1, KeyTooLargeError, 'KEY_TOO_LARGE'],
+      [-2, ValueTooLargeError, 'VALUE_TOO_LARGE'],
+      [-3, OutOfMemoryError, 'OUT_OF_MEMORY'],
+      [-4, CorruptionError, 'CORRUPT'],
+      [-5, InvalidArgumentError, 'INVALID_ARGUMENT'],
+      [-6, ClosedError, 'CLOSED'],
+      [-99, AdaptreeError, 'INTERNAL'],
+      [2, AdaptreeError, 'INTERNAL'],
+    ];
+    for (const [status, cls, code] of cases) {
+      const e = errorFromStatus(status, 'op') as Error & { code: string };
+      expect(e).toBeInstanceOf(cls);
+      expect(e.code).toBe(code);
+      expect(isAdaptreeError(e)).toBe(true);
+    }
   });
 });
 
@@ -364,6 +384,27 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       m.setMany(new Map([['a', 7]]));
       expect(m.get('a')).toBe(7);
       m.checkInvariants();
+    });
+
+    it('sorted entries into an empty map (the core bulk-loads them) stay a correct, modifiable tree', () => {
+      for (const keys of ['utf8', 'number'] as const) {
+        const n = build === 'reference' ? 6000 : 60000;
+        const entries = Array.from({ length: n }, (_, i) => [keys === 'utf8' ? pad(i) : i, i] as [never, number]);
+        const m = make<string | number, number>(entries, { keys });
+        expect(m.size).toBe(n);
+        m.checkInvariants();
+        expect(m.get(entries[12345]![0])).toBe(12345);
+        for (let i = 0; i < n; i += 3) m.delete(entries[i]![0]);
+        for (let i = 0; i < n; i += 7) m.set(entries[i]![0], -i);
+        m.checkInvariants();
+        let count = 0;
+        for (const [, v] of m) {
+          count++;
+          void v;
+        }
+        expect(count).toBe(m.size);
+        expect(m.size).toBe(n - Math.ceil(n / 3) + Math.ceil(n / 21));
+      }
     });
 
     it('setMany checks every entry first: one bad key or value leaves the map unchanged', () => {
