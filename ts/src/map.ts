@@ -36,7 +36,6 @@ import {
   type KeyEncoder,
   type ValueCodec,
   type ValueEncoder,
-  compareBytes,
   isKeyEncoder,
   isValueEncoder,
 } from './encoding/codec.js';
@@ -198,9 +197,6 @@ class Runtime {
     }
   }
 
-  resultKey(): [ptr: number, len: number] {
-    return [this.dv.getUint32(this.res + Result.KEY_PTR, true), this.dv.getUint32(this.res + Result.KEY_LEN, true)];
-  }
 }
 
 const runtimes = new WeakMap<AdaptreeWasm, Runtime>();
@@ -677,7 +673,7 @@ class BTreeIterator<K, V, T> {
   #finish(): void {
     this.#releaseCursor();
     this.#h = null;
-    this.#owner = null;
+    if (this.#owner !== null) this.#owner = null;
     this.#keys = [];
     this.#vals = [];
     this.#i = this.#n = 0;
