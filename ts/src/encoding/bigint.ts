@@ -22,9 +22,16 @@ export const TAG_BIG_POS = 0x1a;
 
 const SIGN = 1n << 63n;
 
-function hexDigit(c: number): number {
-  return c <= 57 ? c - 48 : c - 87; // '0'-'9', 'a'-'f'
-}
+/** Value of a lower-case hex digit by char code ('0'-'9', 'a'-'f'). */
+const HEX_VALUE = new Uint8Array(128);
+for (let i = 0; i < 16; i++) HEX_VALUE[i.toString(16).charCodeAt(0)] = i;
+/** Char codes of the hex digits. */
+const HEX_CHAR = new Uint8Array(16).map((_, i) => i.toString(16).charCodeAt(0));
+/** '0x' and room for the largest magnitude a key can hold, as hex: decoded to a string at once. */
+const hexBuf = new Uint8Array(2 + 2 * 1024);
+hexBuf[0] = 48;
+hexBuf[1] = 120;
+const ascii = new TextDecoder(); // hex digits are ASCII: UTF-8 decodes them as they are, and fastest
 
 /** @internal */
 export function writeBigInt(x: bigint, u8: Uint8Array, dv: DataView, off: number, end: number): number {
@@ -44,13 +51,11 @@ export function writeBigInt(x: bigint, u8: Uint8Array, dv: DataView, off: number
   dv.setUint16(off + 1, neg ? 0xffff - n : n);
   off += 3;
   for (let i = 0; i < n; i++) {
-    const b = (hexDigit(hex.charCodeAt(2 * i)) << 4) | hexDigit(hex.charCodeAt(2 * i + 1));
+    const b = (HEX_VALUE[hex.charCodeAt(2 * i)]! << 4) | HEX_VALUE[hex.charCodeAt(2 * i + 1)]!;
     u8[off + i] = neg ? 255 - b : b;
   }
   return off + n;
 }
-
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 /** @internal Reads a bigint written by writeBigInt; stores the end offset in pos[0]. */
 export function readBigInt(u8: Uint8Array, dv: DataView, off: number, end: number, pos: number[]): bigint {
@@ -63,9 +68,14 @@ export function readBigInt(u8: Uint8Array, dv: DataView, off: number, end: numbe
     const neg = tag === TAG_BIG_NEG;
     const n = neg ? 0xffff - dv.getUint16(off + 1) : dv.getUint16(off + 1);
     off += 3;
-    if (off + n <= end) {
-      let hex = '0x';
-      for (let i = 0; i < n; i++) hex += HEX[neg ? 255 - u8[off + i]! : u8[off + i]!];
+    if (off + n <= end && n <= 1024) {
+      // Hex digits into a byte buffer, one string from it, one BigInt parse: linear time.
+      for (let i = 0; i < n; i++) {
+        const b = neg ? 255 - u8[off + i]! : u8[off + i]!;
+        hexBuf[2 + 2 * i] = HEX_CHAR[b >> 4]!;
+        hexBuf[3 + 2 * i] = HEX_CHAR[b & 15]!;
+      }
+      const hex = ascii.decode(hexBuf.subarray(0, 2 + 2 * n));
       pos[0] = off + n;
       const m = BigInt(hex);
       return neg ? -m : m;
