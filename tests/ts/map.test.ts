@@ -884,6 +884,47 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
     });
   });
 
+  describe('shared memory (mt) as browsers treat it', () => {
+    it.runIf(build === 'mt')('never hands a view of shared memory to TextEncoder.encodeInto or TextDecoder.decode', () => {
+      // Chromium throws "The provided ... value must not be shared" for both; Node does not,
+      // so refuse here the way a browser would.
+      const encodeInto = TextEncoder.prototype.encodeInto;
+      const decode = TextDecoder.prototype.decode;
+      const isShared = (v: unknown) => ArrayBuffer.isView(v) && v.buffer instanceof SharedArrayBuffer;
+      TextEncoder.prototype.encodeInto = function (this: TextEncoder, src: string, dst: Uint8Array) {
+        if (isShared(dst)) throw new TypeError('The provided Uint8Array value must not be shared.');
+        return encodeInto.call(this, src, dst);
+      };
+      TextDecoder.prototype.decode = function (this: TextDecoder, input?: AllowSharedBufferSource, opts?: TextDecodeOptions) {
+        if (isShared(input)) throw new TypeError('The provided ArrayBufferView value must not be shared.');
+        return decode.call(this, input, opts);
+      };
+      try {
+        const m = make<string, string>(undefined, { values: 'utf8' });
+        const long = 'é'.repeat(3000) + '😀';
+        const longKey = 'ключ'.repeat(100);
+        m.set('a', long).set(longKey, 'x'.repeat(500)).setMany([['b', long]]);
+        expect(m.get('a')).toBe(long);
+        expect([...m.values()]).toEqual([long, long, 'x'.repeat(500)]);
+        expect([...m.keys()]).toEqual(['a', 'b', longKey]);
+        expect(m.getMany(['a', 'b'])).toEqual([long, long]);
+        expect(m.last()).toEqual([longKey, 'x'.repeat(500)]);
+        const j = make<string, unknown>();
+        const obj = { s: 'ü'.repeat(5000), n: [1, 2, 3] };
+        j.set('x', obj);
+        expect(j.get('x')).toEqual(obj);
+        expect([...j.values()]).toEqual([obj]);
+        expect(j.stats().count).toBe(1);
+        const t = make<Tuple, number>(undefined, { keys: 'tuple' });
+        t.set(['ab\0c'.repeat(50), 5n], 1);
+        expect([...t.keys()]).toEqual([['ab\0c'.repeat(50), 5n]]);
+      } finally {
+        TextEncoder.prototype.encodeInto = encodeInto;
+        TextDecoder.prototype.decode = decode;
+      }
+    });
+  });
+
   describe('wasm memory growth', () => {
     it.skipIf(build === 'reference')('views are refreshed when memory grows under live iterators and between calls', () => {
       const m = make<string, Uint8Array>(undefined, { values: 'bytes' });

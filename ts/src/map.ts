@@ -420,7 +420,8 @@ function preparedSize(p: string | Uint8Array): number {
   return typeof p === 'string' ? 3 * p.length : p.length;
 }
 
-/** Writes a prepared value at `off`; returns the end. Strings: UTF-8, checked for lone surrogates. */
+/** Writes a prepared value at `off`; returns the end. Strings: UTF-8, checked for lone surrogates.
+ * Browsers refuse TextEncoder.encodeInto into shared memory (mt): there every string is written by hand. */
 function putValue(rt: Runtime, p: string | Uint8Array, off: number, wellFormed: boolean): number {
   if (typeof p !== 'string') {
     if (p.length <= 16) {
@@ -431,7 +432,7 @@ function putValue(rt: Runtime, p: string | Uint8Array, off: number, wellFormed: 
     }
     return off + p.length;
   }
-  if (p.length <= SHORT_STRING) {
+  if (p.length <= SHORT_STRING || rt.shared) {
     const r = writeUtf8(p, rt.u8, off, off + 3 * p.length, false);
     if (r === LONE_SURROGATE) throw new InvalidValueError('utf8 value contains a lone surrogate (not valid Unicode)');
     return r;
