@@ -4,7 +4,9 @@
  * Public: `KeyCodec` and `ValueCodec` are plain `{encode, decode}` objects; anyone can write
  * one. A key codec must be order-preserving (byte-wise unsigned comparison of the encodings
  * is the order of the map) and canonical (`encode(decode(b))` equals `b`; iterators resume
- * after a modification by re-encoding the last key they returned).
+ * after a modification by re-encoding the last key they returned). Codecs must not call
+ * into adaptree maps of the same wasm instance (ReentrancyError); errors they throw become
+ * InvalidKeyError / InvalidValueError with the original as `cause`.
  *
  * Internal: the built-in codecs also implement `encodeInto`/`decodeFrom`, which write to and
  * read from wasm memory directly, so the hot path allocates nothing but the returned values.
@@ -16,7 +18,7 @@ export const MAX_KEY_SIZE = 1024;
 export interface KeyCodec<K> {
   /** Encodes a key; throws a TypeError (InvalidKeyError) for a key of the wrong type. */
   encode(key: K): Uint8Array;
-  /** Decodes bytes produced by `encode`. The view may point into wasm memory: copy what you keep. */
+  /** Decodes bytes produced by `encode`. Gets a fresh copy of the stored bytes; it may keep it. */
   decode(bytes: Uint8Array): K;
 }
 
