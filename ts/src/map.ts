@@ -121,6 +121,8 @@ const SHORT_STRING = 256;
 /** Longer strings are encoded to a JS array first (exact length) instead of reserving 3x. */
 const HUGE_STRING = 1 << 20;
 const ABSENT = 0xffffffff;
+/** A data area larger than this is freed after use (a one-off huge value keeps no memory). */
+const SHRINK_ABOVE = 4 << 20;
 
 /** Per wasm instance: the exports, context, key areas, data area and memory views. */
 class Runtime {
@@ -188,15 +190,14 @@ class Runtime {
     return this.data;
   }
 
-  /** Gives back a very large data area after a big batch. */
+  /** Gives back a very large data area after a big value or batch. */
   shrink(): void {
-    if (this.dataCap > (4 << 20)) {
+    if (this.dataCap > SHRINK_ABOVE) {
       this.ex.at_free(this.data);
       this.data = 0;
       this.dataCap = 0;
     }
   }
-
 }
 
 const runtimes = new WeakMap<AdaptreeWasm, Runtime>();
@@ -817,6 +818,7 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
     const klen = h.kenc.encodeInto(key, rt.u8, rt.dv, rt.keyA, rt.keyA + rt.maxKey) - rt.keyA;
     const vend = putValue(rt, p, vptr, h.wellFormedValues);
     const st = rt.ex.at_set(h.tree, rt.ctx, rt.keyA, klen, vptr, vend - vptr);
+    if (rt.dataCap > SHRINK_ABOVE) rt.shrink();
     if (st !== Status.OK) throw errorFromStatus(st, 'set');
     h.mod++;
     return this;
