@@ -366,11 +366,12 @@ bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t
       break;
   }
   // Converting to a dense layout to make room for key must not lead straight
-  // back: the key has to fit the dense leaf, or the leaf must be dense enough
-  // not to be converted back as too sparse.
+  // back: the key has to fit the dense leaf, or lie past its capacity (split
+  // to self follows) with the leaf dense enough not to be converted back.
   if (ok && key && target == PageTag::kFullyDenseLeaf) {
     FullyDenseLeaf d{dst};
-    ok = (d.index_of(*key) >= 0 && vfield == d.value_size()) || d.count() * 4 >= d.capacity();
+    ok = d.beyond_capacity(*key, vfield) ? d.count() * 4 >= d.capacity()
+                                          : d.index_of(*key) >= 0 && vfield == d.value_size();
   }
   if (ok && key && target == PageTag::kSemiDenseLeaf) ok = SemiDenseLeaf{dst}.index_of(*key) >= 0;
   if (!ok) return false;

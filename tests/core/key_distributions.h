@@ -135,7 +135,8 @@ struct KeySpace {
         break;
       case Dist::kOverflow: {
         double u = (r.next() >> 11) * (1.0 / 9007199254740992.0);
-        len = u < 0.4 ? r.below(200) : u < 0.9 ? 200 + r.below(8000) : 8000 + r.below(60000);
+        // Mostly values of one to two overflow pages; a few of up to 16 pages.
+        len = u < 0.5 ? r.below(200) : u < 0.97 ? 200 + r.below(4000) : 4200 + r.below(60000);
         break;
       }
       case Dist::kMaxKeys: len = r.chance(0.8) ? r.below(16) : r.below(3000); break;
