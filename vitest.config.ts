@@ -7,6 +7,5 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two cores: run test files two at a time.
     maxWorkers: 2,
-    minWorkers: 1,
   },
 });
