@@ -30,6 +30,11 @@ inline uint32_t numeric(const uint8_t* key, uint32_t n) {
 }
 
 inline void encode(const uint8_t* nonnum, uint32_t n, uint32_t v, uint8_t* out) {
+  if (n >= 4) {
+    memcpy(out, nonnum, n - 4);
+    store_be32(out + n - 4, v);
+    return;
+  }
   uint32_t m = nonnumeric_len(n), w = width(n);
   memcpy(out, nonnum, m);
   for (uint32_t i = 0; i < w; i++) out[m + i] = static_cast<uint8_t>(v >> (8 * (w - 1 - i)));

@@ -86,9 +86,9 @@ constexpr unsigned kYcsbScanMax = 100;
 
 struct Keys {
   std::vector<uint8_t> buf;
-  std::vector<uint32_t> off, len;
-  size_t n() const { return off.size(); }
-  Slice operator[](size_t i) const { return {buf.data() + off[i], len[i]}; }
+  std::vector<std::pair<uint32_t, uint32_t>> at;  // offset, length: one cache line per probe
+  size_t n() const { return at.size(); }
+  Slice operator[](size_t i) const { return {buf.data() + at[i].first, at[i].second}; }
 };
 
 bool read_keys(const char* path, Keys* k) {
@@ -107,8 +107,7 @@ bool read_keys(const char* path, Keys* k) {
     uint32_t l;
     memcpy(&l, k->buf.data() + o, 4);
     if (o + 4 + l > k->buf.size()) return false;
-    k->off.push_back(static_cast<uint32_t>(o + 4));
-    k->len.push_back(l);
+    k->at.emplace_back(static_cast<uint32_t>(o + 4), l);
     o += 4 + l;
   }
   return true;
