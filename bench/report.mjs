@@ -371,6 +371,7 @@ function main() {
         groups.push(`${d}\n${w === 'scan' ? 'scan' : 'lookup'}`);
         counts.push(cats.map((k) => c[k] ?? 0));
       }
+      P(`**${impl}** (${suite} suite; scans ran ${suite === 'ablation' || impl === 'adaptree-native' ? '' : 'for a time budget, so '}as many operations as the table's scan row shows — adaption on reads is probabilistic):`, '');
       P(mdTable(['data set / after', ...cats], groups.map((g, i) => [g.replace('\n', ' / '), ...counts[i].map((x) => String(x))])), '');
       P(svg(`leaf-types-${impl}.svg`, stackChart({ title: `${impl}, adaptive: leaf types`, groups, cats, counts })), '');
     }
