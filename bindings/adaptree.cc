@@ -3,6 +3,7 @@
 // buffer, cursors are core cursors that also notice when their tree is freed.
 #include "bindings/adaptree.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -59,31 +60,33 @@ void set_result(at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* 
   c->result[4] = aux;
 }
 
-void put_u32(std::vector<uint8_t>& b, uint32_t v) {
-  size_t n = b.size();
-  b.resize(n + 4);
-  memcpy(b.data() + n, &v, 4);
-}
+// Appends to a context buffer without per-record resize/zero-fill: the
+// buffer grows geometrically and `used` says how much of it is output.
+struct Writer {
+  std::vector<uint8_t>& b;
+  size_t used = 0;
+  uint8_t* room(size_t n) {
+    if (used + n > b.size()) b.resize(std::max<size_t>(2 * b.size(), used + n + 4096));
+    uint8_t* p = b.data() + used;
+    used += n;
+    return p;
+  }
+  void u32(uint32_t v) { memcpy(room(4), &v, 4); }
+};
 
-void put_bytes(std::vector<uint8_t>& b, const uint8_t* p, uint32_t len) {
-  if (!len) return;
-  size_t n = b.size();
-  b.resize(n + len);
-  memcpy(b.data() + n, p, len);
-}
-
-// Appends a value to b, reading overflow chains straight into it.
-Status append_value(const BTree& t, std::vector<uint8_t>& b, const ValueRef& v) {
+// Appends [u32 length][bytes] of a value, reading overflow chains straight in.
+Status append_value(const BTree& t, Writer& w, const ValueRef& v) {
   if (!v.is_overflow()) {
-    put_u32(b, v.field & adaptree::kValueLenMask);
-    put_bytes(b, v.ptr, v.field & adaptree::kValueLenMask);
+    uint32_t len = v.field & adaptree::kValueLenMask;
+    uint8_t* p = w.room(4 + len);
+    memcpy(p, &len, 4);
+    memcpy(p + 4, v.ptr, len);
     return Status::kOk;
   }
   uint32_t len = static_cast<uint32_t>(v.length());
-  put_u32(b, len);
-  size_t n = b.size();
-  b.resize(n + len);
-  return adaptree::overflow_read(t.store(), adaptree::load32(v.ptr), len, b.data() + n);
+  w.u32(len);
+  uint8_t* p = w.room(len);
+  return adaptree::overflow_read(t.store(), adaptree::load32(v.ptr), len, p);
 }
 
 }  // namespace
@@ -211,8 +214,7 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
 
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) {
   if (!t) return st(Status::kClosed);
-  std::vector<uint8_t>& b = c->buf;
-  b.clear();
+  Writer w{c->buf};
   const uint8_t* p = keys;
   uint32_t found = 0;
   for (uint32_t i = 0; i < count; i++) {
@@ -221,17 +223,17 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
     ValueRef v;
     Status s = t->tree.get({p + 4, kl}, &v);
     if (s == Status::kOk) {
-      s = append_value(t->tree, b, v);
+      s = append_value(t->tree, w, v);
       if (s != Status::kOk) return st(s);
       found++;
     } else if (s == Status::kNotFound || s == Status::kKeyTooLarge) {
-      put_u32(b, 0xFFFFFFFFu);
+      w.u32(0xFFFFFFFFu);
     } else {
       return st(s);
     }
     p += 4 + kl;
   }
-  set_result(c, nullptr, 0, b.data(), static_cast<uint32_t>(b.size()), found);
+  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), found);
   return st(Status::kOk);
 }
 
@@ -309,27 +311,27 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
-  std::vector<uint8_t>& b = c->buf;
-  b.clear();
+  Writer w{c->buf};
   uint32_t n = 0;
   const BTree& t = cur->owner->tree;
-  while (n < max_records && b.size() < max_bytes) {
+  while (n < max_records && w.used < max_bytes) {
     ValueRef v;
     Status s = cur->cur.next(nullptr, &v);
     if (s == Status::kNotFound) break;
     if (s != Status::kOk) return st(s);
     const KeyBuffer& k = cur->cur.last_key();
-    put_u32(b, k.len);
-    put_bytes(b, k.data, k.len);
+    uint8_t* p = w.room(4 + k.len);
+    memcpy(p, &k.len, 4);
+    memcpy(p + 4, k.data, k.len);
     if (want_value) {
-      s = append_value(t, b, v);
+      s = append_value(t, w, v);
       if (s != Status::kOk) return st(s);
     } else {
-      put_u32(b, 0);
+      w.u32(0);
     }
     n++;
   }
-  set_result(c, nullptr, 0, b.data(), static_cast<uint32_t>(b.size()), n);
+  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), n);
   return st(n ? Status::kOk : Status::kNotFound);
 }
 
