@@ -4,6 +4,8 @@
 //
 // fingerprint(): one-byte hash of a (prefix-truncated) key for fingerprint
 //   leaves. 64-bit multiply-xorshift over little-endian 8-byte words.
+//   Test vectors: fingerprint("adaptree") = 91, fingerprint("") = 62,
+//   fingerprint("ada") = 8.
 // checksum(): CRC-32C (Castagnoli, reflected polynomial 0x82F63B78, initial
 //   value and final xor 0xFFFFFFFF), slicing-by-8, for page checksums.
 //   Test vectors (tests/core/hash_test.cc asserts them; the TS suite asserts
