@@ -291,7 +291,7 @@ TEST(SemiDenseLeaf, OneSlotPerPossibleKey) {
   ASSERT_TRUE(s.remove(sl(k), &old));
   EXPECT_FALSE(s.lookup(sl(k), &got));
   // A range too wide for one page is rejected.
-  std::string wide = be32(1000 + 5000);
+  std::string wide = be32(1000 + kPageSize);
   EXPECT_FALSE(SemiDenseLeaf::build(pg.b, fences(&lo, &wide), r.data(), r.size()));
 }
 
