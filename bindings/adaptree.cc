@@ -80,7 +80,7 @@ Status append_value(const BTree& t, Writer& w, const ValueRef& v) {
     uint32_t len = v.field & adaptree::kValueLenMask;
     uint8_t* p = w.room(4 + len);
     memcpy(p, &len, 4);
-    memcpy(p + 4, v.ptr, len);
+    adaptree::copy_small(p + 4, v.ptr, len);
     return Status::kOk;
   }
   uint32_t len = static_cast<uint32_t>(v.length());
@@ -322,7 +322,7 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     const KeyBuffer& k = cur->cur.last_key();
     uint8_t* p = w.room(4 + k.len);
     memcpy(p, &k.len, 4);
-    memcpy(p + 4, k.data, k.len);
+    adaptree::copy_small(p + 4, k.data, k.len);
     if (want_value) {
       s = append_value(t, w, v);
       if (s != Status::kOk) return st(s);

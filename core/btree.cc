@@ -743,6 +743,7 @@ Status Cursor::seek(Slice key, uint32_t flags) {
     }
     if (key.len) memcpy(anchor_.data, key.data, key.len);
     anchor_.len = key.len;
+    anchor_leaf_ = kInvalidPageId;
   }
   return position();
 }
@@ -762,7 +763,14 @@ Status Cursor::next(KeyBuffer* key, ValueRef* value) {
   }
   if (state_ != kOnRecord) return Status::kNotFound;
   const uint8_t* p = t_->page(leaf_);
-  leaf::key_at(p, pos_, &anchor_);
+  // Keys of one leaf share their prefix: after the first, copy only the rest.
+  if (anchor_leaf_ == leaf_ && anchor_version_ == t_->version_) {
+    leaf::key_tail_at(p, pos_, &anchor_);
+  } else {
+    leaf::key_at(p, pos_, &anchor_);
+    anchor_leaf_ = leaf_;
+    anchor_version_ = t_->version_;
+  }
   if (key) key->assign(anchor_.slice());
   if (value) *value = leaf::value_at(p, pos_);
   anchor_edge_ = false;

@@ -163,6 +163,10 @@ class Cursor {
   bool anchor_edge_ = true;
   bool anchor_inclusive_ = true;
   KeyBuffer anchor_;
+  // anchor_ holds a key of this leaf, read at this tree version (its shared
+  // prefix can be reused for the next key of the same leaf).
+  PageId anchor_leaf_ = kInvalidPageId;
+  uint64_t anchor_version_ = 0;
   KeyBuffer fence_;
 };
 

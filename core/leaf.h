@@ -137,8 +137,8 @@ inline void key_at(const uint8_t* p, int pos, KeyBuffer* out) {
       BasicNode n{q};
       unsigned plen = n.prefix_len();
       Slice s = n.suffix(pos);
-      memcpy(out->data, n.prefix(), plen);
-      memcpy(out->data + plen, s.data, s.len);
+      copy_small(out->data, n.prefix(), plen);
+      copy_small(out->data + plen, s.data, s.len);
       out->len = plen + s.len;
       return;
     }
@@ -147,6 +147,41 @@ inline void key_at(const uint8_t* p, int pos, KeyBuffer* out) {
     case PageTag::kFullyDenseLeaf: FullyDenseLeaf{q}.key_at(pos, out); return;
     default: out->len = 0; return;
   }
+}
+
+// Like key_at, for a buffer that already holds a key of this leaf: only the
+// bytes after the part all its keys share (prefix, non-numeric part) change.
+inline void key_tail_at(const uint8_t* p, int pos, KeyBuffer* out) {
+  uint8_t* q = const_cast<uint8_t*>(p);
+  switch (tag(p)) {
+    case PageTag::kBasicLeaf: {
+      BasicNode n{q};
+      unsigned plen = n.prefix_len();
+      Slice s = n.suffix(pos);
+      copy_small(out->data + plen, s.data, s.len);
+      out->len = plen + s.len;
+      return;
+    }
+    case PageTag::kFingerprintLeaf: {
+      FingerprintLeaf f{q};
+      unsigned plen = f.prefix_len();
+      Slice s = f.suffix(pos);
+      copy_small(out->data + plen, s.data, s.len);
+      out->len = plen + s.len;
+      return;
+    }
+    case PageTag::kFullyDenseLeaf: {
+      FullyDenseLeaf d{q};
+      unsigned n = d.key_len();
+      if (n < 4) break;
+      store_be32(out->data + n - 4, d.ref() + pos);
+      out->len = n;
+      return;
+    }
+    default:
+      break;
+  }
+  key_at(p, pos, out);
 }
 
 inline ValueRef value_at(const uint8_t* p, int pos) {

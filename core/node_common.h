@@ -75,6 +75,23 @@ inline void store64(uint8_t* p, uint64_t v) { memcpy(p, &v, 8); }
 inline uint32_t load_be32(const uint8_t* p) { return __builtin_bswap32(load32(p)); }
 inline void store_be32(uint8_t* p, uint32_t v) { store32(p, __builtin_bswap32(v)); }
 
+// memcpy for the short keys of the hot paths: no libc call below 16 bytes.
+inline void copy_small(uint8_t* dst, const uint8_t* src, uint32_t n) {
+  if (n >= 8 && n <= 16) {
+    uint64_t a = load64(src), b = load64(src + n - 8);
+    store64(dst, a);
+    store64(dst + n - 8, b);
+  } else if (n >= 4 && n < 8) {
+    uint32_t a = load32(src), b = load32(src + n - 4);
+    store32(dst, a);
+    store32(dst + n - 4, b);
+  } else if (n < 4) {
+    for (uint32_t i = 0; i < n; i++) dst[i] = src[i];
+  } else {
+    memcpy(dst, src, n);
+  }
+}
+
 struct Slice {
   const uint8_t* data = nullptr;
   uint32_t len = 0;
