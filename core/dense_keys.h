@@ -42,7 +42,7 @@ inline void encode(const uint8_t* nonnum, uint32_t n, uint32_t v, uint8_t* out) 
 
 // Does key have length n and the non-numeric part N?
 inline bool key_matches(Slice key, uint32_t n, const uint8_t* nonnum) {
-  return key.len == n && (n <= 4 || memcmp(key.data, nonnum, n - 4) == 0);
+  return key.len == n && (n <= 4 || equal_bytes(key.data, nonnum, n - 4));
 }
 
 // Numeric part of the reference key for length-n keys above the lower fence.

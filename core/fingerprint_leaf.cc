@@ -25,7 +25,7 @@ int FingerprintLeaf::find(Slice key) const {
       unsigned i = base + __builtin_ctz(m);
       m &= m - 1;
       const uint8_t* s = slots + i * kSlotSize;
-      if (load16(s + 2) == klen && memcmp(p + load16(s), k, klen) == 0) return static_cast<int>(i);
+      if (load16(s + 2) == klen && equal_bytes(p + load16(s), k, klen)) return static_cast<int>(i);
     }
   }
   return -1;

@@ -50,7 +50,7 @@ struct FullyDenseLeaf {
   // Slot for key, or -1 if it does not have this leaf's format or lies past the capacity.
   int index_of(Slice key) const {
     unsigned n = key_len();
-    if (key.len != n || (n > 4 && memcmp(key.data, nonnumeric(), n - 4) != 0)) return -1;
+    if (key.len != n || (n > 4 && !equal_bytes(key.data, nonnumeric(), n - 4))) return -1;
     uint32_t v = (n >= 4 ? load_be32(key.data + n - 4) : numeric_short(key.data, n)) - ref();
     return v < capacity() ? static_cast<int>(v) : -1;
   }

@@ -97,13 +97,35 @@ struct Slice {
   uint32_t len = 0;
 };
 
+// Lexicographic comparison, 8 bytes at a time (big-endian compare of the
+// first differing word); inline because keys are short and wasm's libc
+// memcmp compares byte by byte behind a call.
 inline int compare_bytes(const uint8_t* a, uint32_t alen, const uint8_t* b, uint32_t blen) {
-  uint32_t n = alen < blen ? alen : blen;
-  if (n) {
-    int c = memcmp(a, b, n);
-    if (c) return c;
+  uint32_t n = alen < blen ? alen : blen, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x = load64(a + i), y = load64(b + i);
+    if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
   }
+  if (i + 4 <= n) {
+    uint32_t x = load32(a + i), y = load32(b + i);
+    if (x != y) return __builtin_bswap32(x) < __builtin_bswap32(y) ? -1 : 1;
+    i += 4;
+  }
+  for (; i < n; i++)
+    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
   return (alen > blen) - (alen < blen);
+}
+inline bool equal_bytes(const uint8_t* a, const uint8_t* b, uint32_t n) {
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    if (load64(a + i) != load64(b + i)) return false;
+  if (i + 4 <= n) {
+    if (load32(a + i) != load32(b + i)) return false;
+    i += 4;
+  }
+  for (; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
 }
 inline int compare(Slice a, Slice b) { return compare_bytes(a.data, a.len, b.data, b.len); }
 
