@@ -14,7 +14,9 @@ import {
   QuotaExceededError,
   ReentrancyError,
   ValueTooLargeError,
+  compareBytes,
   isAdaptreeError,
+  utf8Key,
   type BTreeMapOptions,
   type KeyCodec,
   type Range,
@@ -508,6 +510,69 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expect(m.keyEncoding).toBe('custom');
       expectError(() => m.set('x' as never, 'x'), InvalidKeyError, 'INVALID_KEY');
       expect(m.size).toBe(2);
+    });
+  });
+
+  describe('fast paths at their length thresholds', () => {
+    // Strings are encoded and decoded by hand when short and by TextEncoder/TextDecoder when
+    // longer; small bytes values are copied by hand. Every length around the thresholds, ASCII
+    // and not, through get, has, iteration, ranges, getMany, first/last and nextHigher.
+    const keysOf = (): string[] => {
+      const out: string[] = [];
+      for (let n = 0; n <= 80; n++) {
+        out.push('k'.repeat(n));
+        if (n >= 1) out.push('é'.repeat(n), 'a'.repeat(n - 1) + 'ü', '😀' + 'x'.repeat(n), 'q'.repeat(n) + 'ключ');
+      }
+      return [...new Set(out)];
+    };
+    it('utf8 keys of every length round-trip (bytes values of every length)', () => {
+      const keys = keysOf();
+      const val = (i: number) => Uint8Array.from({ length: i % 70 }, (_, j) => (i * 31 + j) & 255);
+      const m = make<string, Uint8Array>(undefined, { values: 'bytes' });
+      keys.forEach((k, i) => m.set(k, val(i)));
+      const sorted = [...keys].sort((a, b) => compareBytes(utf8Key.encode(a), utf8Key.encode(b)));
+      expect([...m.keys()]).toEqual(sorted);
+      const idx = new Map(keys.map((k, i) => [k, i]));
+      for (const [k, v] of m.entries()) expect(Array.from(v)).toEqual(Array.from(val(idx.get(k)!)));
+      keys.forEach((k, i) => {
+        expect(m.has(k)).toBe(true);
+        expect(Array.from(m.get(k)!)).toEqual(Array.from(val(i)));
+        expect(m.has(k + '\u0001')).toBe(false);
+      });
+      expect(m.getMany(keys).map((v) => Array.from(v!))).toEqual(keys.map((_, i) => Array.from(val(i))));
+      for (let i = 0; i < sorted.length; i += 7) {
+        expect([...m.keys({ gte: sorted[i], limit: 5 })]).toEqual(sorted.slice(i, i + 5));
+        expect([...m.keys({ gt: sorted[i], limit: 3 })]).toEqual(sorted.slice(i + 1, i + 4));
+        expect([...m.keys({ lte: sorted[i], reverse: true, limit: 4 })]).toEqual(sorted.slice(Math.max(0, i - 3), i + 1).reverse());
+        expect(m.nextHigher(sorted[i]!)?.[0]).toBe(sorted[i + 1]);
+      }
+      expect(m.first()?.[0]).toBe(sorted[0]);
+      expect(m.last()?.[0]).toBe(sorted[sorted.length - 1]);
+      // Returned values are fresh arrays, not views of wasm memory.
+      const a = m.get(sorted[3]!)!, b = m.get(sorted[3]!)!;
+      expect(a).not.toBe(b);
+      expect(a.buffer).not.toBe(b.buffer);
+      a.fill(7);
+      expect(Array.from(m.get(sorted[3]!)!)).toEqual(Array.from(b));
+    });
+    it('rejects lone surrogates and too-long keys at every length', () => {
+      const m = make<string, number>([['a', 1]]);
+      for (let n = 0; n <= 80; n++) {
+        for (const k of ['\ud800' + 'x'.repeat(n), 'x'.repeat(n) + '\udc00', 'é'.repeat(n) + '\ud83d']) {
+          expectError(() => m.set(k, 1), InvalidKeyError, 'INVALID_KEY');
+          expectError(() => m.get(k), InvalidKeyError, 'INVALID_KEY');
+          expectError(() => m.has(k), InvalidKeyError, 'INVALID_KEY');
+        }
+      }
+      for (const k of ['x'.repeat(1024), 'é'.repeat(512), '😀'.repeat(256)]) {
+        m.set(k, 2);
+        expect(m.get(k)).toBe(2);
+      }
+      for (const k of ['x'.repeat(1025), 'é'.repeat(512) + 'x', '😀'.repeat(256) + 'x', 'x'.repeat(1023) + 'é']) {
+        expectError(() => m.set(k, 1), KeyTooLargeError, 'KEY_TOO_LARGE');
+        expectError(() => m.get(k), KeyTooLargeError, 'KEY_TOO_LARGE');
+      }
+      expect(m.size).toBe(4);
     });
   });
 

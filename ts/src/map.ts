@@ -636,7 +636,7 @@ class BTreeIterator<K, V, T> {
         pastStop = true;
         break;
       }
-      keys[n] = kenc.decodeFrom(u8, dv, koff, koff + klen);
+      keys[n] = kenc.decodeFrom(u8, dv, koff, koff + klen, shared);
       p = koff + klen;
       const vlen = dv.getUint32(p, true);
       if (wantValues) vals[n] = venc.decodeFrom(u8, p + 4, vlen, shared);
@@ -923,7 +923,7 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
     const dv = rt.dv, res = rt.res;
     const kp = dv.getUint32(res + Result.KEY_PTR, true), kl = dv.getUint32(res + Result.KEY_LEN, true);
     const vp = dv.getUint32(res + Result.VALUE_PTR, true), vl = dv.getUint32(res + Result.VALUE_LEN, true);
-    const key = h.kenc.decodeFrom(rt.u8, dv, kp, kp + kl);
+    const key = h.kenc.decodeFrom(rt.u8, dv, kp, kp + kl, rt.shared);
     return [key, h.venc.decodeFrom(rt.u8, vp, vl, rt.shared)];
   }
 

