@@ -153,7 +153,7 @@ Status BTree::set(Slice key, Slice value) {
       version_++;
       return Status::kOk;
     }
-    Status s = make_room(&path, key, vptr, field);
+    Status s = make_room(&path, key, field);
     if (s != Status::kOk) {
       if (chain != kInvalidPageId) overflow_free(store_, chain);
       return s;
@@ -588,8 +588,7 @@ Status BTree::split_to_self(Path* path, Slice key, uint16_t vfield) {
   return Status::kOk;
 }
 
-Status BTree::make_room(Path* path, Slice key, const uint8_t* vptr, uint16_t vfield) {
-  (void)vptr;
+Status BTree::make_room(Path* path, Slice key, uint16_t vfield) {
   PageId leaf = path->ids[path->depth - 1];
   uint8_t* p = page(leaf);
   switch (static_cast<PageTag>(p[0])) {

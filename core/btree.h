@@ -89,7 +89,10 @@ class BTree {
   PageId descend_after(Slice key) const;  // leaf holding the keys just above key
   PageId descend_edge(bool rightmost) const;
 
-  Status make_room(Path* path, Slice key, const uint8_t* vptr, uint16_t vfield);
+  // The leaf at the end of path cannot take key (with a value of vfield):
+  // converts it to another layout or splits it (or its parents). kOk means
+  // retry the operation from the root.
+  Status make_room(Path* path, Slice key, uint16_t vfield);
   Status split_leaf(Path* path, Slice key);
   Status split_to_self(Path* path, Slice key, uint16_t vfield);
   Status split_inner(Path* path, unsigned idx);
