@@ -555,6 +555,38 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       a.fill(7);
       expect(Array.from(m.get(sorted[3]!)!)).toEqual(Array.from(b));
     });
+    it('utf8 and json values of every length round-trip through set and setMany; lone surrogates are rejected', () => {
+      const strs: string[] = [];
+      for (const n of [0, 1, 12, 23, 24, 25, 26, 40, 63, 64, 65, 100, 255, 256, 257, 300, 1000, 5000]) {
+        strs.push('v'.repeat(n), 'é'.repeat(n), '😀'.repeat(n >> 1) + 'z', 'x'.repeat(n) + 'ключ');
+      }
+      const u = make<string, string>(undefined, { values: 'utf8' });
+      const j = make<string, unknown>();
+      strs.forEach((v, i) => {
+        u.set(pad(i), v);
+        j.set(pad(i), { v, i });
+      });
+      u.setMany(strs.map((v, i) => [pad(i + strs.length), v] as const));
+      j.setMany(strs.map((v, i) => [pad(i + strs.length), [v, i]] as const));
+      strs.forEach((v, i) => {
+        expect(u.get(pad(i))).toBe(v);
+        expect(u.get(pad(i + strs.length))).toBe(v);
+        expect(j.get(pad(i))).toEqual({ v, i });
+        expect(j.get(pad(i + strs.length))).toEqual([v, i]);
+      });
+      expect([...u.values()]).toEqual([...strs, ...strs]);
+      for (const n of [0, 20, 24, 25, 30, 64, 65, 200, 256, 257, 1000]) {
+        for (const bad of ['\ud800' + 'a'.repeat(n), 'a'.repeat(n) + '\udc00', 'é'.repeat(n) + '\ud83d']) {
+          expectError(() => u.set('k', bad), InvalidValueError, 'INVALID_VALUE');
+          expectError(() => u.setMany([['k', 'ok'], ['l', bad]]), InvalidValueError, 'INVALID_VALUE');
+          // JSON.stringify escapes lone surrogates: they round-trip in json values.
+          j.set('bad', bad);
+          expect(j.get('bad')).toBe(bad);
+        }
+      }
+      expect(u.has('k')).toBe(false);
+      expect(u.size).toBe(2 * strs.length);
+    });
     it('rejects lone surrogates and too-long keys at every length', () => {
       const m = make<string, number>([['a', 1]]);
       for (let n = 0; n <= 80; n++) {

@@ -39,7 +39,19 @@ import {
   isKeyEncoder,
   isValueEncoder,
 } from './encoding/codec.js';
-import { utf8Key, writeUtf8, encodeIntoLong, encodeToArray, isWellFormed, readUtf8, LONE_SURROGATE } from './encoding/utf8.js';
+import {
+  utf8Key,
+  writeUtf8,
+  encodeIntoLong,
+  encodeIntoStart,
+  encodeIntoView,
+  encodeToArray,
+  isWellFormed,
+  readUtf8,
+  ENCODE_INTO_MIN,
+  ENCODE_INTO_VIEW,
+  LONE_SURROGATE,
+} from './encoding/utf8.js';
 import { bytesKey, isUint8Array } from './encoding/bytes.js';
 import { numberKey } from './encoding/number.js';
 import { bigintKey } from './encoding/bigint.js';
@@ -143,6 +155,10 @@ class Runtime {
   buf: ArrayBufferLike;
   u8: Uint8Array;
   dv: DataView;
+  /** Key area A and the data area as views of their own (st only: TextEncoder.encodeInto writes
+   * at a view's start); re-created with the other views and when the data area moves. */
+  keyAView: Uint8Array;
+  dataView: Uint8Array;
 
   constructor(readonly wasm: AdaptreeWasm) {
     this.ex = wasm.exports;
@@ -158,6 +174,8 @@ class Runtime {
     this.shared = typeof SharedArrayBuffer !== 'undefined' && this.buf instanceof SharedArrayBuffer;
     this.u8 = new Uint8Array(this.buf);
     this.dv = new DataView(this.buf);
+    this.keyAView = this.u8.subarray(this.keyA, this.keyA + this.maxKey);
+    this.dataView = this.u8.subarray(0, 0);
   }
 
   /** Re-creates the views after memory growth. A plain buffer detaches on growth (its views
@@ -169,6 +187,8 @@ class Runtime {
       this.buf = b;
       this.u8 = new Uint8Array(b);
       this.dv = new DataView(b);
+      this.keyAView = this.u8.subarray(this.keyA, this.keyA + this.maxKey);
+      this.dataView = this.u8.subarray(this.data, this.data + this.dataCap);
     }
   }
 
@@ -185,6 +205,7 @@ class Runtime {
       if (this.data !== 0) this.ex.at_free(this.data);
       this.data = p;
       this.dataCap = cap;
+      this.dataView = this.u8.subarray(p, p + cap);
     }
     this.refresh();
     return this.data;
@@ -196,6 +217,7 @@ class Runtime {
       this.ex.at_free(this.data);
       this.data = 0;
       this.dataCap = 0;
+      this.dataView = this.u8.subarray(0, 0);
     }
   }
 }
@@ -350,6 +372,8 @@ interface Handle<K, V> {
   readonly venc: ValueEncoder<V>;
   /** Strings from this value encoding need no lone-surrogate check (JSON.stringify output). */
   readonly wellFormedValues: boolean;
+  /** utf8 keys on non-shared memory: long keys go into key area A with TextEncoder.encodeInto. */
+  readonly encodeIntoKeys: boolean;
 }
 
 function freeHandle(h: Handle<unknown, unknown>): void {
@@ -410,6 +434,16 @@ function stateError(h: Handle<unknown, unknown>): Error {
   return h.tree === 0 ? new ClosedError() : new ReentrancyError();
 }
 
+/** Encodes a key into key area A; returns its length. The views must be fresh (rt.refresh()). */
+function putKeyA<K>(h: Handle<K, unknown>, key: K): number {
+  const rt = h.rt;
+  if (h.encodeIntoKeys && typeof key === 'string' && key.length > ENCODE_INTO_MIN) {
+    const n = encodeIntoView(key, rt.keyAView);
+    if (n >= 0) return n;
+  }
+  return h.kenc.encodeInto(key, rt.u8, rt.dv, rt.keyA, rt.keyA + rt.maxKey) - rt.keyA;
+}
+
 /** Encodes a key into key area `area`; returns its length. */
 function putKey<K>(h: Handle<K, unknown>, key: K, area: number): number {
   const rt = h.rt;
@@ -433,12 +467,18 @@ function putValue(rt: Runtime, p: string | Uint8Array, off: number, wellFormed: 
     }
     return off + p.length;
   }
-  if (p.length <= SHORT_STRING || rt.shared) {
+  // By hand: shared memory (browsers refuse encodeInto there), short strings (a TextEncoder call
+  // costs more; in setMany also a subarray), and without a native isWellFormed strings that may
+  // hold lone surrogates.
+  const n = p.length;
+  if (rt.shared || n <= ENCODE_INTO_MIN || (n <= SHORT_STRING && ((off !== rt.data && n <= 64) || (!wellFormed && !ENCODE_INTO_VIEW)))) {
     const r = writeUtf8(p, rt.u8, off, off + 3 * p.length, false);
     if (r === LONE_SURROGATE) throw new InvalidValueError('utf8 value contains a lone surrogate (not valid Unicode)');
     return r;
   }
   if (!wellFormed && !isWellFormed(p)) throw new InvalidValueError('utf8 value contains a lone surrogate (not valid Unicode)');
+  // set() writes at the start of the data area, which has a view of its own; setMany needs one per value.
+  if (off === rt.data) return off + encodeIntoStart(p, rt.dataView);
   return encodeIntoLong(p, rt.u8, off);
 }
 
@@ -595,7 +635,7 @@ class BTreeIterator<K, V, T> {
       if (this.#hasLast) {
         // Resume by key: just after the last key returned.
         rt.refresh();
-        const len = putKey(h, this.#last as K, rt.keyA);
+        const len = putKeyA(h, this.#last as K);
         st = ex.at_cursor_seek(this.#cursor, rt.keyA, len, SeekFlags.EXCLUSIVE | rev);
       } else if (b.start === null) {
         st = ex.at_cursor_seek(this.#cursor, rt.keyA, 0, SeekFlags.EDGE | rev);
@@ -760,7 +800,11 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
     const venc = valueEncoderOf<V>(options?.values, rt);
     const tree = rt.ex.at_tree_new(layout);
     if (tree === 0) throw new OutOfMemoryError('out of wasm memory creating a tree');
-    this.#h = { rt, tree, mod: 0, cursors: new Set(), pool: [], util: 0, kenc, venc, wellFormedValues: venc === jsonValue };
+    this.#h = {
+      rt, tree, mod: 0, cursors: new Set(), pool: [], util: 0, kenc, venc,
+      wellFormedValues: venc === jsonValue,
+      encodeIntoKeys: (kenc as unknown) === utf8Key && !rt.shared && ENCODE_INTO_VIEW,
+    };
     treeRegistry?.register(this, this.#h as Handle<unknown, unknown>, this.#h);
     if (entries !== undefined && entries !== null) {
       try {
@@ -784,7 +828,7 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     rt.refresh();
-    const len = h.kenc.encodeInto(key, rt.u8, rt.dv, rt.keyA, rt.keyA + rt.maxKey) - rt.keyA;
+    const len = putKeyA(h, key);
     const st = rt.ex.at_get(h.tree, rt.ctx, rt.keyA, len);
     if (st !== Status.OK) {
       if (st === Status.NOT_FOUND) return undefined;
@@ -800,7 +844,7 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     rt.refresh();
-    const len = h.kenc.encodeInto(key, rt.u8, rt.dv, rt.keyA, rt.keyA + rt.maxKey) - rt.keyA;
+    const len = putKeyA(h, key);
     const st = rt.ex.at_has(h.tree, rt.ctx, rt.keyA, len);
     if (st === Status.OK) return true;
     if (st === Status.NOT_FOUND) return false;
@@ -815,7 +859,7 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
     const rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     const vptr = rt.reserve(preparedSize(p));
-    const klen = h.kenc.encodeInto(key, rt.u8, rt.dv, rt.keyA, rt.keyA + rt.maxKey) - rt.keyA;
+    const klen = putKeyA(h, key);
     const vend = putValue(rt, p, vptr, h.wellFormedValues);
     const st = rt.ex.at_set(h.tree, rt.ctx, rt.keyA, klen, vptr, vend - vptr);
     if (rt.dataCap > SHRINK_ABOVE) rt.shrink();
@@ -829,7 +873,7 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     rt.refresh();
-    const len = h.kenc.encodeInto(key, rt.u8, rt.dv, rt.keyA, rt.keyA + rt.maxKey) - rt.keyA;
+    const len = putKeyA(h, key);
     const st = rt.ex.at_remove(h.tree, rt.ctx, rt.keyA, len);
     if (st === Status.OK) {
       h.mod++;
@@ -910,7 +954,7 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     rt.refresh();
-    const len = k === null ? 0 : putKey(h, k.key, rt.keyA);
+    const len = k === null ? 0 : putKeyA(h, k.key);
     if (h.util === 0) h.util = newCursor(h as Handle<unknown, unknown>);
     const ex = rt.ex;
     let st = ex.at_cursor_seek(h.util, rt.keyA, len, flags);

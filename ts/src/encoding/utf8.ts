@@ -89,6 +89,32 @@ export function encodeIntoLong(s: string, u8: Uint8Array, off: number): number {
   return off + encoder.encodeInto(s, u8.subarray(off, off + 3 * s.length)).written;
 }
 
+const hasIsWellFormed = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === 'function';
+
+/** Strings longer than this many UTF-16 units are worth a TextEncoder.encodeInto call: it costs
+ * ~50 ns at any length (Node 20), the hand loop ~2 ns per unit (45 units: 93 vs 60 ns). */
+export const ENCODE_INTO_MIN = 24;
+
+/** Whether encodeIntoView can be used here (String.prototype.isWellFormed exists). */
+export const ENCODE_INTO_VIEW = hasIsWellFormed;
+
+/**
+ * Writes `s` as UTF-8 at the start of `view` with TextEncoder.encodeInto; returns the bytes
+ * written, or -1 when the caller must take the hand-written path (which reports the error):
+ * `s` has a lone surrogate (encodeInto would write U+FFFD) or does not fit in `view`.
+ * Only for views of non-shared memory (browsers refuse shared ones) and ENCODE_INTO_VIEW.
+ */
+export function encodeIntoView(s: string, view: Uint8Array): number {
+  const r = encoder.encodeInto(s, view);
+  if (r.read !== s.length || !(s as unknown as { isWellFormed(): boolean }).isWellFormed()) return -1;
+  return r.written;
+}
+
+/** Writes a well-formed string at the start of `view` (room for 3 * s.length bytes); returns the bytes written. */
+export function encodeIntoStart(s: string, view: Uint8Array): number {
+  return encoder.encodeInto(s, view).written;
+}
+
 /** Encodes a well-formed string to a new array (for long values). */
 export function encodeToArray(s: string): Uint8Array {
   return encoder.encode(s);
