@@ -587,6 +587,34 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expect(u.has('k')).toBe(false);
       expect(u.size).toBe(2 * strs.length);
     });
+    it('ranges with limits around the batch sizes (one batch up to 64), also when the map changes meanwhile', () => {
+      const m = make<number, number>(undefined, { keys: 'number' });
+      for (let i = 0; i < 600; i += 2) m.set(i, i);
+      const all = [...m.keys()];
+      for (const limit of [1, 15, 16, 17, 40, 63, 64, 65, 100, 300, 400]) {
+        for (const from of [0, 101, 500]) {
+          const want = all.filter((k) => k >= from).slice(0, limit);
+          expect([...m.keys({ gte: from, limit })]).toEqual(want);
+          expect([...m.entries({ gte: from, limit })].map(([k, v]) => k - v)).toEqual(want.map(() => 0));
+          const rev = all.filter((k) => k <= from).reverse().slice(0, limit);
+          expect([...m.keys({ lte: from, reverse: true, limit })]).toEqual(rev);
+        }
+        // Changes while iterating: keys inserted ahead are seen, deleted ones are not, the limit holds.
+        const c = make<number, number>(undefined, { keys: 'number' });
+        for (let i = 0; i < 600; i += 2) c.set(i, i);
+        const seen: number[] = [];
+        for (const k of c.keys({ gte: 10, limit })) {
+          seen.push(k);
+          if (seen.length === 3) {
+            c.set(k + 1, 0);
+            c.delete(k + 4);
+          }
+        }
+        const model = [...c.keys()].filter((k) => k >= 10).slice(0, limit);
+        expect(seen.slice(3)).toEqual(model.slice(3));
+        expect(seen.length).toBe(Math.min(limit, model.length));
+      }
+    });
     it('rejects lone surrogates and too-long keys at every length', () => {
       const m = make<string, number>([['a', 1]]);
       for (let n = 0; n <= 80; n++) {

@@ -124,8 +124,10 @@ export interface BTreeStats {
 
 // ----------------------------------------------------------------------------- runtime
 
-/** Records and bytes per iterator batch: small first (cheap `limit: 1` scans), then larger. */
+/** Records and bytes per iterator batch: small first (cheap `limit: 1` scans), then larger. A range
+ * with a limit up to LIMIT_BATCH_RECORDS asks for all of it at once (one call into wasm). */
 const FIRST_BATCH_RECORDS = 16;
+const LIMIT_BATCH_RECORDS = 64;
 const MAX_BATCH_RECORDS = 1024;
 const MAX_BATCH_BYTES = 256 * 1024;
 /** Strings up to this many UTF-16 units are written by hand; longer with TextEncoder. */
@@ -594,6 +596,7 @@ class BTreeIterator<K, V, T> {
     this.#mode = mode;
     this.#b = b;
     this.#remaining = b.limit;
+    if (b.limit <= LIMIT_BATCH_RECORDS) this.#batchRecords = b.limit;
     if (b.limit === 0) this.#finish();
   }
 
