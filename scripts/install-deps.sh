@@ -24,6 +24,10 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "install-deps: npm ci" >&2
-  npm ci --no-audit --no-fund >/dev/null
+  # `npm install`, not `npm ci`: npm 11 (with this machine's omit-lockfile-registry-resolved)
+  # leaves other platforms' optional packages (deno, workerd, msgpackr) out of the lock file
+  # and then `npm ci` refuses that lock as out of sync. `npm install` honours the pinned
+  # versions in the lock all the same.
+  echo "install-deps: npm install" >&2
+  npm install --no-audit --no-fund >/dev/null
 fi
