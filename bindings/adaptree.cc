@@ -338,15 +338,3 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
 uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }
 
 }  // extern "C"
-
-#if defined(__wasm__)
-// libc++ calls abort() where it would throw (length_error, bad_alloc) in a
-// -fno-exceptions build; emscripten's abort lives in its JS glue, which we do
-// not ship. Trap instead. Weak, so a definition in wasm_runtime.cc wins.
-extern "C" __attribute__((weak)) void abort(void) { __builtin_trap(); }
-// emscripten's libc memcpy hands large copies to this JS import; with
-// -mbulk-memory the builtin below is a single memory.copy instruction.
-extern "C" __attribute__((weak)) void* emscripten_memcpy_big(void* dst, const void* src, size_t n) {
-  return __builtin_memcpy(dst, src, n);
-}
-#endif

@@ -7,8 +7,10 @@
  * - int32_t results are adaptree::Status values (core/status.h):
  *   0 OK, 1 NOT_FOUND, 2 RESTART, 3 NEED_PAGE, negative = error.
  * - A context (at_ctx) belongs to one JS instance/thread. Every call that
- *   returns bytes fills the context's result block; the bytes stay valid until
- *   the next call that uses the same context or modifies the tree.
+ *   returns bytes fills the context's result block; the bytes stay valid only
+ *   until the next call on the same tree or context: an inline value points
+ *   into its page, and in adaptive mode even a read may rewrite a leaf (its
+ *   operation counter converts the layout). Copy before the next call.
  * - Result block layout (at_ctx_result, little-endian u32 each):
  *     +0 key ptr, +4 key len, +8 value ptr, +12 value len, +16 aux (u32)
  * - Batch encoding (set_many input, cursor batch output):
@@ -53,6 +55,9 @@ void at_free(void* p);
 at_ctx* at_ctx_new(void);
 void at_ctx_free(at_ctx* ctx);
 uint32_t* at_ctx_result(at_ctx* ctx); /* address of the 20-byte result block */
+/* The result block holds 32-bit offsets; native callers read the full pointers here. */
+const uint8_t* at_ctx_key_ptr(at_ctx* ctx);
+const uint8_t* at_ctx_value_ptr(at_ctx* ctx);
 
 /* Trees. layout_config is adaptree::LayoutConfig (0 baseline ... 7 adaptive). */
 at_tree* at_tree_new(uint32_t layout_config); /* 0 on bad config / OOM */

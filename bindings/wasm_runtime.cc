@@ -1,5 +1,5 @@
 // The few system services the wasm modules need beyond emscripten's prebuilt
-// libc: heap growth. Emscripten's own sbrk calls into its JS glue
+// libc: heap growth, abort and large memcpy. Emscripten's own sbrk calls into its JS glue
 // (emscripten_resize_heap), which we do not ship; this one grows the memory
 // with the memory.grow instruction, so the module's only import stays the
 // memory (mt) or nothing at all (st).
@@ -40,6 +40,16 @@ extern "C" void* sbrk(intptr_t increment) {
       return reinterpret_cast<void*>(cur);
     }
   }
+}
+
+// libc++ calls abort() where it would throw (length_error, bad_alloc) in a
+// -fno-exceptions build; emscripten's abort lives in its JS glue. Trap instead.
+extern "C" void abort(void) { __builtin_trap(); }
+
+// Emscripten's libc memcpy hands large copies to this JS import; with
+// -mbulk-memory the builtin is a single memory.copy instruction.
+extern "C" void* emscripten_memcpy_big(void* dst, const void* src, size_t n) {
+  return __builtin_memcpy(dst, src, n);
 }
 
 extern "C" int brk(void* addr) {

@@ -14,8 +14,6 @@
 #include "core/config.h"
 #include "key_distributions.h"
 
-extern "C" const uint8_t* at_ctx_key_ptr(at_ctx* ctx);
-extern "C" const uint8_t* at_ctx_value_ptr(at_ctx* ctx);
 
 namespace adaptree::testing {
 namespace {

@@ -15,7 +15,6 @@
 
 using namespace adaptree;
 
-extern "C" const uint8_t* at_ctx_value_ptr(at_ctx* ctx);
 
 namespace {
 

@@ -47,6 +47,9 @@ export interface AbiExports {
   at_ctx_new(): Ptr;
   at_ctx_free(ctx: Ptr): void;
   at_ctx_result(ctx: Ptr): Ptr;
+  /** Native callers' full pointers; in wasm the same as the result block's offsets. */
+  at_ctx_key_ptr(ctx: Ptr): Ptr;
+  at_ctx_value_ptr(ctx: Ptr): Ptr;
   at_tree_new(layoutConfig: number): Ptr;
   at_tree_free(tree: Ptr): void;
   at_set(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number, value: Ptr, valueLen: number): number;
@@ -72,7 +75,7 @@ export interface AbiExports {
 /** Names of all ABI functions, to verify a module at load time. */
 export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_abi_version', 'at_page_size', 'at_max_key_size', 'at_alloc', 'at_free', 'at_ctx_new',
-  'at_ctx_free', 'at_ctx_result', 'at_tree_new', 'at_tree_free', 'at_set', 'at_get', 'at_has',
+  'at_ctx_free', 'at_ctx_result', 'at_ctx_key_ptr', 'at_ctx_value_ptr', 'at_tree_new', 'at_tree_free', 'at_set', 'at_get', 'at_has',
   'at_remove', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
   'at_cursor_next_batch', 'at_atomic_add_u32', 'at_checksum',
