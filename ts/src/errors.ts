@@ -30,6 +30,7 @@
  * | ReentrancyError       | AdaptreeError  | REENTRANT         | a codec or toJSON called into adaptree mid-call   |
  * | AdaptreeError         | Error          | INTERNAL          | unexpected core status                            |
  */
+import { Status } from './abi.js';
 
 export type AdaptreeErrorCode =
   | 'INVALID_KEY'
@@ -175,19 +176,8 @@ export class ReentrancyError extends AdaptreeError {
   }
 }
 
-/** Core status codes (core/status.h). Values are part of the C ABI. */
-export const Status = {
-  OK: 0,
-  NOT_FOUND: 1,
-  RESTART: 2,
-  NEED_PAGE: 3,
-  KEY_TOO_LARGE: -1,
-  VALUE_TOO_LARGE: -2,
-  OUT_OF_MEMORY: -3,
-  CORRUPT: -4,
-  INVALID_ARGUMENT: -5,
-  CLOSED: -6,
-} as const;
+/** Core status codes (core/status.h), defined once in abi.ts. */
+export { Status };
 
 /** The typed error for a negative core status. `what` names the operation for the message. */
 export function errorFromStatus(status: number, what: string, detail?: string): Error {
