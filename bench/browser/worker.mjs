@@ -5,29 +5,10 @@ import { createStore, setMany, set, get, getMany, clear } from 'idb-keyval';
 import { BrowserLevel } from 'browser-level';
 import sqlite3InitModule from '@sqlite.org/sqlite-wasm';
 import { SplitMix64 } from '../lib/rng.mjs';
+import { makeRecords } from '../lib/records.mjs';
 
 const post = (m) => self.postMessage(m);
 const log = (s) => post({ log: s });
-
-function makeRecords(n, seed) {
-  // same generator as bench/lib/persist-node.mjs, so Node and Chromium stores see the same data
-  const rng = new SplitMix64(seed * 1000 + 50);
-  const seen = new Set();
-  const keys = [];
-  while (keys.length < n) {
-    const d = Math.floor(rng.nextDouble() * 1e10);
-    if (seen.has(d)) continue;
-    seen.add(d);
-    keys.push('k' + String(d).padStart(10, '0'));
-  }
-  const value = (i) => {
-    const b = new Uint8Array(100);
-    const dv = new DataView(b.buffer);
-    for (let j = 0; j < 100; j += 4) dv.setUint32(j, (i * 2654435761 + j) >>> 0, true);
-    return b;
-  };
-  return { keys, value };
-}
 
 const req = (r) => new Promise((res, rej) => { r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
 const txDone = (tx) => new Promise((res, rej) => { tx.oncomplete = () => res(); tx.onerror = tx.onabort = () => rej(tx.error); });

@@ -7,26 +7,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SplitMix64 } from './rng.mjs';
+import { makeRecords as makeSharedRecords } from './records.mjs';
 import { log, fmtOps } from './progress.mjs';
 
 const P = JSON.parse(process.argv[2]);
 
+// Node stores take Buffers: the shared generator's bytes, viewed without a copy.
 export function makeRecords(n, seed) {
-  const rng = new SplitMix64(seed * 1000 + 50);
-  const seen = new Set();
-  const keys = [];
-  while (keys.length < n) {
-    const d = Math.floor(rng.nextDouble() * 1e10);
-    if (seen.has(d)) continue;
-    seen.add(d);
-    keys.push('k' + String(d).padStart(10, '0'));
-  }
-  const value = (i) => {
-    const b = Buffer.alloc(100);
-    for (let j = 0; j < 100; j += 4) b.writeUInt32LE((i * 2654435761 + j) >>> 0, j);
-    return b;
-  };
-  return { keys, value };
+  const r = makeSharedRecords(n, seed);
+  return { keys: r.keys, value: (i) => { const v = r.value(i); return Buffer.from(v.buffer, v.byteOffset, v.byteLength); } };
 }
 
 function dirBytes(dir) {
