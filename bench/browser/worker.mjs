@@ -5,7 +5,7 @@ import { createStore, setMany, set, get, getMany, clear } from 'idb-keyval';
 import { BrowserLevel } from 'browser-level';
 import sqlite3InitModule from '@sqlite.org/sqlite-wasm';
 import { SplitMix64 } from '../lib/rng.mjs';
-import { makeRecords } from '../lib/records.mjs';
+import { makeRecords, timedAsync } from '../lib/records.mjs';
 
 const post = (m) => self.postMessage(m);
 const log = (s) => post({ log: s });
@@ -103,18 +103,6 @@ const STORES = {
   // exist ('adaptree-opfs', 'adaptree-idb'): open a BTreeMap on the backend, commit per
   // batch, same workloads; add their names to IMPLS in run-browser.mjs.
 };
-
-async function timedAsync(count, budgetSec, body) {
-  const t0 = performance.now();
-  const deadline = t0 + budgetSec * 1000;
-  let done = 0;
-  while (done < count) {
-    await body(done);
-    done++;
-    if ((done & 15) === 0 && performance.now() > deadline) break;
-  }
-  return { ops: done, seconds: (performance.now() - t0) / 1000 };
-}
 
 async function runStore(name, P) {
   const n = P.records;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SplitMix64 } from './rng.mjs';
-import { makeRecords as makeSharedRecords } from './records.mjs';
+import { makeRecords as makeSharedRecords, timedAsync } from './records.mjs';
 import { log, fmtOps } from './progress.mjs';
 
 const P = JSON.parse(process.argv[2]);
@@ -58,18 +58,6 @@ const STORES = {
   // HOOK: 'adaptree-file': adaptree's Node file backend (ts/storage) goes here when it exists:
   // open a BTreeMap on a file in `dir`, commit per batch, same five workloads.
 };
-
-async function timedAsync(count, budgetSec, body) {
-  const t0 = performance.now();
-  const deadline = t0 + budgetSec * 1000;
-  let done = 0;
-  while (done < count) {
-    await body(done);
-    done++;
-    if ((done & 63) === 0 && performance.now() > deadline) break;
-  }
-  return { ops: done, seconds: (performance.now() - t0) / 1000 };
-}
 
 async function main() {
   const name = P.impl;

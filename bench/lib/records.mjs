@@ -1,4 +1,4 @@
-// The persistent suites' records (ANCHORS.md): keys 'k' + 10 digits in random order,
+// The persistent suites' records and timing loop (ANCHORS.md): keys 'k' + 10 digits in random order,
 // 100-byte values. One generator for Node (persist-node) and Chromium (browser), so both
 // kinds of store see the same data. No Node-only APIs: the browser worker bundles it.
 import { SplitMix64 } from './rng.mjs';
@@ -20,4 +20,18 @@ export function makeRecords(n, seed) {
     return b;
   };
   return { keys, value };
+}
+
+// Runs an async operation `count` times, stopping early once `budgetSec` has passed
+// (checked every 16 operations); returns what was done and how long it took.
+export async function timedAsync(count, budgetSec, body) {
+  const t0 = performance.now();
+  const deadline = t0 + budgetSec * 1000;
+  let done = 0;
+  while (done < count) {
+    await body(done);
+    done++;
+    if ((done & 15) === 0 && performance.now() > deadline) break;
+  }
+  return { ops: done, seconds: (performance.now() - t0) / 1000 };
 }
