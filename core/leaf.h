@@ -149,27 +149,22 @@ inline void key_at(const uint8_t* p, int pos, KeyBuffer* out) {
   }
 }
 
+// Writes the suffix of record pos after the node's prefix, which `out` already holds.
+template <class Node>
+inline void replace_suffix(Node node, int pos, KeyBuffer* out) {
+  unsigned plen = node.prefix_len();
+  Slice s = node.suffix(pos);
+  copy_small(out->data + plen, s.data, s.len);
+  out->len = plen + s.len;
+}
+
 // Like key_at, for a buffer that already holds a key of this leaf: only the
 // bytes after the part all its keys share (prefix, non-numeric part) change.
 inline void key_tail_at(const uint8_t* p, int pos, KeyBuffer* out) {
   uint8_t* q = const_cast<uint8_t*>(p);
   switch (tag(p)) {
-    case PageTag::kBasicLeaf: {
-      BasicNode n{q};
-      unsigned plen = n.prefix_len();
-      Slice s = n.suffix(pos);
-      copy_small(out->data + plen, s.data, s.len);
-      out->len = plen + s.len;
-      return;
-    }
-    case PageTag::kFingerprintLeaf: {
-      FingerprintLeaf f{q};
-      unsigned plen = f.prefix_len();
-      Slice s = f.suffix(pos);
-      copy_small(out->data + plen, s.data, s.len);
-      out->len = plen + s.len;
-      return;
-    }
+    case PageTag::kBasicLeaf: replace_suffix(BasicNode{q}, pos, out); return;
+    case PageTag::kFingerprintLeaf: replace_suffix(FingerprintLeaf{q}, pos, out); return;
     case PageTag::kFullyDenseLeaf: {
       FullyDenseLeaf d{q};
       unsigned n = d.key_len();
