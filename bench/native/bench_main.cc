@@ -1,14 +1,15 @@
 // adaptree-bench-native: the paper's workloads on the native core.
 //
 //   adaptree-bench-native --keys FILE --dataset NAME --config NAME[,NAME...]
-//       [--lookups N] [--scans N] [--seed S] [--suite NAME] [--ops N]
+//       [--lookups N] [--scans N] [--seed S] [--suite NAME] [--ops N] [--rounds R]
 //
 // FILE holds the keys in insertion order as repeated [u32 little-endian length][bytes].
 // Values are 8 bytes: the record index, little-endian. Per config: insert the first 90%
 // (untimed), insert the last 10% ("insert"), N zipf lookups ("lookup_zipf"), N uniform
-// lookups ("lookup_uniform"), N scans of 1..50 records from zipf start keys ("scan"), and a
-// full iteration ("iterate"). With --ops N it runs YCSB A, B, C, F, D, E instead (as
-// bench/lib/workloads.mjs). One JSON object per line on stdout; progress on stderr.
+// lookups ("lookup_uniform"), N scans of 1..50 records from zipf start keys ("scan"), and
+// full iterations ("iterate"). All configs' trees are built first and each timed workload
+// runs in R rounds (default 10) that take turns over the configs (see run_paper). With
+// --ops N it runs YCSB A, B, C, F, D, E instead (as bench/lib/workloads.mjs). One JSON object per line on stdout; progress on stderr.
 //
 // Operation streams are those of bench/lib/workloads.mjs, so native and JS runs use the same
 // keys:
@@ -28,6 +29,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -120,7 +123,7 @@ double now() {
 struct Args {
   std::string keys, dataset = "unknown", suite = "native";
   std::vector<std::string> configs;
-  uint64_t lookups = 5000000, scans = 5000000, seed = 42, ycsb_ops = 0;
+  uint64_t lookups = 5000000, scans = 5000000, seed = 42, ycsb_ops = 0, rounds = 10;
 };
 
 bool parse_config(std::string name, LayoutConfig* out) {
@@ -172,74 +175,119 @@ inline bool lookup(BTree& t, const Keys& k, uint32_t i) {
   return got == i;
 }
 
-int run_paper(const Args& a, const Keys& keys, LayoutConfig cfg) {
-  uint32_t n = static_cast<uint32_t>(keys.n()), n90 = static_cast<uint32_t>(n * 0.9);
-  std::string label = config_label(cfg);
-  BTree t(cfg);
-  if (t.init() != Status::kOk) return 1;
-  uint8_t val[8];
-  double t0 = now();
-  for (uint32_t i = 0; i < n90; i++) {
-    value_for(i, val);
-    if (t.set(keys[i], {val, 8}) != Status::kOk) {
-      fprintf(stderr, "set failed at %u\n", i);
-      return 1;
+// The paper's workloads on every requested configuration at once. The machine
+// is shared and noisy, so configurations are compared side by side: all trees
+// are built first, then each workload's operation stream is cut into
+// a.rounds chunks and every round times each tree on the same chunk, in an
+// order that rotates from round to round. A burst of noise then lands on all
+// configurations alike instead of on whichever one happened to be running.
+struct Subject {
+  LayoutConfig cfg;
+  std::string label;
+  std::unique_ptr<BTree> tree;
+  double seconds = 0;
+};
+
+// Times body(subject, lo, hi) over [0, total) in a.rounds interleaved chunks;
+// leaves each subject's summed time in its .seconds. False if a body failed.
+template <class Body>
+bool interleave(const Args& a, std::vector<Subject>& s, uint64_t total, Body body) {
+  uint64_t rounds = std::max<uint64_t>(1, std::min<uint64_t>(a.rounds, total));
+  for (Subject& x : s) x.seconds = 0;
+  for (uint64_t r = 0; r < rounds; r++) {
+    uint64_t lo = total * r / rounds, hi = total * (r + 1) / rounds;
+    for (size_t k = 0; k < s.size(); k++) {
+      Subject& x = s[(k + r) % s.size()];
+      double t0 = now();
+      if (!body(x, lo, hi)) return false;
+      x.seconds += now() - t0;
     }
   }
-  fprintf(stderr, "%s %s: loaded %u keys (untimed, %.1f s)\n", a.dataset.c_str(), label.c_str(), n90, now() - t0);
-  t0 = now();
-  for (uint32_t i = n90; i < n; i++) {
-    value_for(i, val);
-    if (t.set(keys[i], {val, 8}) != Status::kOk) return 1;
-  }
-  double ins = now() - t0;
-  if (t.count() != n) {
-    fprintf(stderr, "count %llu != %u (duplicate keys in the file?)\n", (unsigned long long)t.count(), n);
-  }
-  emit(a, t, label, "insert", n, n - n90, ins);
+  return true;
+}
 
-  // lookups
+int run_paper(const Args& a, const Keys& keys, const std::vector<LayoutConfig>& cfgs) {
+  uint32_t n = static_cast<uint32_t>(keys.n()), n90 = static_cast<uint32_t>(n * 0.9);
+  std::vector<Subject> subjects;
+  uint8_t val[8];
+  for (LayoutConfig cfg : cfgs) {
+    Subject x{cfg, config_label(cfg), std::make_unique<BTree>(cfg)};
+    if (x.tree->init() != Status::kOk) return 1;
+    double t0 = now();
+    for (uint32_t i = 0; i < n90; i++) {
+      value_for(i, val);
+      if (x.tree->set(keys[i], {val, 8}) != Status::kOk) {
+        fprintf(stderr, "%s: set failed at %u\n", x.label.c_str(), i);
+        return 1;
+      }
+    }
+    fprintf(stderr, "%s %s: loaded %u keys (untimed, %.1f s)\n", a.dataset.c_str(), x.label.c_str(), n90, now() - t0);
+    subjects.push_back(std::move(x));
+  }
+  char extra[96];
+  snprintf(extra, sizeof extra, ",\"rounds\":%llu", (unsigned long long)a.rounds);
+  auto emit_all = [&](const char* workload, uint64_t ops, const char* more = "") {
+    for (Subject& x : subjects) {
+      std::string e = std::string(extra) + more;
+      emit(a, *x.tree, x.label, workload, n, ops, x.seconds, e.c_str());
+    }
+  };
+
+  bool ok = interleave(a, subjects, n - n90, [&](Subject& x, uint64_t lo, uint64_t hi) {
+    uint8_t v[8];
+    for (uint64_t i = n90 + lo; i < n90 + hi; i++) {
+      value_for(i, v);
+      if (x.tree->set(keys[i], {v, 8}) != Status::kOk) return false;
+    }
+    return true;
+  });
+  if (!ok) return 1;
+  for (Subject& x : subjects)
+    if (x.tree->count() != n)
+      fprintf(stderr, "%s: count %llu != %u (duplicate keys in the file?)\n", x.label.c_str(),
+              (unsigned long long)x.tree->count(), n);
+  emit_all("insert", n - n90);
+
   // ADAPTREE_BENCH_PROBES=contiguous copies the probe keys into operation
   // order before timing (as harnesses that keep keys in a vector<string> in
   // rank order effectively do); the default reads them from the key file in
   // random order like the JavaScript runners.
   const char* probes = getenv("ADAPTREE_BENCH_PROBES");
   bool contiguous = probes && strcmp(probes, "contiguous") == 0;
+  // Probe keys in operation order: from the key file, or copied contiguously.
+  std::vector<uint8_t> pbuf;
+  std::vector<uint32_t> pat;
+  auto probe = [&](const std::vector<uint32_t>& idx, uint64_t j) -> Slice {
+    if (!contiguous) return keys[idx[j]];
+    return {pbuf.data() + pat[j], keys.at[idx[j]].second};
+  };
+  auto copy_probes = [&](const std::vector<uint32_t>& idx) {
+    pbuf.clear();
+    pat.clear();
+    if (!contiguous) return;
+    for (uint32_t i : idx) {
+      Slice k = keys[i];
+      pat.push_back(static_cast<uint32_t>(pbuf.size()));
+      pbuf.insert(pbuf.end(), k.data, k.data + k.len);
+    }
+  };
+
   auto run_lookups = [&](const char* name, const std::vector<uint32_t>& idx) {
-    uint64_t miss = 0;
-    double s0, sec;
-    if (contiguous) {
-      std::vector<uint8_t> buf;
-      std::vector<uint32_t> at;
-      for (uint32_t i : idx) {
-        Slice k = keys[i];
-        at.push_back(static_cast<uint32_t>(buf.size()));
-        buf.insert(buf.end(), k.data, k.data + k.len);
-        buf.insert(buf.end(), reinterpret_cast<uint8_t*>(&i), reinterpret_cast<uint8_t*>(&i) + 4);
-      }
-      s0 = now();
-      for (size_t j = 0; j < idx.size(); j++) {
-        uint32_t len = keys.at[idx[j]].second;
-        const uint8_t* k = buf.data() + at[j];
-        uint32_t want;
-        memcpy(&want, k + len, 4);
+    copy_probes(idx);
+    bool found = interleave(a, subjects, idx.size(), [&](Subject& x, uint64_t lo, uint64_t hi) {
+      uint64_t miss = 0;
+      for (uint64_t j = lo; j < hi; j++) {
         ValueRef v;
         uint64_t got = ~0ull;
-        if (t.get({k, len}, &v) == Status::kOk) memcpy(&got, v.ptr, 8);
-        miss += got != want;
+        if (x.tree->get(probe(idx, j), &v) == Status::kOk) memcpy(&got, v.ptr, 8);
+        miss += got != idx[j];
       }
-      sec = now() - s0;
-    } else {
-      s0 = now();
-      for (uint32_t i : idx) miss += !lookup(t, keys, i);
-      sec = now() - s0;
-    }
-    if (miss) {
-      fprintf(stderr, "%s: %llu lookups of present keys failed\n", name, (unsigned long long)miss);
-      return false;
-    }
-    emit(a, t, label, name, n, idx.size(), sec);
-    return true;
+      if (miss) fprintf(stderr, "%s/%s: %llu lookups of present keys failed\n", x.label.c_str(), name,
+                        (unsigned long long)miss);
+      return miss == 0;
+    });
+    if (found) emit_all(name, idx.size());
+    return found;
   };
   std::vector<uint32_t> idx(a.lookups);
   {
@@ -263,56 +311,56 @@ int run_paper(const Args& a, const Keys& keys, LayoutConfig cfg) {
       start[i] = scramble(z.next(), n);
       len[i] = static_cast<uint8_t>(1 + rng.below(kScanMax));
     }
-    std::vector<uint8_t> buf;
-    std::vector<uint32_t> at;
-    if (contiguous) {
-      for (uint32_t i : start) {
-        Slice k = keys[i];
-        at.push_back(static_cast<uint32_t>(buf.size()));
-        buf.insert(buf.end(), k.data, k.data + k.len);
-      }
-    }
+    copy_probes(start);
     uint64_t records = 0, sum = 0;
-    double s0 = now();
-    Cursor c(&t);
-    for (uint64_t i = 0; i < a.scans; i++) {
-      c.seek(contiguous ? Slice{buf.data() + at[i], keys.at[start[i]].second} : keys[start[i]], 0);
-      ValueRef v;
-      for (unsigned j = 0; j < len[i] && c.next(nullptr, &v) == Status::kOk; j++) {
-        sum += v.ptr[0];
-        records++;
+    ok = interleave(a, subjects, a.scans, [&](Subject& x, uint64_t lo, uint64_t hi) {
+      Cursor c(x.tree.get());
+      for (uint64_t i = lo; i < hi; i++) {
+        c.seek(probe(start, i), 0);
+        ValueRef v;
+        for (unsigned j = 0; j < len[i] && c.next(nullptr, &v) == Status::kOk; j++) {
+          sum += v.ptr[0];
+          records++;
+        }
       }
-    }
-    double sec = now() - s0;
-    if (records < a.scans) return 1;
-    char extra[64];
-    snprintf(extra, sizeof extra, ",\"records\":%llu", (unsigned long long)records);
-    emit(a, t, label, "scan", n, a.scans, sec, extra);
+      return true;
+    });
+    if (!ok || records < a.scans * subjects.size()) return 1;
+    char more[64];
+    snprintf(more, sizeof more, ",\"records\":%llu", (unsigned long long)(records / subjects.size()));
+    emit_all("scan", a.scans, more);
     if (sum == 1) fprintf(stderr, " ");
   }
-  // full iteration
+  // full iteration, a.rounds / 2 times (at least once) per tree
   {
-    double s0 = now();
-    Cursor c(&t);
-    c.seek({}, kSeekEdge);
-    ValueRef v;
-    uint64_t records = 0, sum = 0;
-    while (c.next(nullptr, &v) == Status::kOk) {
-      sum += v.ptr[0];
-      records++;
-    }
-    double sec = now() - s0;
-    if (records != n) {
-      fprintf(stderr, "iterate: %llu records, expected %u\n", (unsigned long long)records, n);
+    uint64_t passes = std::max<uint64_t>(1, a.rounds / 2), sum = 0;
+    ok = interleave(a, subjects, passes, [&](Subject& x, uint64_t lo, uint64_t hi) {
+      for (uint64_t pass = lo; pass < hi; pass++) {
+        Cursor c(x.tree.get());
+        c.seek({}, kSeekEdge);
+        ValueRef v;
+        uint64_t records = 0;
+        while (c.next(nullptr, &v) == Status::kOk) {
+          sum += v.ptr[0];
+          records++;
+        }
+        if (records != n) {
+          fprintf(stderr, "%s iterate: %llu records, expected %u\n", x.label.c_str(), (unsigned long long)records, n);
+          return false;
+        }
+      }
+      return true;
+    });
+    if (!ok) return 1;
+    emit_all("iterate", passes * n);
+    if (sum == 1) fprintf(stderr, " ");
+  }
+  for (Subject& x : subjects) {
+    std::string err = x.tree->check();
+    if (!err.empty()) {
+      fprintf(stderr, "%s: invariant check failed: %s\n", x.label.c_str(), err.c_str());
       return 1;
     }
-    emit(a, t, label, "iterate", n, records, sec);
-    if (sum == 1) fprintf(stderr, " ");
-  }
-  std::string err = t.check();
-  if (!err.empty()) {
-    fprintf(stderr, "invariant check failed: %s\n", err.c_str());
-    return 1;
   }
   return 0;
 }
@@ -410,7 +458,7 @@ int run_ycsb(const Args& a, const Keys& keys, LayoutConfig cfg) {
 void usage() {
   fprintf(stderr,
           "usage: adaptree-bench-native --keys FILE --dataset NAME --config NAME[,NAME...] [--lookups N] "
-          "[--scans N] [--seed S] [--suite NAME] [--ops N]\n"
+          "[--scans N] [--seed S] [--suite NAME] [--ops N] [--rounds R]\n"
           "configs: baseline prefix heads hints fingerprint semi-dense fully-dense adaptive\n");
 }
 
@@ -431,6 +479,7 @@ int main(int argc, char** argv) {
     else if (k == "--lookups") a.lookups = strtoull(v.c_str(), nullptr, 10);
     else if (k == "--scans") a.scans = strtoull(v.c_str(), nullptr, 10);
     else if (k == "--seed") a.seed = strtoull(v.c_str(), nullptr, 10);
+    else if (k == "--rounds") a.rounds = std::max<uint64_t>(1, strtoull(v.c_str(), nullptr, 10));
     else if (k == "--ops") a.ycsb_ops = strtoull(v.c_str(), nullptr, 10);
     else if (k == "--config") {
       size_t p = 0;
@@ -454,7 +503,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "cannot read key file %s\n", a.keys.c_str());
     return 1;
   }
-  int rc = 0;
+  std::vector<LayoutConfig> cfgs;
   for (const std::string& name : a.configs) {
     LayoutConfig cfg;
     if (!parse_config(name, &cfg)) {
@@ -462,9 +511,17 @@ int main(int argc, char** argv) {
       usage();
       return 2;
     }
-    int r = a.ycsb_ops ? run_ycsb(a, keys, cfg) : run_paper(a, keys, cfg);
+    cfgs.push_back(cfg);
+  }
+  int rc = 0;
+  if (!a.ycsb_ops) {
+    rc = run_paper(a, keys, cfgs);
+    if (rc) fprintf(stderr, "paper workloads on %s failed\n", a.dataset.c_str());
+  }
+  for (size_t i = 0; a.ycsb_ops && i < cfgs.size(); i++) {
+    int r = run_ycsb(a, keys, cfgs[i]);
     if (r) {
-      fprintf(stderr, "%s on %s failed\n", name.c_str(), a.dataset.c_str());
+      fprintf(stderr, "%s on %s failed\n", a.configs[i].c_str(), a.dataset.c_str());
       rc = r;
     }
   }
