@@ -14,6 +14,7 @@
 #include "core/hash.h"
 #include "core/node_stats.h"
 #include "core/overflow.h"
+#include "core/scan.h"
 
 using adaptree::BTree;
 using adaptree::Cursor;
@@ -314,23 +315,26 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   Writer w{c->buf};
   uint32_t n = 0;
   const BTree& t = cur->owner->tree;
-  while (n < max_records && w.used < max_bytes) {
-    ValueRef v;
-    Status s = cur->cur.next(nullptr, &v);
-    if (s == Status::kNotFound) break;
-    if (s != Status::kOk) return st(s);
-    const KeyBuffer& k = cur->cur.last_key();
+  if (max_records == 0 || max_bytes == 0) {  // nothing may be read: as before for_each, NOT_FOUND
+    set_result(c, nullptr, 0, c->buf.data(), 0, 0);
+    return st(Status::kNotFound);
+  }
+  Status err = Status::kOk;
+  Status s = cur->cur.for_each([&](const KeyBuffer& k, const ValueRef& v) {
     uint8_t* p = w.room(4 + k.len);
     memcpy(p, &k.len, 4);
     adaptree::copy_small(p + 4, k.data, k.len);
     if (want_value) {
-      s = append_value(t, w, v);
-      if (s != Status::kOk) return st(s);
+      err = append_value(t, w, v);
+      if (err != Status::kOk) return false;
     } else {
       w.u32(0);
     }
     n++;
-  }
+    return n < max_records && w.used < max_bytes;
+  });
+  if (err != Status::kOk) return st(err);
+  if (s != Status::kOk && s != Status::kNotFound) return st(s);
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), n);
   return st(n ? Status::kOk : Status::kNotFound);
 }

@@ -144,6 +144,10 @@ class Cursor {
   Status seek(Slice key, uint32_t flags);
   // Reads the current record (key into *key, value reference) and advances.
   Status next(KeyBuffer* key, ValueRef* value);
+  // Reads records like repeated next() calls, leaf by leaf in tight loops,
+  // while visit(key, value) returns true (core/scan.h).
+  template <class Visit>
+  Status for_each(Visit&& visit);
   BTree* tree() const { return t_; }
   // The key of the record last returned by next().
   const KeyBuffer& last_key() const { return anchor_; }

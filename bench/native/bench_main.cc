@@ -36,6 +36,7 @@
 
 #include "core/btree.h"
 #include "core/node_stats.h"
+#include "core/scan.h"
 
 using namespace adaptree;
 
@@ -317,11 +318,12 @@ int run_paper(const Args& a, const Keys& keys, const std::vector<LayoutConfig>& 
       Cursor c(x.tree.get());
       for (uint64_t i = lo; i < hi; i++) {
         c.seek(probe(start, i), 0);
-        ValueRef v;
-        for (unsigned j = 0; j < len[i] && c.next(nullptr, &v) == Status::kOk; j++) {
+        unsigned j = 0, want = len[i];
+        c.for_each([&](const KeyBuffer&, const ValueRef& v) {
           sum += v.ptr[0];
           records++;
-        }
+          return ++j < want;
+        });
       }
       return true;
     });

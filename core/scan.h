@@ -1,0 +1,73 @@
+// Cursor::for_each: a forward scan that walks each leaf in one tight loop.
+//
+// Cursor::next() is general (it survives tree modifications, runs in both
+// directions, re-dispatches on the leaf layout for every record). A scan that
+// only reads can do better: after next() has positioned the cursor on a leaf
+// and read its first record, the rest of that leaf is visited by a loop
+// specialised for the leaf's layout, rewriting only the key bytes that change
+// (the suffix after the node's prefix, or the numeric part of a dense key).
+// This is how the paper's range lookups iterate (section 4.3, "Scans").
+//
+// visit(const KeyBuffer& key, const ValueRef& value) -> bool is called for each
+// record in order; returning false stops the scan after that record. The
+// visitor must not modify the tree. Afterwards the cursor is in the same state
+// as after the same number of next() calls, so next() and for_each() mix.
+// Returns kOk if the visitor stopped, kNotFound at the end of the range.
+#pragma once
+#include "core/leaf.h"
+
+namespace adaptree {
+
+template <class Visit>
+Status Cursor::for_each(Visit&& visit) {
+  for (;;) {
+    ValueRef v;
+    Status s = next(nullptr, &v);
+    if (s != Status::kOk) return s;
+    if (!visit(static_cast<const KeyBuffer&>(anchor_), static_cast<const ValueRef&>(v))) return Status::kOk;
+    if (reverse_) continue;
+    uint8_t* p = t_->page(leaf_);
+    switch (leaf::tag(p)) {
+      case PageTag::kBasicLeaf: {
+        BasicNode n{p};
+        int c = static_cast<int>(n.count());
+        while (pos_ + 1 < c) {
+          pos_++;
+          leaf::replace_suffix(n, pos_, &anchor_);
+          v.ptr = n.value(pos_);
+          v.field = n.value_field(pos_);
+          if (!visit(static_cast<const KeyBuffer&>(anchor_), static_cast<const ValueRef&>(v))) return Status::kOk;
+        }
+        break;
+      }
+      case PageTag::kFingerprintLeaf: {  // sorted when the cursor entered it
+        FingerprintLeaf n{p};
+        int c = static_cast<int>(n.count());
+        while (pos_ + 1 < c) {
+          pos_++;
+          leaf::replace_suffix(n, pos_, &anchor_);
+          v = n.value_at(pos_);
+          if (!visit(static_cast<const KeyBuffer&>(anchor_), static_cast<const ValueRef&>(v))) return Status::kOk;
+        }
+        break;
+      }
+      case PageTag::kFullyDenseLeaf: {
+        FullyDenseLeaf d{p};
+        unsigned klen = d.key_len();
+        int cap = static_cast<int>(d.capacity());
+        for (int q = d.next_present(pos_ + 1); q < cap; q = d.next_present(q + 1)) {
+          pos_ = q;
+          if (klen >= 4) store_be32(anchor_.data + klen - 4, d.ref() + static_cast<uint32_t>(q));
+          else d.key_at(q, &anchor_);
+          v = d.value_at(q);
+          if (!visit(static_cast<const KeyBuffer&>(anchor_), static_cast<const ValueRef&>(v))) return Status::kOk;
+        }
+        break;
+      }
+      default:  // semi-dense leaves: the general path
+        break;
+    }
+  }
+}
+
+}  // namespace adaptree
