@@ -78,6 +78,10 @@ async function main() {
     if (keyEncoding === 'bytes') keys = probe = keyViews(kf);
   }
   const configs = impl.configs ? P.configs : ['-'];
+  if (P.mode !== 'ycsb' && configs.length > 1 && impl.configs) {
+    await runPaperSideBySide(impl, configs, keys, probe, keyEncoding, n);
+    return;
+  }
   for (const config of configs) {
     if (P.mode === 'ycsb') await runYcsb(impl, config, keys, probe, keyEncoding, keyHeap, n);
     else await runPaper(impl, config, keys, probe, keyEncoding, keyHeap, n);
@@ -173,6 +177,81 @@ async function runPaper(impl, config, keys, probe, keyEncoding, keyHeap, n) {
     finish({ ...baseRow(impl.name, store.config, keyEncoding, n), workload: 'iterate' }, res, store, space);
   }
   store.close();
+}
+
+/**
+ * The paper's workloads on several configurations of one impl, compared side by side: all
+ * stores are loaded first, then each workload's operation stream is cut into ROUNDS chunks and
+ * every round times each store on the same chunk, in an order that rotates from round to round.
+ * Noise on this shared machine then lands on every configuration alike (bench/native does the
+ * same). The time budget ends a workload at a round boundary, so all stores run the same ops.
+ */
+async function runPaperSideBySide(impl, configs, keys, probe, keyEncoding, n) {
+  const W = new Set(P.workloads);
+  const n90 = Math.floor(n * 0.9);
+  const ROUNDS = P.rounds ?? 10;
+  const subjects = [];
+  for (const config of configs) {
+    const { store } = await load(impl, config, keys, keyEncoding, n90, 0);
+    subjects.push({ store, config: store.config, label: `${impl.name}/${store.config} on ${P.dataset}` });
+  }
+  const sideBySide = (count, budgetSec, body) => {
+    for (const s of subjects) s.seconds = 0;
+    const t0 = performance.now();
+    let done = 0;
+    for (let r = 0; r < ROUNDS && done < count; r++) {
+      const lo = Math.floor((count * r) / ROUNDS), hi = Math.floor((count * (r + 1)) / ROUNDS);
+      if (hi === lo) continue;
+      for (let k = 0; k < subjects.length; k++) {
+        const s = subjects[(k + r) % subjects.length];
+        const ts = performance.now();
+        body(s, lo, hi);
+        s.seconds += (performance.now() - ts) / 1000;
+      }
+      done = hi;
+      if (performance.now() - t0 > budgetSec * 1000 * subjects.length) break;
+    }
+    return done;
+  };
+  const report = (workload, ops, extra = {}) => {
+    for (const s of subjects) finish({ ...baseRow(impl.name, s.config, keyEncoding, n), workload, rounds: ROUNDS, ...extra }, { ops, seconds: s.seconds }, s.store, {});
+  };
+  const vals = [];
+  for (let i = n90; i < n; i++) vals.push(valueFor(i));
+  const insOps = sideBySide(n - n90, Infinity, (s, a, b) => {
+    for (let i = a; i < b; i++) s.store.set(keys[n90 + i], vals[i]);
+  });
+  for (const s of subjects) verify(s.store, probe, n, s.label);
+  if (W.has('insert')) report('insert', insOps);
+  const lookup = (name, idx) => {
+    let miss = 0;
+    const ops = sideBySide(idx.length, P.budgetSec, (s, a, b) => {
+      for (let i = a; i < b; i++) if (s.store.get(probe[idx[i]]) === undefined) miss++;
+    });
+    if (miss) throw new Error(`${impl.name} on ${P.dataset} ${name}: ${miss} lookups of present keys missed: no rows`);
+    report(name, ops);
+  };
+  if (W.has('lookup_zipf')) lookup('lookup_zipf', zipfIndexes(n, P.lookups, P.seed));
+  if (W.has('lookup_uniform')) lookup('lookup_uniform', uniformIndexes(n, P.lookups, P.seed));
+  if (W.has('scan') && subjects[0].store.scan) {
+    const { start, len } = scanOps(n, P.scans, P.seed);
+    let records = 0;
+    const ops = sideBySide(start.length, P.budgetSec, (s, a, b) => {
+      for (let i = a; i < b; i++) records += s.store.scan(probe[start[i]], len[i]);
+    });
+    if (records < ops * subjects.length) throw new Error(`${impl.name} on ${P.dataset} scan: ${records} records for ${ops} scans per store: no rows`);
+    report('scan', ops, { records: Math.round(records / subjects.length) });
+  }
+  if (W.has('iterate')) {
+    const ops = sideBySide(3, Infinity, (s, a, b) => {
+      for (let pass = a; pass < b; pass++) {
+        const c = s.store.iterate();
+        if (c !== n) throw new Error(`${s.label} iterate: ${c} records, expected ${n}: no rows`);
+      }
+    });
+    report('iterate', ops * n);
+  }
+  for (const s of subjects) s.store.close();
 }
 
 async function runYcsb(impl, config, keys, probe, keyEncoding, keyHeap, n) {
