@@ -786,6 +786,9 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expectError(() => make(undefined, { layout: 'btree' as never }), InvalidArgumentError, 'INVALID_ARGUMENT');
       expectError(() => make(undefined, { keys: { encode: 1 } as never }), InvalidArgumentError, 'INVALID_ARGUMENT');
       expectError(() => new BTreeMap(undefined, 5 as never), InvalidArgumentError, 'INVALID_ARGUMENT');
+      // A misspelt option must not silently fall back to the defaults.
+      expectError(() => make(undefined, { keyEncoding: 'bytes' } as never), InvalidArgumentError, 'INVALID_ARGUMENT');
+      expectError(() => make(undefined, { valueEncoding: 'utf8' } as never), InvalidArgumentError, 'INVALID_ARGUMENT');
     });
 
     it('a codec or toJSON that calls back into adaptree: ReentrancyError, map unchanged', () => {

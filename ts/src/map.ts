@@ -75,6 +75,8 @@ export interface BTreeMapOptions<K, V> {
   wasm?: AdaptreeWasm;
 }
 
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set(['keys', 'values', 'layout', 'wasm']);
+
 /** A key range. At most one lower bound (`gt`/`gte`) and one upper bound (`lt`/`lte`). */
 export interface Range<K> {
   gt?: K;
@@ -790,6 +792,12 @@ export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
   constructor(entries?: Iterable<readonly [K, V]> | null, options?: BTreeMapOptions<K, V>) {
     if (options !== undefined && (options === null || typeof options !== 'object')) {
       throw new InvalidArgumentError('options must be an object');
+    }
+    // A misspelt option (say `keyEncoding` for `keys`) would otherwise silently give the defaults.
+    for (const name of Object.keys(options ?? {})) {
+      if (!KNOWN_OPTIONS.has(name)) {
+        throw new InvalidArgumentError(`unknown option '${name}' (${[...KNOWN_OPTIONS].join(', ')})`);
+      }
     }
     const wasm = options?.wasm ?? defaultWasm;
     if (wasm === undefined) throw new NotInitializedError();
