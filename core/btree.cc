@@ -664,9 +664,12 @@ bool BTree::merge_children(PageId parent, unsigned left_pos) {
 
 // ---------------------------------------------------------------- cursor
 
-void Cursor::enter(PageId leaf) {
+void Cursor::enter(PageId leaf, bool scan_start) {
+  // The operation counter steps once per scan (paper, section 5.1), on the
+  // leaf where it starts: leaves reached by moving on, or by re-positioning
+  // after a modification, belong to the same scan.
+  if (scan_start && t_->cfg_.adaptive) t_->on_scan(leaf);
   leaf_ = leaf;
-  if (t_->cfg_.adaptive) t_->on_scan(leaf);
   uint8_t* p = t_->page(leaf);
   // Lazy sorting before scans (paper, section 3.4).
   if (p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf)) FingerprintLeaf{p}.sort();
@@ -705,15 +708,15 @@ bool Cursor::settle_backward(int pos) {
   }
 }
 
-Status Cursor::position() {
+Status Cursor::position(bool scan_start) {
   pending_advance_ = false;
   bool ok;
   if (anchor_edge_) {
-    enter(t_->descend_edge(reverse_));
+    enter(t_->descend_edge(reverse_), scan_start);
     ok = reverse_ ? settle_backward(INT_MAX) : settle_forward(0);
   } else {
     BTree::Path path;
-    enter(t_->descend(anchor_.slice(), &path));
+    enter(t_->descend(anchor_.slice(), &path), scan_start);
     bool exact;
     int pos = leaf::lower_bound(t_->page(leaf_), anchor_.slice(), &exact);
     if (!reverse_) {
@@ -744,16 +747,16 @@ Status Cursor::seek(Slice key, uint32_t flags) {
     anchor_.len = key.len;
     anchor_leaf_ = kInvalidPageId;
   }
-  return position();
+  return position(true);
 }
 
 Status Cursor::next(KeyBuffer* key, ValueRef* value) {
   if (state_ == kUnpositioned) {
     anchor_edge_ = true;
     reverse_ = false;
-    position();
+    position(true);  // next() without seek() starts a scan from the first key
   } else if (t_->version_ != version_) {
-    position();  // the tree changed: re-seek from the last key returned (or the seek key)
+    position(false);  // the tree changed: re-seek from the last key returned (or the seek key)
   } else if (pending_advance_) {
     pending_advance_ = false;
     bool ok = reverse_ ? settle_backward(pos_ - 1) : settle_forward(pos_ + 1);

@@ -109,7 +109,7 @@ class BTree {
   bool convert_leaf(PageId leaf, PageTag target, const Slice* key = nullptr, uint16_t vfield = 0);
   // Records of a leaf or inner node (copied to scratch first), sorted.
   unsigned extract(const uint8_t* page, unsigned scratch_slot, std::vector<RecordRef>* out);
-  // Operation-adaption: counter step on a point op or a scan entering a leaf.
+  // Operation-adaption: counter step on a point op, or on the leaf where a scan starts.
   void on_point_op(PageId leaf);
   void on_scan(PageId leaf);
 
@@ -151,10 +151,13 @@ class Cursor {
 
  private:
   enum State : uint8_t { kUnpositioned, kOnRecord, kEnd };
-  Status position();
+  // scan_start: this positioning starts a scan (seek), so it steps the
+  // operation counter; re-positioning after a modification does not.
+  Status position(bool scan_start);
   bool settle_forward(int pos);
   bool settle_backward(int pos);
-  void enter(PageId leaf);
+  // Makes leaf the current one; lazy-sorts fingerprint leaves.
+  void enter(PageId leaf, bool scan_start = false);
 
   BTree* t_;
   uint64_t version_ = 0;

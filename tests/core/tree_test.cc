@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bindings/adaptree.h"
+#include "core/basic_node.h"
 #include "core/btree.h"
 #include "core/fully_dense_leaf.h"
 #include "core/node_stats.h"
@@ -129,12 +130,14 @@ TEST(Transition, BasicToFingerprintAndBackByOperationCounter) {
   expect_sound(t);
   uint64_t fp0 = leaves_of(t, PageTag::kFingerprintLeaf), basic0 = leaves_of(t, PageTag::kBasicLeaf);
   EXPECT_GT(fp0, basic0 * 4) << "string keys with colliding heads should use fingerprint leaves";
-  // Scans raise the counters: leaves convert back to comparison-based.
+  // Scans raise the counters (one step per scan, on the leaf where it
+  // starts): short scans from random keys convert leaves back to comparison-based.
   Cursor c(&t);
-  for (int round = 0; round < 40; round++) {
-    c.seek({}, kSeekEdge);
+  std::mt19937 sr(4);
+  for (int round = 0; round < 60000; round++) {
+    c.seek(sl(keys[sr() % keys.size()]), 0);
     ValueRef v;
-    while (c.next(nullptr, &v) == Status::kOk) {
+    for (int i = 0; i < 5 && c.next(nullptr, &v) == Status::kOk; i++) {
     }
   }
   expect_sound(t);
@@ -153,6 +156,120 @@ TEST(Transition, BasicToFingerprintAndBackByOperationCounter) {
   for (int i = 0; i < 100000; i++) get(ints, be32(r()));
   EXPECT_EQ(leaves_of(ints, PageTag::kFingerprintLeaf), 0u);
   expect_sound(ints);
+}
+
+namespace {
+
+struct LeafState {
+  PageTag tag;
+  uint8_t counter;
+  bool operator==(const LeafState&) const = default;
+};
+
+// Layout and operation counter of every leaf, by page id (conversions keep the id).
+std::map<PageId, LeafState> leaf_states(const BTree& t) {
+  std::map<PageId, LeafState> out;
+  visit_nodes(
+      t,
+      [](const NodeInfo& n, void* ctx) {
+        if (n.level == 0) (*static_cast<std::map<PageId, LeafState>*>(ctx))[n.id] = {n.tag, n.counter};
+      },
+      &out);
+  return out;
+}
+
+PageId leaf_for(const BTree& t, const std::string& key) {
+  PageId id = t.root();
+  while (t.store().page(id)[0] == static_cast<uint8_t>(PageTag::kBasicInner))
+    id = BasicNode{t.store().page(id)}.child_for(sl(key).data, static_cast<uint32_t>(key.size()));
+  return id;
+}
+
+// Leaves whose layout or counter differ between two snapshots of the same tree.
+std::vector<PageId> changed_leaves(const std::map<PageId, LeafState>& a, const std::map<PageId, LeafState>& b) {
+  std::vector<PageId> out;
+  for (auto& [id, s] : b) {
+    auto it = a.find(id);
+    if (it == a.end() || !(it->second == s)) out.push_back(id);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Transition, ScanCounterStepsOncePerScanNotPerLeaf) {
+  // Fingerprint leaves (URL keys have bad heads), adaptive config.
+  BTree t(LayoutConfig::kAdaptive);
+  ASSERT_EQ(t.init(), Status::kOk);
+  auto keys = url_keys(20000);
+  for (auto& k : keys) ASSERT_EQ(t.set(sl(k), sl(kVal8)), Status::kOk);
+  auto before = leaf_states(t);
+  ASSERT_GT(before.size(), 50u);
+  // Long scans across every leaf, forward and backward: only the leaf where
+  // each scan starts may step, so no inner leaf changes (per-leaf counting
+  // would step each one ten times and convert most of them).
+  Cursor c(&t);
+  ValueRef v;
+  KeyBuffer k;
+  for (int round = 0; round < 10; round++) {
+    ASSERT_EQ(c.seek({}, kSeekEdge | (round % 2 ? kSeekReverse : 0)), Status::kOk);
+    size_t n = 0;
+    while (c.next(nullptr, &v) == Status::kOk) n++;
+    ASSERT_EQ(n, keys.size());
+  }
+  auto after = leaf_states(t);
+  EXPECT_LE(changed_leaves(before, after).size(), 2u) << "full scans stepped counters of leaves they passed";
+  expect_sound(t);
+  // Re-positioning after a modification is the same scan: interleave updates
+  // of one key with a full scan (every next() re-seeks), then only the leaf
+  // of the start and the updated key's leaf may differ.
+  std::string last = *std::max_element(keys.begin(), keys.end());
+  before = leaf_states(t);
+  ASSERT_EQ(c.seek({}, kSeekEdge), Status::kOk);
+  size_t n = 0;
+  for (;; n++) {
+    ASSERT_EQ(t.set(sl(last), sl(kVal8)), Status::kOk);
+    if (c.next(&k, &v) != Status::kOk) break;
+  }
+  EXPECT_EQ(n, keys.size());
+  after = leaf_states(t);
+  EXPECT_LE(changed_leaves(before, after).size(), 2u) << "re-positioning counted as new scans";
+  // Exact semantics: a short scan that crosses leaves steps at most one
+  // counter, by one.
+  std::mt19937 r(12);
+  unsigned stepped = 0;
+  for (int round = 0; round < 300; round++) {
+    before = leaf_states(t);
+    c.seek(sl(keys[r() % keys.size()]), r() % 2 ? kSeekReverse : 0);
+    for (int i = 0; i < 300 && c.next(nullptr, &v) == Status::kOk; i++) {
+    }
+    after = leaf_states(t);
+    auto changed = changed_leaves(before, after);
+    ASSERT_LE(changed.size(), 1u) << "round " << round;
+    if (changed.empty()) continue;
+    LeafState a = before[changed[0]], b = after[changed[0]];
+    EXPECT_EQ(b.counter, a.counter + 1) << "round " << round;
+    stepped++;
+  }
+  EXPECT_GT(stepped, 10u);
+  // Many short scans starting in one fingerprint leaf convert it.
+  std::string key;
+  PageId leaf = kInvalidPageId;
+  for (size_t i = 0; i < keys.size() && leaf == kInvalidPageId; i += 101) {
+    PageId id = leaf_for(t, keys[i]);
+    if (t.store().page(id)[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf)) {
+      leaf = id;
+      key = keys[i];
+    }
+  }
+  ASSERT_NE(leaf, kInvalidPageId);
+  for (int round = 0; round < 200; round++) {
+    ASSERT_EQ(c.seek(sl(key), 0), Status::kOk);
+    for (int i = 0; i < 3; i++) c.next(nullptr, &v);
+  }
+  EXPECT_EQ(t.store().page(leaf)[0], static_cast<uint8_t>(PageTag::kBasicLeaf));
+  EXPECT_EQ(t.store().page(leaf)[hdr::kCounter], kCounterMax);
+  expect_sound(t);
 }
 
 TEST(Transition, BasicToFullyDenseAndBack) {
