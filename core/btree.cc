@@ -331,6 +331,11 @@ bool BTree::build_leaf(uint8_t* dst, const Fences& f, const RecordRef* r, unsign
   return BasicNode::build(dst, PageTag::kBasicLeaf, leaf_flags(), f, cfg_.prefix_truncation, r, n, 0, c);
 }
 
+// A dense leaf with fewer records than a quarter of its slots is not worth
+// its layout: a key past its last slot turns it back into a comparison-based
+// leaf instead of splitting it to self (paper, section 3.5, end of "Dense Leaf Split").
+bool BTree::dense_enough(const uint8_t* p) { return leaf::count(p) * 4 >= leaf::positions(p); }
+
 // Rebuilds a leaf in another layout (kBasicLeaf: comparison-based as chosen
 // by build_leaf without dense layouts). False, leaf unchanged, if it does not fit.
 bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t vfield) {
@@ -370,10 +375,12 @@ bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t
   // to self follows) with the leaf dense enough not to be converted back.
   if (ok && key && target == PageTag::kFullyDenseLeaf) {
     FullyDenseLeaf d{dst};
-    ok = d.beyond_capacity(*key, vfield) ? d.count() * 4 >= d.capacity()
-                                          : d.index_of(*key) >= 0 && vfield == d.value_size();
+    ok = d.beyond_capacity(*key, vfield) ? dense_enough(dst) : d.index_of(*key) >= 0 && vfield == d.value_size();
   }
-  if (ok && key && target == PageTag::kSemiDenseLeaf) ok = SemiDenseLeaf{dst}.index_of(*key) >= 0;
+  if (ok && key && target == PageTag::kSemiDenseLeaf) {
+    SemiDenseLeaf d{dst};
+    ok = d.beyond_capacity(*key) ? dense_enough(dst) : d.index_of(*key) >= 0;
+  }
   if (!ok) return false;
   memcpy(page(leaf), dst, kPageSize);
   version_++;
@@ -552,36 +559,49 @@ Status BTree::split_leaf(Path* path, Slice key) {
   return Status::kOk;
 }
 
-// Fully dense leaf overflowing past its last slot (ascending inserts): keep
-// every record, lower the upper fence to the last slot's key and give the
-// keys above to a new leaf (paper, section 3.5, "Dense Leaf Split").
+// Dense leaf overflowing past its last slot (ascending inserts): keep every
+// record, lower the upper fence to the last slot's key and give the keys
+// above to a new leaf (paper, section 3.5, "Dense Leaf Split"). Fully dense
+// leaves reserve room for that fence and change it in place; semi-dense
+// leaves keep room for it (fence_reserve) and are rebuilt with it.
 Status BTree::split_to_self(Path* path, Slice key, uint16_t vfield) {
   unsigned d = path->depth;
   PageId leaf = path->ids[d - 1];
-  memcpy(scratch_[0], page(leaf), kPageSize);
-  FullyDenseLeaf dl{scratch_[0]};
+  const uint8_t* src = page(leaf);
+  bool fully = src[0] == static_cast<uint8_t>(PageTag::kFullyDenseLeaf);
+  // The leaf keeps its slots up to the last one or, when a semi-dense leaf's
+  // heap is full, up to its last record.
+  int last = static_cast<int>(leaf::positions(src)) - 1;
+  if (!fully && !SemiDenseLeaf{page(leaf)}.beyond_capacity(key)) last = leaf::prev_present(src, last);
+  if (last < 0) return split_leaf(path, key);
   KeyBuffer sep;
-  dl.last_slot_key(&sep);
+  leaf::key_at(src, last, &sep);
+  // The lower leaf first: if it cannot be built nothing has changed yet.
+  if (fully) {
+    memcpy(scratch_[1], src, kPageSize);
+    FullyDenseLeaf{scratch_[1]}.set_upper_fence(sep.slice());
+  } else {
+    unsigned n = extract(src, 0, &recs_);
+    Fences lf = fences_of(scratch_[0]);
+    lf.upper = sep.slice();
+    lf.upper_inf = false;
+    if (!SemiDenseLeaf::build(scratch_[1], lf, recs_.data(), n)) return split_leaf(path, key);
+  }
   bool restarted;
   Status s = ensure_parent_space(path, d - 1, sep.len, &restarted);
   if (s != Status::kOk || restarted) return s;
   d = path->depth;
-  Fences old = fences_of(scratch_[0]);
+  // The keys above go to a new leaf: fully dense if the key has a slot in
+  // one, else comparison-based (it becomes dense when it fills, if it can).
+  Fences old = fences_of(src);
   Fences rf{sep.slice(), old.upper, false, old.upper_inf};
-  bool dense = FullyDenseLeaf::build(scratch_[2], rf, nullptr, 0, key.len, vfield) &&
+  bool dense = fully && FullyDenseLeaf::build(scratch_[2], rf, nullptr, 0, key.len, vfield) &&
                FullyDenseLeaf{scratch_[2]}.index_of(key) >= 0;
-  if (!dense) {
-    Config saved = cfg_;
-    cfg_.fully_dense_leaves = cfg_.semi_dense_leaves = false;
-    bool ok = build_leaf(scratch_[2], rf, nullptr, 0, kCounterDisabled);
-    cfg_ = saved;
-    if (!ok) return Status::kCorrupt;
-  }
+  if (!dense && !build_leaf(scratch_[2], rf, nullptr, 0, kCounterDisabled)) return Status::kCorrupt;
   PageId left;
   s = store_.allocate(&left);
   if (s != Status::kOk) return s;
-  memcpy(page(left), scratch_[0], kPageSize);
-  FullyDenseLeaf{page(left)}.set_upper_fence(sep.slice());
+  memcpy(page(left), scratch_[1], kPageSize);
   memcpy(page(leaf), scratch_[2], kPageSize);
   insert_separator(path->ids[d - 2], sep.slice(), left);
   version_++;
@@ -599,15 +619,21 @@ Status BTree::make_room(Path* path, Slice key, uint16_t vfield) {
       if (cfg_.semi_dense_leaves && convert_leaf(leaf, PageTag::kSemiDenseLeaf, &key, vfield)) return Status::kOk;
       return split_leaf(path, key);
     case PageTag::kSemiDenseLeaf:
-      if (SemiDenseLeaf{p}.index_of(key) < 0 && convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
-      return split_leaf(path, key);
     case PageTag::kFullyDenseLeaf: {
-      FullyDenseLeaf dl{p};
-      if (dl.beyond_capacity(key, vfield)) {
-        // Too few records for the dense layout to pay off: back to comparisons.
-        if (dl.count() * 4 < dl.capacity() && convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
+      bool fully = p[0] == static_cast<uint8_t>(PageTag::kFullyDenseLeaf);
+      if (fully ? FullyDenseLeaf{p}.beyond_capacity(key, vfield) : SemiDenseLeaf{p}.beyond_capacity(key)) {
+        if (!dense_enough(p) && convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
         return split_to_self(path, key, vfield);
       }
+      if (!fully) {
+        // A semi-dense leaf that has the key's slot is full: past its last
+        // record (ascending inserts) it splits to self too, else at the median.
+        SemiDenseLeaf sd{p};
+        int i = sd.index_of(key);
+        if (i >= 0) return sd.prev_present(static_cast<int>(sd.slot_count()) - 1) < i ? split_to_self(path, key, vfield)
+                                                                                      : split_leaf(path, key);
+      }
+      // A key of another format (or value size) goes to a comparison-based leaf.
       if (convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
       return split_leaf(path, key);
     }

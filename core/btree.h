@@ -94,6 +94,7 @@ class BTree {
   // retry the operation from the root.
   Status make_room(Path* path, Slice key, uint16_t vfield);
   Status split_leaf(Path* path, Slice key);
+  // Dense leaf (fully or semi-dense) and a key past its last slot.
   Status split_to_self(Path* path, Slice key, uint16_t vfield);
   Status split_inner(Path* path, unsigned idx);
   Status ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_len, bool* restarted);
@@ -107,6 +108,7 @@ class BTree {
   // Key-adaption: writes the best layout for these records into dst.
   bool build_leaf(uint8_t* dst, const Fences& f, const RecordRef* r, unsigned n, uint8_t counter);
   bool convert_leaf(PageId leaf, PageTag target, const Slice* key = nullptr, uint16_t vfield = 0);
+  static bool dense_enough(const uint8_t* leaf);
   // Records of a leaf or inner node (copied to scratch first), sorted.
   unsigned extract(const uint8_t* page, unsigned scratch_slot, std::vector<RecordRef>* out);
   // Operation-adaption: counter step on a point op, or on the leaf where a scan starts.

@@ -348,6 +348,48 @@ TEST(Transition, SplitToSelfFillsDenseLeavesOnAscendingInserts) {
   EXPECT_GT(collect_stats(h).bytes, 2 * s.bytes);
 }
 
+TEST(Transition, SplitToSelfFillsSemiDenseLeavesOnAscendingInserts) {
+  // Values of varying size: only the semi-dense layout applies. Keys start
+  // far from zero, so the first leaf (no lower fence) stays comparison-based.
+  const uint32_t n = 100000;
+  for (int width : {4, 8}) {
+    BTree t(LayoutConfig::kSemiDense);
+    ASSERT_EQ(t.init(), Status::kOk);
+    auto key = [&](uint32_t i) { return width == 4 ? be32(3000000000u + i) : be64(0x0123456780000000ull + i); };
+    auto value = [](uint32_t i) { return std::string(4 + i % 9, static_cast<char>('a' + i % 26)); };
+    for (uint32_t i = 0; i < n; i++) ASSERT_EQ(t.set(sl(key(i)), sl(value(i))), Status::kOk);
+    expect_sound(t);
+    // Leaves in key order (the first and the last one may be partly empty).
+    std::vector<NodeInfo> leaves;
+    visit_nodes(
+        t, [](const NodeInfo& i, void* c) { if (i.level == 0) static_cast<std::vector<NodeInfo>*>(c)->push_back(i); },
+        &leaves);
+    ASSERT_GT(leaves.size(), 10u);
+    double fill = 0;
+    for (size_t i = 1; i + 1 < leaves.size(); i++) {
+      EXPECT_EQ(leaves[i].tag, PageTag::kSemiDenseLeaf) << "width " << width << ", leaf " << i;
+      EXPECT_GT(leaves[i].fill, 0.9) << "width " << width << ", leaf " << i << " of " << leaves.size();
+      fill += leaves[i].fill;
+    }
+    EXPECT_GT(fill / (leaves.size() - 2), 0.95) << "width " << width;
+    // About 12.5 bytes per record (2 slot, 2 length, 8.0 value on average) in full pages.
+    TreeStats s = collect_stats(t);
+    EXPECT_LT(static_cast<double>(s.bytes) / n, 14.5) << "width " << width;
+    for (uint32_t i = 0; i < n; i += 7) ASSERT_EQ(get(t, key(i)), value(i));
+    auto all = scan_all(t, false);
+    ASSERT_EQ(all.size(), n);
+    for (uint32_t i = 0; i < n; i += 13) ASSERT_EQ(all[i], key(i));
+    // Further random inserts and removals between the ascending keys keep the tree sound.
+    std::mt19937 r(width);
+    for (uint32_t i = 0; i < 20000; i++) {
+      uint32_t x = r() % (n + 1000);
+      if (r() % 3) ASSERT_EQ(t.set(sl(key(x)), sl(value(x + 1))), Status::kOk);
+      else t.remove(sl(key(x)));
+    }
+    expect_sound(t);
+  }
+}
+
 TEST(Transition, PartitionAwareSplitSeparatesIdRanges) {
   // 64-bit keys: partition (u32) ++ counter (u32), partitions interleaved,
   // each ascending (paper, section 4.6 "Partitioned Sequential Insert").
