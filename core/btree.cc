@@ -151,6 +151,7 @@ Status BTree::set(Slice key, Slice value) {
       if (r == PutResult::kInserted) count_++;
       if (old.overflow) overflow_free(store_, old.first_page);
       version_++;
+      if (attempt > 0 && height_ > 2) fix_keyless_inner(key);
       return Status::kOk;
     }
     Status s = make_room(&path, key, field);
@@ -196,6 +197,7 @@ Status BTree::remove(Slice key) {
       store_.release(root_);
       return init();
     }
+    fix_keyless_inner(key);
     // A root without keys hands over to its only child.
     for (;;) {
       uint8_t* rp = page(root_);
@@ -646,14 +648,14 @@ Status BTree::make_room(Path* path, Slice key, uint16_t vfield) {
 
 // Merges the children at left_pos and left_pos + 1 of parent into the right
 // one (which keeps its parent pointer) if the result fits.
-bool BTree::merge_children(PageId parent, unsigned left_pos) {
+bool BTree::merge_children(PageId parent, unsigned left_pos, bool any_fit) {
   BasicNode pn{page(parent)};
   if (left_pos >= pn.count()) return false;
   PageId left = pn.child(left_pos), right = pn.child(left_pos + 1);
   uint8_t* lp = page(left);
   uint8_t* rp = page(right);
   bool inner = lp[0] == static_cast<uint8_t>(PageTag::kBasicInner);
-  if (content_bytes(lp) + content_bytes(rp) > kMergeThreshold) return false;
+  if (!any_fit && content_bytes(lp) + content_bytes(rp) > kMergeThreshold) return false;
   unsigned nl = extract(lp, 0, &recs_);
   unsigned nr = extract(rp, 1, &recs2_);
   Fences lf = fences_of(scratch_[0]), rf = fences_of(scratch_[1]);
@@ -686,6 +688,95 @@ bool BTree::merge_children(PageId parent, unsigned left_pos) {
   store_.release(left);
   version_++;
   return true;
+}
+
+// ---------------------------------------------------------------- inner rebalancing
+
+// Rotation through the parent: the keys of two neighbouring inner nodes and
+// the parent's separator between them are dealt out again, one moving up,
+// so that both keep at least one. The node short of keys takes one, as
+// close to a single borrowed separator as the pages allow.
+bool BTree::rotate_children(PageId parent, unsigned left_pos) {
+  BasicNode pn{page(parent)};
+  if (left_pos >= pn.count()) return false;
+  PageId left = pn.child(left_pos), right = pn.child(left_pos + 1);
+  if (page(left)[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return false;
+  unsigned nl = extract(page(left), 0, &recs_);
+  unsigned nr = extract(page(right), 1, &recs2_);
+  if (nl + nr < 2) return false;
+  Fences lf = fences_of(scratch_[0]), rf = fences_of(scratch_[1]);
+  KeyBuffer down;
+  unsigned plen = pn.prefix_len();
+  memcpy(down.data, pn.prefix(), plen);
+  memcpy(down.data + plen, pn.suffix(left_pos).data, pn.suffix(left_pos).len);
+  down.len = plen + pn.suffix(left_pos).len;
+  uint8_t child[4];
+  store32(child, BasicNode{scratch_[0]}.upper_child());
+  recs_.push_back(RecordRef{down.data, nullptr, child, static_cast<uint16_t>(down.len), 0, 4});
+  recs_.insert(recs_.end(), recs2_.begin(), recs2_.begin() + nr);
+  unsigned n = static_cast<unsigned>(recs_.size());
+  PageId upper = BasicNode{scratch_[1]}.upper_child();
+  // Record j moves up: left takes [0, j), right (j, n).
+  unsigned preferred = nl == 0 ? 1 : (nr == 0 ? n - 2 : n / 2);
+  alignas(16) uint8_t right_img[kPageSize];
+  KeyBuffer up;
+  for (unsigned k = 0; k < 2 * n; k++) {
+    int j = static_cast<int>(preferred) + ((k & 1) ? -static_cast<int>((k + 1) / 2) : static_cast<int>(k / 2));
+    if (j < 1 || j > static_cast<int>(n) - 2) continue;
+    up.assign(recs_[j], recs_[j].key_len());
+    Fences l{lf.lower, up.slice(), lf.lower_inf, false};
+    Fences r{up.slice(), rf.upper, false, rf.upper_inf};
+    // The parent's separator changes length: it must still fit.
+    Slice old_sep = pn.suffix(left_pos);
+    if (up.len < plen || pn.entry_space(up.len - plen, 4) > pn.free_space_after_compaction() + pn.entry_space(old_sep.len, 4))
+      continue;
+    if (!BasicNode::build(scratch_[2], PageTag::kBasicInner, inner_flags(), l, cfg_.prefix_truncation, recs_.data(), j,
+                          load32(recs_[j].val), kCounterDisabled) ||
+        !BasicNode::build(right_img, PageTag::kBasicInner, inner_flags(), r, cfg_.prefix_truncation,
+                          recs_.data() + j + 1, n - j - 1, upper, kCounterDisabled))
+      continue;
+    memcpy(page(left), scratch_[2], kPageSize);
+    memcpy(page(right), right_img, kPageSize);
+    store32(child, left);
+    pn.remove_at(left_pos);
+    pn.insert_at(left_pos, up.data + plen, up.len - plen, child, 4);
+    version_++;
+    return true;
+  }
+  return false;
+}
+
+// With long separators (1 KiB keys without prefix truncation) an inner node
+// holds only one or two keys, and merging its children can leave it with
+// none and no sibling it fits with. Every inner node below the root must
+// keep a key: it borrows one through the parent, or merges with a neighbour
+// if both fit one page (the parent, one key poorer, is next on the way up).
+// Splits make key-less nodes too: a full inner node of two keys splits into
+// one key, one moving up and none, before the separator that caused the
+// split arrives (in either half). So the path's nodes and their neighbours
+// are checked after structure modifications of inserts as well.
+void BTree::fix_keyless_inner(Slice key) {
+  Path path;
+  descend(key, &path);
+  for (unsigned d = path.depth - 1; d-- > 1;) {
+    PageId parent = path.ids[d - 1];
+    bool exact;
+    unsigned at = BasicNode{page(parent)}.lower_bound(key.data, key.len, &exact);
+    for (unsigned pos : {at, at - 1, at + 1}) {
+      BasicNode pn{page(parent)};
+      if (pos > pn.count() || page(pn.child(pos))[0] != static_cast<uint8_t>(PageTag::kBasicInner)) continue;
+      BasicNode n{page(pn.child(pos))};
+      if (n.count() > 0) continue;
+      bool fixed = (pos > 0 && rotate_children(parent, pos - 1)) ||
+                   (pos < pn.count() && rotate_children(parent, pos)) ||
+                   (pos > 0 && merge_children(parent, pos - 1, true)) ||
+                   (pos < pn.count() && merge_children(parent, pos, true));
+      // A merge moved the parent's positions: the parent is next. Without a
+      // neighbour to borrow from or merge with (separators near 1 KiB: nodes
+      // hold one key) the node stays key-less.
+      if (fixed) break;
+    }
+  }
 }
 
 // ---------------------------------------------------------------- cursor

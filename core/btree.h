@@ -103,7 +103,18 @@ class BTree {
   // Releases every page below id (id itself stays). Only for nodes; the
   // caller frees overflow chains.
   void release_subtree(PageId id);
-  bool merge_children(PageId parent, unsigned left_pos);
+  // Merges two neighbouring children of parent; unless any_fit, only when
+  // together they are mostly empty (kMergeThreshold).
+  bool merge_children(PageId parent, unsigned left_pos, bool any_fit = false);
+  // Redistributes the keys of two neighbouring inner children of parent so
+  // that each keeps at least one (rotation through the parent).
+  bool rotate_children(PageId parent, unsigned left_pos);
+  // Gives every inner node below the root on key's path at least one key.
+  void fix_keyless_inner(Slice key);
+  // Bulk load's inner levels above children (key order, seps[i] between
+  // children i and i + 1); allocated pages are appended to *pages.
+  Status build_inner_levels(std::vector<PageId> children, std::vector<std::string> seps, std::vector<PageId>* pages,
+                            PageId* root, unsigned* levels);
 
   // Key-adaption: writes the best layout for these records into dst.
   bool build_leaf(uint8_t* dst, const Fences& f, const RecordRef* r, unsigned n, uint8_t counter);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <string>
@@ -464,6 +465,74 @@ TEST(WorstCase, MaximumKeysDifferingInTheLastByte) {
     for (auto& [k, v] : model) ASSERT_EQ(t.remove(sl(k)), Status::kOk);
     expect_sound(t);
     EXPECT_EQ(t.store().live_pages(), 1u);
+  }
+}
+
+namespace {
+struct KeylessCount {
+  unsigned height, keyless = 0;
+};
+// Inner nodes below the root with no key (a single child).
+unsigned keyless_inner_nodes(const BTree& t) {
+  KeylessCount k{t.height()};
+  visit_nodes(
+      t,
+      [](const NodeInfo& i, void* c) {
+        auto* k = static_cast<KeylessCount*>(c);
+        if (i.tag == PageTag::kBasicInner && i.count == 0 && i.level + 1 < k->height) k->keyless++;
+      },
+      &k);
+  return k.keyless;
+}
+}  // namespace
+
+TEST(WorstCase, LongSeparatorsLeaveNoKeylessInnerNodes) {
+  // 1 KiB keys sharing a 960-byte prefix: separators of about 961 bytes,
+  // stored untruncated (no prefix truncation) with fences as long, so inner
+  // nodes hold one or two keys. Splits and merges must still leave every
+  // inner node below the root a key (rotation through the parent).
+  for (LayoutConfig cfg : {LayoutConfig::kBaseline, LayoutConfig::kHints}) {
+    BTree t(cfg);
+    ASSERT_EQ(t.init(), Status::kOk);
+    std::mt19937 r(21);
+    std::vector<std::string> keys;
+    for (int i = 0; i < 3000; i++) {
+      std::string k(kMaxKeySize, 'p');
+      for (unsigned b = 960; b < kMaxKeySize; b++) k[b] = static_cast<char>('a' + r() % 26);
+      keys.push_back(k);
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    std::shuffle(keys.begin(), keys.end(), r);
+    auto bound = [](size_t n) { return 2u + static_cast<unsigned>(std::ceil(std::log2(std::max<size_t>(n, 2)))); };
+    for (size_t i = 0; i < keys.size(); i++) {
+      ASSERT_EQ(t.set(sl(keys[i]), sl(kVal8)), Status::kOk);
+      if (i % 250 == 0) {
+        expect_sound(t);
+        ASSERT_EQ(keyless_inner_nodes(t), 0u) << "after insert " << i;
+      }
+    }
+    expect_sound(t);
+    EXPECT_EQ(keyless_inner_nodes(t), 0u);
+    EXPECT_LE(t.height(), bound(keys.size()));
+    // Remove 90%, then all but a few.
+    std::shuffle(keys.begin(), keys.end(), r);
+    size_t keep = 7;
+    for (size_t i = 0; i + keep < keys.size(); i++) {
+      ASSERT_EQ(t.remove(sl(keys[i])), Status::kOk);
+      if (i % 100 == 0 || i + keep + 20 > keys.size()) {
+        expect_sound(t);
+        ASSERT_EQ(keyless_inner_nodes(t), 0u) << "after remove " << i;
+        ASSERT_LE(t.height(), bound(t.count()) + 1) << "after remove " << i;
+      }
+    }
+    std::vector<std::string> rest(keys.end() - keep, keys.end());
+    std::sort(rest.begin(), rest.end());
+    EXPECT_EQ(scan_all(t, false), rest);
+    auto back = scan_all(t, true);
+    std::reverse(back.begin(), back.end());
+    EXPECT_EQ(back, rest);
+    for (auto& k : rest) EXPECT_EQ(get(t, k), kVal8);
   }
 }
 
