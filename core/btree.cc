@@ -151,6 +151,7 @@ Status BTree::set(Slice key, Slice value) {
       if (r == PutResult::kInserted) count_++;
       if (old.overflow) overflow_free(store_, old.first_page);
       version_++;
+      if (attempt > 0 && height_ > 2) fix_keyless_inner(key);
       return Status::kOk;
     }
     Status s = make_room(&path, key, field);
@@ -196,6 +197,7 @@ Status BTree::remove(Slice key) {
       store_.release(root_);
       return init();
     }
+    fix_keyless_inner(key);
     // A root without keys hands over to its only child.
     for (;;) {
       uint8_t* rp = page(root_);
@@ -331,6 +333,11 @@ bool BTree::build_leaf(uint8_t* dst, const Fences& f, const RecordRef* r, unsign
   return BasicNode::build(dst, PageTag::kBasicLeaf, leaf_flags(), f, cfg_.prefix_truncation, r, n, 0, c);
 }
 
+// A dense leaf with fewer records than a quarter of its slots is not worth
+// its layout: a key past its last slot turns it back into a comparison-based
+// leaf instead of splitting it to self (paper, section 3.5, end of "Dense Leaf Split").
+bool BTree::dense_enough(const uint8_t* p) { return leaf::count(p) * 4 >= leaf::positions(p); }
+
 // Rebuilds a leaf in another layout (kBasicLeaf: comparison-based as chosen
 // by build_leaf without dense layouts). False, leaf unchanged, if it does not fit.
 bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t vfield) {
@@ -370,10 +377,12 @@ bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t
   // to self follows) with the leaf dense enough not to be converted back.
   if (ok && key && target == PageTag::kFullyDenseLeaf) {
     FullyDenseLeaf d{dst};
-    ok = d.beyond_capacity(*key, vfield) ? d.count() * 4 >= d.capacity()
-                                          : d.index_of(*key) >= 0 && vfield == d.value_size();
+    ok = d.beyond_capacity(*key, vfield) ? dense_enough(dst) : d.index_of(*key) >= 0 && vfield == d.value_size();
   }
-  if (ok && key && target == PageTag::kSemiDenseLeaf) ok = SemiDenseLeaf{dst}.index_of(*key) >= 0;
+  if (ok && key && target == PageTag::kSemiDenseLeaf) {
+    SemiDenseLeaf d{dst};
+    ok = d.beyond_capacity(*key) ? dense_enough(dst) : d.index_of(*key) >= 0;
+  }
   if (!ok) return false;
   memcpy(page(leaf), dst, kPageSize);
   version_++;
@@ -552,36 +561,49 @@ Status BTree::split_leaf(Path* path, Slice key) {
   return Status::kOk;
 }
 
-// Fully dense leaf overflowing past its last slot (ascending inserts): keep
-// every record, lower the upper fence to the last slot's key and give the
-// keys above to a new leaf (paper, section 3.5, "Dense Leaf Split").
+// Dense leaf overflowing past its last slot (ascending inserts): keep every
+// record, lower the upper fence to the last slot's key and give the keys
+// above to a new leaf (paper, section 3.5, "Dense Leaf Split"). Fully dense
+// leaves reserve room for that fence and change it in place; semi-dense
+// leaves keep room for it (fence_reserve) and are rebuilt with it.
 Status BTree::split_to_self(Path* path, Slice key, uint16_t vfield) {
   unsigned d = path->depth;
   PageId leaf = path->ids[d - 1];
-  memcpy(scratch_[0], page(leaf), kPageSize);
-  FullyDenseLeaf dl{scratch_[0]};
+  const uint8_t* src = page(leaf);
+  bool fully = src[0] == static_cast<uint8_t>(PageTag::kFullyDenseLeaf);
+  // The leaf keeps its slots up to the last one or, when a semi-dense leaf's
+  // heap is full, up to its last record.
+  int last = static_cast<int>(leaf::positions(src)) - 1;
+  if (!fully && !SemiDenseLeaf{page(leaf)}.beyond_capacity(key)) last = leaf::prev_present(src, last);
+  if (last < 0) return split_leaf(path, key);
   KeyBuffer sep;
-  dl.last_slot_key(&sep);
+  leaf::key_at(src, last, &sep);
+  // The lower leaf first: if it cannot be built nothing has changed yet.
+  if (fully) {
+    memcpy(scratch_[1], src, kPageSize);
+    FullyDenseLeaf{scratch_[1]}.set_upper_fence(sep.slice());
+  } else {
+    unsigned n = extract(src, 0, &recs_);
+    Fences lf = fences_of(scratch_[0]);
+    lf.upper = sep.slice();
+    lf.upper_inf = false;
+    if (!SemiDenseLeaf::build(scratch_[1], lf, recs_.data(), n)) return split_leaf(path, key);
+  }
   bool restarted;
   Status s = ensure_parent_space(path, d - 1, sep.len, &restarted);
   if (s != Status::kOk || restarted) return s;
   d = path->depth;
-  Fences old = fences_of(scratch_[0]);
+  // The keys above go to a new leaf: fully dense if the key has a slot in
+  // one, else comparison-based (it becomes dense when it fills, if it can).
+  Fences old = fences_of(src);
   Fences rf{sep.slice(), old.upper, false, old.upper_inf};
-  bool dense = FullyDenseLeaf::build(scratch_[2], rf, nullptr, 0, key.len, vfield) &&
+  bool dense = fully && FullyDenseLeaf::build(scratch_[2], rf, nullptr, 0, key.len, vfield) &&
                FullyDenseLeaf{scratch_[2]}.index_of(key) >= 0;
-  if (!dense) {
-    Config saved = cfg_;
-    cfg_.fully_dense_leaves = cfg_.semi_dense_leaves = false;
-    bool ok = build_leaf(scratch_[2], rf, nullptr, 0, kCounterDisabled);
-    cfg_ = saved;
-    if (!ok) return Status::kCorrupt;
-  }
+  if (!dense && !build_leaf(scratch_[2], rf, nullptr, 0, kCounterDisabled)) return Status::kCorrupt;
   PageId left;
   s = store_.allocate(&left);
   if (s != Status::kOk) return s;
-  memcpy(page(left), scratch_[0], kPageSize);
-  FullyDenseLeaf{page(left)}.set_upper_fence(sep.slice());
+  memcpy(page(left), scratch_[1], kPageSize);
   memcpy(page(leaf), scratch_[2], kPageSize);
   insert_separator(path->ids[d - 2], sep.slice(), left);
   version_++;
@@ -599,15 +621,21 @@ Status BTree::make_room(Path* path, Slice key, uint16_t vfield) {
       if (cfg_.semi_dense_leaves && convert_leaf(leaf, PageTag::kSemiDenseLeaf, &key, vfield)) return Status::kOk;
       return split_leaf(path, key);
     case PageTag::kSemiDenseLeaf:
-      if (SemiDenseLeaf{p}.index_of(key) < 0 && convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
-      return split_leaf(path, key);
     case PageTag::kFullyDenseLeaf: {
-      FullyDenseLeaf dl{p};
-      if (dl.beyond_capacity(key, vfield)) {
-        // Too few records for the dense layout to pay off: back to comparisons.
-        if (dl.count() * 4 < dl.capacity() && convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
+      bool fully = p[0] == static_cast<uint8_t>(PageTag::kFullyDenseLeaf);
+      if (fully ? FullyDenseLeaf{p}.beyond_capacity(key, vfield) : SemiDenseLeaf{p}.beyond_capacity(key)) {
+        if (!dense_enough(p) && convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
         return split_to_self(path, key, vfield);
       }
+      if (!fully) {
+        // A semi-dense leaf that has the key's slot is full: past its last
+        // record (ascending inserts) it splits to self too, else at the median.
+        SemiDenseLeaf sd{p};
+        int i = sd.index_of(key);
+        if (i >= 0) return sd.prev_present(static_cast<int>(sd.slot_count()) - 1) < i ? split_to_self(path, key, vfield)
+                                                                                      : split_leaf(path, key);
+      }
+      // A key of another format (or value size) goes to a comparison-based leaf.
       if (convert_leaf(leaf, PageTag::kBasicLeaf)) return Status::kOk;
       return split_leaf(path, key);
     }
@@ -620,14 +648,14 @@ Status BTree::make_room(Path* path, Slice key, uint16_t vfield) {
 
 // Merges the children at left_pos and left_pos + 1 of parent into the right
 // one (which keeps its parent pointer) if the result fits.
-bool BTree::merge_children(PageId parent, unsigned left_pos) {
+bool BTree::merge_children(PageId parent, unsigned left_pos, bool any_fit) {
   BasicNode pn{page(parent)};
   if (left_pos >= pn.count()) return false;
   PageId left = pn.child(left_pos), right = pn.child(left_pos + 1);
   uint8_t* lp = page(left);
   uint8_t* rp = page(right);
   bool inner = lp[0] == static_cast<uint8_t>(PageTag::kBasicInner);
-  if (content_bytes(lp) + content_bytes(rp) > kMergeThreshold) return false;
+  if (!any_fit && content_bytes(lp) + content_bytes(rp) > kMergeThreshold) return false;
   unsigned nl = extract(lp, 0, &recs_);
   unsigned nr = extract(rp, 1, &recs2_);
   Fences lf = fences_of(scratch_[0]), rf = fences_of(scratch_[1]);
@@ -662,11 +690,103 @@ bool BTree::merge_children(PageId parent, unsigned left_pos) {
   return true;
 }
 
+// ---------------------------------------------------------------- inner rebalancing
+
+// Rotation through the parent: the keys of two neighbouring inner nodes and
+// the parent's separator between them are dealt out again, one moving up,
+// so that both keep at least one. The node short of keys takes one, as
+// close to a single borrowed separator as the pages allow.
+bool BTree::rotate_children(PageId parent, unsigned left_pos) {
+  BasicNode pn{page(parent)};
+  if (left_pos >= pn.count()) return false;
+  PageId left = pn.child(left_pos), right = pn.child(left_pos + 1);
+  if (page(left)[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return false;
+  unsigned nl = extract(page(left), 0, &recs_);
+  unsigned nr = extract(page(right), 1, &recs2_);
+  if (nl + nr < 2) return false;
+  Fences lf = fences_of(scratch_[0]), rf = fences_of(scratch_[1]);
+  KeyBuffer down;
+  unsigned plen = pn.prefix_len();
+  memcpy(down.data, pn.prefix(), plen);
+  memcpy(down.data + plen, pn.suffix(left_pos).data, pn.suffix(left_pos).len);
+  down.len = plen + pn.suffix(left_pos).len;
+  uint8_t child[4];
+  store32(child, BasicNode{scratch_[0]}.upper_child());
+  recs_.push_back(RecordRef{down.data, nullptr, child, static_cast<uint16_t>(down.len), 0, 4});
+  recs_.insert(recs_.end(), recs2_.begin(), recs2_.begin() + nr);
+  unsigned n = static_cast<unsigned>(recs_.size());
+  PageId upper = BasicNode{scratch_[1]}.upper_child();
+  // Record j moves up: left takes [0, j), right (j, n).
+  unsigned preferred = nl == 0 ? 1 : (nr == 0 ? n - 2 : n / 2);
+  alignas(16) uint8_t right_img[kPageSize];
+  KeyBuffer up;
+  for (unsigned k = 0; k < 2 * n; k++) {
+    int j = static_cast<int>(preferred) + ((k & 1) ? -static_cast<int>((k + 1) / 2) : static_cast<int>(k / 2));
+    if (j < 1 || j > static_cast<int>(n) - 2) continue;
+    up.assign(recs_[j], recs_[j].key_len());
+    Fences l{lf.lower, up.slice(), lf.lower_inf, false};
+    Fences r{up.slice(), rf.upper, false, rf.upper_inf};
+    // The parent's separator changes length: it must still fit.
+    Slice old_sep = pn.suffix(left_pos);
+    if (up.len < plen || pn.entry_space(up.len - plen, 4) > pn.free_space_after_compaction() + pn.entry_space(old_sep.len, 4))
+      continue;
+    if (!BasicNode::build(scratch_[2], PageTag::kBasicInner, inner_flags(), l, cfg_.prefix_truncation, recs_.data(), j,
+                          load32(recs_[j].val), kCounterDisabled) ||
+        !BasicNode::build(right_img, PageTag::kBasicInner, inner_flags(), r, cfg_.prefix_truncation,
+                          recs_.data() + j + 1, n - j - 1, upper, kCounterDisabled))
+      continue;
+    memcpy(page(left), scratch_[2], kPageSize);
+    memcpy(page(right), right_img, kPageSize);
+    store32(child, left);
+    pn.remove_at(left_pos);
+    pn.insert_at(left_pos, up.data + plen, up.len - plen, child, 4);
+    version_++;
+    return true;
+  }
+  return false;
+}
+
+// With long separators (1 KiB keys without prefix truncation) an inner node
+// holds only one or two keys, and merging its children can leave it with
+// none and no sibling it fits with. Every inner node below the root must
+// keep a key: it borrows one through the parent, or merges with a neighbour
+// if both fit one page (the parent, one key poorer, is next on the way up).
+// Splits make key-less nodes too: a full inner node of two keys splits into
+// one key, one moving up and none, before the separator that caused the
+// split arrives (in either half). So the path's nodes and their neighbours
+// are checked after structure modifications of inserts as well.
+void BTree::fix_keyless_inner(Slice key) {
+  Path path;
+  descend(key, &path);
+  for (unsigned d = path.depth - 1; d-- > 1;) {
+    PageId parent = path.ids[d - 1];
+    bool exact;
+    unsigned at = BasicNode{page(parent)}.lower_bound(key.data, key.len, &exact);
+    for (unsigned pos : {at, at - 1, at + 1}) {
+      BasicNode pn{page(parent)};
+      if (pos > pn.count() || page(pn.child(pos))[0] != static_cast<uint8_t>(PageTag::kBasicInner)) continue;
+      BasicNode n{page(pn.child(pos))};
+      if (n.count() > 0) continue;
+      bool fixed = (pos > 0 && rotate_children(parent, pos - 1)) ||
+                   (pos < pn.count() && rotate_children(parent, pos)) ||
+                   (pos > 0 && merge_children(parent, pos - 1, true)) ||
+                   (pos < pn.count() && merge_children(parent, pos, true));
+      // A merge moved the parent's positions: the parent is next. Without a
+      // neighbour to borrow from or merge with (separators near 1 KiB: nodes
+      // hold one key) the node stays key-less.
+      if (fixed) break;
+    }
+  }
+}
+
 // ---------------------------------------------------------------- cursor
 
-void Cursor::enter(PageId leaf) {
+void Cursor::enter(PageId leaf, bool scan_start) {
+  // The operation counter steps once per scan (paper, section 5.1), on the
+  // leaf where it starts: leaves reached by moving on, or by re-positioning
+  // after a modification, belong to the same scan.
+  if (scan_start && t_->cfg_.adaptive) t_->on_scan(leaf);
   leaf_ = leaf;
-  if (t_->cfg_.adaptive) t_->on_scan(leaf);
   uint8_t* p = t_->page(leaf);
   // Lazy sorting before scans (paper, section 3.4).
   if (p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf)) FingerprintLeaf{p}.sort();
@@ -705,15 +825,15 @@ bool Cursor::settle_backward(int pos) {
   }
 }
 
-Status Cursor::position() {
+Status Cursor::position(bool scan_start) {
   pending_advance_ = false;
   bool ok;
   if (anchor_edge_) {
-    enter(t_->descend_edge(reverse_));
+    enter(t_->descend_edge(reverse_), scan_start);
     ok = reverse_ ? settle_backward(INT_MAX) : settle_forward(0);
   } else {
     BTree::Path path;
-    enter(t_->descend(anchor_.slice(), &path));
+    enter(t_->descend(anchor_.slice(), &path), scan_start);
     bool exact;
     int pos = leaf::lower_bound(t_->page(leaf_), anchor_.slice(), &exact);
     if (!reverse_) {
@@ -744,16 +864,16 @@ Status Cursor::seek(Slice key, uint32_t flags) {
     anchor_.len = key.len;
     anchor_leaf_ = kInvalidPageId;
   }
-  return position();
+  return position(true);
 }
 
 Status Cursor::next(KeyBuffer* key, ValueRef* value) {
   if (state_ == kUnpositioned) {
     anchor_edge_ = true;
     reverse_ = false;
-    position();
+    position(true);  // next() without seek() starts a scan from the first key
   } else if (t_->version_ != version_) {
-    position();  // the tree changed: re-seek from the last key returned (or the seek key)
+    position(false);  // the tree changed: re-seek from the last key returned (or the seek key)
   } else if (pending_advance_) {
     pending_advance_ = false;
     bool ok = reverse_ ? settle_backward(pos_ - 1) : settle_forward(pos_ + 1);

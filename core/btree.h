@@ -94,6 +94,7 @@ class BTree {
   // retry the operation from the root.
   Status make_room(Path* path, Slice key, uint16_t vfield);
   Status split_leaf(Path* path, Slice key);
+  // Dense leaf (fully or semi-dense) and a key past its last slot.
   Status split_to_self(Path* path, Slice key, uint16_t vfield);
   Status split_inner(Path* path, unsigned idx);
   Status ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_len, bool* restarted);
@@ -102,14 +103,26 @@ class BTree {
   // Releases every page below id (id itself stays). Only for nodes; the
   // caller frees overflow chains.
   void release_subtree(PageId id);
-  bool merge_children(PageId parent, unsigned left_pos);
+  // Merges two neighbouring children of parent; unless any_fit, only when
+  // together they are mostly empty (kMergeThreshold).
+  bool merge_children(PageId parent, unsigned left_pos, bool any_fit = false);
+  // Redistributes the keys of two neighbouring inner children of parent so
+  // that each keeps at least one (rotation through the parent).
+  bool rotate_children(PageId parent, unsigned left_pos);
+  // Gives every inner node below the root on key's path at least one key.
+  void fix_keyless_inner(Slice key);
+  // Bulk load's inner levels above children (key order, seps[i] between
+  // children i and i + 1); allocated pages are appended to *pages.
+  Status build_inner_levels(std::vector<PageId> children, std::vector<std::string> seps, std::vector<PageId>* pages,
+                            PageId* root, unsigned* levels);
 
   // Key-adaption: writes the best layout for these records into dst.
   bool build_leaf(uint8_t* dst, const Fences& f, const RecordRef* r, unsigned n, uint8_t counter);
   bool convert_leaf(PageId leaf, PageTag target, const Slice* key = nullptr, uint16_t vfield = 0);
+  static bool dense_enough(const uint8_t* leaf);
   // Records of a leaf or inner node (copied to scratch first), sorted.
   unsigned extract(const uint8_t* page, unsigned scratch_slot, std::vector<RecordRef>* out);
-  // Operation-adaption: counter step on a point op or a scan entering a leaf.
+  // Operation-adaption: counter step on a point op, or on the leaf where a scan starts.
   void on_point_op(PageId leaf);
   void on_scan(PageId leaf);
 
@@ -155,10 +168,13 @@ class Cursor {
 
  private:
   enum State : uint8_t { kUnpositioned, kOnRecord, kEnd };
-  Status position();
+  // scan_start: this positioning starts a scan (seek), so it steps the
+  // operation counter; re-positioning after a modification does not.
+  Status position(bool scan_start);
   bool settle_forward(int pos);
   bool settle_backward(int pos);
-  void enter(PageId leaf);
+  // Makes leaf the current one; lazy-sorts fingerprint leaves.
+  void enter(PageId leaf, bool scan_start = false);
 
   BTree* t_;
   uint64_t version_ = 0;

@@ -121,34 +121,56 @@ Status BTree::bulk_load(const Slice* keys, const Slice* values, size_t n) {
     a = b;
   }
 
-  // Inner levels: node i covers children [a, b] with keys seps[a, b) and
-  // upper child children[b]; seps[b] moves up.
+  PageId root;
+  unsigned levels;
+  Status s = build_inner_levels(std::move(children), std::move(seps), &pages, &root, &levels);
+  if (s != Status::kOk) return fail(s);
+  store_.release(root_);
+  root_ = root;
+  height_ = levels + 1;
+  count_ = n;
+  version_++;
+  return Status::kOk;
+}
+
+// Inner levels: node i covers children [a, b] with keys seps[a, b) and upper
+// child children[b]; seps[b] moves up. Every node but the root keeps at least
+// one key: a node holding one key always fits (two fences and a key of at
+// most 1 KiB each), and the last node of a level takes the last two children
+// rather than one.
+Status BTree::build_inner_levels(std::vector<PageId> children, std::vector<std::string> seps,
+                                 std::vector<PageId>* pages, PageId* root, unsigned* levels) {
   unsigned height = 1;
   unsigned iss = (cfg_.heads ? 10 : 6) + 4;
   unsigned ibase = cfg_.heads && cfg_.hints ? BasicNode::kSlotsHinted : BasicNode::kSlotsPlain;
   std::vector<RecordRef> irecs;
   while (children.size() > 1) {
-    if (height + 1 >= kMaxHeight) return fail(Status::kOutOfMemory);
+    if (height + 1 >= kMaxHeight) return Status::kOutOfMemory;
     std::vector<PageId> up_children;
     std::vector<std::string> up_seps;
     size_t m = children.size();
     std::string lo;
     bool lo_inf = true;
+    auto fits = [&](size_t a, size_t b) {
+      uint64_t sum = 0;
+      for (size_t i = a; i < b; i++) sum += seps[i].size();
+      uint32_t ulen = 0, prefix = 0;
+      if (b < m - 1) {
+        ulen = static_cast<uint32_t>(seps[b].size());
+        if (cfg_.prefix_truncation && !lo_inf)
+          prefix = common_prefix(reinterpret_cast<const uint8_t*>(lo.data()), static_cast<uint32_t>(lo.size()),
+                                 reinterpret_cast<const uint8_t*>(seps[b].data()), ulen);
+      }
+      uint64_t cnt = b - a;
+      return ibase + lo.size() + ulen + cnt * iss + sum - cnt * prefix <= kPageSize;
+    };
     for (size_t a = 0; a < m;) {
       size_t best = a;
-      uint64_t sum = 0;
-      for (size_t b = a; b < m; b++) {
-        if (b > a) sum += seps[b - 1].size();
-        uint32_t ulen = 0, prefix = 0;
-        if (b < m - 1) {
-          ulen = static_cast<uint32_t>(seps[b].size());
-          if (cfg_.prefix_truncation && !lo_inf)
-            prefix = common_prefix(reinterpret_cast<const uint8_t*>(lo.data()), static_cast<uint32_t>(lo.size()),
-                                   reinterpret_cast<const uint8_t*>(seps[b].data()), ulen);
-        }
-        uint64_t cnt = b - a;
-        if (ibase + lo.size() + ulen + cnt * iss + sum - cnt * prefix > kPageSize) break;
-        best = b;
+      for (size_t b = a; b < m && fits(a, b); b++) best = b;
+      if (best == m - 2) {
+        // One child would be left for a node of its own: take it too, or leave two.
+        if (fits(a, m - 1)) best = m - 1;
+        else if (best > a + 1) best--;
       }
       size_t b = best;
       Fences f;
@@ -163,11 +185,11 @@ Status BTree::bulk_load(const Slice* keys, const Slice* values, size_t n) {
         irecs.push_back(key_record(seps[i], reinterpret_cast<const uint8_t*>(&children[i]), 4));
       PageId id;
       Status s = store_.allocate(&id);
-      if (s != Status::kOk) return fail(s);
-      pages.push_back(id);
+      if (s != Status::kOk) return s;
+      pages->push_back(id);
       if (!BasicNode::build(page(id), PageTag::kBasicInner, inner_flags(), f, cfg_.prefix_truncation, irecs.data(),
                             static_cast<unsigned>(b - a), children[b], kCounterDisabled))
-        return fail(Status::kCorrupt);
+        return Status::kCorrupt;
       up_children.push_back(id);
       if (b < m - 1) {
         up_seps.push_back(seps[b]);
@@ -180,11 +202,8 @@ Status BTree::bulk_load(const Slice* keys, const Slice* values, size_t n) {
     seps.swap(up_seps);
     height++;
   }
-  store_.release(root_);
-  root_ = children[0];
-  height_ = height;
-  count_ = n;
-  version_++;
+  *root = children[0];
+  *levels = height - 1;
   return Status::kOk;
 }
 

@@ -186,8 +186,12 @@ struct Checker {
     SemiDenseLeaf n{const_cast<uint8_t*>(p)};
     if (!check_dense_common(id, f, n.key_len(), n.ref())) return false;
     uint64_t max;
-    if (!dense::maximum(f, n.key_len(), &max) || max - n.ref() + 1 != n.slot_count())
-      return fail(id, "semi-dense slot count", n.slot_count());
+    // One slot per key between the fences, or fewer (capacity) when those
+    // would not fit a page.
+    if (!dense::maximum(f, n.key_len(), &max) || max < n.ref()) return fail(id, "semi-dense fences");
+    uint64_t range = max - n.ref() + 1;
+    if (n.slot_count() == 0 || n.slot_count() > range || n.slot_count() > kPageSize / 2)
+      return fail(id, "semi-dense slot count", n.slot_count(), static_cast<long long>(range));
     unsigned live = 0;
     for (unsigned i = 0; i < n.slot_count(); i++) {
       unsigned off = load16(n.slot(i));
@@ -195,6 +199,7 @@ struct Checker {
       if (off < n.slots_end() || off + 2 + (load16(p + off) & kValueLenMask) > kPageSize) return fail(id, "semi-dense entry outside heap", i);
       live += 2 + (load16(p + off) & kValueLenMask);
     }
+    if (n.free_space_after_compaction() < n.fence_reserve()) return fail(id, "semi-dense fence reserve used", n.fence_reserve());
     return check_slotted_heap(id, p, n.slots_end(), live) && check_leaf_keys(id, p, f);
   }
 

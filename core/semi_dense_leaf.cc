@@ -46,10 +46,10 @@ PutResult SemiDenseLeaf::upsert(Slice key, const uint8_t* v, uint16_t field, Old
       *old = o;
       return PutResult::kUpdated;
     }
-    if (2 + vbytes > free_space_after_compaction() + 2 + old_bytes) return PutResult::kNoSpace;
+    if (2 + vbytes > room() + 2 + old_bytes) return PutResult::kNoSpace;
     store16(p + hdr::kHeapUsed, heap_used() - 2 - old_bytes);
     store16(slot(i), 0);
-  } else if (2 + vbytes > free_space_after_compaction()) {
+  } else if (2 + vbytes > room()) {
     return PutResult::kNoSpace;
   }
   if (2 + vbytes > free_space()) compact();
@@ -119,22 +119,50 @@ unsigned SemiDenseLeaf::extract(RecordRef* out, uint8_t* arena) const {
   return k;
 }
 
+bool SemiDenseLeaf::beyond_capacity(Slice key) const {
+  if (!dense::key_matches(key, key_len(), nonnumeric())) return false;
+  uint32_t v = dense::numeric(key.data, key_len());
+  return v >= ref() && v - ref() >= slot_count();
+}
+
+// Slots for a leaf whose fences allow more keys than fit: as many as the page
+// holds once every slot has a value of the records' average size, keeping
+// room to lower the upper fence to a key (split to self). Rounding the
+// average down errs on the side of more slots: if values turn out larger, the
+// heap fills first and the leaf splits to self at its last record.
+uint64_t SemiDenseLeaf::capacity_for(const Fences& f, uint32_t klen, uint64_t entry_bytes, unsigned n) {
+  uint32_t upper = f.upper_inf || f.upper.len < klen ? klen : f.upper.len;
+  uint32_t fixed = kSlots + (f.lower_inf ? 0 : f.lower.len) + upper;
+  if (fixed >= kPageSize) return 0;
+  uint64_t per_slot = 2 + entry_bytes / n;
+  uint64_t cap = (kPageSize - fixed) / per_slot;
+  return cap < kPageSize / 2 ? cap : kPageSize / 2;
+}
+
 bool SemiDenseLeaf::build(uint8_t* page, const Fences& f, const RecordRef* r, unsigned n) {
   if (n == 0) return false;
   uint32_t klen = r[0].key_len();
   uint32_t ref;
   uint64_t max;
   if (klen == 0 || !dense::reference(f, klen, &ref) || !dense::maximum(f, klen, &max) || max < ref) return false;
-  uint64_t sc = max - ref + 1;
   uint32_t m = dense::nonnumeric_len(klen);
-  unsigned need = kSlots + fences_bytes(f);
-  if (sc > kPageSize / 2 || need + 2 * sc > kPageSize) return false;
-  need += 2 * static_cast<unsigned>(sc);
+  uint64_t entries = 0;
   for (unsigned i = 0; i < n; i++) {
     if (r[i].key_len() != klen) return false;
-    need += 2 + r[i].value_bytes();
+    entries += 2 + r[i].value_bytes();
   }
-  if (need > kPageSize) return false;
+  // One slot per key between the fences if they fit; otherwise the leaf
+  // fills from the lower fence up to its capacity, like a fully dense leaf
+  // (paper, section 3.5, "Dense Leaf Split"), so that ascending inserts
+  // leave full leaves behind.
+  uint64_t sc = max - ref + 1;
+  uint32_t upper = f.upper_inf ? 0 : f.upper.len;
+  uint64_t need = kSlots + fences_bytes(f) + entries + (upper < klen ? klen - upper : 0);  // + fence_reserve()
+  if (sc > kPageSize / 2 || need + 2 * sc > kPageSize) {
+    uint64_t cap = capacity_for(f, klen, entries, n);
+    sc = cap < sc ? cap : sc;
+  }
+  if (sc == 0 || need + 2 * sc > kPageSize) return false;
   for (unsigned i = 0; i < n; i++) {
     for (uint32_t b = 0; b < m; b++)
       if (r[i].key_byte(b) != f.lower.data[b]) return false;

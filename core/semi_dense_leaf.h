@@ -2,6 +2,11 @@
 // possible key between the fences (all keys have length n and share the
 // non-numeric part held by the lower fence); a slot points to a
 // length-prefixed value on the heap, 0 = no record. Keys are implicit.
+// When the fences allow more keys than a page holds slots for, the slots
+// cover the lowest keys only (capacity, as in fully dense leaves); a key past
+// the last slot splits the leaf to self. So does a key past every record
+// when the heap is full; to lower the upper fence to a key without moving
+// anything, inserts leave room for a fence of key length.
 //
 //   off  size field
 //   0    1    tag: 4
@@ -41,9 +46,21 @@ struct SemiDenseLeaf {
   unsigned free_space() const { return heap_start() - slots_end(); }
   unsigned free_space_after_compaction() const { return kPageSize - heap_used() - slots_end(); }
   unsigned used_bytes() const { return kPageSize - free_space_after_compaction(); }
+  // Bytes kept free so the upper fence can become a key (split to self).
+  unsigned fence_reserve() const {
+    unsigned ul = load16(p + hdr::kUpperLen);
+    return key_len() > ul ? key_len() - ul : 0;
+  }
+  // Heap bytes an insert may use.
+  unsigned room() const {
+    unsigned f = free_space_after_compaction();
+    return f > fence_reserve() ? f - fence_reserve() : 0;
+  }
 
   // Slot index for key, or -1 if the key cannot be stored here.
   int index_of(Slice key) const;
+  // True if key has this leaf's format but lies past the last slot.
+  bool beyond_capacity(Slice key) const;
   bool lookup(Slice key, ValueRef* out) const;
   PutResult upsert(Slice key, const uint8_t* v, uint16_t field, OldValue* old);
   bool remove(Slice key, OldValue* old);
@@ -58,7 +75,13 @@ struct SemiDenseLeaf {
   void compact();
   // Records in key order; keys' numeric parts are written to arena (4 bytes each).
   unsigned extract(RecordRef* out, uint8_t* arena) const;
+  // One slot per key between the fences, or, if those do not fit, the
+  // capacity (capacity_for) counted from the lower fence. False if the
+  // records do not qualify or fit.
   static bool build(uint8_t* page, const Fences& f, const RecordRef* r, unsigned n);
+  // Slots that fill the page when every one holds an entry of the average
+  // size of n entries totalling entry_bytes (2-byte length prefix included).
+  static uint64_t capacity_for(const Fences& f, uint32_t klen, uint64_t entry_bytes, unsigned n);
 };
 
 }  // namespace adaptree

@@ -290,8 +290,25 @@ TEST(SemiDenseLeaf, OneSlotPerPossibleKey) {
   EXPECT_EQ(value_of(got), "longer!");
   ASSERT_TRUE(s.remove(sl(k), &old));
   EXPECT_FALSE(s.lookup(sl(k), &got));
-  // A range too wide for one page is rejected.
+  // A range too wide for one page gets fewer slots, counted from the lower
+  // fence (capacity); keys past the last slot are beyond capacity.
   std::string wide = be32(1000 + kPageSize);
+  ASSERT_TRUE(SemiDenseLeaf::build(pg.b, fences(&lo, &wide), r.data(), r.size()));
+  unsigned cap = s.slot_count();
+  EXPECT_GE(cap, 400u);
+  EXPECT_LT(cap, kPageSize);
+  EXPECT_GE(s.index_of(sl(be32(1001 + cap - 1))), 0);
+  EXPECT_FALSE(s.beyond_capacity(sl(be32(1001 + cap - 1))));
+  EXPECT_TRUE(s.beyond_capacity(sl(be32(1001 + cap))));
+  EXPECT_FALSE(s.beyond_capacity(sl(other)));
+  // Inserts keep room for an upper fence of key length (split to self).
+  std::string big(300, 'b');
+  for (uint32_t i = 1002; i < 1001 + cap; i += 3)
+    if (s.upsert(sl(be32(i)), reinterpret_cast<const uint8_t*>(big.data()), 300, &old) == PutResult::kNoSpace) break;
+  EXPECT_GE(s.free_space_after_compaction(), 4u);
+  // Records spread past what fits are rejected.
+  std::string far = be32(1000 + kPageSize - 1);
+  r.push_back(rec(far, "x"));
   EXPECT_FALSE(SemiDenseLeaf::build(pg.b, fences(&lo, &wide), r.data(), r.size()));
 }
 

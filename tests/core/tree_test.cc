@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bindings/adaptree.h"
+#include "core/basic_node.h"
 #include "core/btree.h"
 #include "core/fully_dense_leaf.h"
 #include "core/node_stats.h"
@@ -129,12 +131,14 @@ TEST(Transition, BasicToFingerprintAndBackByOperationCounter) {
   expect_sound(t);
   uint64_t fp0 = leaves_of(t, PageTag::kFingerprintLeaf), basic0 = leaves_of(t, PageTag::kBasicLeaf);
   EXPECT_GT(fp0, basic0 * 4) << "string keys with colliding heads should use fingerprint leaves";
-  // Scans raise the counters: leaves convert back to comparison-based.
+  // Scans raise the counters (one step per scan, on the leaf where it
+  // starts): short scans from random keys convert leaves back to comparison-based.
   Cursor c(&t);
-  for (int round = 0; round < 40; round++) {
-    c.seek({}, kSeekEdge);
+  std::mt19937 sr(4);
+  for (int round = 0; round < 60000; round++) {
+    c.seek(sl(keys[sr() % keys.size()]), 0);
     ValueRef v;
-    while (c.next(nullptr, &v) == Status::kOk) {
+    for (int i = 0; i < 5 && c.next(nullptr, &v) == Status::kOk; i++) {
     }
   }
   expect_sound(t);
@@ -153,6 +157,120 @@ TEST(Transition, BasicToFingerprintAndBackByOperationCounter) {
   for (int i = 0; i < 100000; i++) get(ints, be32(r()));
   EXPECT_EQ(leaves_of(ints, PageTag::kFingerprintLeaf), 0u);
   expect_sound(ints);
+}
+
+namespace {
+
+struct LeafState {
+  PageTag tag;
+  uint8_t counter;
+  bool operator==(const LeafState&) const = default;
+};
+
+// Layout and operation counter of every leaf, by page id (conversions keep the id).
+std::map<PageId, LeafState> leaf_states(const BTree& t) {
+  std::map<PageId, LeafState> out;
+  visit_nodes(
+      t,
+      [](const NodeInfo& n, void* ctx) {
+        if (n.level == 0) (*static_cast<std::map<PageId, LeafState>*>(ctx))[n.id] = {n.tag, n.counter};
+      },
+      &out);
+  return out;
+}
+
+PageId leaf_for(const BTree& t, const std::string& key) {
+  PageId id = t.root();
+  while (t.store().page(id)[0] == static_cast<uint8_t>(PageTag::kBasicInner))
+    id = BasicNode{t.store().page(id)}.child_for(sl(key).data, static_cast<uint32_t>(key.size()));
+  return id;
+}
+
+// Leaves whose layout or counter differ between two snapshots of the same tree.
+std::vector<PageId> changed_leaves(const std::map<PageId, LeafState>& a, const std::map<PageId, LeafState>& b) {
+  std::vector<PageId> out;
+  for (auto& [id, s] : b) {
+    auto it = a.find(id);
+    if (it == a.end() || !(it->second == s)) out.push_back(id);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Transition, ScanCounterStepsOncePerScanNotPerLeaf) {
+  // Fingerprint leaves (URL keys have bad heads), adaptive config.
+  BTree t(LayoutConfig::kAdaptive);
+  ASSERT_EQ(t.init(), Status::kOk);
+  auto keys = url_keys(20000);
+  for (auto& k : keys) ASSERT_EQ(t.set(sl(k), sl(kVal8)), Status::kOk);
+  auto before = leaf_states(t);
+  ASSERT_GT(before.size(), 50u);
+  // Long scans across every leaf, forward and backward: only the leaf where
+  // each scan starts may step, so no inner leaf changes (per-leaf counting
+  // would step each one ten times and convert most of them).
+  Cursor c(&t);
+  ValueRef v;
+  KeyBuffer k;
+  for (int round = 0; round < 10; round++) {
+    ASSERT_EQ(c.seek({}, kSeekEdge | (round % 2 ? kSeekReverse : 0)), Status::kOk);
+    size_t n = 0;
+    while (c.next(nullptr, &v) == Status::kOk) n++;
+    ASSERT_EQ(n, keys.size());
+  }
+  auto after = leaf_states(t);
+  EXPECT_LE(changed_leaves(before, after).size(), 2u) << "full scans stepped counters of leaves they passed";
+  expect_sound(t);
+  // Re-positioning after a modification is the same scan: interleave updates
+  // of one key with a full scan (every next() re-seeks), then only the leaf
+  // of the start and the updated key's leaf may differ.
+  std::string last = *std::max_element(keys.begin(), keys.end());
+  before = leaf_states(t);
+  ASSERT_EQ(c.seek({}, kSeekEdge), Status::kOk);
+  size_t n = 0;
+  for (;; n++) {
+    ASSERT_EQ(t.set(sl(last), sl(kVal8)), Status::kOk);
+    if (c.next(&k, &v) != Status::kOk) break;
+  }
+  EXPECT_EQ(n, keys.size());
+  after = leaf_states(t);
+  EXPECT_LE(changed_leaves(before, after).size(), 2u) << "re-positioning counted as new scans";
+  // Exact semantics: a short scan that crosses leaves steps at most one
+  // counter, by one.
+  std::mt19937 r(12);
+  unsigned stepped = 0;
+  for (int round = 0; round < 300; round++) {
+    before = leaf_states(t);
+    c.seek(sl(keys[r() % keys.size()]), r() % 2 ? kSeekReverse : 0);
+    for (int i = 0; i < 300 && c.next(nullptr, &v) == Status::kOk; i++) {
+    }
+    after = leaf_states(t);
+    auto changed = changed_leaves(before, after);
+    ASSERT_LE(changed.size(), 1u) << "round " << round;
+    if (changed.empty()) continue;
+    LeafState a = before[changed[0]], b = after[changed[0]];
+    EXPECT_EQ(b.counter, a.counter + 1) << "round " << round;
+    stepped++;
+  }
+  EXPECT_GT(stepped, 10u);
+  // Many short scans starting in one fingerprint leaf convert it.
+  std::string key;
+  PageId leaf = kInvalidPageId;
+  for (size_t i = 0; i < keys.size() && leaf == kInvalidPageId; i += 101) {
+    PageId id = leaf_for(t, keys[i]);
+    if (t.store().page(id)[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf)) {
+      leaf = id;
+      key = keys[i];
+    }
+  }
+  ASSERT_NE(leaf, kInvalidPageId);
+  for (int round = 0; round < 200; round++) {
+    ASSERT_EQ(c.seek(sl(key), 0), Status::kOk);
+    for (int i = 0; i < 3; i++) c.next(nullptr, &v);
+  }
+  EXPECT_EQ(t.store().page(leaf)[0], static_cast<uint8_t>(PageTag::kBasicLeaf));
+  EXPECT_EQ(t.store().page(leaf)[hdr::kCounter], kCounterMax);
+  expect_sound(t);
 }
 
 TEST(Transition, BasicToFullyDenseAndBack) {
@@ -231,6 +349,48 @@ TEST(Transition, SplitToSelfFillsDenseLeavesOnAscendingInserts) {
   EXPECT_GT(collect_stats(h).bytes, 2 * s.bytes);
 }
 
+TEST(Transition, SplitToSelfFillsSemiDenseLeavesOnAscendingInserts) {
+  // Values of varying size: only the semi-dense layout applies. Keys start
+  // far from zero, so the first leaf (no lower fence) stays comparison-based.
+  const uint32_t n = 100000;
+  for (int width : {4, 8}) {
+    BTree t(LayoutConfig::kSemiDense);
+    ASSERT_EQ(t.init(), Status::kOk);
+    auto key = [&](uint32_t i) { return width == 4 ? be32(3000000000u + i) : be64(0x0123456780000000ull + i); };
+    auto value = [](uint32_t i) { return std::string(4 + i % 9, static_cast<char>('a' + i % 26)); };
+    for (uint32_t i = 0; i < n; i++) ASSERT_EQ(t.set(sl(key(i)), sl(value(i))), Status::kOk);
+    expect_sound(t);
+    // Leaves in key order (the first and the last one may be partly empty).
+    std::vector<NodeInfo> leaves;
+    visit_nodes(
+        t, [](const NodeInfo& i, void* c) { if (i.level == 0) static_cast<std::vector<NodeInfo>*>(c)->push_back(i); },
+        &leaves);
+    ASSERT_GT(leaves.size(), 10u);
+    double fill = 0;
+    for (size_t i = 1; i + 1 < leaves.size(); i++) {
+      EXPECT_EQ(leaves[i].tag, PageTag::kSemiDenseLeaf) << "width " << width << ", leaf " << i;
+      EXPECT_GT(leaves[i].fill, 0.9) << "width " << width << ", leaf " << i << " of " << leaves.size();
+      fill += leaves[i].fill;
+    }
+    EXPECT_GT(fill / (leaves.size() - 2), 0.95) << "width " << width;
+    // About 12.5 bytes per record (2 slot, 2 length, 8.0 value on average) in full pages.
+    TreeStats s = collect_stats(t);
+    EXPECT_LT(static_cast<double>(s.bytes) / n, 14.5) << "width " << width;
+    for (uint32_t i = 0; i < n; i += 7) ASSERT_EQ(get(t, key(i)), value(i));
+    auto all = scan_all(t, false);
+    ASSERT_EQ(all.size(), n);
+    for (uint32_t i = 0; i < n; i += 13) ASSERT_EQ(all[i], key(i));
+    // Further random inserts and removals between the ascending keys keep the tree sound.
+    std::mt19937 r(width);
+    for (uint32_t i = 0; i < 20000; i++) {
+      uint32_t x = r() % (n + 1000);
+      if (r() % 3) ASSERT_EQ(t.set(sl(key(x)), sl(value(x + 1))), Status::kOk);
+      else t.remove(sl(key(x)));
+    }
+    expect_sound(t);
+  }
+}
+
 TEST(Transition, PartitionAwareSplitSeparatesIdRanges) {
   // 64-bit keys: partition (u32) ++ counter (u32), partitions interleaved,
   // each ascending (paper, section 4.6 "Partitioned Sequential Insert").
@@ -305,6 +465,74 @@ TEST(WorstCase, MaximumKeysDifferingInTheLastByte) {
     for (auto& [k, v] : model) ASSERT_EQ(t.remove(sl(k)), Status::kOk);
     expect_sound(t);
     EXPECT_EQ(t.store().live_pages(), 1u);
+  }
+}
+
+namespace {
+struct KeylessCount {
+  unsigned height, keyless = 0;
+};
+// Inner nodes below the root with no key (a single child).
+unsigned keyless_inner_nodes(const BTree& t) {
+  KeylessCount k{t.height()};
+  visit_nodes(
+      t,
+      [](const NodeInfo& i, void* c) {
+        auto* k = static_cast<KeylessCount*>(c);
+        if (i.tag == PageTag::kBasicInner && i.count == 0 && i.level + 1 < k->height) k->keyless++;
+      },
+      &k);
+  return k.keyless;
+}
+}  // namespace
+
+TEST(WorstCase, LongSeparatorsLeaveNoKeylessInnerNodes) {
+  // 1 KiB keys sharing a 960-byte prefix: separators of about 961 bytes,
+  // stored untruncated (no prefix truncation) with fences as long, so inner
+  // nodes hold one or two keys. Splits and merges must still leave every
+  // inner node below the root a key (rotation through the parent).
+  for (LayoutConfig cfg : {LayoutConfig::kBaseline, LayoutConfig::kHints}) {
+    BTree t(cfg);
+    ASSERT_EQ(t.init(), Status::kOk);
+    std::mt19937 r(21);
+    std::vector<std::string> keys;
+    for (int i = 0; i < 3000; i++) {
+      std::string k(kMaxKeySize, 'p');
+      for (unsigned b = 960; b < kMaxKeySize; b++) k[b] = static_cast<char>('a' + r() % 26);
+      keys.push_back(k);
+    }
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    std::shuffle(keys.begin(), keys.end(), r);
+    auto bound = [](size_t n) { return 2u + static_cast<unsigned>(std::ceil(std::log2(std::max<size_t>(n, 2)))); };
+    for (size_t i = 0; i < keys.size(); i++) {
+      ASSERT_EQ(t.set(sl(keys[i]), sl(kVal8)), Status::kOk);
+      if (i % 250 == 0) {
+        expect_sound(t);
+        ASSERT_EQ(keyless_inner_nodes(t), 0u) << "after insert " << i;
+      }
+    }
+    expect_sound(t);
+    EXPECT_EQ(keyless_inner_nodes(t), 0u);
+    EXPECT_LE(t.height(), bound(keys.size()));
+    // Remove 90%, then all but a few.
+    std::shuffle(keys.begin(), keys.end(), r);
+    size_t keep = 7;
+    for (size_t i = 0; i + keep < keys.size(); i++) {
+      ASSERT_EQ(t.remove(sl(keys[i])), Status::kOk);
+      if (i % 100 == 0 || i + keep + 20 > keys.size()) {
+        expect_sound(t);
+        ASSERT_EQ(keyless_inner_nodes(t), 0u) << "after remove " << i;
+        ASSERT_LE(t.height(), bound(t.count()) + 1) << "after remove " << i;
+      }
+    }
+    std::vector<std::string> rest(keys.end() - keep, keys.end());
+    std::sort(rest.begin(), rest.end());
+    EXPECT_EQ(scan_all(t, false), rest);
+    auto back = scan_all(t, true);
+    std::reverse(back.begin(), back.end());
+    EXPECT_EQ(back, rest);
+    for (auto& k : rest) EXPECT_EQ(get(t, k), kVal8);
   }
 }
 
