@@ -280,8 +280,12 @@ TEST(SemiDenseLeaf, OneSlotPerPossibleKey) {
   EXPECT_EQ(back, keys);
   // Keys of another length cannot be stored; in-range keys can.
   OldValue old;
-  std::string other = "\x00\x00\x04\x00\x01";
+  // (std::string's length, not strlen: the key starts with 0x00.)
+  std::string other("\x00\x00\x04\x00\x01", 5);
+  ASSERT_EQ(other.size(), 5u);
   EXPECT_EQ(s.upsert(sl(other), nullptr, 0, &old), PutResult::kNoSpace);
+  std::string shorter = be32(1001).substr(0, 3);
+  EXPECT_EQ(s.upsert(sl(shorter), nullptr, 0, &old), PutResult::kNoSpace);
   std::string k = be32(1002), v = "new";
   EXPECT_EQ(s.upsert(sl(k), reinterpret_cast<const uint8_t*>(v.data()), 3, &old), PutResult::kInserted);
   EXPECT_EQ(s.upsert(sl(k), reinterpret_cast<const uint8_t*>("longer!"), 7, &old), PutResult::kUpdated);
