@@ -22,6 +22,10 @@ ADAPTREE_DIFF_OPS="${ADAPTREE_ASAN_DIFF_OPS:-50000}" ctest --test-dir build/asan
 
 if ls tests/fuzz/*.cc >/dev/null 2>&1; then
   step "libFuzzer: short run of each target"
+  # A cache made with another compiler makes cmake drop it and our -D options with it.
+  if [ -f build/fuzz/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang++-14' build/fuzz/CMakeCache.txt; then
+    rm -rf build/fuzz
+  fi
   cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DADAPTREE_FUZZ=ON -DADAPTREE_WASM=OFF \
     -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 >/dev/null
   for src in tests/fuzz/*.cc; do
