@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/btree.h"
+#include "core/scan.h"
 
 using namespace adaptree;
 
@@ -69,6 +70,25 @@ void scan(BTree& t, std::map<std::string, std::string>& m, const std::string& k,
   bool reverse = flags & 1, exclusive = flags & 2;
   c.seek(sl(k), (reverse ? kSeekReverse : 0) | (exclusive ? kSeekExclusive : 0));
   auto it = !reverse ? (exclusive ? m.upper_bound(k) : m.lower_bound(k)) : (exclusive ? m.lower_bound(k) : m.upper_bound(k));
+  if (flags & 4) {  // Cursor::for_each, stopping after n records
+    unsigned seen = 0;
+    bool ok = true;
+    Status s = c.for_each([&](const KeyBuffer& key, const ValueRef& v) {
+      if (reverse ? it == m.begin() : it == m.end()) {
+        ok = false;
+        return false;
+      }
+      if (reverse) --it;
+      ok = ok && std::string(reinterpret_cast<const char*>(key.data), key.len) == it->first && value_of(t, v) == it->second;
+      if (!reverse) ++it;
+      return ok && ++seen < n;
+    });
+    require(ok);
+    // NOT_FOUND exactly when the model's range ended before n records.
+    require(s == (seen < n ? Status::kNotFound : Status::kOk));
+    if (seen < n) require(reverse ? it == m.begin() : it == m.end());
+    return;
+  }
   for (unsigned i = 0; i < n; i++) {
     KeyBuffer key;
     ValueRef v;
