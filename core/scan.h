@@ -52,15 +52,23 @@ Status Cursor::for_each(Visit&& visit) {
         break;
       }
       case PageTag::kFullyDenseLeaf: {
+        // Present slots come from the bitmap a 64-bit word at a time.
         FullyDenseLeaf d{p};
-        unsigned klen = d.key_len();
-        int cap = static_cast<int>(d.capacity());
-        for (int q = d.next_present(pos_ + 1); q < cap; q = d.next_present(q + 1)) {
-          pos_ = q;
-          if (klen >= 4) store_be32(anchor_.data + klen - 4, d.ref() + static_cast<uint32_t>(q));
-          else d.key_at(q, &anchor_);
-          v = d.value_at(q);
-          if (!visit(static_cast<const KeyBuffer&>(anchor_), static_cast<const ValueRef&>(v))) return Status::kOk;
+        unsigned klen = d.key_len(), cap = d.capacity(), vsize = d.value_size();
+        uint32_t ref = d.ref();
+        unsigned from = static_cast<unsigned>(pos_) + 1;
+        for (unsigned w = from >> 6, words = (cap + 63) / 64; w < words; w++) {
+          uint64_t bits = load64(p + FullyDenseLeaf::kBitmap + 8 * w);
+          if (w == from >> 6) bits &= ~uint64_t{0} << (from & 63);
+          for (; bits; bits &= bits - 1) {
+            unsigned q = w * 64 + static_cast<unsigned>(__builtin_ctzll(bits));
+            if (q >= cap) break;
+            pos_ = static_cast<int>(q);
+            if (klen >= 4) store_be32(anchor_.data + klen - 4, ref + q);
+            else d.key_at(pos_, &anchor_);
+            v = {d.value_ptr(q), static_cast<uint16_t>(vsize)};
+            if (!visit(static_cast<const KeyBuffer&>(anchor_), static_cast<const ValueRef&>(v))) return Status::kOk;
+          }
         }
         break;
       }
