@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // npm run bench:report [-- FILE.json ...] [--out bench/REPORT.md]
 // Turns result JSON (schema adaptree-bench/1) into bench/REPORT.md with tables, and SVG plots
-// in bench/report/ (hand-written SVG). Default input: bench/results.json and bench/results-ablation.json.
+// in bench/report/ (hand-written SVG). Default input: bench/results.json.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,10 +18,7 @@ function parseArgs(argv) {
     if (argv[i] === '--out') o.out = path.resolve(argv[++i]);
     else o.files.push(path.resolve(argv[i]));
   }
-  if (!o.files.length) {
-    // The committed runs: the full run, and the later ablation run that replaced its ablation rows.
-    for (const f of ['results.json', 'results-ablation.json']) if (fs.existsSync(path.join(HERE, f))) o.files.push(path.join(HERE, f));
-  }
+  if (!o.files.length) o.files.push(path.join(HERE, 'results.json'));
   return o;
 }
 
