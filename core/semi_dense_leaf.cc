@@ -134,7 +134,7 @@ uint64_t SemiDenseLeaf::capacity_for(const Fences& f, uint32_t klen, uint64_t en
   uint32_t upper = f.upper_inf || f.upper.len < klen ? klen : f.upper.len;
   uint32_t fixed = kSlots + (f.lower_inf ? 0 : f.lower.len) + upper;
   if (fixed >= kPageSize) return 0;
-  uint64_t per_slot = 2 + entry_bytes / n;
+  uint64_t per_slot = 2 + (n ? entry_bytes / n : 2);
   uint64_t cap = (kPageSize - fixed) / per_slot;
   return cap < kPageSize / 2 ? cap : kPageSize / 2;
 }

@@ -78,13 +78,12 @@ async function main() {
     if (keyEncoding === 'bytes') keys = probe = keyViews(kf);
   }
   const configs = impl.configs ? P.configs : ['-'];
-  if (P.mode !== 'ycsb' && configs.length > 1 && impl.configs) {
-    await runPaperSideBySide(impl, configs, keys, probe, keyEncoding, n);
+  if (P.mode !== 'ycsb') {
+    await runPaper(impl, configs, keys, probe, keyEncoding, keyHeap, n);
     return;
   }
   for (const config of configs) {
-    if (P.mode === 'ycsb') await runYcsb(impl, config, keys, probe, keyEncoding, keyHeap, n);
-    else await runPaper(impl, config, keys, probe, keyEncoding, keyHeap, n);
+    await runYcsb(impl, config, keys, probe, keyEncoding, keyHeap, n);
     gc();
   }
 }
@@ -128,79 +127,31 @@ function verify(store, keys, n, label) {
   }
 }
 
-async function runPaper(impl, config, keys, probe, keyEncoding, keyHeap, n) {
-  const W = new Set(P.workloads);
-  const n90 = Math.floor(n * 0.9);
-  const { store, h0 } = await load(impl, config, keys, keyEncoding, n90, keyHeap);
-  const label = `${impl.name}/${store.config} on ${P.dataset}`;
-  const vals = [];
-  for (let i = n90; i < n; i++) vals.push(valueFor(i));
-  // insert: the last 10%, timed, always run (the other workloads need every key)
-  const resIns = timed(n - n90, Infinity, (a, b) => {
-    for (let i = a; i < b; i++) store.set(keys[n90 + i], vals[i]);
-    return 0;
-  });
-  vals.length = 0;
-  const space = {};
-  if (!store.stats) space.bytesPerRecord = (heapBytes() - h0 + keyHeap) / n;
-  verify(store, probe, n, label);
-  if (W.has('insert')) finish({ ...baseRow(impl.name, store.config, keyEncoding, n), workload: 'insert' }, resIns, store, space);
-  const lookup = (name, idx) => {
-    let miss = 0;
-    const res = timed(idx.length, P.budgetSec, (a, b) => {
-      for (let i = a; i < b; i++) if (store.get(probe[idx[i]]) === undefined) miss++;
-      return 0;
-    });
-    if (miss) throw new Error(`${label} ${name}: ${miss} lookups of present keys missed: no rows`);
-    finish({ ...baseRow(impl.name, store.config, keyEncoding, n), workload: name }, res, store, space);
-  };
-  if (W.has('lookup_zipf')) lookup('lookup_zipf', zipfIndexes(n, P.lookups, P.seed));
-  if (W.has('lookup_uniform')) lookup('lookup_uniform', uniformIndexes(n, P.lookups, P.seed));
-  if (W.has('scan')) {
-    if (!store.scan) log(`${label}: scan skipped (${impl.name} is unordered)`);
-    else {
-      const { start, len } = scanOps(n, P.scans, P.seed);
-      let records = 0;
-      const res = timed(start.length, P.budgetSec, (a, b) => {
-        for (let i = a; i < b; i++) records += store.scan(probe[start[i]], len[i]);
-        return 0;
-      });
-      if (records < res.ops) throw new Error(`${label} scan: ${records} records for ${res.ops} scans: no rows`);
-      finish({ ...baseRow(impl.name, store.config, keyEncoding, n), workload: 'scan', records }, res, store, space);
-    }
-  }
-  if (W.has('iterate')) {
-    let c = 0;
-    const res = timed(1, Infinity, () => { c = store.iterate(); return 0; });
-    if (c !== n) throw new Error(`${label} iterate: ${c} records, expected ${n}: no rows`);
-    res.ops = n; // records visited
-    finish({ ...baseRow(impl.name, store.config, keyEncoding, n), workload: 'iterate' }, res, store, space);
-  }
-  store.close();
-}
-
 /**
- * The paper's workloads on several configurations of one impl, compared side by side: all
- * stores are loaded first, then each workload's operation stream is cut into ROUNDS chunks and
- * every round times each store on the same chunk, in an order that rotates from round to round.
- * Noise on this shared machine then lands on every configuration alike (bench/native does the
- * same). The time budget ends a workload at a round boundary, so all stores run the same ops.
+ * The paper's workloads on one or more configurations of one impl. Several configurations are
+ * compared side by side: all stores are loaded first, then each workload's operation stream is
+ * cut into ROUNDS chunks and every round times each store on the same chunk, in an order that
+ * rotates from round to round. Noise on this shared machine then lands on every configuration
+ * alike (bench/native does the same). A single store runs in CHUNK-sized rounds. The time budget
+ * ends a workload at a round boundary, so all stores run the same operations.
  */
-async function runPaperSideBySide(impl, configs, keys, probe, keyEncoding, n) {
+async function runPaper(impl, configs, keys, probe, keyEncoding, keyHeap, n) {
   const W = new Set(P.workloads);
   const n90 = Math.floor(n * 0.9);
+  const single = configs.length === 1;
   const ROUNDS = P.rounds ?? 10;
   const subjects = [];
   for (const config of configs) {
-    const { store } = await load(impl, config, keys, keyEncoding, n90, 0);
-    subjects.push({ store, config: store.config, label: `${impl.name}/${store.config} on ${P.dataset}` });
+    const { store, h0 } = await load(impl, config, keys, keyEncoding, n90, keyHeap);
+    subjects.push({ store, h0, config: store.config, label: `${impl.name}/${store.config} on ${P.dataset}`, space: {} });
   }
   const sideBySide = (count, budgetSec, body) => {
+    const rounds = single ? Math.ceil(count / CHUNK) : ROUNDS;
     for (const s of subjects) s.seconds = 0;
     const t0 = performance.now();
     let done = 0;
-    for (let r = 0; r < ROUNDS && done < count; r++) {
-      const lo = Math.floor((count * r) / ROUNDS), hi = Math.floor((count * (r + 1)) / ROUNDS);
+    for (let r = 0; r < rounds && done < count; r++) {
+      const lo = Math.floor((count * r) / rounds), hi = Math.floor((count * (r + 1)) / rounds);
       if (hi === lo) continue;
       for (let k = 0; k < subjects.length; k++) {
         const s = subjects[(k + r) % subjects.length];
@@ -214,14 +165,21 @@ async function runPaperSideBySide(impl, configs, keys, probe, keyEncoding, n) {
     return done;
   };
   const report = (workload, ops, extra = {}) => {
-    for (const s of subjects) finish({ ...baseRow(impl.name, s.config, keyEncoding, n), workload, rounds: ROUNDS, ...extra }, { ops, seconds: s.seconds }, s.store, {});
+    if (!single) extra = { rounds: ROUNDS, ...extra };
+    for (const s of subjects) finish({ ...baseRow(impl.name, s.config, keyEncoding, n), workload, ...extra }, { ops, seconds: s.seconds }, s.store, s.space);
   };
   const vals = [];
   for (let i = n90; i < n; i++) vals.push(valueFor(i));
+  // insert: the last 10%, timed, always run (the other workloads need every key)
   const insOps = sideBySide(n - n90, Infinity, (s, a, b) => {
     for (let i = a; i < b; i++) s.store.set(keys[n90 + i], vals[i]);
   });
-  for (const s of subjects) verify(s.store, probe, n, s.label);
+  vals.length = 0;
+  for (const s of subjects) {
+    // Without stats() (the JS anchors) space is the heap's growth, keys included.
+    if (!s.store.stats && single) s.space.bytesPerRecord = (heapBytes() - s.h0 + keyHeap) / n;
+    verify(s.store, probe, n, s.label);
+  }
   if (W.has('insert')) report('insert', insOps);
   const lookup = (name, idx) => {
     let miss = 0;
@@ -233,23 +191,27 @@ async function runPaperSideBySide(impl, configs, keys, probe, keyEncoding, n) {
   };
   if (W.has('lookup_zipf')) lookup('lookup_zipf', zipfIndexes(n, P.lookups, P.seed));
   if (W.has('lookup_uniform')) lookup('lookup_uniform', uniformIndexes(n, P.lookups, P.seed));
-  if (W.has('scan') && subjects[0].store.scan) {
-    const { start, len } = scanOps(n, P.scans, P.seed);
-    let records = 0;
-    const ops = sideBySide(start.length, P.budgetSec, (s, a, b) => {
-      for (let i = a; i < b; i++) records += s.store.scan(probe[start[i]], len[i]);
-    });
-    if (records < ops * subjects.length) throw new Error(`${impl.name} on ${P.dataset} scan: ${records} records for ${ops} scans per store: no rows`);
-    report('scan', ops, { records: Math.round(records / subjects.length) });
+  if (W.has('scan')) {
+    if (!subjects[0].store.scan) log(`${impl.name} on ${P.dataset}: scan skipped (${impl.name} is unordered)`);
+    else {
+      const { start, len } = scanOps(n, P.scans, P.seed);
+      let records = 0;
+      const ops = sideBySide(start.length, P.budgetSec, (s, a, b) => {
+        for (let i = a; i < b; i++) records += s.store.scan(probe[start[i]], len[i]);
+      });
+      if (records < ops * subjects.length) throw new Error(`${impl.name} on ${P.dataset} scan: ${records} records for ${ops} scans per store: no rows`);
+      report('scan', ops, { records: Math.round(records / subjects.length) });
+    }
   }
   if (W.has('iterate')) {
-    const ops = sideBySide(3, Infinity, (s, a, b) => {
+    const passes = single ? 1 : 3;
+    const ops = sideBySide(passes, Infinity, (s, a, b) => {
       for (let pass = a; pass < b; pass++) {
         const c = s.store.iterate();
         if (c !== n) throw new Error(`${s.label} iterate: ${c} records, expected ${n}: no rows`);
       }
     });
-    report('iterate', ops * n);
+    report('iterate', ops * n); // records visited
   }
   for (const s of subjects) s.store.close();
 }

@@ -440,11 +440,12 @@ int run_ycsb(const Args& a, const Keys& keys, LayoutConfig cfg) {
           value_for(i, val);
           t.set(k, {val, 8});
           break;
-        case kScan:
+        case kScan: {
           c.seek(k, 0);
-          for (unsigned j = 0; j < len[i] && c.next(nullptr, &v) == Status::kOk; j++) {
-          }
+          unsigned j = 0, want = len[i];
+          c.for_each([&](const KeyBuffer&, const ValueRef&) { return ++j < want; });
           break;
+        }
       }
     }
     double sec = now() - s0;

@@ -292,15 +292,10 @@ struct Harness {
   }
 };
 
-struct Case {
-  LayoutConfig cfg;
-  Dist dist;
-};
-
-class Differential : public ::testing::TestWithParam<Case> {};
+class Differential : public ::testing::TestWithParam<ConfigCase> {};
 
 TEST_P(Differential, MatchesStdMap) {
-  Case cs = GetParam();
+  ConfigCase cs = GetParam();
   uint64_t ops = env_or("ADAPTREE_DIFF_OPS", 2000000);
   uint64_t every = env_or("ADAPTREE_DIFF_CHECK", 10000);
   // The heavy distributions run fewer operations between checks, same total.
@@ -308,25 +303,11 @@ TEST_P(Differential, MatchesStdMap) {
   h.run(ops, every);
 }
 
-std::vector<Case> all_cases() {
-  std::vector<Case> v;
-  for (uint8_t c = 0; c < kLayoutConfigCount; c++)
-    for (Dist d : {Dist::kDense, Dist::kSparse, Dist::kPartitioned, Dist::kDense64, Dist::kUrls, Dist::kWords,
-                   Dist::kBinary, Dist::kMaxKeys, Dist::kOverflow})
-      v.push_back({static_cast<LayoutConfig>(c), d});
-  return v;
-}
-
-const char* config_name(LayoutConfig c) {
-  static const char* names[] = {"baseline", "prefix", "heads", "hints", "fingerprint", "semi_dense", "fully_dense",
-                                "adaptive"};
-  return names[static_cast<int>(c)];
-}
-
-INSTANTIATE_TEST_SUITE_P(AllConfigs, Differential, ::testing::ValuesIn(all_cases()),
-                         [](const ::testing::TestParamInfo<Case>& i) {
-                           return std::string(config_name(i.param.cfg)) + "_" + dist_name(i.param.dist);
-                         });
+INSTANTIATE_TEST_SUITE_P(AllConfigs, Differential,
+                         ::testing::ValuesIn(config_cases({Dist::kDense, Dist::kSparse, Dist::kPartitioned, Dist::kDense64,
+                                                           Dist::kUrls, Dist::kWords, Dist::kBinary, Dist::kMaxKeys,
+                                                           Dist::kOverflow})),
+                         [](const ::testing::TestParamInfo<ConfigCase>& i) { return case_name(i.param); });
 
 }  // namespace
 }  // namespace adaptree::testing

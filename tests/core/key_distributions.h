@@ -2,8 +2,12 @@
 // [0, space) to a key, deterministically, and says how values look.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
+
+#include "core/config.h"
+#include "core/node_stats.h"
 
 namespace adaptree::testing {
 
@@ -148,5 +152,24 @@ struct KeySpace {
     return v;
   }
 };
+
+// A parameterised test case: one layout configuration on one key distribution.
+struct ConfigCase {
+  LayoutConfig cfg;
+  Dist dist;
+};
+
+// Every configuration crossed with the given distributions.
+inline std::vector<ConfigCase> config_cases(std::initializer_list<Dist> dists) {
+  std::vector<ConfigCase> v;
+  for (uint8_t c = 0; c < kLayoutConfigCount; c++)
+    for (Dist d : dists) v.push_back({static_cast<LayoutConfig>(c), d});
+  return v;
+}
+
+// The test name suffix, e.g. "semi_dense_urls".
+inline std::string case_name(const ConfigCase& c) {
+  return std::string(layout_config_name(c.cfg)) + "_" + dist_name(c.dist);
+}
 
 }  // namespace adaptree::testing

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "core/btree.h"
-#include "core/node_stats.h"
 #include "core/scan.h"
 #include "tests/core/key_distributions.h"
 
@@ -28,15 +27,12 @@ std::string value_of(BTree& t, const ValueRef& v) {
   return std::string(reinterpret_cast<const char*>(out.data), out.len);
 }
 
-struct Case {
-  LayoutConfig cfg;
-  Dist dist;
-};
+using adaptree::testing::ConfigCase;
 
-class ForEach : public ::testing::TestWithParam<Case> {};
+class ForEach : public ::testing::TestWithParam<ConfigCase> {};
 
 TEST_P(ForEach, MatchesModelAndMixesWithNext) {
-  Case c = GetParam();
+  ConfigCase c = GetParam();
   BTree t(c.cfg);
   ASSERT_EQ(t.init(), Status::kOk);
   KeySpace ks(c.dist);
@@ -128,18 +124,9 @@ TEST(ForEach, FullIterationCountsEveryRecordOnce) {
   }
 }
 
-std::vector<Case> cases() {
-  std::vector<Case> out;
-  for (uint8_t ci = 0; ci < kLayoutConfigCount; ci++)
-    for (Dist d : {Dist::kDense, Dist::kPartitioned, Dist::kUrls, Dist::kWords, Dist::kBinary, Dist::kOverflow})
-      out.push_back({static_cast<LayoutConfig>(ci), d});
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(AllConfigs, ForEach, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& i) {
-                           std::string s = layout_config_name(i.param.cfg);
-                           return s + "_" + adaptree::testing::dist_name(i.param.dist);
-                         });
+INSTANTIATE_TEST_SUITE_P(AllConfigs, ForEach,
+                         ::testing::ValuesIn(adaptree::testing::config_cases(
+                             {Dist::kDense, Dist::kPartitioned, Dist::kUrls, Dist::kWords, Dist::kBinary, Dist::kOverflow})),
+                         [](const ::testing::TestParamInfo<ConfigCase>& i) { return adaptree::testing::case_name(i.param); });
 
 }  // namespace
