@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "core/btree.h"
-#include "core/hash.h"
-#include "core/node_stats.h"
-#include "core/overflow.h"
-#include "core/scan.h"
+#include "core/tree/btree.h"
+#include "core/util/hash.h"
+#include "core/tree/node_stats.h"
+#include "core/tree/overflow.h"
+#include "core/tree/scan.h"
 
 using adaptree::BTree;
 using adaptree::Cursor;

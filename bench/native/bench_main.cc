@@ -34,9 +34,9 @@
 #include <string>
 #include <vector>
 
-#include "core/btree.h"
-#include "core/node_stats.h"
-#include "core/scan.h"
+#include "core/tree/btree.h"
+#include "core/tree/node_stats.h"
+#include "core/tree/scan.h"
 
 using namespace adaptree;
 

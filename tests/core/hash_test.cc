@@ -6,7 +6,7 @@
 #include <set>
 
 #include "bindings/adaptree.h"
-#include "core/hash.h"
+#include "core/util/hash.h"
 
 using namespace adaptree;
 

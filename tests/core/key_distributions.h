@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/config.h"
-#include "core/node_stats.h"
+#include "core/tree/node_stats.h"
 
 namespace adaptree::testing {
 

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "core/basic_node.h"
-#include "core/dense_keys.h"
-#include "core/fingerprint_leaf.h"
-#include "core/fully_dense_leaf.h"
-#include "core/hash.h"
-#include "core/leaf.h"
-#include "core/semi_dense_leaf.h"
-#include "core/separator.h"
+#include "core/layouts/basic_node.h"
+#include "core/layouts/dense_keys.h"
+#include "core/layouts/fingerprint_leaf.h"
+#include "core/layouts/fully_dense_leaf.h"
+#include "core/util/hash.h"
+#include "core/layouts/leaf.h"
+#include "core/layouts/semi_dense_leaf.h"
+#include "core/layouts/separator.h"
 
 using namespace adaptree;
 

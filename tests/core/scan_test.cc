@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "core/btree.h"
-#include "core/scan.h"
+#include "core/tree/btree.h"
+#include "core/tree/scan.h"
 #include "tests/core/key_distributions.h"
 
 using namespace adaptree;

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "bindings/adaptree.h"
-#include "core/basic_node.h"
-#include "core/btree.h"
-#include "core/fully_dense_leaf.h"
-#include "core/node_stats.h"
+#include "core/layouts/basic_node.h"
+#include "core/tree/btree.h"
+#include "core/layouts/fully_dense_leaf.h"
+#include "core/tree/node_stats.h"
 
 using namespace adaptree;
 

@@ -13,8 +13,8 @@
 #include <map>
 #include <string>
 
-#include "core/btree.h"
-#include "core/scan.h"
+#include "core/tree/btree.h"
+#include "core/tree/scan.h"
 
 using namespace adaptree;
 

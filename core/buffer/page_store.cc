@@ -1,8 +1,8 @@
-#include "core/page_store.h"
+#include "core/buffer/page_store.h"
 
 #include <cstdlib>
 
-#include "core/node_common.h"
+#include "core/page.h"
 
 namespace adaptree {
 

@@ -1,4 +1,4 @@
-#include "core/node_common.h"
+#include "core/layouts/node_common.h"
 
 namespace adaptree {
 

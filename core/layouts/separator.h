@@ -2,7 +2,7 @@
 // written once for every leaf layout: the records to split are given as a
 // sorted RecordRef array whatever layout they came from.
 #pragma once
-#include "core/node_common.h"
+#include "core/layouts/node_common.h"
 
 namespace adaptree {
 

@@ -1,10 +1,10 @@
-#include "core/node_stats.h"
+#include "core/tree/node_stats.h"
 
 
-#include "core/dense_keys.h"
-#include "core/format.h"
-#include "core/leaf.h"
-#include "core/overflow.h"
+#include "core/layouts/dense_keys.h"
+#include "core/util/format.h"
+#include "core/layouts/leaf.h"
+#include "core/tree/overflow.h"
 
 namespace adaptree {
 

@@ -22,21 +22,9 @@
 #include <cstring>
 
 #include "core/config.h"
+#include "core/page.h"
 
 namespace adaptree {
-
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-              "page images are little-endian; add byte swaps to the load/store helpers");
-
-enum class PageTag : uint8_t {
-  kFree = 0,
-  kBasicInner = 1,
-  kBasicLeaf = 2,
-  kFingerprintLeaf = 3,
-  kSemiDenseLeaf = 4,
-  kFullyDenseLeaf = 5,
-  kOverflow = 6,
-};
 
 constexpr uint8_t kFlagHeads = 1;
 constexpr uint8_t kFlagHints = 2;
@@ -65,15 +53,6 @@ constexpr uint32_t kInlineRecordLimit = kPageSize / 4;
 inline bool value_is_inline(uint32_t key_len, uint64_t value_len) {
   return value_len <= kInlineAlways || key_len + value_len <= kInlineRecordLimit;
 }
-
-inline uint16_t load16(const uint8_t* p) { uint16_t v; memcpy(&v, p, 2); return v; }
-inline uint32_t load32(const uint8_t* p) { uint32_t v; memcpy(&v, p, 4); return v; }
-inline uint64_t load64(const uint8_t* p) { uint64_t v; memcpy(&v, p, 8); return v; }
-inline void store16(uint8_t* p, uint32_t v) { uint16_t x = static_cast<uint16_t>(v); memcpy(p, &x, 2); }
-inline void store32(uint8_t* p, uint32_t v) { memcpy(p, &v, 4); }
-inline void store64(uint8_t* p, uint64_t v) { memcpy(p, &v, 8); }
-inline uint32_t load_be32(const uint8_t* p) { return __builtin_bswap32(load32(p)); }
-inline void store_be32(uint8_t* p, uint32_t v) { store32(p, __builtin_bswap32(v)); }
 
 // memcpy for the short keys of the hot paths: no libc call below 16 bytes.
 inline void copy_small(uint8_t* dst, const uint8_t* src, uint32_t n) {

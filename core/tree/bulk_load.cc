@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "core/basic_node.h"
-#include "core/btree.h"
-#include "core/fingerprint_leaf.h"
-#include "core/fully_dense_leaf.h"
-#include "core/overflow.h"
-#include "core/separator.h"
+#include "core/layouts/basic_node.h"
+#include "core/tree/btree.h"
+#include "core/layouts/fingerprint_leaf.h"
+#include "core/layouts/fully_dense_leaf.h"
+#include "core/tree/overflow.h"
+#include "core/layouts/separator.h"
 
 namespace adaptree {
 

@@ -9,29 +9,12 @@
 #include <vector>
 
 #include "core/config.h"
-#include "core/node_common.h"
-#include "core/page_store.h"
+#include "core/layouts/node_common.h"
+#include "core/layouts/record.h"
+#include "core/buffer/page_store.h"
 #include "core/status.h"
 
 namespace adaptree {
-
-// A value as stored in a leaf: inline bytes (ptr points into the page), or an
-// overflow reference (ptr points to the 8-byte reference in the page).
-struct ValueRef {
-  const uint8_t* ptr = nullptr;
-  uint16_t field = 0;  // length | kOverflowFlag
-  bool is_overflow() const { return field & kOverflowFlag; }
-  uint64_t length() const { return is_overflow() ? load32(ptr + 4) : (field & kValueLenMask); }
-};
-
-// Result of an insert into one leaf.
-enum class PutResult : uint8_t { kInserted, kUpdated, kNoSpace };
-
-// The value a put or remove displaced (to free its overflow chain).
-struct OldValue {
-  bool overflow = false;
-  PageId first_page = kInvalidPageId;
-};
 
 class Cursor;
 

@@ -1,9 +1,9 @@
-#include "core/fingerprint_leaf.h"
+#include "core/layouts/fingerprint_leaf.h"
 
 #include <algorithm>
 
-#include "core/hash.h"
-#include "core/simd.h"
+#include "core/util/hash.h"
+#include "core/util/simd.h"
 
 namespace adaptree {
 

@@ -25,8 +25,8 @@
 //   28   2*sc slots: u16 heap offset of the entry, 0 = absent
 // Heap entry: u16 value length (bit 15 overflow reference), value bytes.
 #pragma once
-#include "core/btree.h"
-#include "core/node_common.h"
+#include "core/layouts/record.h"
+#include "core/layouts/node_common.h"
 
 namespace adaptree {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/btree.h"
+#include "core/tree/btree.h"
 
 namespace adaptree {
 

@@ -4,11 +4,11 @@
 // sorted before positions are used); dense leaves have one position per slot,
 // which may be empty.
 #pragma once
-#include "core/basic_node.h"
-#include "core/btree.h"
-#include "core/fingerprint_leaf.h"
-#include "core/fully_dense_leaf.h"
-#include "core/semi_dense_leaf.h"
+#include "core/layouts/basic_node.h"
+#include "core/layouts/record.h"
+#include "core/layouts/fingerprint_leaf.h"
+#include "core/layouts/fully_dense_leaf.h"
+#include "core/layouts/semi_dense_leaf.h"
 
 namespace adaptree {
 namespace leaf {

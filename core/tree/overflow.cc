@@ -1,8 +1,8 @@
-#include "core/overflow.h"
+#include "core/tree/overflow.h"
 
 #include <cstring>
 
-#include "core/node_common.h"
+#include "core/layouts/node_common.h"
 
 namespace adaptree {
 

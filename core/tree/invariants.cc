@@ -4,16 +4,16 @@
 #include <string>
 #include <vector>
 
-#include "core/basic_node.h"
-#include "core/btree.h"
-#include "core/dense_keys.h"
-#include "core/fingerprint_leaf.h"
-#include "core/format.h"
-#include "core/fully_dense_leaf.h"
-#include "core/hash.h"
-#include "core/leaf.h"
-#include "core/overflow.h"
-#include "core/semi_dense_leaf.h"
+#include "core/layouts/basic_node.h"
+#include "core/tree/btree.h"
+#include "core/layouts/dense_keys.h"
+#include "core/layouts/fingerprint_leaf.h"
+#include "core/util/format.h"
+#include "core/layouts/fully_dense_leaf.h"
+#include "core/util/hash.h"
+#include "core/layouts/leaf.h"
+#include "core/tree/overflow.h"
+#include "core/layouts/semi_dense_leaf.h"
 
 namespace adaptree {
 

@@ -1,6 +1,6 @@
-#include "core/semi_dense_leaf.h"
+#include "core/layouts/semi_dense_leaf.h"
 
-#include "core/dense_keys.h"
+#include "core/layouts/dense_keys.h"
 
 namespace adaptree {
 

@@ -14,7 +14,7 @@
 // as after the same number of next() calls, so next() and for_each() mix.
 // Returns kOk if the visitor stopped, kNotFound at the end of the range.
 #pragma once
-#include "core/leaf.h"
+#include "core/layouts/leaf.h"
 
 namespace adaptree {
 

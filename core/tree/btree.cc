@@ -1,11 +1,11 @@
-#include "core/btree.h"
+#include "core/tree/btree.h"
 
 #include <climits>
 
-#include "core/dense_keys.h"
-#include "core/leaf.h"
-#include "core/overflow.h"
-#include "core/separator.h"
+#include "core/layouts/dense_keys.h"
+#include "core/layouts/leaf.h"
+#include "core/tree/overflow.h"
+#include "core/layouts/separator.h"
 
 namespace adaptree {
 

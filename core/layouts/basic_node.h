@@ -24,7 +24,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/node_common.h"
+#include "core/layouts/node_common.h"
 
 namespace adaptree {
 

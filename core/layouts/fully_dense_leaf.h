@@ -27,8 +27,8 @@
 //   then      values: capacity * value size bytes (garbage where absent)
 //   page end  upper fence (reserved area), below it the lower fence
 #pragma once
-#include "core/btree.h"
-#include "core/node_common.h"
+#include "core/layouts/record.h"
+#include "core/layouts/node_common.h"
 
 namespace adaptree {
 

@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/page_store.h"
+#include "core/buffer/page_store.h"
 #include "core/status.h"
 
 namespace adaptree {

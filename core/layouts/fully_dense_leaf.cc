@@ -1,6 +1,8 @@
-#include "core/fully_dense_leaf.h"
+#include "core/layouts/fully_dense_leaf.h"
 
-#include "core/dense_keys.h"
+#include <initializer_list>
+
+#include "core/layouts/dense_keys.h"
 
 namespace adaptree {
 

@@ -1,4 +1,4 @@
-#include "core/basic_node.h"
+#include "core/layouts/basic_node.h"
 
 namespace adaptree {
 

@@ -21,8 +21,8 @@
 //   24+cap    slots: u16 heap offset, u16 key suffix length, u16 value length (bit 15 overflow)
 // Heap entry: key suffix bytes, value bytes.
 #pragma once
-#include "core/btree.h"
-#include "core/node_common.h"
+#include "core/layouts/record.h"
+#include "core/layouts/node_common.h"
 
 namespace adaptree {
 

@@ -1,4 +1,4 @@
-#include "core/separator.h"
+#include "core/layouts/separator.h"
 
 namespace adaptree {
 
