@@ -51,6 +51,14 @@ void BTree::release_subtree(PageId id) {
   }
 }
 
+Status BTree::copy_page(PageId id, uint8_t* out) const {
+  uint8_t* p;
+  Status s = store_.fix(id, &p);
+  if (s != Status::kOk) return s;
+  memcpy(out, p, kPageSize);
+  return Status::kOk;
+}
+
 Status BTree::clear() {
   store_.clear();
   return init();

@@ -57,6 +57,10 @@ class BTree {
   const PageStore& store() const { return store_; }
   PageStore& store() { return store_; }
 
+  // Copies page id's 4 KiB image to out (inspection: demo, diagnostics).
+  // Stable across storage changes: it never hands out a pointer into a frame.
+  Status copy_page(PageId id, uint8_t* out) const;
+
   // Invariant checker (core/invariants.cc): empty string if the tree is sound.
   std::string check() const;
 
