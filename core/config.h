@@ -16,6 +16,11 @@ constexpr uint32_t kPageSize = ADAPTREE_PAGE_SIZE;
 static_assert(kPageSize >= 4096 && kPageSize <= 32768 && (kPageSize & (kPageSize - 1)) == 0,
               "page offsets are 16-bit: page size must be a power of two in [4 KiB, 32 KiB]");
 
+// Every page ends in a trailer that only storage reads and writes (core/buffer/
+// page_trailer.h: the page id and a CRC-32C); node layouts use the bytes before it.
+constexpr uint32_t kPageTrailerSize = 8;
+constexpr uint32_t kNodeSize = kPageSize - kPageTrailerSize;
+
 // Largest key accepted by set(); longer keys are Status::kKeyTooLarge.
 constexpr uint32_t kMaxKeySize = 1024;
 // Largest value accepted (values past the inline limit live in overflow pages).

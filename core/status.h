@@ -19,6 +19,10 @@ enum class Status : int32_t {
   kCorrupt = -4,        // checksum mismatch or structural invariant broken
   kInvalidArgument = -5,
   kClosed = -6,         // handle already freed / closed
+  kIoError = -7,        // the storage failed a read, write or flush
+  kQuotaExceeded = -8,  // the storage is full (ENOSPC, browser quota)
+  kLocked = -9,         // another process or tab has the store open
+  kReadOnly = -10,      // the store refuses writes (a failed commit; reopen it)
 };
 
 inline bool is_error(Status s) { return static_cast<int32_t>(s) < 0; }

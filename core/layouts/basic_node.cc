@@ -117,13 +117,13 @@ bool BasicNode::build(uint8_t* page, PageTag tag, uint8_t layout_flags, const Fe
                       bool prefix_truncation, const RecordRef* r, unsigned n, PageId upper_child,
                       uint8_t counter) {
   uint32_t plen = prefix_truncation ? fence_prefix_len(f) : 0;
-  if (space_needed(layout_flags, f, plen, r, n) > kPageSize) return false;
+  if (space_needed(layout_flags, f, plen, r, n) > kNodeSize) return false;
   memset(page, 0, kSlotsHinted);
   page[hdr::kTag] = static_cast<uint8_t>(tag);
   page[hdr::kFlags] = layout_flags & (kFlagHeads | kFlagHints);
   page[hdr::kCounter] = counter;
   store16(page + hdr::kPrefixLen, plen);
-  uint32_t top = write_fences(page, f, kPageSize);
+  uint32_t top = write_fences(page, f, kNodeSize);
   BasicNode node{page};
   node.set_upper_child(upper_child);
   unsigned base = node.slot_base(), ss = node.slot_size();
@@ -140,7 +140,7 @@ bool BasicNode::build(uint8_t* page, PageTag tag, uint8_t layout_flags, const Fe
   }
   store16(page + hdr::kCount, n);
   store16(page + hdr::kHeapStart, top);
-  store16(page + hdr::kHeapUsed, kPageSize - top);
+  store16(page + hdr::kHeapUsed, kNodeSize - top);
   node.make_hints();
   return true;
 }

@@ -68,10 +68,10 @@ struct BasicNode {
   unsigned heap_used() const { return load16(p + hdr::kHeapUsed); }
   unsigned free_space() const { return heap_start() - (slot_base() + count() * slot_size()); }
   unsigned free_space_after_compaction() const {
-    return kPageSize - heap_used() - (slot_base() + count() * slot_size());
+    return kNodeSize - heap_used() - (slot_base() + count() * slot_size());
   }
   // Bytes a page image needs for the live content (used for merge decisions and fill).
-  unsigned used_bytes() const { return kPageSize - free_space_after_compaction(); }
+  unsigned used_bytes() const { return kNodeSize - free_space_after_compaction(); }
   unsigned entry_space(unsigned suffix_len, unsigned value_bytes) const {
     return slot_size() + suffix_len + value_bytes;
   }

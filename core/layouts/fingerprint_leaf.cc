@@ -138,8 +138,8 @@ struct FpEntry {
 void FingerprintLeaf::sort() {
   unsigned n = count(), s0 = sorted();
   if (s0 == n) return;
-  FpEntry entries[kPageSize / 7 + 1];
-  FpEntry merged[kPageSize / 7 + 1];
+  FpEntry entries[kNodeSize / 7 + 1];
+  FpEntry merged[kNodeSize / 7 + 1];
   const uint8_t* fps = fingerprints();
   for (unsigned i = 0; i < n; i++) {
     memcpy(entries[i].slot, slot(i), kSlotSize);
@@ -204,17 +204,17 @@ bool FingerprintLeaf::build(uint8_t* page, const Fences& f, bool prefix_truncati
   unsigned cap = (n / kFpGrain + 1) * kFpGrain;
   unsigned need = kFingerprints + n * kSlotSize + fences_bytes(f);
   for (unsigned i = 0; i < n; i++) need += r[i].key_len() - plen + r[i].value_bytes();
-  if (need + cap > kPageSize) {
+  if (need + cap > kNodeSize) {
     cap = ((n + kFpGrain - 1) / kFpGrain) * kFpGrain;
     if (cap == 0) cap = kFpGrain;
-    if (need + cap > kPageSize) return false;
+    if (need + cap > kNodeSize) return false;
   }
   memset(page, 0, kFingerprints + cap);
   page[hdr::kTag] = static_cast<uint8_t>(PageTag::kFingerprintLeaf);
   page[hdr::kCounter] = counter;
   store16(page + hdr::kPrefixLen, plen);
   store16(page + kFpCapacity, cap);
-  uint32_t top = write_fences(page, f, kPageSize);
+  uint32_t top = write_fences(page, f, kNodeSize);
   uint8_t* slots = page + kFingerprints + cap;
   for (unsigned i = 0; i < n; i++) {
     uint32_t klen = r[i].key_len() - plen, vbytes = r[i].value_bytes();
@@ -230,7 +230,7 @@ bool FingerprintLeaf::build(uint8_t* page, const Fences& f, bool prefix_truncati
   store16(page + hdr::kCount, n);
   store16(page + kSorted, n);
   store16(page + hdr::kHeapStart, top);
-  store16(page + hdr::kHeapUsed, kPageSize - top);
+  store16(page + hdr::kHeapUsed, kNodeSize - top);
   return true;
 }
 

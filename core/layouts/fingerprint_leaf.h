@@ -46,8 +46,8 @@ struct FingerprintLeaf {
   unsigned heap_used() const { return load16(p + hdr::kHeapUsed); }
   unsigned slots_end() const { return kFingerprints + fp_capacity() + count() * kSlotSize; }
   unsigned free_space() const { return heap_start() - slots_end(); }
-  unsigned free_space_after_compaction() const { return kPageSize - heap_used() - slots_end(); }
-  unsigned used_bytes() const { return kPageSize - free_space_after_compaction(); }
+  unsigned free_space_after_compaction() const { return kNodeSize - heap_used() - slots_end(); }
+  unsigned used_bytes() const { return kNodeSize - free_space_after_compaction(); }
 
   // Slot index of key, or -1 (SIMD fingerprint search; any order).
   int find(Slice key) const;

@@ -12,8 +12,8 @@ unsigned bitmap_bytes(unsigned cap) { return 8 * ((cap + 63) / 64); }
 }  // namespace
 
 unsigned FullyDenseLeaf::capacity_for(uint32_t lower_len, uint32_t reserve, uint32_t value_size) {
-  if (kBitmap + lower_len + reserve + 8 >= kPageSize) return 0;
-  uint32_t limit = kPageSize - lower_len - reserve;  // values and bitmap must end below this
+  if (kBitmap + lower_len + reserve + 8 >= kNodeSize) return 0;
+  uint32_t limit = kNodeSize - lower_len - reserve;  // values and bitmap must end below this
   uint64_t avail = limit - kBitmap;
   uint64_t cap = avail * 8 / (8 * uint64_t{value_size} + 1);
   if (cap > kMaxCapacity) cap = kMaxCapacity;
@@ -151,7 +151,7 @@ bool FullyDenseLeaf::build(uint8_t* page, const Fences& f, const RecordRef* r, u
   store16(page + kUpperReserve, reserve);
   store32(page + kRef, ref);
   store16(page + kValuesOff, values);
-  uint32_t upper_off = kPageSize - reserve, lower_off = upper_off - lower_len;
+  uint32_t upper_off = kNodeSize - reserve, lower_off = upper_off - lower_len;
   uint32_t ul = f.upper_inf ? 0 : f.upper.len;
   if (ul) memmove(page + upper_off, f.upper.data, ul);
   if (lower_len) memmove(page + lower_off, f.lower.data, lower_len);

@@ -49,7 +49,7 @@ constexpr uint32_t kOverflowRefSize = 8;
 // be, or if key + value take at most a quarter page. Largest inline record is
 // then kMaxKeySize + 16 bytes, so a leaf with two maximal fences still takes one.
 constexpr uint32_t kInlineAlways = 16;
-constexpr uint32_t kInlineRecordLimit = kPageSize / 4;
+constexpr uint32_t kInlineRecordLimit = kNodeSize / 4;
 inline bool value_is_inline(uint32_t key_len, uint64_t value_len) {
   return value_len <= kInlineAlways || key_len + value_len <= kInlineRecordLimit;
 }
@@ -247,7 +247,7 @@ void compact_heap(uint8_t* page, unsigned slots, SlotEntry slot_entry, EntryLen 
   alignas(16) uint8_t copy[kPageSize];
   memcpy(copy, page, kPageSize);
   Fences f = fences_of(copy);
-  uint32_t top = write_fences(page, f, kPageSize);
+  uint32_t top = write_fences(page, f, kNodeSize);
   for (unsigned i = 0; i < slots; i++) {
     uint8_t* off_field = slot_entry(i);
     if (!off_field) continue;
@@ -257,7 +257,7 @@ void compact_heap(uint8_t* page, unsigned slots, SlotEntry slot_entry, EntryLen 
     store16(off_field, top);
   }
   store16(page + hdr::kHeapStart, top);
-  store16(page + hdr::kHeapUsed, kPageSize - top);
+  store16(page + hdr::kHeapUsed, kNodeSize - top);
 }
 
 // A small deterministic PRNG for the operation counter's probabilities.

@@ -133,10 +133,10 @@ bool SemiDenseLeaf::beyond_capacity(Slice key) const {
 uint64_t SemiDenseLeaf::capacity_for(const Fences& f, uint32_t klen, uint64_t entry_bytes, unsigned n) {
   uint32_t upper = f.upper_inf || f.upper.len < klen ? klen : f.upper.len;
   uint32_t fixed = kSlots + (f.lower_inf ? 0 : f.lower.len) + upper;
-  if (fixed >= kPageSize) return 0;
+  if (fixed >= kNodeSize) return 0;
   uint64_t per_slot = 2 + (n ? entry_bytes / n : 2);
-  uint64_t cap = (kPageSize - fixed) / per_slot;
-  return cap < kPageSize / 2 ? cap : kPageSize / 2;
+  uint64_t cap = (kNodeSize - fixed) / per_slot;
+  return cap < kNodeSize / 2 ? cap : kNodeSize / 2;
 }
 
 bool SemiDenseLeaf::build(uint8_t* page, const Fences& f, const RecordRef* r, unsigned n) {
@@ -158,11 +158,11 @@ bool SemiDenseLeaf::build(uint8_t* page, const Fences& f, const RecordRef* r, un
   uint64_t sc = max - ref + 1;
   uint32_t upper = f.upper_inf ? 0 : f.upper.len;
   uint64_t need = kSlots + fences_bytes(f) + entries + (upper < klen ? klen - upper : 0);  // + fence_reserve()
-  if (sc > kPageSize / 2 || need + 2 * sc > kPageSize) {
+  if (sc > kNodeSize / 2 || need + 2 * sc > kNodeSize) {
     uint64_t cap = capacity_for(f, klen, entries, n);
     sc = cap < sc ? cap : sc;
   }
-  if (sc == 0 || need + 2 * sc > kPageSize) return false;
+  if (sc == 0 || need + 2 * sc > kNodeSize) return false;
   for (unsigned i = 0; i < n; i++) {
     for (uint32_t b = 0; b < m; b++)
       if (r[i].key_byte(b) != f.lower.data[b]) return false;
@@ -175,7 +175,7 @@ bool SemiDenseLeaf::build(uint8_t* page, const Fences& f, const RecordRef* r, un
   store16(page + kSlotCount, static_cast<uint32_t>(sc));
   store16(page + kKeyLen, klen);
   store32(page + kRef, ref);
-  uint32_t top = write_fences(page, f, kPageSize);
+  uint32_t top = write_fences(page, f, kNodeSize);
   for (unsigned i = 0; i < n; i++) {
     uint32_t vb = r[i].value_bytes();
     top -= 2 + vb;
@@ -185,7 +185,7 @@ bool SemiDenseLeaf::build(uint8_t* page, const Fences& f, const RecordRef* r, un
   }
   store16(page + hdr::kCount, n);
   store16(page + hdr::kHeapStart, top);
-  store16(page + hdr::kHeapUsed, kPageSize - top);
+  store16(page + hdr::kHeapUsed, kNodeSize - top);
   return true;
 }
 

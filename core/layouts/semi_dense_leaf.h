@@ -44,8 +44,8 @@ struct SemiDenseLeaf {
   unsigned heap_used() const { return load16(p + hdr::kHeapUsed); }
   unsigned slots_end() const { return kSlots + 2 * slot_count(); }
   unsigned free_space() const { return heap_start() - slots_end(); }
-  unsigned free_space_after_compaction() const { return kPageSize - heap_used() - slots_end(); }
-  unsigned used_bytes() const { return kPageSize - free_space_after_compaction(); }
+  unsigned free_space_after_compaction() const { return kNodeSize - heap_used() - slots_end(); }
+  unsigned used_bytes() const { return kNodeSize - free_space_after_compaction(); }
   // Bytes kept free so the upper fence can become a key (split to self).
   unsigned fence_reserve() const {
     unsigned ul = load16(p + hdr::kUpperLen);

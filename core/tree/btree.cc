@@ -15,7 +15,7 @@ namespace {
 constexpr uint32_t kScanIncrementThreshold = static_cast<uint32_t>(0.15 * 4294967296.0);
 constexpr uint32_t kPointDecrementThreshold = static_cast<uint32_t>(0.05 * 4294967296.0);
 // Merge two neighbours when together they are at least 3/4 empty.
-constexpr unsigned kMergeThreshold = kPageSize / 2;
+constexpr unsigned kMergeThreshold = kNodeSize / 2;
 // Guard against a structure modification that makes no progress.
 constexpr unsigned kMaxAttempts = 100000;
 const uint8_t kEmpty[1] = {0};
@@ -411,7 +411,7 @@ unsigned BTree::used_bytes(const uint8_t* p) const {
     case PageTag::kFingerprintLeaf: return FingerprintLeaf{q}.used_bytes();
     case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{q}.used_bytes();
     case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{q}.used_bytes();
-    default: return kPageSize;
+    default: return kNodeSize;
   }
 }
 

@@ -87,7 +87,7 @@ Status BTree::bulk_load(const Slice* keys, const Slice* values, size_t n) {
       }
       uint64_t cnt = b - a;
       uint64_t size = base + lower.size() + ulen + cnt * ss + sum - cnt * prefix;
-      if (size > kPageSize) break;
+      if (size > kNodeSize) break;
       best = b;
     }
     if (cfg_.fully_dense_leaves) {
@@ -162,7 +162,7 @@ Status BTree::build_inner_levels(std::vector<PageId> children, std::vector<std::
                                  reinterpret_cast<const uint8_t*>(seps[b].data()), ulen);
       }
       uint64_t cnt = b - a;
-      return ibase + lo.size() + ulen + cnt * iss + sum - cnt * prefix <= kPageSize;
+      return ibase + lo.size() + ulen + cnt * iss + sum - cnt * prefix <= kNodeSize;
     };
     for (size_t a = 0; a < m;) {
       size_t best = a;

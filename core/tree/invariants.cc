@@ -101,7 +101,7 @@ struct Checker {
 
   bool check_slotted_heap(PageId id, const uint8_t* p, unsigned slots_end, unsigned live_entries) {
     unsigned heap_start = load16(p + hdr::kHeapStart), heap_used = load16(p + hdr::kHeapUsed);
-    if (slots_end > heap_start || heap_start > kPageSize) return fail(id, "slots overlap heap", slots_end, heap_start);
+    if (slots_end > heap_start || heap_start > kNodeSize) return fail(id, "slots overlap heap", slots_end, heap_start);
     Fences f = fences_of(p);
     unsigned expect = live_entries + fences_bytes(f);
     if (heap_used != expect) return fail(id, "heap_used", heap_used, expect);
@@ -119,7 +119,7 @@ struct Checker {
     for (unsigned i = 0; i < cnt; i++) {
       const uint8_t* s = n.slot(i);
       unsigned off = load16(s), kl = load16(s + 2), vb = load16(s + 4) & kValueLenMask;
-      if (off < slots_end || off + kl + vb > kPageSize) return fail(id, "slot points outside heap", i, off);
+      if (off < slots_end || off + kl + vb > kNodeSize) return fail(id, "slot points outside heap", i, off);
       live += kl + vb;
       if (n.has_heads() && n.head(i) != head_of(p + off, kl)) return fail(id, "head mismatch", i);
       if (!leaf && (load16(s + 4) != 4)) return fail(id, "inner value is not a page id", i);
@@ -190,13 +190,13 @@ struct Checker {
     // would not fit a page.
     if (!dense::maximum(f, n.key_len(), &max) || max < n.ref()) return fail(id, "semi-dense fences");
     uint64_t range = max - n.ref() + 1;
-    if (n.slot_count() == 0 || n.slot_count() > range || n.slot_count() > kPageSize / 2)
+    if (n.slot_count() == 0 || n.slot_count() > range || n.slot_count() > kNodeSize / 2)
       return fail(id, "semi-dense slot count", n.slot_count(), static_cast<long long>(range));
     unsigned live = 0;
     for (unsigned i = 0; i < n.slot_count(); i++) {
       unsigned off = load16(n.slot(i));
       if (!off) continue;
-      if (off < n.slots_end() || off + 2 + (load16(p + off) & kValueLenMask) > kPageSize) return fail(id, "semi-dense entry outside heap", i);
+      if (off < n.slots_end() || off + 2 + (load16(p + off) & kValueLenMask) > kNodeSize) return fail(id, "semi-dense entry outside heap", i);
       live += 2 + (load16(p + off) & kValueLenMask);
     }
     if (n.free_space_after_compaction() < n.fence_reserve()) return fail(id, "semi-dense fence reserve used", n.fence_reserve());

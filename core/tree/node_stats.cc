@@ -18,7 +18,7 @@ unsigned used_bytes_of(const uint8_t* p) {
     case PageTag::kFingerprintLeaf: return FingerprintLeaf{q}.used_bytes();
     case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{q}.used_bytes();
     case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{q}.used_bytes();
-    default: return kPageSize;
+    default: return kNodeSize;
   }
 }
 
@@ -30,7 +30,7 @@ void walk(const BTree& t, PageId id, unsigned depth, NodeVisitor visit, void* ct
   info.level = t.height() - 1 - depth;
   info.count = load16(p + hdr::kCount);
   info.used_bytes = used_bytes_of(p);
-  info.fill = static_cast<double>(info.used_bytes) / kPageSize;
+  info.fill = static_cast<double>(info.used_bytes) / kNodeSize;
   info.fences = fences_of(p);
   bool dense = info.tag == PageTag::kSemiDenseLeaf || info.tag == PageTag::kFullyDenseLeaf;
   info.prefix_len = dense ? fence_prefix_len(info.fences) : load16(p + hdr::kPrefixLen);
@@ -86,7 +86,7 @@ TreeStats collect_stats(const BTree& tree) {
       },
       &s);
   uint64_t nodes = s.inner + s.basic_leaf + s.fingerprint_leaf + s.semi_dense_leaf + s.fully_dense_leaf;
-  s.fill = nodes ? static_cast<double>(s.used_bytes) / (static_cast<double>(nodes) * kPageSize) : 0;
+  s.fill = nodes ? static_cast<double>(s.used_bytes) / (static_cast<double>(nodes) * kNodeSize) : 0;
   return s;
 }
 
@@ -153,7 +153,7 @@ std::string stats_json(const BTree& tree, const TreeStats& s) {
     num("nodes", l.nodes);
     num("entries", l.entries);
     o += ",\"fill\":";
-    append_fixed(o, l.nodes ? static_cast<double>(l.used_bytes) / (static_cast<double>(l.nodes) * kPageSize) : 0.0, 4);
+    append_fixed(o, l.nodes ? static_cast<double>(l.used_bytes) / (static_cast<double>(l.nodes) * kNodeSize) : 0.0, 4);
     o += ",\"avg_prefix\":";
     append_fixed(o, l.nodes ? static_cast<double>(l.prefix_bytes) / static_cast<double>(l.nodes) : 0.0, 2);
     o += "}";

@@ -17,7 +17,7 @@
 namespace adaptree {
 
 constexpr uint32_t kOverflowHeader = 12;
-constexpr uint32_t kOverflowCapacity = kPageSize - kOverflowHeader;
+constexpr uint32_t kOverflowCapacity = kNodeSize - kOverflowHeader;
 
 // Writes len bytes into a new chain; on failure nothing stays allocated.
 Status overflow_write(PageStore& store, const uint8_t* data, uint64_t len, PageId* first);
