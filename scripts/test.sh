@@ -39,6 +39,7 @@ fi
 step "wasm artifacts: SIMD, imports, exports; npm package contents"
 node scripts/check-wasm.mjs
 node scripts/check-pack.mjs
+node tests/ts/level-suite.mjs   # abstract-level's compliance suite on adaptree/level (sync and async store)
 
 step "vitest: TypeScript API against the st and mt builds, runtimes"
 npx vitest run

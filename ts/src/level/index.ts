@@ -102,15 +102,15 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     const factory = options.store ?? memoryStore(options.layout !== undefined ? { layout: options.layout } : {});
     // `getSync` is in abstract-level 3.1's manifest but not in level-supports' types.
     const manifest: Record<string, unknown> = {
-        implicitSnapshots: true,
-        explicitSnapshots: true,
-        has: true,
-        getSync: factory.sync,
-        seek: true,
-        permanence: factory.permanence,
-        createIfMissing: false,
-        errorIfExists: false,
-        encodings: { view: true },
+      implicitSnapshots: true,
+      explicitSnapshots: true,
+      has: true,
+      getSync: factory.sync,
+      seek: true,
+      permanence: factory.permanence,
+      createIfMissing: false,
+      errorIfExists: false,
+      encodings: { view: true },
       };
     // Our own options stay out of what abstract-level forwards to open() and its hooks.
     const { layout: _layout, wasm: _wasm, store: _store, ...forward } = options;
@@ -123,6 +123,11 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
   get store(): LevelStore {
     if (this.#store === null) throw new InvalidArgumentError('the database is not open');
     return this.#store;
+  }
+
+  /** Distinct versions held open by snapshots and iterators (diagnostics; 0 when idle). */
+  get openVersions(): number {
+    return this.#versions?.size ?? 0;
   }
 
   async _open(): Promise<void> {
@@ -158,7 +163,8 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
 
   _getSync(key: Uint8Array, options: ReadOptions): Uint8Array | undefined {
     const s = this.#store!;
-    if (!s.sync) throw new InvalidArgumentError('getSync needs a synchronous store');
+    // abstract-level's own LEVEL_NOT_SUPPORTED error (supports.getSync is false then).
+    if (!s.sync) return (AbstractLevel.prototype as unknown as { _getSync(k: Uint8Array, o: ReadOptions): never })._getSync.call(this, key, options);
     return readOne(s.get(key) as Uint8Array | undefined, options.snapshot?.version, key);
   }
 
@@ -461,7 +467,7 @@ class Cursor {
   /**
    * Merges a store batch (read first) with the overlay entries of the same interval (read
    * second), then moves past the interval. The interval ends at the last entry of a full
-   * batch (of either source), else at the end of the range.
+   * batch (of either source), else at the end of the range; at most `max` entries return.
    */
   #merge(live: StoreEntry[], max: number): StoreEntry[] {
     const rev = this.#reverse;
@@ -483,10 +489,16 @@ class Cursor {
         }
       }
     }
+    let out = mergeBatch(live, over, rev, this.#values);
+    if (out.length > max) {
+      // Overlay entries added to a full store batch: return `max`, resume after the last one.
+      out = out.slice(0, max);
+      end = out[max - 1]![0];
+    }
     if (end === null) this.#done = true;
     else if (rev) this.#hi = { key: end, inclusive: false };
     else this.#lo = { key: end, inclusive: false };
-    return mergeBatch(live, over, rev, this.#values);
+    return out;
   }
 }
 
