@@ -111,7 +111,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
       createIfMissing: false,
       errorIfExists: false,
       encodings: { view: true },
-      };
+    };
     // Our own options stay out of what abstract-level forwards to open() and its hooks.
     const { layout: _layout, wasm: _wasm, store: _store, ...forward } = options;
     super(manifest, forward);
