@@ -2,6 +2,7 @@
 // JavaScript calls it: contexts carry the result block and a growable output
 // buffer, cursors are core cursors that also notice when their tree is freed.
 #include "bindings/adaptree.h"
+#include "bindings/internal.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -342,3 +343,6 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
 uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }
 
 }  // extern "C"
+
+// bindings/internal.h: the core tree behind a handle, for bindings/inspect.cc.
+const adaptree::BTree* bindings_tree_of(const at_tree* t) { return t ? &t->tree : nullptr; }
