@@ -46,7 +46,7 @@ export class Charts {
           borderColor: COLORS[l],
           backgroundColor: COLORS[l],
           fill: true,
-          pointRadius: 0,
+          pointRadius: 2,
           borderWidth: 1,
           stepped: false,
         })),

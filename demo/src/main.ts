@@ -95,6 +95,9 @@ async function build(kind: KeyKind, keys: (string | number)[], source: DataSet |
   S.map?.free();
   S.map = null;
   S.selected = -1;
+  drawing.select(-1);
+  S.lastOps = 0;
+  showOps();
   $('inspector').innerHTML = '<p class="hint">Click a node in the tree above.</p>';
   const layout = ($<HTMLSelectElement>('layout').value || 'adaptive') as LayoutName;
   const map = new InspectableMap<string | number, Uint8Array>(null, { keys: kind, values: 'bytes', layout });
@@ -139,7 +142,7 @@ async function loadOwn(): Promise<void> {
     status('no keys: paste or upload one key per line');
     return;
   }
-  await build(kind, keys, null, `own keys (${kind === 'number' ? 'integers' : 'strings'}${dropped ? `, ${dropped} duplicates or over 1 KiB left out` : ''})`);
+  await build(kind, keys, null, `own keys (${kind === 'number' ? 'integers' : 'strings'}${dropped ? `; ${dropped} left out: duplicate or over 1 KiB` : ''})`);
 }
 
 // ----------------------------------------------------------------------------- workloads
