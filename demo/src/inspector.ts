@@ -180,7 +180,7 @@ export function renderInspector(el: HTMLElement, v: NodeView, level: number, kin
   if (Array.isArray(d.hint_heads)) {
     const hs = d.hint_heads as number[];
     parts.push(
-      `<h4>hints: 16 heads sampled from the slots</h4><div class="hints" data-field="hint_heads" data-values="${hs.join(',')}">${hs.map((x) => `<span>${x.toString(16).padStart(8, '0')}</span>`).join('')}</div>`,
+      `<h4>hints: 16 heads sampled from the slots (searched first; all zero until the node holds more than 32 keys)</h4><div class="hints" data-field="hint_heads" data-values="${hs.join(',')}">${hs.map((x) => `<span>${x.toString(16).padStart(8, '0')}</span>`).join('')}</div>`,
     );
   }
   if (typeof d.fingerprints === 'string') {
