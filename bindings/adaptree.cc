@@ -2,6 +2,7 @@
 // JavaScript calls it: contexts carry the result block and a growable output
 // buffer, cursors are core cursors that also notice when their tree is freed.
 #include "bindings/adaptree.h"
+#include "bindings/internal.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -465,3 +466,5 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
 }
 
 }  // extern "C"
+// bindings/internal.h: the core tree behind a handle, for bindings/inspect.cc.
+const adaptree::BTree* bindings_tree_of(const at_tree* t) { return t ? &t->tree : nullptr; }

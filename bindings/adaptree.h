@@ -157,4 +157,28 @@ uint32_t at_checksum(const uint8_t* data, uint32_t len);
 #ifdef __cplusplus
 }
 #endif
+
+/* ================================================================ inspection
+ * (bindings/inspect.cc; the demo page and diagnostics). Pages are read only as
+ * copies (BTree::copy_page), never through a frame. at_inspect_node and
+ * at_inspect_tree write JSON into the caller's buffer `out` of `cap` bytes and
+ * return the bytes the JSON needs: when that is more than cap, nothing useful
+ * was written; call again with a buffer that large. Negative = a Status. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+uint32_t at_inspect_root(at_tree* t);   /* root page id (0 for a null handle) */
+uint32_t at_inspect_height(at_tree* t); /* levels, 1 = the root is a leaf */
+/* Copies the page's at_page_size() bytes to out. */
+int32_t at_inspect_page(at_tree* t, uint32_t page_id, uint8_t* out);
+/* The node decoded by its layout: header, fences, slots and keys, heads, hints,
+ * fingerprints, dense slots or bitmap (see inspect.cc for the fields). */
+int32_t at_inspect_node(at_tree* t, uint32_t page_id, uint8_t* out, uint32_t cap);
+/* Every node from the root down, level by level, each as the summary the tree
+ * view draws (id, layout, level, count, fill, prefix, fences, counter, children). */
+int32_t at_inspect_tree(at_tree* t, uint8_t* out, uint32_t cap);
+#ifdef __cplusplus
+}
+#endif
+/* ============================================================ end inspection */
 #endif
