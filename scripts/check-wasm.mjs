@@ -1,8 +1,9 @@
 // Checks the built wasm modules: both contain SIMD128 instructions, st imports
-// nothing, mt imports exactly one shared memory, and both export the whole C ABI.
+// only the host file I/O (at_host_*), mt those and one shared memory, and both export the whole C ABI.
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { ABI_FUNCTIONS } from '../dist/abi.js';
+const HOST_IMPORTS = ['at_host_read', 'at_host_size', 'at_host_sync', 'at_host_truncate', 'at_host_write'];
 
 let failed = 0;
 function expect(ok, what) {
@@ -20,10 +21,13 @@ for (const build of ['st', 'mt']) {
   const simd = (text.match(/\bi8x16\.[a-z_]+/g) ?? []).length;
   expect(simd > 0, `${build}: ${simd} i8x16.* instructions (${(bytes.length / 1024).toFixed(0)} KiB)`);
   if (build === 'st') {
-    expect(imports.length === 0, `st: imports nothing (${JSON.stringify(imports)})`);
+    const fns = imports.filter((i) => i.kind === 'function').map((i) => i.name).sort().join(',');
+    expect(imports.length === HOST_IMPORTS.length && fns === HOST_IMPORTS.join(','), `st: imports only the host file I/O (${JSON.stringify(imports)})`);
   } else {
     const memImport = /\(import "env" "memory" \(memory \S+ \(shared \d+ \d+\)\)\)/.test(text);
-    expect(imports.length === 1 && imports[0].kind === 'memory' && memImport, `mt: imports only a shared memory (${JSON.stringify(imports)})`);
+    const fns = imports.filter((i) => i.kind === 'function').map((i) => i.name).sort().join(',');
+    const mems = imports.filter((i) => i.kind === 'memory');
+    expect(imports.length === HOST_IMPORTS.length + 1 && mems.length === 1 && memImport && fns === HOST_IMPORTS.join(','), `mt: imports a shared memory and the host file I/O (${JSON.stringify(imports)})`);
     expect(exports.has('__stack_pointer'), 'mt: exports __stack_pointer for per-instance stacks');
   }
   const missing = ABI_FUNCTIONS.filter((f) => !exports.has(f));

@@ -203,6 +203,21 @@ function check(exports: WebAssembly.Exports): AbiExports {
   return abi;
 }
 
+/**
+ * The host file I/O the core imports for persistent stores (bindings/adaptree.h,
+ * at_host_*). No TypeScript backend is wired to them yet (the BTreeStore API and
+ * ts/storage land next), so every call answers IO_ERROR (-7); in-memory maps
+ * never call them.
+ */
+const IO_ERROR = -7;
+const hostFileImports = {
+  at_host_read: () => IO_ERROR,
+  at_host_write: () => IO_ERROR,
+  at_host_sync: () => IO_ERROR,
+  at_host_size: () => IO_ERROR,
+  at_host_truncate: () => IO_ERROR,
+};
+
 /** Loads and instantiates an adaptree wasm module. */
 export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm> {
   const attach = options.attach;
@@ -217,7 +232,7 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
     throw new Error(`adaptree: the given wasm module is not the ${build} build`);
   }
   let memory: WebAssembly.Memory | undefined;
-  const importObject: WebAssembly.Imports = {};
+  const importObject: WebAssembly.Imports = { env: { ...hostFileImports } };
   if (build === 'mt') {
     memory =
       attach?.memory ??
@@ -226,7 +241,7 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
         maximum: MT_MAXIMUM_PAGES,
         shared: true,
       } as WebAssembly.MemoryDescriptor);
-    importObject.env = { memory };
+    importObject.env = { ...hostFileImports, memory };
   }
   const instance = await WebAssembly.instantiate(module, importObject);
   const raw = instance.exports;
