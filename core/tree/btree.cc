@@ -897,6 +897,9 @@ void Cursor::enter(PageId leaf, bool scan_start) {
 
 bool Cursor::settle_forward(int pos) {
   for (;;) {
+    // A page that could not be read (poison frame) must not loop: it has no
+    // records and no fences, so moving on would land on it again.
+    if (t_->store_.failure() != Status::kOk) return false;
     const uint8_t* p = t_->page(leaf_);
     int q = leaf::next_present(p, pos);
     if (q < static_cast<int>(leaf::positions(p))) {
@@ -913,6 +916,9 @@ bool Cursor::settle_forward(int pos) {
 
 bool Cursor::settle_backward(int pos) {
   for (;;) {
+    // A page that could not be read (poison frame) must not loop: it has no
+    // records and no fences, so moving on would land on it again.
+    if (t_->store_.failure() != Status::kOk) return false;
     const uint8_t* p = t_->page(leaf_);
     int q = pos < 0 ? -1 : leaf::prev_present(p, pos);
     if (q >= 0) {
