@@ -137,30 +137,35 @@ uint8_t* BufferPool::fix_backed(PageId id) {
     free_frames_.push_back(f);
     return poison(s, id);
   }
-  FrameMeta& m = frames_[f];
-  m.pid = id;
-  m.epoch = epoch_;
-  m.referenced = true;
-  m.dirty = false;
-  m.bump();
+  install(f, id, false);
   table_.insert(id, f);
   return d;
 }
 
-Status BufferPool::read_through(PageId id, uint8_t* dst) {
+void BufferPool::install(FrameId f, PageId id, bool dirty) {
+  FrameMeta& m = frames_[f];
+  m.pid = id;
+  m.epoch = epoch_;
+  m.referenced = true;
+  m.dirty = dirty;
+  m.bump();
+}
+
+Status BufferPool::view(PageId id, uint8_t* scratch, const uint8_t** out) {
   if (!valid(id)) return Status::kCorrupt;
   if (!backend_) {
-    memcpy(dst, data(id), kPageSize);
+    *out = data(id);
     return Status::kOk;
   }
   FrameId f = table_.find(id);
   if (f != kNoFrame) {
     stats_.hits++;
-    memcpy(dst, data_of(f), kPageSize);
+    *out = data_of(f);
     return Status::kOk;
   }
   stats_.misses++;
-  return backend_->load(id, dst);
+  *out = scratch;
+  return backend_->load(id, scratch);
 }
 
 Status BufferPool::allocate(PageId* out) {
@@ -181,12 +186,7 @@ Status BufferPool::allocate(PageId* out) {
       if (f == kNoFrame) return failure_ != Status::kOk ? failure_ : Status::kOutOfMemory;
       table_.insert(id, f);
     }
-    FrameMeta& m = frames_[f];
-    m.pid = id;
-    m.epoch = epoch_;
-    m.referenced = true;
-    m.dirty = true;
-    m.bump();
+    install(f, id, true);
   }
   if (reused) free_.pop_back();
   else page_count_++;

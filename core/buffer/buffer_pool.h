@@ -86,9 +86,11 @@ class BufferPool {
     *out = page(id);
     return failure_;
   }
-  // Copies a page image to dst without making it resident (long overflow
-  // chains stream through here instead of through the pool).
-  Status read_through(PageId id, uint8_t* dst);
+  // A page's bytes without making it resident: the frame if it is resident,
+  // else scratch (kPageSize bytes) filled from storage. Long overflow chains
+  // stream through here instead of through the pool. Valid until the next
+  // call that fixes or allocates a page.
+  Status view(PageId id, uint8_t* scratch, const uint8_t** out);
   bool resident(PageId id) const { return !backend_ || table_.find(id) != kNoFrame; }
 
   // A new page (contents undefined, dirty) or kOutOfMemory.
@@ -129,6 +131,7 @@ class BufferPool {
   uint8_t* data(PageId id) const { return data_of(id); }
   uint8_t* fix_backed(PageId id);
   uint8_t* poison(Status why, PageId id);
+  void install(FrameId f, PageId id, bool dirty);
   // A frame to load a page into (free, or a clock victim), or kNoFrame.
   FrameId take_frame();
   bool grow();  // one more chunk of frames

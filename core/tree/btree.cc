@@ -539,6 +539,20 @@ Status BTree::ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_l
   return split_inner(path, child_idx - 1);
 }
 
+// The last step of every split, once both halves are built (scratch_[1] the
+// lower, scratch_[2] the upper) and the parent has room: the lower half gets
+// a new page, the upper half keeps node's page (and its parent pointer).
+Status BTree::install_split(PageId parent, PageId node, Slice sep) {
+  PageId left;
+  Status s = store_.allocate(&left);
+  if (s != Status::kOk) return s;
+  memcpy(page_mut(left), scratch_[1], kPageSize);
+  memcpy(page_mut(node), scratch_[2], kPageSize);
+  insert_separator(parent, sep, left);
+  version_++;
+  return Status::kOk;
+}
+
 void BTree::insert_separator(PageId parent, Slice sep, PageId left_child) {
   BasicNode pn{page_mut(parent)};
   bool exact;
@@ -579,14 +593,7 @@ Status BTree::split_inner(Path* path, unsigned idx) {
   Status s = ensure_parent_space(path, idx, sep.len, &restarted);
   if (s != Status::kOk || restarted) return s;
   while (path->ids[idx] != node) idx++;  // a new root was pushed on the path
-  PageId left;
-  s = store_.allocate(&left);
-  if (s != Status::kOk) return s;
-  memcpy(page_mut(left), scratch_[1], kPageSize);
-  memcpy(page_mut(node), scratch_[2], kPageSize);
-  insert_separator(path->ids[idx - 1], sep.slice(), left);
-  version_++;
-  return Status::kOk;
+  return install_split(path->ids[idx - 1], node, sep.slice());
 }
 
 Status BTree::split_leaf(Path* path, Slice key) {
@@ -649,14 +656,7 @@ Status BTree::split_leaf(Path* path, Slice key) {
   Status s = ensure_parent_space(path, d - 1, sep.len, &restarted);
   if (s != Status::kOk || restarted) return s;
   d = path->depth;
-  PageId left;
-  s = store_.allocate(&left);
-  if (s != Status::kOk) return s;
-  memcpy(page_mut(left), scratch_[1], kPageSize);
-  memcpy(page_mut(leaf), scratch_[2], kPageSize);
-  insert_separator(path->ids[d - 2], sep.slice(), left);
-  version_++;
-  return Status::kOk;
+  return install_split(path->ids[d - 2], leaf, sep.slice());
 }
 
 // Dense leaf overflowing past its last slot (ascending inserts): keep every
@@ -698,14 +698,7 @@ Status BTree::split_to_self(Path* path, Slice key, uint16_t vfield) {
   bool dense = fully && FullyDenseLeaf::build(scratch_[2], rf, nullptr, 0, key.len, vfield) &&
                FullyDenseLeaf{scratch_[2]}.index_of(key) >= 0;
   if (!dense && !build_leaf(scratch_[2], rf, nullptr, 0, kCounterDisabled)) return Status::kCorrupt;
-  PageId left;
-  s = store_.allocate(&left);
-  if (s != Status::kOk) return s;
-  memcpy(page_mut(left), scratch_[1], kPageSize);
-  memcpy(page_mut(leaf), scratch_[2], kPageSize);
-  insert_separator(path->ids[d - 2], sep.slice(), left);
-  version_++;
-  return Status::kOk;
+  return install_split(path->ids[d - 2], leaf, sep.slice());
 }
 
 Status BTree::make_room(Path* path, Slice key, uint16_t vfield) {

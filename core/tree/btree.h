@@ -99,6 +99,7 @@ class BTree {
   Status split_inner(Path* path, unsigned idx);
   Status ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_len, bool* restarted);
   void insert_separator(PageId parent, Slice sep, PageId left_child);
+  Status install_split(PageId parent, PageId node, Slice sep);
   Status new_root(Path* path);
   // Releases every page below id (id itself stays). Only for nodes; the
   // caller frees overflow chains.

@@ -36,10 +36,11 @@ Status overflow_write(BufferPool& store, const uint8_t* data, uint64_t len, Page
 }
 
 Status overflow_read(BufferPool& store, PageId id, uint64_t len, uint8_t* out) {
-  alignas(16) uint8_t pg[kPageSize];
+  alignas(16) uint8_t scratch[kPageSize];
   uint64_t done = 0;
   while (done < len) {
-    Status s = store.read_through(id, pg);
+    const uint8_t* pg;
+    Status s = store.view(id, scratch, &pg);
     if (s != Status::kOk) return s;
     if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow)) return Status::kCorrupt;
     uint32_t n = load32(pg + 8);
@@ -53,9 +54,10 @@ Status overflow_read(BufferPool& store, PageId id, uint64_t len, uint8_t* out) {
 }
 
 Status overflow_free(BufferPool& store, PageId id) {
-  alignas(16) uint8_t pg[kPageSize];
+  alignas(16) uint8_t scratch[kPageSize];
   while (id != kInvalidPageId) {
-    Status s = store.read_through(id, pg);
+    const uint8_t* pg;
+    Status s = store.view(id, scratch, &pg);
     if (s != Status::kOk) return s;
     if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow)) return Status::kCorrupt;
     PageId next = load32(pg + 4);

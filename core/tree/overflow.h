@@ -21,7 +21,7 @@ constexpr uint32_t kOverflowCapacity = kNodeSize - kOverflowHeader;
 
 // Chains can be far larger than the buffer pool: writing releases each page's
 // protection as soon as it is written (the caller must hold no page pointers),
-// reading and freeing stream pages through BufferPool::read_through.
+// reading and freeing stream pages through BufferPool::view.
 //
 // Writes len bytes into a new chain; on failure nothing stays allocated.
 Status overflow_write(BufferPool& store, const uint8_t* data, uint64_t len, PageId* first);
