@@ -428,8 +428,8 @@ function main() {
 
   // ---- persistent stores
   for (const [suite, title, text] of [
-    ['persist-node', 'Persistent stores in Node (`persist-node`)', 'ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values; each store with its default durability (see `config`). Bytes per record: the store\'s directory on disk after the run.'],
-    ['browser', 'Persistent stores in headless Chromium (`browser`)', 'One dedicated module worker, a fresh persistent profile, served cross-origin isolated from 127.0.0.1. ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values. `get` awaits each read in its own transaction; `get_batch1000` pipelines 1000 reads in one transaction; scans read 50 records from a random key. Bytes per record: SQLite page_count × page_size, else the growth of `navigator.storage.estimate().usage`.'],
+    ['persist-node', 'Persistent stores in Node (`persist-node`)', 'docs/ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values; each store with its default durability (see `config`). Bytes per record: the store\'s directory on disk after the run.'],
+    ['browser', 'Persistent stores in headless Chromium (`browser`)', 'One dedicated module worker, a fresh persistent profile, served cross-origin isolated from 127.0.0.1. docs/ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values. `get` awaits each read in its own transaction; `get_batch1000` pipelines 1000 reads in one transaction; scans read 50 records from a random key. Bytes per record: SQLite page_count × page_size, else the growth of `navigator.storage.estimate().usage`.'],
   ]) {
     const sr = rows.filter((r) => r.suite === suite);
     if (!sr.length) continue;

@@ -5,7 +5,7 @@
 //       cross-origin isolated.
 //   mt: imports a shared WebAssembly.Memory; any number of instances (one per
 //       worker) can run on the same memory, each on its own stack region
-//       (ARCHITECTURE.md, decision 8: workers attach, they do not proxy).
+//       (docs/ARCHITECTURE.md, decision 8: workers attach, they do not proxy).
 //
 // The source may be a precompiled WebAssembly.Module (required by Cloudflare
 // Workers, which forbid compiling wasm from bytes), bytes, a URL, a path or a
