@@ -41,11 +41,11 @@ node scripts/check-wasm.mjs
 node scripts/check-pack.mjs
 node tests/ts/level-suite.mjs && node tests/package/e2e.mjs   # adaptree/level: abstract-level's suite; the packed tarball in Node and Deno
 
-step "package types: the packed tarball type-checks in Node, DOM, Deno and Workers projects"
-node tests/types/check.mjs
-
 step "vitest: TypeScript API against the st and mt builds, runtimes"
 npx vitest run
+
+step "package types: the packed tarball type-checks in Node, DOM, Deno and Workers projects"
+node tests/types/check.mjs
 
 if ls bench/test/*.test.mjs >/dev/null 2>&1; then
   step "node --test: benchmark helpers"
