@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // What a user of the published package sees: packs the tarball as `npm pack` would publish it,
 // installs it into a fresh project per environment and type-checks a small program there
-// against the shipped .d.ts files (strict, no skipLibCheck):
+// against the shipped .d.ts files (strict, no skipLibCheck). adaptree/level (level.ts, with
+// its optional peer abstract-level) is checked in node and deno only: abstract-level's own
+// types need @types/node (Buffer, events) and AsyncDisposable, so DOM and Workers projects
+// that use it add @types/node anyway.
 //   node     lib es2022 + @types/node, no DOM          tsc --noEmit
 //   dom      lib es2022 + DOM, no @types/node           tsc --noEmit
 //   workers  lib es2022 + @cloudflare/workers-types     tsc --noEmit
@@ -63,14 +66,16 @@ const envs = {
     devDependencies: { typescript: version('typescript'), '@cloudflare/workers-types': WORKERS_TYPES },
     check: ['npx', ['tsc', '-p', '.']],
   },
-  deno: { devDependencies: {}, check: [path.join(ROOT, 'node_modules/.bin/deno'), ['check', '--all', '--quiet', 'main.ts']] },
+  deno: { devDependencies: {}, check: [path.join(ROOT, 'node_modules/.bin/deno'), ['check', '--all', '--quiet', 'main.ts', 'level.ts']] },
 };
 
 for (const [name, env] of Object.entries(envs)) {
   if (only.length && !only.includes(name)) continue;
   const dir = path.join(WORK, name);
   fs.cpSync(path.join(HERE, name), dir, { recursive: true });
-  const pkg = { name: `adaptree-types-${name}`, private: true, type: 'module', dependencies: { adaptree: `file:${tarball}` }, devDependencies: env.devDependencies };
+  // abstract-level: the optional peer that adaptree/level's types import.
+  const dependencies = { adaptree: `file:${tarball}`, 'abstract-level': version('abstract-level') };
+  const pkg = { name: `adaptree-types-${name}`, private: true, type: 'module', dependencies, devDependencies: env.devDependencies };
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(pkg, null, 2));
   try {
     run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], dir);
