@@ -75,14 +75,12 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "npm packages into node_modules/ (TypeScript, vitest, vite, deno, workerd, benchmark anchors; about 1 minute)"
+  say "installing npm packages into node_modules/ (TypeScript, vitest, vite, deno, workerd, benchmark anchors; about 1 minute)"
   say "two npm warnings are expected and harmless (README, \"Requirements\"):"
   say "  EBADENGINE for @sqlite.org/sqlite-wasm under Node < 22: it runs only inside Chromium, in the benchmark"
   say "  'install scripts not yet covered by allowScripts' (npm 11): those 5 packages work from their prebuilt binaries"
-  # `npm install`, not `npm ci`: npm 11 (with this machine's omit-lockfile-registry-resolved)
-  # leaves other platforms' optional packages (deno, workerd, msgpackr) out of the lock file
-  # and then `npm ci` refuses that lock as out of sync. `npm install` honours the pinned
-  # versions in the lock all the same.
-  echo "install-deps: npm install" >&2
-  npm ci --no-audit --no-fund >/dev/null
+  # `npm ci`: exactly the lock's versions. The lock lists every platform's optional binaries
+  # (deno, workerd, msgpackr; scripts/lock-platforms.mjs), which npm ci insists on.
+  say "npm ci"
+  npm ci --no-audit --no-fund
 fi
