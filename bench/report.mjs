@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// npm run bench:report [-- FILE.json ...] [--out bench/REPORT.md]
-// Turns result JSON (schema adaptree-bench/1) into bench/REPORT.md with tables, and SVG plots
-// in bench/report/ (hand-written SVG). Default input: bench/results.json.
+// npm run bench:report [-- FILE.json ...] [--out DIR/REPORT.md]
+// Turns result JSON (schema adaptree-bench/1) into a Markdown report with tables, and SVG
+// plots in report/ next to it (hand-written SVG). Default input: bench/results.json.
+// Where it goes, unless --out says otherwise: the committed bench/REPORT.md (+ bench/report/)
+// only when the input is the committed bench/results.json; any other input is a scratch run
+// and its report goes to bench/out/REPORT.md (+ bench/out/report/), which git ignores.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,13 +15,20 @@ const ROOT = path.resolve(HERE, '..');
 
 // ------------------------------------------------------------------ input
 
+const COMMITTED_RESULTS = path.join(HERE, 'results.json');
+const COMMITTED_REPORT = path.join(HERE, 'REPORT.md');
+const SCRATCH_REPORT = path.join(HERE, 'out', 'REPORT.md');
+
 function parseArgs(argv) {
-  const o = { files: [], out: path.join(HERE, 'REPORT.md') };
+  const o = { files: [], out: undefined };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--out') o.out = path.resolve(argv[++i]);
     else o.files.push(path.resolve(argv[i]));
   }
-  if (!o.files.length) o.files.push(path.join(HERE, 'results.json'));
+  if (!o.files.length) o.files.push(COMMITTED_RESULTS);
+  // A quick or partial run must not replace the committed report by accident.
+  const committed = o.files.length === 1 && o.files[0] === COMMITTED_RESULTS;
+  o.out ??= committed ? COMMITTED_REPORT : SCRATCH_REPORT;
   return o;
 }
 
@@ -418,8 +428,8 @@ function main() {
 
   // ---- persistent stores
   for (const [suite, title, text] of [
-    ['persist-node', 'Persistent stores in Node (`persist-node`)', 'ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values; each store with its default durability (see `config`). Bytes per record: the store\'s directory on disk after the run.'],
-    ['browser', 'Persistent stores in headless Chromium (`browser`)', 'One dedicated module worker, a fresh persistent profile, served cross-origin isolated from 127.0.0.1. ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values. `get` awaits each read in its own transaction; `get_batch1000` pipelines 1000 reads in one transaction; scans read 50 records from a random key. Bytes per record: SQLite page_count × page_size, else the growth of `navigator.storage.estimate().usage`.'],
+    ['persist-node', 'Persistent stores in Node (`persist-node`)', 'docs/ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values; each store with its default durability (see `config`). Bytes per record: the store\'s directory on disk after the run.'],
+    ['browser', 'Persistent stores in headless Chromium (`browser`)', 'One dedicated module worker, a fresh persistent profile, served cross-origin isolated from 127.0.0.1. docs/ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values. `get` awaits each read in its own transaction; `get_batch1000` pipelines 1000 reads in one transaction; scans read 50 records from a random key. Bytes per record: SQLite page_count × page_size, else the growth of `navigator.storage.estimate().usage`.'],
   ]) {
     const sr = rows.filter((r) => r.suite === suite);
     if (!sr.length) continue;
@@ -457,6 +467,7 @@ function main() {
   fs.writeFileSync(o.out, out.join('\n'));
   fs.writeFileSync(path.join(svgDir, 'headline.md'), headline.length ? headline.join('\n') + `\nFull report: [bench/REPORT.md](bench/REPORT.md).\n` : 'No inmem rows.\n');
   process.stderr.write(`wrote ${path.relative(process.cwd(), o.out)} and ${fs.readdirSync(svgDir).length} files in ${path.relative(process.cwd(), svgDir)}\n`);
+  if (o.out === SCRATCH_REPORT) process.stderr.write(`(a scratch place, ignored by git; --out ${path.relative(process.cwd(), COMMITTED_REPORT)} replaces the committed report)\n`);
 }
 
 main();

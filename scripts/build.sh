@@ -19,6 +19,9 @@ build_wasm() {
   ln -sfn ../../dist/wasm ts/src/wasm
 }
 build_ts() {
+  # tsc never deletes: outputs of removed sources or options (old .d.ts.map files) would be
+  # packed along. Start from dist/wasm alone.
+  if [ -d dist ]; then find dist -mindepth 1 -maxdepth 1 ! -name wasm -exec rm -rf {} +; fi
   npx tsc -p tsconfig.json
 }
 build_native() {

@@ -3,7 +3,8 @@
 // sorted-btree and the native build of the same core, on real data sets
 // fetched from the npm registry and on generated integers. It prints a table
 // of throughput and ratios, and writes bench/out/showcase.json (the benchmark
-// schema) for `npm run bench:report`.
+// schema) for `npm run bench:report`, whose report of it goes to bench/out/ too (the
+// committed bench/REPORT.md comes only from bench/results.json).
 import { spawnSync } from 'node:child_process';
 import { readFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -41,4 +42,5 @@ const line = (cells) => cells.map((c, i) => c.padEnd(widths[i])).join('  ');
 console.log(line(header));
 console.log(widths.map((w) => '-'.repeat(w)).join('  '));
 for (const row of rows) console.log(line(row));
-console.log(`\nresults: ${path.relative(root, out)}  (npm run bench:report -- ${path.relative(root, out)})`);
+console.log(`\nresults: ${path.relative(root, out)}`);
+console.log(`report with plots: npm run bench:report -- ${path.relative(root, out)}   (writes bench/out/REPORT.md, not the committed bench/REPORT.md)`);

@@ -44,6 +44,9 @@ node tests/ts/level-suite.mjs && node tests/package/e2e.mjs   # adaptree/level: 
 step "vitest: TypeScript API against the st and mt builds, runtimes"
 npx vitest run
 
+step "package types: the packed tarball type-checks in Node, DOM, Deno and Workers projects"
+node tests/types/check.mjs
+
 if ls bench/test/*.test.mjs >/dev/null 2>&1; then
   step "node --test: benchmark helpers"
   node --test bench/test/

@@ -1,5 +1,5 @@
 // Runs inside a dedicated module worker in headless Chromium (bench/browser/run-browser.mjs).
-// The browser suite's workload (ANCHORS.md): N records, keys 'k' + 10 digits in random order,
+// The browser suite's workload (docs/ANCHORS.md): N records, keys 'k' + 10 digits in random order,
 // 100-byte values; each store with its defaults. Messages to the page: {row}, {log}, {skip}, {done}.
 import { createStore, setMany, set, get, getMany, clear } from 'idb-keyval';
 import { BrowserLevel } from 'browser-level';

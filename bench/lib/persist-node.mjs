@@ -1,5 +1,5 @@
 // persist-node: embedded persistent stores in Node, with the browser suite's workload
-// (ANCHORS.md): N records, keys 'k' + 10 digits in random order, 100-byte values.
+// (docs/ANCHORS.md): N records, keys 'k' + 10 digits in random order, 100-byte values.
 // Each store keeps its default durability (named in `config`). adaptree's file backend gets
 // a runner here when it lands (see HOOK below). Run by run.mjs as a child process:
 //   node bench/lib/persist-node.mjs '<json params>'  -> NDJSON rows on stdout

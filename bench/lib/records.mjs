@@ -1,4 +1,4 @@
-// The persistent suites' records and timing loop (ANCHORS.md): keys 'k' + 10 digits in random order,
+// The persistent suites' records and timing loop (docs/ANCHORS.md): keys 'k' + 10 digits in random order,
 // 100-byte values. One generator for Node (persist-node) and Chromium (browser), so both
 // kinds of store see the same data. No Node-only APIs: the browser worker bundles it.
 import { SplitMix64 } from './rng.mjs';

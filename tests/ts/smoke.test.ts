@@ -15,7 +15,7 @@ function put(w: AdaptreeWasm, bytes: Uint8Array): number {
 }
 
 // Test vectors of the page checksum, fixed in core/hash.h: the same bytes
-// must hash the same natively and in wasm (ARCHITECTURE.md decision 3).
+// must hash the same natively and in wasm (docs/ARCHITECTURE.md, decision 3).
 import { CHECKSUM_VECTORS } from './fixtures/checksum-vectors.js';
 
 describe.each(['st', 'mt'] as const)('%s build', (build) => {

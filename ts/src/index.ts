@@ -91,7 +91,11 @@ export {
   type AttachHandle,
   type LoadOptions,
   type WasmBuild,
+  type WasmMemory,
+  type WasmModule,
+  type WasmResponse,
   type WasmSource,
+  type WasmUrl,
 } from './wasm.js';
 
 export {

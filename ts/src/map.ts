@@ -58,6 +58,18 @@ import { bigintKey } from './encoding/bigint.js';
 import { tupleKey } from './encoding/tuple.js';
 import { bytesValue, jsonValue, utf8Value } from './encoding/values.js';
 
+declare global {
+  interface SymbolConstructor {
+    /**
+     * Declared here too because BTreeMap and its iterators are `Disposable` (`using m = ...`)
+     * and their .d.ts names `Symbol.dispose`, which lib es2022 and DOM projects do not declare
+     * (it is in lib esnext.disposable, @types/node, Deno and current runtimes). Where the
+     * runtime lacks it, the classes simply have no such method (see the end of this file).
+     */
+    readonly dispose: unique symbol;
+  }
+}
+
 /** Names of the built-in key encodings. */
 export type KeyEncodingName = 'utf8' | 'bytes' | 'number' | 'bigint' | 'tuple';
 /** Names of the built-in value encodings. */
@@ -778,11 +790,21 @@ if (typeof Symbol.dispose !== 'symbol') {
 // ----------------------------------------------------------------------------- the map
 
 /**
+ * `Map`'s members that BTreeMap implements: all of them except the upsert proposal's
+ * `getOrInsert` / `getOrInsertComputed`, which TypeScript 6's lib esnext (Deno's default)
+ * adds to `Map`. Naming them here keeps the shipped .d.ts valid under those libs; once
+ * BTreeMap has the two methods this can be `Map<K, V>` again.
+ */
+export interface MapMembers<K, V> extends Omit<Map<K, V>, 'getOrInsert' | 'getOrInsertComputed' | 'set'> {
+  set(key: K, value: V): this;
+}
+
+/**
  * An ordered map in wasm memory with the API of `Map`. Iteration is in key order (the
  * one documented difference); keys are compared by their encoding, so `bytes` and `tuple`
  * keys compare by content. Call `free()` (or `using`) when done.
  */
-export class BTreeMap<K = string, V = unknown> implements Map<K, V> {
+export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
   readonly #h: Handle<K, V>;
 
   /**

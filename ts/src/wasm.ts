@@ -5,27 +5,57 @@
 //       cross-origin isolated.
 //   mt: imports a shared WebAssembly.Memory; any number of instances (one per
 //       worker) can run on the same memory, each on its own stack region
-//       (ARCHITECTURE.md, decision 8: workers attach, they do not proxy).
+//       (docs/ARCHITECTURE.md, decision 8: workers attach, they do not proxy).
 //
 // The source may be a precompiled WebAssembly.Module (required by Cloudflare
 // Workers, which forbid compiling wasm from bytes), bytes, a URL, a path or a
 // Response. Without one, the module next to this file in the package is used.
 import { ABI_FUNCTIONS, ABI_VERSION, Result, type AbiExports } from './abi.js';
 
+// The public types name WebAssembly and fetch types through the aliases below, never the
+// global `WebAssembly` namespace directly: a Node-only project (lib es20xx + @types/node)
+// declares no WebAssembly types, and the shipped .d.ts files must compile there as well as
+// with DOM, Deno and @cloudflare/workers-types (tests/types/ checks all four). Where the
+// project's libs declare the real type, an alias is exactly that type; elsewhere it is the
+// part of it that adaptree uses.
+type Globals = typeof globalThis;
+
+/** `WebAssembly.Module` where the project's libs declare it, else any object. */
+export type WasmModule = Globals extends { WebAssembly: { Module: { prototype: infer M } } } ? M : object;
+
+/** `WebAssembly.Memory` where the project's libs declare it, else its buffer and grow(). */
+export type WasmMemory = Globals extends { WebAssembly: { Memory: { prototype: infer M } } }
+  ? M
+  : { readonly buffer: ArrayBuffer | SharedArrayBuffer; grow(delta: number): number };
+
+/** The fetch API's `Response` where declared (DOM, @types/node, Deno, Workers), else what adaptree reads of one. */
+export type WasmResponse = Globals extends { Response: { prototype: infer R } }
+  ? R
+  : {
+      readonly ok: boolean;
+      readonly status: number;
+      readonly url: string;
+      readonly headers: { get(name: string): string | null };
+      arrayBuffer(): Promise<ArrayBuffer>;
+    };
+
+/** `URL` where declared, else what adaptree reads of one. */
+export type WasmUrl = Globals extends { URL: { prototype: infer U } } ? U : { readonly href: string; readonly protocol: string };
+
 export type WasmBuild = 'st' | 'mt';
 export type WasmSource =
-  | WebAssembly.Module
+  | WasmModule
   | ArrayBuffer
   | ArrayBufferView
-  | URL
+  | WasmUrl
   | string
-  | Response
-  | PromiseLike<Response>;
+  | WasmResponse
+  | PromiseLike<WasmResponse>;
 
 /** What a worker needs to attach to an mt instance created elsewhere; structured-cloneable. */
 export interface AttachHandle {
-  readonly module: WebAssembly.Module;
-  readonly memory: WebAssembly.Memory;
+  readonly module: WasmModule;
+  readonly memory: WasmMemory;
   /** A stack region reserved for the attaching instance: [stackBase, stackBase + stackSize). */
   readonly stackBase: number;
   readonly stackSize: number;
@@ -48,9 +78,9 @@ const SCRATCH_MIN = 64 * 1024;
 
 export interface AdaptreeWasm {
   readonly build: WasmBuild;
-  readonly module: WebAssembly.Module;
+  readonly module: WasmModule;
   readonly exports: AbiExports;
-  readonly memory: WebAssembly.Memory;
+  readonly memory: WasmMemory;
   /** This instance's context (result block and output buffer). */
   readonly ctx: number;
   /** Address of this context's result block (five u32, see abi.ts Result). */

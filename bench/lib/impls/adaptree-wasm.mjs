@@ -11,7 +11,7 @@ const DIST = path.join(ROOT, 'dist', 'index.js');
 const API = {
   init: (mod, threads) => mod.init({ threads }),
   create: (mod, opts) => new mod.BTreeMap(undefined, opts),
-  // options: key encoding, value codec, layout configuration (ARCHITECTURE.md decision 10)
+  // options: key encoding, value codec, layout configuration (docs/ARCHITECTURE.md, decision 10)
   options: (keyEncoding, layout) => ({ keys: keyEncoding, values: 'bytes', layout }),
   range: (m, k, n) => m.entries({ gte: k, limit: n }),
   all: (m) => m.entries(),

@@ -1,0 +1,46 @@
+// A Node-only project: lib es2022 + @types/node, no DOM, no WebAssembly lib.
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import {
+  init,
+  loadWasm,
+  BTreeMap,
+  isAdaptreeError,
+  KeyTooLargeError,
+  type AdaptreeWasm,
+  type WasmModule,
+  type WasmResponse,
+  type LoadOptions,
+  type WasmSource,
+} from 'adaptree';
+
+const require = createRequire(import.meta.url);
+const bytes: WasmSource = await readFile(require.resolve('adaptree/wasm/adaptree-st.wasm'));
+const w: AdaptreeWasm = await init({ wasm: bytes });
+const build: 'st' | 'mt' = w.build;
+const heap: number = w.memory.buffer.byteLength;
+
+const m = new BTreeMap<string, { n: number }>([['a', { n: 1 }]], { layout: 'adaptive' });
+m.set('b', { n: 2 });
+const v: { n: number } | undefined = m.get('a');
+for (const [k, x] of m.entries({ gte: 'a', lt: 'c', limit: 10 })) console.log(k.toUpperCase(), x.n);
+const asMap: Map<string, { n: number }> = m;
+try {
+  m.set('x'.repeat(2000), { n: 0 });
+} catch (e) {
+  if (e instanceof KeyTooLargeError || isAdaptreeError(e)) console.log(e.code);
+}
+m[Symbol.dispose]();
+
+const threaded: LoadOptions = { threads: true, wasm: new URL('file:///tmp/adaptree-mt.wasm') };
+const worker = await loadWasm(threaded);
+const handle = worker.attachHandle();
+await loadWasm({ attach: handle });
+// @ts-expect-error threads is a boolean
+await loadWasm({ threads: 'yes' });
+console.log(build, heap, v, asMap.size);
+
+// Without WebAssembly declarations a module is any object; Response is @types/node's.
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+const fallback: [Same<WasmModule, object>, Same<WasmResponse, Response>] = [true, true];
+console.log(fallback);
