@@ -1,16 +1,19 @@
 // Loads one of the two adaptree wasm builds without any emscripten glue.
 //
-//   st: single-threaded, the module owns its memory (no imports at all), so it
-//       runs anywhere, including Cloudflare Workers and pages that are not
-//       cross-origin isolated.
+//   st: single-threaded, the module owns its memory, so it runs anywhere,
+//       including Cloudflare Workers and pages that are not cross-origin isolated.
 //   mt: imports a shared WebAssembly.Memory; any number of instances (one per
 //       worker) can run on the same memory, each on its own stack region
 //       (ARCHITECTURE.md, decision 8: workers attach, they do not proxy).
+// Both import the host file I/O of persistent stores (at_host_read/write/sync/size/
+// truncate from "env", storage/host.ts); they are supplied on every instantiation,
+// also where no store is ever opened (a module that lacks them ignores them).
 //
 // The source may be a precompiled WebAssembly.Module (required by Cloudflare
 // Workers, which forbid compiling wasm from bytes), bytes, a URL, a path or a
 // Response. Without one, the module next to this file in the package is used.
 import { ABI_FUNCTIONS, ABI_VERSION, Result, type AbiExports } from './abi.js';
+import { hostImports } from './storage/host.js';
 
 export type WasmBuild = 'st' | 'mt';
 export type WasmSource =
@@ -217,7 +220,8 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
     throw new Error(`adaptree: the given wasm module is not the ${build} build`);
   }
   let memory: WebAssembly.Memory | undefined;
-  const importObject: WebAssembly.Imports = {};
+  const env: Record<string, WebAssembly.ImportValue> = hostImports(() => memory!);
+  const importObject: WebAssembly.Imports = { env };
   if (build === 'mt') {
     memory =
       attach?.memory ??
@@ -226,7 +230,7 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
         maximum: MT_MAXIMUM_PAGES,
         shared: true,
       } as WebAssembly.MemoryDescriptor);
-    importObject.env = { memory };
+    env.memory = memory;
   }
   const instance = await WebAssembly.instantiate(module, importObject);
   const raw = instance.exports;
