@@ -486,10 +486,13 @@ export class BTreeStore<K = string, V = unknown> {
   /**
    * Commits pending writes, then closes the store and releases its lock; later calls throw
    * ClosedError. If that last commit fails the store is closed anyway (the writes since the
-   * previous commit are lost) and the error is thrown. Idempotent.
+   * previous commit are lost) and the error is thrown. `{ commit: false }` discards the
+   * writes since the last commit instead (as a crash would; a commit already requested
+   * still completes). Idempotent.
    */
-  close(): Promise<void> {
+  close(options?: { commit?: boolean }): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
+    const commit = options?.commit ?? true;
     this.#closed = true;
     if (this.#timer !== undefined) {
       clearTimeout(this.#timer);
@@ -498,7 +501,8 @@ export class BTreeStore<K = string, V = unknown> {
     this.#closing = (async () => {
       let err: unknown;
       try {
-        if (this.#uncommitted > 0 || this.#next !== undefined) await this.#requestCommit();
+        // A commit requested before close completes (with every write so far, as any flush).
+        if (this.#next !== undefined || (commit && this.#uncommitted > 0)) await this.#requestCommit();
         while (this.#flushing !== undefined) await this.#flushing;
       } catch (e) {
         err = e;
