@@ -28,11 +28,18 @@ uint8_t BTree::leaf_flags() const {
 }
 uint8_t BTree::inner_flags() const { return leaf_flags(); }
 
+void BTree::adopt(PageId root, unsigned height, uint64_t count) {
+  root_ = root;
+  height_ = height;
+  count_ = count;
+  version_++;
+}
+
 Status BTree::init() {
   PageId id;
   Status s = store_.allocate(&id);
   if (s != Status::kOk) return s;
-  build_leaf(page(id), Fences{}, nullptr, 0, kCounterDisabled);
+  build_leaf(page_mut(id), Fences{}, nullptr, 0, kCounterDisabled);
   root_ = id;
   height_ = 1;
   count_ = 0;
@@ -52,6 +59,7 @@ void BTree::release_subtree(PageId id) {
 }
 
 Status BTree::copy_page(PageId id, uint8_t* out) const {
+  store_.begin_op();
   uint8_t* p;
   Status s = store_.fix(id, &p);
   if (s != Status::kOk) return s;
@@ -60,8 +68,11 @@ Status BTree::copy_page(PageId id, uint8_t* out) const {
 }
 
 Status BTree::clear() {
+  if (broken_ != Status::kOk) return broken_;
+  if (read_only_ != Status::kOk) return Status::kReadOnly;
+  store_.begin_op();
   store_.clear();
-  return init();
+  return end_write(init());
 }
 
 // ---------------------------------------------------------------- descent
@@ -103,15 +114,19 @@ PageId BTree::descend_edge(bool rightmost) const {
 
 Status BTree::get(Slice key, ValueRef* out) {
   if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
+  if (broken_ != Status::kOk) return broken_;
   if (!key.data) key.data = kEmpty;
+  store_.begin_op();
   PageId id = root_;
   for (;;) {
     uint8_t* p = page(id);
     if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
     id = BasicNode{p}.child_for(key.data, key.len);
   }
+  uint8_t* leaf = page(id);
+  if (store_.failure() != Status::kOk) return store_.failure();
   if (cfg_.adaptive) on_point_op(id);
-  return leaf::lookup(page(id), key, out) ? Status::kOk : Status::kNotFound;
+  return leaf::lookup(leaf, key, out) ? Status::kOk : Status::kNotFound;
 }
 
 Status BTree::contains(Slice key) {
@@ -126,6 +141,7 @@ Status BTree::read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* 
   }
   uint64_t len = ref.length();
   if (buf->size() < len) buf->resize(len);
+  store_.end_protection();
   Status s = overflow_read(store_, load32(ref.ptr), len, buf->data());
   *out = {buf->data(), static_cast<uint32_t>(len)};
   return s;
@@ -135,6 +151,13 @@ Status BTree::set(Slice key, Slice value) {
   if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
   if (value.len > kMaxValueSize) return Status::kValueTooLarge;
   if (!key.data) key.data = kEmpty;
+  Status ps = begin_write(key);
+  if (ps != Status::kOk) return ps;
+  Status s = set_attempt(key, value);
+  return end_write(s);
+}
+
+Status BTree::set_attempt(Slice key, Slice value) {
   uint8_t ref[kOverflowRefSize];
   const uint8_t* vptr = value.data ? value.data : kEmpty;
   uint16_t field;
@@ -154,10 +177,13 @@ Status BTree::set(Slice key, Slice value) {
     PageId leaf = descend(key, &path);
     if (attempt == 0 && cfg_.adaptive) on_point_op(leaf);
     OldValue old;
-    PutResult r = leaf::upsert(page(leaf), key, vptr, field, &old);
+    PutResult r = leaf::upsert(page_mut(leaf), key, vptr, field, &old);
     if (r != PutResult::kNoSpace) {
       if (r == PutResult::kInserted) count_++;
-      if (old.overflow) overflow_free(store_, old.first_page);
+      if (old.overflow) {
+        Status fs = overflow_free(store_, old.first_page);
+        if (fs != Status::kOk) return fs;
+      }
       version_++;
       if (attempt > 0 && height_ > 2) fix_keyless_inner(key);
       return Status::kOk;
@@ -175,14 +201,78 @@ Status BTree::set(Slice key, Slice value) {
 Status BTree::remove(Slice key) {
   if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
   if (!key.data) key.data = kEmpty;
+  Status ps = begin_write(key);
+  if (ps != Status::kOk) return ps;
+  return end_write(remove_attempt(key));
+}
+
+// Write operations on a backed pool: everything the operation may touch is
+// made resident first (an asynchronous host answers NEED_PAGE before anything
+// changes), and a failure in the middle of a change leaves the in-memory tree
+// unusable until the store is reopened from its last commit.
+Status BTree::begin_write(Slice key) {
+  if (broken_ != Status::kOk) return broken_;
+  if (read_only_ != Status::kOk) return Status::kReadOnly;
+  store_.begin_op();
+  if (!store_.backed()) return Status::kOk;
+  return prefetch_for_write(key);
+}
+
+Status BTree::end_write(Status s) {
+  Status f = store_.failure();
+  if (f != Status::kOk) {
+    // A page failed in the middle of a change: the tree in memory may be half
+    // modified. Committed state is safe in storage.
+    broken_ = f;
+    return f;
+  }
+  return s;
+}
+
+// Makes resident: the path to key's leaf, each path node's neighbours (merges
+// and rotations read them) and the overflow chain of key's current value.
+Status BTree::prefetch_for_write(Slice key) {
+  PageId id = root_;
+  for (;;) {
+    uint8_t* p = page(id);
+    if (store_.failure() != Status::kOk) return store_.failure();
+    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
+    BasicNode n{p};
+    bool exact;
+    unsigned pos = n.lower_bound(key.data, key.len, &exact);
+    unsigned c = n.count();
+    PageId next = n.child(pos > c ? c : pos);
+    for (int d = -1; d <= 1; d += 2) {
+      int q = static_cast<int>(pos) + d;
+      if (q < 0 || q > static_cast<int>(c)) continue;
+      page(BasicNode{page(id)}.child(static_cast<unsigned>(q)));
+      if (store_.failure() != Status::kOk) return store_.failure();
+    }
+    id = next;
+  }
+  ValueRef v;
+  if (leaf::lookup(page(id), key, &v) && v.is_overflow()) {
+    for (PageId c = load32(v.ptr); c != kInvalidPageId;) {
+      uint8_t* op = page(c);
+      if (store_.failure() != Status::kOk) return store_.failure();
+      c = load32(op + 4);
+    }
+  }
+  return Status::kOk;
+}
+
+Status BTree::remove_attempt(Slice key) {
   Path path;
   PageId leaf = descend(key, &path);
   if (cfg_.adaptive) on_point_op(leaf);
   OldValue old;
-  if (!leaf::remove(page(leaf), key, &old)) return Status::kNotFound;
+  if (!leaf::remove(page_mut(leaf), key, &old)) return Status::kNotFound;
   count_--;
   version_++;
-  if (old.overflow) overflow_free(store_, old.first_page);
+  if (old.overflow) {
+    Status fs = overflow_free(store_, old.first_page);
+    if (fs != Status::kOk) return fs;
+  }
   if (path.depth > 1 && content_bytes(page(leaf)) <= kMergeThreshold) {
     // Walk up: merge the leaf, then each parent that became underfull.
     for (unsigned d = path.depth; d >= 2; d--) {
@@ -392,7 +482,7 @@ bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t
     ok = d.beyond_capacity(*key) ? dense_enough(dst) : d.index_of(*key) >= 0;
   }
   if (!ok) return false;
-  memcpy(page(leaf), dst, kPageSize);
+  memcpy(page_mut(leaf), dst, kPageSize);
   version_++;
   return true;
 }
@@ -422,7 +512,7 @@ Status BTree::new_root(Path* path) {
   PageId r;
   Status s = store_.allocate(&r);
   if (s != Status::kOk) return s;
-  BasicNode::build(page(r), PageTag::kBasicInner, inner_flags(), Fences{}, cfg_.prefix_truncation, nullptr, 0, root_,
+  BasicNode::build(page_mut(r), PageTag::kBasicInner, inner_flags(), Fences{}, cfg_.prefix_truncation, nullptr, 0, root_,
                    kCounterDisabled);
   memmove(path->ids + 1, path->ids, path->depth * sizeof(PageId));
   path->ids[0] = r;
@@ -450,7 +540,7 @@ Status BTree::ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_l
 }
 
 void BTree::insert_separator(PageId parent, Slice sep, PageId left_child) {
-  BasicNode pn{page(parent)};
+  BasicNode pn{page_mut(parent)};
   bool exact;
   unsigned pos = pn.lower_bound(sep.data, sep.len, &exact);
   uint8_t child[4];
@@ -492,8 +582,8 @@ Status BTree::split_inner(Path* path, unsigned idx) {
   PageId left;
   s = store_.allocate(&left);
   if (s != Status::kOk) return s;
-  memcpy(page(left), scratch_[1], kPageSize);
-  memcpy(page(node), scratch_[2], kPageSize);
+  memcpy(page_mut(left), scratch_[1], kPageSize);
+  memcpy(page_mut(node), scratch_[2], kPageSize);
   insert_separator(path->ids[idx - 1], sep.slice(), left);
   version_++;
   return Status::kOk;
@@ -562,8 +652,8 @@ Status BTree::split_leaf(Path* path, Slice key) {
   PageId left;
   s = store_.allocate(&left);
   if (s != Status::kOk) return s;
-  memcpy(page(left), scratch_[1], kPageSize);
-  memcpy(page(leaf), scratch_[2], kPageSize);
+  memcpy(page_mut(left), scratch_[1], kPageSize);
+  memcpy(page_mut(leaf), scratch_[2], kPageSize);
   insert_separator(path->ids[d - 2], sep.slice(), left);
   version_++;
   return Status::kOk;
@@ -611,8 +701,8 @@ Status BTree::split_to_self(Path* path, Slice key, uint16_t vfield) {
   PageId left;
   s = store_.allocate(&left);
   if (s != Status::kOk) return s;
-  memcpy(page(left), scratch_[1], kPageSize);
-  memcpy(page(leaf), scratch_[2], kPageSize);
+  memcpy(page_mut(left), scratch_[1], kPageSize);
+  memcpy(page_mut(leaf), scratch_[2], kPageSize);
   insert_separator(path->ids[d - 2], sep.slice(), left);
   version_++;
   return Status::kOk;
@@ -691,7 +781,8 @@ bool BTree::merge_children(PageId parent, unsigned left_pos, bool any_fit) {
     ok = build_leaf(scratch_[2], f, recs_.data(), n, c);
   }
   if (!ok) return false;
-  memcpy(page(right), scratch_[2], kPageSize);
+  memcpy(page_mut(right), scratch_[2], kPageSize);
+  page_mut(parent);
   pn.remove_at(left_pos);
   store_.release(left);
   version_++;
@@ -743,8 +834,9 @@ bool BTree::rotate_children(PageId parent, unsigned left_pos) {
         !BasicNode::build(right_img, PageTag::kBasicInner, inner_flags(), r, cfg_.prefix_truncation,
                           recs_.data() + j + 1, n - j - 1, upper, kCounterDisabled))
       continue;
-    memcpy(page(left), scratch_[2], kPageSize);
-    memcpy(page(right), right_img, kPageSize);
+    memcpy(page_mut(left), scratch_[2], kPageSize);
+    memcpy(page_mut(right), right_img, kPageSize);
+    page_mut(parent);
     store32(child, left);
     pn.remove_at(left_pos);
     pn.insert_at(left_pos, up.data + plen, up.len - plen, child, 4);
@@ -797,7 +889,10 @@ void Cursor::enter(PageId leaf, bool scan_start) {
   leaf_ = leaf;
   uint8_t* p = t_->page(leaf);
   // Lazy sorting before scans (paper, section 3.4).
-  if (p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf)) FingerprintLeaf{p}.sort();
+  // The sorted image is kept (marked dirty): a cursor's positions refer to it,
+  // and a clean frame could be dropped and reloaded unsorted.
+  if (p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf) && !FingerprintLeaf{p}.is_sorted())
+    FingerprintLeaf{t_->page_mut(leaf)}.sort();
 }
 
 bool Cursor::settle_forward(int pos) {
@@ -858,6 +953,35 @@ Status Cursor::position(bool scan_start) {
 }
 
 Status Cursor::seek(Slice key, uint32_t flags) {
+  if (t_->broken_ != Status::kOk) return t_->broken_;
+  t_->store_.begin_op();
+  Status s = seek_attempt(key, flags);
+  Status f = t_->store_.failure();
+  if (f != Status::kOk) {
+    state_ = kUnpositioned;
+    return f;
+  }
+  return s;
+}
+
+Status Cursor::next(KeyBuffer* key, ValueRef* value) {
+  if (t_->broken_ != Status::kOk) return t_->broken_;
+  t_->store_.begin_op();
+  return next_in_op(key, value);
+}
+
+Status Cursor::next_in_op(KeyBuffer* key, ValueRef* value) {
+  Status s = next_attempt(key, value);
+  Status f = t_->store_.failure();
+  if (f != Status::kOk) {
+    // Retry from the last key returned: the next call re-positions.
+    if (state_ != kUnpositioned) version_ = t_->version_ - 1;
+    return f;
+  }
+  return s;
+}
+
+Status Cursor::seek_attempt(Slice key, uint32_t flags) {
   reverse_ = flags & kSeekReverse;
   anchor_edge_ = flags & kSeekEdge;
   anchor_inclusive_ = !(flags & kSeekExclusive);
@@ -875,7 +999,7 @@ Status Cursor::seek(Slice key, uint32_t flags) {
   return position(true);
 }
 
-Status Cursor::next(KeyBuffer* key, ValueRef* value) {
+Status Cursor::next_attempt(KeyBuffer* key, ValueRef* value) {
   if (state_ == kUnpositioned) {
     anchor_edge_ = true;
     reverse_ = false;

@@ -11,7 +11,7 @@
 #include "core/config.h"
 #include "core/layouts/node_common.h"
 #include "core/layouts/record.h"
-#include "core/buffer/page_store.h"
+#include "core/buffer/buffer_pool.h"
 #include "core/status.h"
 
 namespace adaptree {
@@ -29,6 +29,12 @@ class BTree {
 
   // Allocates the root; must succeed before any other call.
   Status init();
+  // Takes over a stored tree (a store opened on a backed pool).
+  void adopt(PageId root, unsigned height, uint64_t count);
+  // Refuse writes from now on with kReadOnly (a failed commit: reopen).
+  void refuse_writes(Status why) { read_only_ = why; }
+  // kOk, or the failure that left the tree in memory unusable.
+  Status broken() const { return broken_; }
 
   Status get(Slice key, ValueRef* out);
   Status contains(Slice key);
@@ -54,8 +60,7 @@ class BTree {
   PageId root() const { return root_; }
   const Config& config() const { return cfg_; }
   LayoutConfig layout() const { return layout_; }
-  const PageStore& store() const { return store_; }
-  PageStore& store() { return store_; }
+  BufferPool& store() const { return store_; }
 
   // Copies page id's 4 KiB image to out (inspection: demo, diagnostics).
   // Stable across storage changes: it never hands out a pointer into a frame.
@@ -72,6 +77,14 @@ class BTree {
   };
 
   uint8_t* page(PageId id) const { return store_.page(id); }
+  Status begin_write(Slice key);
+  Status end_write(Status s);
+  Status prefetch_for_write(Slice key);
+  Status set_attempt(Slice key, Slice value);
+  Status remove_attempt(Slice key);
+  Status bulk_load_attempt(const Slice* keys, const Slice* values, size_t n);
+  // A page the operation changes: dirty until the next commit writes it.
+  uint8_t* page_mut(PageId id) const { return store_.page_mut(id); }
   PageId descend(Slice key, Path* path) const;
   PageId descend_after(Slice key) const;  // leaf holding the keys just above key
   PageId descend_edge(bool rightmost) const;
@@ -118,13 +131,15 @@ class BTree {
   unsigned used_bytes(const uint8_t* p) const;
   unsigned content_bytes(const uint8_t* p) const;
 
-  PageStore store_;
+  mutable BufferPool store_;
   Config cfg_;
   LayoutConfig layout_;
   PageId root_ = kInvalidPageId;
   unsigned height_ = 1;
   uint64_t count_ = 0;
   uint64_t version_ = 0;
+  Status broken_ = Status::kOk;
+  Status read_only_ = Status::kOk;
   XorShift32 rng_;
 
   // Scratch space for structure modifications (no allocation per operation).
@@ -155,6 +170,10 @@ class Cursor {
 
  private:
   enum State : uint8_t { kUnpositioned, kOnRecord, kEnd };
+  Status seek_attempt(Slice key, uint32_t flags);
+  Status next_attempt(KeyBuffer* key, ValueRef* value);
+  // next() inside an operation already begun (for_each).
+  Status next_in_op(KeyBuffer* key, ValueRef* value);
   // scan_start: this positioning starts a scan (seek), so it steps the
   // operation counter; re-positioning after a modification does not.
   Status position(bool scan_start);

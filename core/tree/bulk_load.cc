@@ -29,6 +29,13 @@ uint32_t lcp(const std::string& a, const KeyBuffer& b) {
 }  // namespace
 
 Status BTree::bulk_load(const Slice* keys, const Slice* values, size_t n) {
+  if (broken_ != Status::kOk) return broken_;
+  if (read_only_ != Status::kOk) return Status::kReadOnly;
+  store_.begin_op();
+  return end_write(bulk_load_attempt(keys, values, n));
+}
+
+Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n) {
   if (count_ != 0) return Status::kInvalidArgument;
   for (size_t i = 0; i < n; i++) {
     if (keys[i].len > kMaxKeySize) return Status::kKeyTooLarge;
@@ -110,8 +117,9 @@ Status BTree::bulk_load(const Slice* keys, const Slice* values, size_t n) {
     Status s = store_.allocate(&id);
     if (s != Status::kOk) return fail(s);
     pages.push_back(id);
-    if (!build_leaf(page(id), f, recs.data() + a, static_cast<unsigned>(b - a), kCounterDisabled))
+    if (!build_leaf(page_mut(id), f, recs.data() + a, static_cast<unsigned>(b - a), kCounterDisabled))
       return fail(Status::kCorrupt);
+    store_.end_protection();  // written once, never read back here: evictable
     children.push_back(id);
     if (b < n) {
       seps.emplace_back(reinterpret_cast<const char*>(upper.data), upper.len);
@@ -187,9 +195,10 @@ Status BTree::build_inner_levels(std::vector<PageId> children, std::vector<std::
       Status s = store_.allocate(&id);
       if (s != Status::kOk) return s;
       pages->push_back(id);
-      if (!BasicNode::build(page(id), PageTag::kBasicInner, inner_flags(), f, cfg_.prefix_truncation, irecs.data(),
+      if (!BasicNode::build(page_mut(id), PageTag::kBasicInner, inner_flags(), f, cfg_.prefix_truncation, irecs.data(),
                             static_cast<unsigned>(b - a), children[b], kCounterDisabled))
         return Status::kCorrupt;
+      store_.end_protection();
       up_children.push_back(id);
       if (b < m - 1) {
         up_seps.push_back(seps[b]);

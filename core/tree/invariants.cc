@@ -227,7 +227,12 @@ struct Checker {
   bool walk(PageId id, const Fences& f, int depth) {
     if (depth >= static_cast<int>(BTree::kMaxHeight)) return fail(id, "tree too deep");
     if (!t.store().valid(id)) return fail(id, "page id out of range");
-    const uint8_t* p = t.store().page(id);
+    // A copy per level: the walk may visit more pages than the pool holds.
+    alignas(16) uint8_t img[kPageSize];
+    t.store().end_protection();
+    memcpy(img, t.store().page(id), kPageSize);
+    if (t.store().failure() != Status::kOk) return fail(id, "page could not be read", static_cast<int>(t.store().failure()));
+    const uint8_t* p = img;
     pages++;
     if (!check_fences(id, p, f)) return false;
     PageTag tag = static_cast<PageTag>(p[0]);
@@ -275,6 +280,7 @@ struct Checker {
 }  // namespace
 
 std::string BTree::check() const {
+  store_.begin_op();
   Checker c{*this, {}};
   c.walk(root_, Fences{}, 0);
   if (c.err.empty() && c.leaf_depth + 1 != static_cast<int>(height_))

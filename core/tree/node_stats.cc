@@ -23,7 +23,11 @@ unsigned used_bytes_of(const uint8_t* p) {
 }
 
 void walk(const BTree& t, PageId id, unsigned depth, NodeVisitor visit, void* ctx) {
-  const uint8_t* p = t.store().page(id);
+  // A copy per level: the walk may visit more pages than the pool holds.
+  alignas(16) uint8_t img[kPageSize];
+  t.store().end_protection();
+  memcpy(img, t.store().page(id), kPageSize);
+  const uint8_t* p = img;
   NodeInfo info;
   info.id = id;
   info.tag = static_cast<PageTag>(p[0]);

@@ -2,13 +2,13 @@
 
 #include <cstring>
 
-#include "core/layouts/node_common.h"
+#include "core/page.h"
 
 namespace adaptree {
 
 uint64_t overflow_pages(uint64_t len) { return len == 0 ? 1 : (len + kOverflowCapacity - 1) / kOverflowCapacity; }
 
-Status overflow_write(PageStore& store, const uint8_t* data, uint64_t len, PageId* first) {
+Status overflow_write(BufferPool& store, const uint8_t* data, uint64_t len, PageId* first) {
   uint64_t pages = overflow_pages(len);
   PageId prev = kInvalidPageId;
   *first = kInvalidPageId;
@@ -20,7 +20,7 @@ Status overflow_write(PageStore& store, const uint8_t* data, uint64_t len, PageI
       if (prev != kInvalidPageId) overflow_free(store, prev);
       return s;
     }
-    uint8_t* pg = store.page(id);
+    uint8_t* pg = store.page_mut(id);
     uint64_t off = i * kOverflowCapacity;
     uint32_t n = static_cast<uint32_t>(len - off < kOverflowCapacity ? len - off : kOverflowCapacity);
     memset(pg, 0, kOverflowHeader);
@@ -29,17 +29,19 @@ Status overflow_write(PageStore& store, const uint8_t* data, uint64_t len, PageI
     store32(pg + 8, n);
     if (n) memcpy(pg + kOverflowHeader, data + off, n);
     prev = id;
+    store.end_protection();
   }
   *first = prev;
   return Status::kOk;
 }
 
-Status overflow_read(const PageStore& store, PageId id, uint64_t len, uint8_t* out) {
+Status overflow_read(BufferPool& store, PageId id, uint64_t len, uint8_t* out) {
+  alignas(16) uint8_t pg[kPageSize];
   uint64_t done = 0;
   while (done < len) {
-    uint8_t* pg;
-    if (store.fix(id, &pg) != Status::kOk || pg[0] != static_cast<uint8_t>(PageTag::kOverflow))
-      return Status::kCorrupt;
+    Status s = store.read_through(id, pg);
+    if (s != Status::kOk) return s;
+    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow)) return Status::kCorrupt;
     uint32_t n = load32(pg + 8);
     if (n > kOverflowCapacity || n > len - done) return Status::kCorrupt;
     memcpy(out + done, pg + kOverflowHeader, n);
@@ -50,13 +52,17 @@ Status overflow_read(const PageStore& store, PageId id, uint64_t len, uint8_t* o
   return Status::kOk;
 }
 
-void overflow_free(PageStore& store, PageId id) {
+Status overflow_free(BufferPool& store, PageId id) {
+  alignas(16) uint8_t pg[kPageSize];
   while (id != kInvalidPageId) {
-    uint8_t* pg = store.page(id);
+    Status s = store.read_through(id, pg);
+    if (s != Status::kOk) return s;
+    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow)) return Status::kCorrupt;
     PageId next = load32(pg + 4);
     store.release(id);
     id = next;
   }
+  return Status::kOk;
 }
 
 }  // namespace adaptree

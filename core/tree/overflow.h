@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/buffer/page_store.h"
+#include "core/buffer/buffer_pool.h"
 #include "core/status.h"
 
 namespace adaptree {
@@ -19,11 +19,15 @@ namespace adaptree {
 constexpr uint32_t kOverflowHeader = 12;
 constexpr uint32_t kOverflowCapacity = kNodeSize - kOverflowHeader;
 
+// Chains can be far larger than the buffer pool: writing releases each page's
+// protection as soon as it is written (the caller must hold no page pointers),
+// reading and freeing stream pages through BufferPool::read_through.
+//
 // Writes len bytes into a new chain; on failure nothing stays allocated.
-Status overflow_write(PageStore& store, const uint8_t* data, uint64_t len, PageId* first);
+Status overflow_write(BufferPool& store, const uint8_t* data, uint64_t len, PageId* first);
 // Copies the chain's bytes into out (which holds len bytes).
-Status overflow_read(const PageStore& store, PageId first, uint64_t len, uint8_t* out);
-void overflow_free(PageStore& store, PageId first);
+Status overflow_read(BufferPool& store, PageId first, uint64_t len, uint8_t* out);
+Status overflow_free(BufferPool& store, PageId first);
 uint64_t overflow_pages(uint64_t len);
 
 }  // namespace adaptree

@@ -20,9 +20,13 @@ namespace adaptree {
 
 template <class Visit>
 Status Cursor::for_each(Visit&& visit) {
+  if (t_->broken_ != Status::kOk) return t_->broken_;
+  t_->store_.begin_op();
   for (;;) {
+    // The leaf just walked is no longer needed: a long scan does not pin the tree.
+    t_->store_.end_protection();
     ValueRef v;
-    Status s = next(nullptr, &v);
+    Status s = next_in_op(nullptr, &v);
     if (s != Status::kOk) return s;
     if (!visit(static_cast<const KeyBuffer&>(anchor_), static_cast<const ValueRef&>(v))) return Status::kOk;
     if (reverse_) continue;

@@ -61,9 +61,10 @@ constexpr Crc32cTables make_crc32c_tables() {
 constexpr Crc32cTables kCrc32c = make_crc32c_tables();
 }  // namespace detail
 
-inline uint32_t checksum(const uint8_t* p, uint32_t len) {
+// CRC-32C of (the bytes behind crc) followed by p[0, len).
+inline uint32_t checksum_extend(uint32_t crc, const uint8_t* p, uint32_t len) {
   const auto& t = detail::kCrc32c.t;
-  uint32_t c = 0xFFFFFFFFu;
+  uint32_t c = crc ^ 0xFFFFFFFFu;
   while (len >= 8) {
     uint32_t lo, hi;
     memcpy(&lo, p, 4);
@@ -77,5 +78,7 @@ inline uint32_t checksum(const uint8_t* p, uint32_t len) {
   while (len--) c = (c >> 8) ^ t[0][(c ^ *p++) & 0xff];
   return c ^ 0xFFFFFFFFu;
 }
+
+inline uint32_t checksum(const uint8_t* p, uint32_t len) { return checksum_extend(0, p, len); }
 
 }  // namespace adaptree

@@ -1,0 +1,224 @@
+#include "core/buffer/buffer_pool.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/page.h"
+
+namespace adaptree {
+
+BufferPool::~BufferPool() { free_memory(); }
+
+void BufferPool::free_memory() {
+  for (uint8_t* c : chunks_) free(c);
+  chunks_.clear();
+  frames_.clear();
+  frame_count_ = 0;
+  free_frames_.clear();
+  table_.clear();
+  hand_ = 0;
+}
+
+bool BufferPool::grow() {
+  void* mem = nullptr;
+  if (posix_memalign(&mem, kPageSize, size_t{kChunkFrames} * kPageSize) != 0 || !mem) return false;
+  chunks_.push_back(static_cast<uint8_t*>(mem));
+  if (backend_) {
+    for (uint32_t i = 0; i < kChunkFrames; i++) frames_.emplace_back();
+    // Hand out low frames first.
+    for (uint32_t i = kChunkFrames; i-- > 0;) free_frames_.push_back(frame_count_ + i);
+    table_.reserve(frame_count_ + kChunkFrames);
+  }
+  frame_count_ += kChunkFrames;
+  return true;
+}
+
+void BufferPool::attach(PageBackend* backend, uint32_t frames, PageId page_count, std::vector<PageId> free_ids) {
+  free_memory();
+  backend_ = backend;
+  target_frames_ = frames < kChunkFrames ? kChunkFrames : frames;
+  table_.reserve(target_frames_);
+  page_count_ = page_count;
+  free_ = std::move(free_ids);
+  free_changed_ = false;
+  memset(poison_, 0, sizeof poison_);
+}
+
+void BufferPool::clear() {
+  if (!backend_) {
+    free_memory();
+    page_count_ = 1;
+    free_.clear();
+    return;
+  }
+  // Persistent: every page becomes free; frames are dropped unwritten.
+  free_.clear();
+  for (PageId id = page_count_; id-- > 1;) free_.push_back(id);
+  free_changed_ = true;
+  for (FrameId f = 0; f < frame_count_; f++) {
+    if (frames_[f].pid == kInvalidPageId) continue;
+    frames_[f].pid = kInvalidPageId;
+    frames_[f].dirty = false;
+    frames_[f].bump();
+  }
+  table_.clear();
+  free_frames_.clear();
+  for (FrameId f = frame_count_; f-- > 0;) free_frames_.push_back(f);
+}
+
+uint8_t* BufferPool::poison(Status why, PageId id) {
+  if (failure_ == Status::kOk) {
+    failure_ = why;
+    missing_ = id;
+  }
+  memset(poison_, 0, sizeof poison_);
+  return poison_;
+}
+
+FrameId BufferPool::take_frame() {
+  if (free_frames_.empty() && frame_count_ < target_frames_ && !grow()) return kNoFrame;
+  if (!free_frames_.empty()) {
+    FrameId f = free_frames_.back();
+    free_frames_.pop_back();
+    return f;
+  }
+  // Clock: two sweeps give every referenced frame its second chance.
+  for (uint64_t step = 0; step < 2 * uint64_t{frame_count_} + 1; step++) {
+    FrameId f = hand_;
+    hand_ = hand_ + 1 >= frame_count_ ? 0 : hand_ + 1;
+    FrameMeta& m = frames_[f];
+    if (m.pid == kInvalidPageId) return f;
+    if (m.epoch == epoch_) continue;  // in use by this operation
+    if (m.referenced) {
+      m.referenced = false;
+      continue;
+    }
+    if (m.dirty) {
+      uint8_t* d = data_of(f);
+      Status s = backend_->spill(m.pid, d);
+      if (s == Status::kNeedPage) continue;  // no-steal backend: keep it
+      if (s != Status::kOk) {
+        poison(s, m.pid);
+        return kNoFrame;
+      }
+      stats_.spills++;
+      m.dirty = false;
+    }
+    table_.erase(m.pid);
+    m.pid = kInvalidPageId;
+    m.bump();
+    stats_.evictions++;
+    return f;
+  }
+  // Everything is protected or dirty on a no-steal backend: grow past the
+  // target for now.
+  if (!grow()) return kNoFrame;
+  FrameId f = free_frames_.back();
+  free_frames_.pop_back();
+  return f;
+}
+
+uint8_t* BufferPool::fix_backed(PageId id) {
+  FrameId f = table_.find(id);
+  if (f != kNoFrame) {
+    FrameMeta& m = frames_[f];
+    m.epoch = epoch_;
+    m.referenced = true;
+    stats_.hits++;
+    return data_of(f);
+  }
+  if (!valid(id)) return poison(Status::kCorrupt, id);
+  stats_.misses++;
+  f = take_frame();
+  if (f == kNoFrame) return poison(failure_ != Status::kOk ? failure_ : Status::kOutOfMemory, id);
+  uint8_t* d = data_of(f);
+  Status s = backend_->load(id, d);
+  if (s != Status::kOk) {
+    free_frames_.push_back(f);
+    return poison(s, id);
+  }
+  FrameMeta& m = frames_[f];
+  m.pid = id;
+  m.epoch = epoch_;
+  m.referenced = true;
+  m.dirty = false;
+  m.bump();
+  table_.insert(id, f);
+  return d;
+}
+
+Status BufferPool::read_through(PageId id, uint8_t* dst) {
+  if (!valid(id)) return Status::kCorrupt;
+  if (!backend_) {
+    memcpy(dst, data(id), kPageSize);
+    return Status::kOk;
+  }
+  FrameId f = table_.find(id);
+  if (f != kNoFrame) {
+    stats_.hits++;
+    memcpy(dst, data_of(f), kPageSize);
+    return Status::kOk;
+  }
+  stats_.misses++;
+  return backend_->load(id, dst);
+}
+
+Status BufferPool::allocate(PageId* out) {
+  PageId id;
+  bool reused = !free_.empty();
+  if (reused) {
+    id = free_.back();
+  } else {
+    if (page_count_ == ~PageId{0}) return Status::kOutOfMemory;
+    id = page_count_;
+  }
+  if (!backend_) {
+    if (!reused && id >= frame_count_ && !grow()) return Status::kOutOfMemory;
+  } else {
+    FrameId f = table_.find(id);
+    if (f == kNoFrame) {
+      f = take_frame();
+      if (f == kNoFrame) return failure_ != Status::kOk ? failure_ : Status::kOutOfMemory;
+      table_.insert(id, f);
+    }
+    FrameMeta& m = frames_[f];
+    m.pid = id;
+    m.epoch = epoch_;
+    m.referenced = true;
+    m.dirty = true;
+    m.bump();
+  }
+  if (reused) free_.pop_back();
+  else page_count_++;
+  free_changed_ = true;
+  uint8_t* p = backend_ ? data_of(table_.find(id)) : data(id);
+  p[0] = static_cast<uint8_t>(PageTag::kFree);
+  *out = id;
+  return Status::kOk;
+}
+
+void BufferPool::release(PageId id) {
+  if (!backend_) {
+    data(id)[0] = static_cast<uint8_t>(PageTag::kFree);
+  } else {
+    FrameId f = table_.find(id);
+    if (f != kNoFrame) {
+      // Its image no longer matters: drop the frame unwritten.
+      table_.erase(id);
+      frames_[f].pid = kInvalidPageId;
+      frames_[f].dirty = false;
+      frames_[f].bump();
+      free_frames_.push_back(f);
+    }
+  }
+  free_.push_back(id);
+  free_changed_ = true;
+}
+
+uint32_t BufferPool::dirty_count() const {
+  uint32_t n = 0;
+  for (FrameId i = 0; i < frame_count_ && backend_; i++) n += frames_[i].dirty && frames_[i].pid != kInvalidPageId;
+  return n;
+}
+
+}  // namespace adaptree

@@ -1,0 +1,155 @@
+// The buffer pool: frames, the page table, clock eviction, dirty tracking and
+// page allocation with a free-page list (the list is persisted by the pager at
+// commit, core/buffer/file_pager.cc).
+//
+// Two modes, one interface for the tree:
+// - memory (no backend): every page stays resident and never moves, so a
+//   frame's index is its page id and the page table is the identity. This is
+//   BTreeMap's storage.
+// - backed (a PageBackend): a pool of a fixed number of frames; a page is
+//   found through the hash page table, loaded on a miss, and frames are
+//   reused by the clock (second chance). Dirty victims are spilled through the
+//   backend first.
+//
+// Operations and eviction. Callers hold raw frame pointers for the length of
+// one tree operation. The tree opens each operation with begin_op(); every
+// frame fixed during it carries the operation's epoch and is not evicted
+// until a later operation begins. If every frame is protected, the pool grows
+// beyond its size for the moment rather than fail (the extra frames are the
+// first to go later). Long walks (bulk load, overflow chains) call
+// begin_op() themselves where they hold no pointers.
+//
+// Failures. page() never returns null: if a page cannot be produced (an
+// asynchronous host must fetch it, I/O error, corruption) it returns a zeroed
+// poison frame, which every node layout reads as an empty, unknown page, and
+// records the failure; the operation's entry point checks failure() and
+// returns it. Read operations change nothing before a failure; write
+// operations fetch what they need first (BTree::prefetch_for_write).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "core/buffer/frame.h"
+#include "core/buffer/page_backend.h"
+#include "core/buffer/page_table.h"
+#include "core/status.h"
+
+namespace adaptree {
+
+struct PoolStats {
+  uint64_t hits = 0, misses = 0, evictions = 0, spills = 0;
+};
+
+class BufferPool {
+ public:
+  BufferPool() = default;
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // Switches to backed mode over backend with `frames` frames. page_count is
+  // the store's next new page id, free_ids its free pages. Drops all frames.
+  void attach(PageBackend* backend, uint32_t frames, PageId page_count, std::vector<PageId> free_ids);
+  bool backed() const { return backend_ != nullptr; }
+
+  void begin_op() {
+    epoch_++;
+    failure_ = Status::kOk;
+  }
+  // Ends the protection of the frames fixed so far without starting a new
+  // operation (the caller holds no page pointers).
+  void end_protection() { epoch_++; }
+  // kOk, or why a page() since begin_op() returned the poison frame;
+  // missing_page() names the page for kNeedPage.
+  Status failure() const { return failure_; }
+  PageId missing_page() const { return missing_; }
+  void clear_failure() { failure_ = Status::kOk; }
+
+  // The page's bytes for reading (or for changes that may be lost, such as
+  // the adaptive operation counter: a clean page is dropped, not written).
+  uint8_t* page(PageId id) {
+    if (!backend_) return data(id);
+    return fix_backed(id);
+  }
+  // The page's bytes for changing it: marks it dirty.
+  uint8_t* page_mut(PageId id) {
+    if (!backend_) return data(id);
+    uint8_t* p = fix_backed(id);
+    FrameId f = table_.find(id);
+    if (f != kNoFrame) frames_[f].dirty = true;
+    return p;
+  }
+  // As page(), with the failure returned.
+  Status fix(PageId id, uint8_t** out) {
+    if (!valid(id)) return Status::kCorrupt;
+    *out = page(id);
+    return failure_;
+  }
+  // Copies a page image to dst without making it resident (long overflow
+  // chains stream through here instead of through the pool).
+  Status read_through(PageId id, uint8_t* dst);
+  bool resident(PageId id) const { return !backend_ || table_.find(id) != kNoFrame; }
+
+  // A new page (contents undefined, dirty) or kOutOfMemory.
+  Status allocate(PageId* out);
+  // Returns the page to the free list.
+  void release(PageId id);
+  bool valid(PageId id) const { return id != kInvalidPageId && id < page_count_; }
+  uint64_t live_pages() const { return page_count_ - 1 - free_.size(); }
+  PageId page_count() const { return page_count_; }
+  uint64_t allocated_bytes() const { return uint64_t{chunks_.size()} * kChunkFrames * kPageSize; }
+  // Every page free (memory mode: memory returned).
+  void clear();
+
+  // Dirty pages, for commit.
+  template <class F>
+  void for_each_dirty(F&& f) {
+    for (FrameId i = 0; i < frame_count_; i++)
+      if (frames_[i].dirty && frames_[i].pid != kInvalidPageId) f(frames_[i].pid, data_of(i));
+  }
+  void mark_all_clean() {
+    for (FrameId i = 0; i < frame_count_; i++) frames_[i].dirty = false;
+  }
+  uint32_t dirty_count() const;
+  uint32_t resident_count() const { return backend_ ? table_.size() : static_cast<uint32_t>(live_pages()); }
+  uint32_t frame_count() const { return frame_count_; }
+  uint32_t target_frames() const { return target_frames_; }
+  std::vector<PageId>& free_ids() { return free_; }
+  bool free_list_changed() const { return free_changed_; }
+  void set_free_list_unchanged() { free_changed_ = false; }
+  const PoolStats& stats() const { return stats_; }
+  uint64_t page_table_bytes() const { return table_.bytes(); }
+
+ private:
+  static constexpr uint32_t kChunkFrames = 64;
+  uint8_t* data_of(FrameId f) const { return chunks_[f / kChunkFrames] + size_t{f % kChunkFrames} * kPageSize; }
+  // Memory mode: the frame index is the page id.
+  uint8_t* data(PageId id) const { return data_of(id); }
+  uint8_t* fix_backed(PageId id);
+  uint8_t* poison(Status why, PageId id);
+  // A frame to load a page into (free, or a clock victim), or kNoFrame.
+  FrameId take_frame();
+  bool grow();  // one more chunk of frames
+  void free_memory();
+
+  PageBackend* backend_ = nullptr;
+  std::vector<uint8_t*> chunks_;
+  std::deque<FrameMeta> frames_;  // backed mode only (deque: FrameMeta does not move)
+  uint32_t frame_count_ = 0;
+  uint32_t target_frames_ = 0;
+  std::vector<FrameId> free_frames_;
+  PageTable table_;
+  FrameId hand_ = 0;
+  uint32_t epoch_ = 1;
+  Status failure_ = Status::kOk;
+  PageId missing_ = kInvalidPageId;
+  alignas(16) uint8_t poison_[kPageSize];
+
+  PageId page_count_ = 1;  // page 0 is the superblock
+  std::vector<PageId> free_;
+  bool free_changed_ = false;
+  PoolStats stats_;
+};
+
+}  // namespace adaptree

@@ -1,0 +1,395 @@
+#include "core/buffer/file_pager.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/buffer/log_format.h"
+#include "core/buffer/page_trailer.h"
+
+namespace adaptree {
+
+namespace {
+constexpr uint32_t kWriteBuffer = 1 << 20;
+
+uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  x *= 0xC4CEB9FE1A85EC53ull;
+  return x ^ (x >> 33);
+}
+}  // namespace
+
+uint64_t new_salt() {
+  static uint64_t counter = 0;
+  uint64_t t = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  uint64_t local;
+  return mix(t ^ mix(++counter) ^ reinterpret_cast<uintptr_t>(&local)) | 1;
+}
+
+PagerStats FilePager::stats() const {
+  PagerStats st = stats_;
+  s_->size(FileId::kLog, &st.log_bytes);
+  s_->size(FileId::kData, &st.data_bytes);
+  return st;
+}
+
+Status FilePager::reset_log() {
+  salt_ = new_salt();
+  uint8_t h[kLogHeaderSize] = {};
+  memcpy(h, kLogMagic, 8);
+  store32(h + 8, kFormatVersion);
+  store32(h + 12, kPageSize);
+  store64(h + 16, salt_);
+  store64(h + 24, sb_seq_);
+  store32(h + 32, checksum(h, 32));
+  Status s = s_->truncate(FileId::kLog, kLogHeaderSize);
+  if (s == Status::kOk) s = s_->write(FileId::kLog, 0, h, kLogHeaderSize);
+  stats_.writes++;
+  log_end_ = buf_start_ = kLogHeaderSize;
+  buf_.clear();
+  committed_.clear();
+  pending_.clear();
+  frames_since_commit_ = 0;
+  return s;
+}
+
+Status FilePager::create_files(uint8_t layout) {
+  alignas(16) uint8_t page0[kPageSize] = {};
+  meta_ = StoreMeta{};
+  meta_.layout = layout;
+  encode_superblock(page0, 0, meta_);
+  Status s = s_->truncate(FileId::kData, 0);
+  if (s == Status::kOk) s = s_->write(FileId::kData, 0, page0, kPageSize);
+  if (s == Status::kOk) s = s_->sync(FileId::kData);
+  if (s != Status::kOk) return s;
+  sb_seq_ = seq_ = 0;
+  sb_slot_ = 0;
+  s = reset_log();
+  if (s == Status::kOk) s = s_->sync(FileId::kLog);
+  stats_.syncs += 2;
+  return s;
+}
+
+Status FilePager::open(bool create, uint8_t layout, const Progress& progress, StoreMeta* meta,
+                       std::vector<PageId>* free_ids) {
+  uint64_t dsize = 0;
+  Status s = s_->size(FileId::kData, &dsize);
+  if (s != Status::kOk) return s;
+  if (dsize < kPageSize) {
+    // Nothing was ever committed here (or creation was cut short before the
+    // superblock was flushed): a new store.
+    bool empty = true;
+    if (dsize > 0) {
+      alignas(16) uint8_t head[kPageSize] = {};
+      uint32_t got;
+      s = s_->read(FileId::kData, 0, head, static_cast<uint32_t>(dsize), &got);
+      if (s != Status::kOk) return s;
+      for (uint32_t i = 0; i < got && empty; i++) empty = head[i] == 0 || i < 8;
+      if (got >= 8 && memcmp(head, kStoreMagic, 8) != 0) return Status::kCorrupt;  // a foreign file
+    }
+    if (!create) return Status::kNotFound;
+    s = create_files(layout);
+    if (s != Status::kOk) return s;
+    *meta = meta_;
+    free_ids->clear();
+    return Status::kOk;
+  }
+  alignas(16) uint8_t page0[kPageSize];
+  s = s_->read_exact(FileId::kData, 0, page0, kPageSize);
+  stats_.reads++;
+  if (s != Status::kOk) return s;
+  uint64_t seq[2] = {0, 0};
+  StoreMeta m[2];
+  SlotState st[2] = {decode_superblock(page0, &seq[0], &m[0]), decode_superblock(page0 + kSuperblockSlot, &seq[1], &m[1])};
+  int best = -1;
+  for (int i = 0; i < 2; i++)
+    if (st[i] == SlotState::kValid && (best < 0 || seq[i] > seq[best])) best = i;
+  if (best < 0) return Status::kCorrupt;  // foreign file, or both superblocks damaged
+  sb_slot_ = best;
+  sb_seq_ = seq_ = seq[best];
+  meta_ = m[best];
+  s = recover_log(sb_seq_, progress, &meta_);
+  if (s != Status::kOk) return s;
+  *meta = meta_;
+  return read_free_list(meta_, free_ids);
+}
+
+bool FilePager::later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq) {
+  // Frames start at multiples of 32 (header 64, frames 4128 and 64 bytes).
+  unsigned found = 0;
+  uint8_t c[kCommitFrameSize];
+  for (uint64_t off = (from + 32) & ~uint64_t{31}; off + kCommitFrameSize <= size; off += 32) {
+    uint32_t got;
+    if (s_->read(FileId::kLog, off, c, kCommitFrameSize, &got) != Status::kOk || got < kCommitFrameSize) break;
+    if (load32(c) != kFrameCommit || load64(c + 8) != salt_ || load32(c + 56) != checksum(c, 56)) continue;
+    if (load64(c + 16) > after_seq && ++found >= 2) return true;
+  }
+  return false;
+}
+
+Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMeta* meta) {
+  uint64_t lsize = 0;
+  Status s = s_->size(FileId::kLog, &lsize);
+  if (s != Status::kOk) return s;
+  uint8_t h[kLogHeaderSize];
+  bool header_ok = false;
+  if (lsize >= kLogHeaderSize) {
+    s = s_->read_exact(FileId::kLog, 0, h, kLogHeaderSize);
+    if (s != Status::kOk) return s;
+    header_ok = memcmp(h, kLogMagic, 8) == 0 && load32(h + 32) == checksum(h, 32) &&
+                load32(h + 8) == kFormatVersion && load32(h + 12) == kPageSize;
+  }
+  // Without a valid header the log holds nothing committed: a checkpoint
+  // writes the superblock before it starts a new log.
+  if (!header_ok) return reset_log();
+  salt_ = load64(h + 16);
+  uint64_t off = kLogHeaderSize, end = kLogHeaderSize;
+  std::vector<std::pair<PageId, uint64_t>> batch;
+  std::vector<uint8_t> frame(kPageFrameSize);
+  uint64_t last_progress = 0;
+  for (;;) {
+    if (progress && off - last_progress >= (8u << 20)) {
+      progress(off, lsize);
+      last_progress = off;
+    }
+    if (off + kCommitFrameSize > lsize) break;
+    uint32_t got;
+    s = s_->read(FileId::kLog, off, frame.data(), kPageFrameHeader, &got);
+    stats_.reads++;
+    if (s != Status::kOk) return s;
+    if (got < kPageFrameHeader || load64(frame.data() + 8) != salt_) break;
+    uint32_t kind = load32(frame.data());
+    bool ok = false;
+    if (kind == kFramePage && off + kPageFrameSize <= lsize) {
+      s = s_->read_exact(FileId::kLog, off + kPageFrameHeader, frame.data() + kPageFrameHeader, kPageSize);
+      if (s != Status::kOk) return s;
+      uint32_t crc = checksum(frame.data(), 24);
+      crc = checksum_extend(crc, frame.data() + kPageFrameHeader, kPageSize);
+      if (crc == load32(frame.data() + 24)) {
+        ok = true;
+        batch.emplace_back(load32(frame.data() + 4), off);
+        off += kPageFrameSize;
+      }
+    } else if (kind == kFrameCommit) {
+      s = s_->read_exact(FileId::kLog, off, frame.data(), kCommitFrameSize);
+      if (s != Status::kOk) return s;
+      const uint8_t* c = frame.data();
+      if (load32(c + 56) == checksum(c, 56) && load32(c + 4) == batch.size()) {
+        ok = true;
+        uint64_t seq = load64(c + 16);
+        if (seq > sb_seq) {
+          if (seq != seq_ + 1) return Status::kCorrupt;  // a commit is missing
+          for (auto& e : batch) committed_[e.first] = e.second;
+          meta->decode(c + 24);
+          seq_ = seq;
+        }
+        batch.clear();
+        off += kCommitFrameSize;
+        end = off;
+      }
+    }
+    if (!ok) {
+      if (later_commits_intact(off, lsize, seq_)) return Status::kCorrupt;
+      break;
+    }
+  }
+  // Cut the torn or uncommitted tail; new frames go right after the last commit.
+  if (end < lsize) {
+    s = s_->truncate(FileId::kLog, end);
+    if (s != Status::kOk) return s;
+  }
+  log_end_ = buf_start_ = end;
+  if (progress) progress(lsize, lsize);
+  return Status::kOk;
+}
+
+Status FilePager::read_free_list(const StoreMeta& m, std::vector<PageId>* out) {
+  out->clear();
+  alignas(16) uint8_t pg[kPageSize];
+  PageId id = m.free_head;
+  uint64_t guard = 0;
+  while (id != kInvalidPageId) {
+    if (id >= m.page_count || ++guard > m.page_count) return Status::kCorrupt;
+    Status s = load(id, pg);
+    if (s != Status::kOk) return s;
+    uint32_t n = load32(pg + 8);
+    if (pg[0] != kFreeListTag || n > kFreeListCapacity) return Status::kCorrupt;
+    for (uint32_t i = 0; i < n; i++) {
+      PageId f = load32(pg + kFreeListHeader + 4 * i);
+      if (f == kInvalidPageId || f >= m.page_count) return Status::kCorrupt;
+      out->push_back(f);
+    }
+    id = load32(pg + 4);
+  }
+  if (out->size() != m.free_count) return Status::kCorrupt;
+  return Status::kOk;
+}
+
+Status FilePager::read_log_image(uint64_t off, PageId id, uint8_t* frame) {
+  alignas(16) uint8_t h[kPageFrameHeader];
+  Status s = s_->read_exact(FileId::kLog, off, h, kPageFrameHeader);
+  if (s == Status::kOk) s = s_->read_exact(FileId::kLog, off + kPageFrameHeader, frame, kPageSize);
+  stats_.reads++;
+  if (s != Status::kOk) return s;
+  uint32_t crc = checksum_extend(checksum(h, 24), frame, kPageSize);
+  if (load32(h) != kFramePage || load32(h + 4) != id || load64(h + 8) != salt_ || crc != load32(h + 24))
+    return Status::kCorrupt;
+  return page_intact(frame, id) ? Status::kOk : Status::kCorrupt;
+}
+
+Status FilePager::load(PageId id, uint8_t* frame) {
+  // Frames still in the write buffer are flushed first: reads go to the file.
+  if (!buf_.empty()) {
+    Status s = flush_buffer();
+    if (s != Status::kOk) return s;
+  }
+  auto it = pending_.find(id);
+  if (it != pending_.end()) return read_log_image(it->second, id, frame);
+  it = committed_.find(id);
+  if (it != committed_.end()) return read_log_image(it->second, id, frame);
+  uint32_t got;
+  Status s = s_->read(FileId::kData, uint64_t{id} * kPageSize, frame, kPageSize, &got);
+  stats_.reads++;
+  if (s != Status::kOk) return s;
+  if (got != kPageSize || !page_intact(frame, id)) return Status::kCorrupt;
+  return Status::kOk;
+}
+
+void FilePager::page_frame_header(uint8_t* h, PageId id, const uint8_t* image) const {
+  memset(h, 0, kPageFrameHeader);
+  store32(h, kFramePage);
+  store32(h + 4, id);
+  store64(h + 8, salt_);
+  store64(h + 16, seq_ + 1);
+  store32(h + 24, checksum_extend(checksum(h, 24), image, kPageSize));
+}
+
+Status FilePager::flush_buffer() {
+  if (buf_.empty()) return Status::kOk;
+  Status s = s_->write(FileId::kLog, buf_start_, buf_.data(), static_cast<uint32_t>(buf_.size()));
+  stats_.writes++;
+  if (s != Status::kOk) return s;
+  buf_start_ += buf_.size();
+  buf_.clear();
+  return Status::kOk;
+}
+
+Status FilePager::append(const uint8_t* p, uint32_t n) {
+  buf_.insert(buf_.end(), p, p + n);
+  log_end_ += n;
+  return buf_.size() >= kWriteBuffer ? flush_buffer() : Status::kOk;
+}
+
+Status FilePager::spill(PageId id, uint8_t* frame) {
+  seal_page(frame, id);
+  uint8_t h[kPageFrameHeader];
+  page_frame_header(h, id, frame);
+  uint64_t at = log_end_;
+  Status s = append(h, kPageFrameHeader);
+  if (s == Status::kOk) s = append(frame, kPageSize);
+  if (s == Status::kOk) s = flush_buffer();
+  if (s != Status::kOk) return s;
+  pending_[id] = at;
+  frames_since_commit_++;
+  return Status::kOk;
+}
+
+Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
+  Status s = Status::kOk;
+  std::vector<std::pair<PageId, uint64_t>> written;
+  auto put_page = [&](PageId id, uint8_t* image) {
+    if (s != Status::kOk) return;
+    seal_page(image, id);
+    uint8_t h[kPageFrameHeader];
+    page_frame_header(h, id, image);
+    written.emplace_back(id, log_end_);
+    s = append(h, kPageFrameHeader);
+    if (s == Status::kOk) s = append(image, kPageSize);
+    frames_since_commit_++;
+  };
+  pool.for_each_dirty(put_page);
+  // The free-page list, rewritten when it changed: chain pages are free pages
+  // themselves (the last ones of the list), and list themselves.
+  const std::vector<PageId>& free_ids = pool.free_ids();
+  if (pool.free_list_changed() || meta_.free_count != free_ids.size()) {
+    size_t n = free_ids.size();
+    size_t chain = (n + kFreeListCapacity - 1) / kFreeListCapacity;
+    alignas(16) uint8_t pg[kPageSize];
+    PageId next = kInvalidPageId;
+    for (size_t c = chain; c-- > 0;) {
+      PageId id = free_ids[n - 1 - c];
+      memset(pg, 0, kPageSize);
+      pg[0] = kFreeListTag;
+      store32(pg + 4, next);
+      size_t from = c * kFreeListCapacity, to = std::min(n, from + kFreeListCapacity);
+      store32(pg + 8, static_cast<uint32_t>(to - from));
+      for (size_t i = from; i < to; i++) store32(pg + kFreeListHeader + 4 * (i - from), free_ids[i]);
+      put_page(id, pg);
+      next = id;
+    }
+    meta.free_head = next;
+    meta.free_count = static_cast<uint32_t>(n);
+  } else {
+    meta.free_head = meta_.free_head;
+    meta.free_count = meta_.free_count;
+  }
+  meta.page_count = pool.page_count();
+  if (s != Status::kOk) return s;
+  uint8_t c[kCommitFrameSize] = {};
+  store32(c, kFrameCommit);
+  store32(c + 4, frames_since_commit_);
+  store64(c + 8, salt_);
+  store64(c + 16, seq_ + 1);
+  meta.encode(c + 24);
+  store32(c + 56, checksum(c, 56));
+  s = append(c, kCommitFrameSize);
+  if (s == Status::kOk) s = flush_buffer();
+  if (s == Status::kOk) s = s_->sync(FileId::kLog);
+  stats_.syncs++;
+  if (s != Status::kOk) return s;
+  // Durable.
+  seq_++;
+  stats_.commits++;
+  meta_ = meta;
+  for (auto& e : pending_) committed_[e.first] = e.second;
+  for (auto& e : written) committed_[e.first] = e.second;
+  pending_.clear();
+  frames_since_commit_ = 0;
+  pool.mark_all_clean();
+  pool.set_free_list_unchanged();
+  if (log_end_ >= checkpoint_bytes_) return checkpoint();
+  return Status::kOk;
+}
+
+Status FilePager::checkpoint() {
+  if (committed_.empty() && sb_seq_ == seq_) return Status::kOk;
+  std::vector<std::pair<PageId, uint64_t>> pages(committed_.begin(), committed_.end());
+  std::sort(pages.begin(), pages.end());
+  alignas(16) uint8_t img[kPageSize];
+  for (auto& e : pages) {
+    Status s = read_log_image(e.second, e.first, img);
+    if (s == Status::kOk) s = s_->write(FileId::kData, uint64_t{e.first} * kPageSize, img, kPageSize);
+    stats_.writes++;
+    if (s != Status::kOk) return s;
+  }
+  Status s = s_->sync(FileId::kData);
+  stats_.syncs++;
+  if (s != Status::kOk) return s;
+  uint8_t slot[kSuperblockSize];
+  encode_superblock(slot, seq_, meta_);
+  int target = 1 - sb_slot_;
+  s = s_->write(FileId::kData, target == 0 ? 0 : kSuperblockSlot, slot, kSuperblockSize);
+  if (s == Status::kOk) s = s_->sync(FileId::kData);
+  stats_.syncs++;
+  if (s != Status::kOk) return s;
+  sb_slot_ = target;
+  sb_seq_ = seq_;
+  stats_.checkpoints++;
+  // The data file now holds everything: a new log generation (its header
+  // reaches the disk with the next commit's flush; until then the old header
+  // or old-salt frames are harmless, their commits are all <= sb_seq_).
+  return reset_log();
+}
+
+}  // namespace adaptree

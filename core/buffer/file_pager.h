@@ -1,0 +1,87 @@
+// The pager of a store on files (storage.h): where each page's newest image
+// is (the log, or its home in the data file), commits, checkpoints and
+// recovery. It implements PageBackend for the buffer pool. Formats:
+// superblock.h (data file page 0, free-page list), log_format.h (the log).
+//
+// Protocol (docs/DECISIONS.md, "Commits: a log of page images"):
+// - commit: append an image of every dirty page, the free-list chain when it
+//   changed, and a commit frame with the StoreMeta; flush the log once.
+// - spill: a dirty page evicted before its commit is appended as a page frame
+//   of the coming commit (no flush); reads find it there.
+// - checkpoint (when the log passes checkpoint_bytes, and at close): copy the
+//   newest committed image of every logged page to its home, flush the data
+//   file, write the older superblock slot, flush, start a new log generation.
+// - recovery (open): newest valid superblock, then every complete commit of
+//   the log after it; the torn tail is cut off. A damaged frame followed by
+//   two or more complete commits cannot be a torn tail: kCorrupt.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "core/buffer/buffer_pool.h"
+#include "core/buffer/page_backend.h"
+#include "core/buffer/storage.h"
+#include "core/buffer/superblock.h"
+
+namespace adaptree {
+
+struct PagerStats {
+  uint64_t reads = 0, writes = 0, syncs = 0, commits = 0, checkpoints = 0;
+  uint64_t log_bytes = 0, data_bytes = 0;
+};
+
+class FilePager : public PageBackend {
+ public:
+  using Progress = std::function<void(uint64_t done, uint64_t total)>;
+
+  FilePager(Storage* s, uint64_t checkpoint_bytes) : s_(s), checkpoint_bytes_(checkpoint_bytes) {}
+
+  // Recovers the store. *meta is the newest committed state (root 0: a new
+  // store, created when create is set; kNotFound when there is none and
+  // create is not set). *free_ids: the free-page list.
+  Status open(bool create, uint8_t layout, const Progress& progress, StoreMeta* meta, std::vector<PageId>* free_ids);
+
+  Status load(PageId id, uint8_t* frame) override;
+  Status spill(PageId id, uint8_t* frame) override;
+
+  // Makes the pool's dirty pages and meta durable: one log flush.
+  Status commit(BufferPool& pool, StoreMeta meta);
+  Status checkpoint();
+
+  uint64_t sequence() const { return seq_; }
+  PagerStats stats() const;
+
+ private:
+  Status create_files(uint8_t layout);
+  Status recover_log(uint64_t sb_seq, const Progress& progress, StoreMeta* meta);
+  bool later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq);
+  Status reset_log();
+  Status read_log_image(uint64_t off, PageId id, uint8_t* frame);
+  Status read_free_list(const StoreMeta& m, std::vector<PageId>* out);
+  // Appends to the write buffer; flushes it to the log when large.
+  Status append(const uint8_t* p, uint32_t n);
+  Status flush_buffer();
+  void page_frame_header(uint8_t* h, PageId id, const uint8_t* image) const;
+
+  Storage* s_;
+  uint64_t checkpoint_bytes_;
+  uint64_t salt_ = 0;
+  uint64_t seq_ = 0;          // newest durable commit
+  uint64_t sb_seq_ = 0;       // commit the data file holds
+  int sb_slot_ = 0;           // slot holding sb_seq_
+  StoreMeta meta_;            // newest durable meta
+  uint64_t log_end_ = 0;      // where the next frame goes (after the buffer)
+  uint64_t buf_start_ = 0;    // log offset of buf_[0]
+  std::vector<uint8_t> buf_;
+  uint32_t frames_since_commit_ = 0;
+  std::unordered_map<PageId, uint64_t> committed_;  // page id -> newest committed image in the log
+  std::unordered_map<PageId, uint64_t> pending_;    // page id -> image appended for the coming commit
+  mutable PagerStats stats_;
+};
+
+// Random 64-bit salt (not for security: tells log generations apart).
+uint64_t new_salt();
+
+}  // namespace adaptree

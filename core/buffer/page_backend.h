@@ -1,0 +1,24 @@
+// What the buffer pool asks of the storage below it (core/buffer/file_pager.h
+// for files, async_pager.h for asynchronous hosts). The pool knows frames and
+// page ids; a backend knows where page images live. Neither knows keys.
+#pragma once
+#include <cstdint>
+
+#include "core/config.h"
+#include "core/status.h"
+
+namespace adaptree {
+
+class PageBackend {
+ public:
+  virtual ~PageBackend() = default;
+  // Reads page id's image into frame (kPageSize bytes) and verifies it.
+  // kNeedPage: an asynchronous host must fetch it first (the operation
+  // restarts); kCorrupt: bad checksum or wrong page; kIoError.
+  virtual Status load(PageId id, uint8_t* frame) = 0;
+  // Writes a dirty page out so that its frame can be reused. kNeedPage means
+  // "not possible" (no-steal backends keep dirty pages until commit).
+  virtual Status spill(PageId id, uint8_t* frame) = 0;
+};
+
+}  // namespace adaptree

@@ -1,0 +1,100 @@
+// The superblock: page 0 of the data file, and the commit record of the log.
+//
+// What a commit makes durable besides page images is one StoreMeta (32 bytes):
+//
+//   off size field
+//   0   4    root page id (0: the store has no tree yet)
+//   4   4    tree height
+//   8   8    record count
+//   16  4    page count: the next new page id (the data file's high-water mark)
+//   20  4    first page of the free-page list chain (0: no free pages)
+//   24  4    free pages
+//   28  1    layout configuration (core/config.h LayoutConfig)
+//   29  3    zero
+//
+// Page 0 of the data file holds two superblock slots, at byte 0 and byte 2048;
+// a checkpoint writes the older one, so a torn superblock write leaves the
+// other intact. A slot (little-endian):
+//
+//   off size field
+//   0   8    magic "ADAPTREE"
+//   8   4    format version (1)
+//   12  4    page size (4096)
+//   16  8    commit sequence number the data file holds
+//   24  32   StoreMeta
+//   56  4    CRC-32C of bytes [0, 56)
+//
+// The free-page list chain: pages tagged kFreeList (7), each
+//   0 1 tag, 1 3 zero, 4 4 next chain page (0: last), 8 4 ids in this page,
+//   12 ... u32 page ids
+// Chain pages list themselves too: after a commit they are free again, and
+// only the next commit (which writes a new chain) may reuse them.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "core/page.h"
+#include "core/util/hash.h"
+
+namespace adaptree {
+
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kSuperblockSlot = 2048;
+constexpr uint32_t kSuperblockSize = 60;
+constexpr uint8_t kFreeListTag = 7;
+constexpr uint32_t kFreeListHeader = 12;
+constexpr uint32_t kFreeListCapacity = (kNodeSize - kFreeListHeader) / 4;
+constexpr char kStoreMagic[8] = {'A', 'D', 'A', 'P', 'T', 'R', 'E', 'E'};
+
+struct StoreMeta {
+  PageId root = kInvalidPageId;
+  uint32_t height = 1;
+  uint64_t count = 0;
+  PageId page_count = 1;
+  PageId free_head = kInvalidPageId;
+  uint32_t free_count = 0;
+  uint8_t layout = 7;
+
+  void encode(uint8_t* p) const {
+    memset(p, 0, 32);
+    store32(p, root);
+    store32(p + 4, height);
+    store64(p + 8, count);
+    store32(p + 16, page_count);
+    store32(p + 20, free_head);
+    store32(p + 24, free_count);
+    p[28] = layout;
+  }
+  void decode(const uint8_t* p) {
+    root = load32(p);
+    height = load32(p + 4);
+    count = load64(p + 8);
+    page_count = load32(p + 16);
+    free_head = load32(p + 20);
+    free_count = load32(p + 24);
+    layout = p[28];
+  }
+};
+
+inline void encode_superblock(uint8_t* slot, uint64_t seq, const StoreMeta& m) {
+  memset(slot, 0, kSuperblockSize);
+  memcpy(slot, kStoreMagic, 8);
+  store32(slot + 8, kFormatVersion);
+  store32(slot + 12, kPageSize);
+  store64(slot + 16, seq);
+  m.encode(slot + 24);
+  store32(slot + 56, checksum(slot, 56));
+}
+
+enum class SlotState { kValid, kBadChecksum, kForeign, kVersion };
+
+inline SlotState decode_superblock(const uint8_t* slot, uint64_t* seq, StoreMeta* m) {
+  if (memcmp(slot, kStoreMagic, 8) != 0) return SlotState::kForeign;
+  if (load32(slot + 56) != checksum(slot, 56)) return SlotState::kBadChecksum;
+  if (load32(slot + 8) != kFormatVersion || load32(slot + 12) != kPageSize) return SlotState::kVersion;
+  *seq = load64(slot + 16);
+  m->decode(slot + 24);
+  return SlotState::kValid;
+}
+
+}  // namespace adaptree
