@@ -6,7 +6,7 @@
  * Locking: a path can be open once at a time in the process (LockedError otherwise).
  */
 import { InvalidArgumentError, LockedError } from '../errors.js';
-import type { SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
+import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
 /** A file as a byte array that grows by doubling; `length` is the file size. */
 export class MemoryFile implements SyncFile {
@@ -65,6 +65,8 @@ interface Volume {
 const volumes = new Map<string, Volume>();
 
 export interface MemoryStorage extends SyncBackend {
+  /** Synchronous here (and the files are MemoryFiles). */
+  open(path: string, options: OpenStorageOptions): SyncStoreFiles & { data: MemoryFile; log: MemoryFile };
   /** The files of the store at `path` (for tests that damage or inspect them). */
   files(path: string): { data: MemoryFile; log: MemoryFile } | undefined;
   /** Forgets the store at `path` (it must be closed). */
@@ -74,7 +76,7 @@ export interface MemoryStorage extends SyncBackend {
 export const memoryStorage: MemoryStorage = {
   kind: 'sync',
   name: 'memory',
-  open(path: string, options: { create: boolean }): SyncStoreFiles {
+  open(path: string, options: OpenStorageOptions) {
     let v = volumes.get(path);
     if (v === undefined) {
       if (!options.create) throw new InvalidArgumentError(`no store at '${path}' (memory storage, create: false)`);

@@ -15,7 +15,7 @@
  * succeed (a window of a few microseconds after a crash).
  */
 import { InvalidArgumentError, IoError, LockedError } from '../errors.js';
-import type { SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
+import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
 /** The part of node:fs this backend uses (the package builds without @types/node). */
 interface NodeFs {
@@ -144,7 +144,7 @@ function takeLock(fs: NodeFs, proc: NodeProcess, lockPath: string, storePath: st
   throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
 }
 
-export const nodeStorage: SyncBackend = {
+export const nodeStorage: SyncBackend & { open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles> } = {
   kind: 'sync',
   name: 'node',
   async open(path: string, options: { create: boolean }): Promise<SyncStoreFiles> {
