@@ -144,7 +144,11 @@ function takeLock(fs: NodeFs, proc: NodeProcess, lockPath: string, storePath: st
   throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
 }
 
-export const nodeStorage: SyncBackend & { open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles> } = {
+export interface NodeStorage extends SyncBackend {
+  open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles>;
+}
+
+export const nodeStorage: NodeStorage = {
   kind: 'sync',
   name: 'node',
   async open(path: string, options: { create: boolean }): Promise<SyncStoreFiles> {
