@@ -46,6 +46,7 @@ import {
   QuotaExceededError,
   ReentrancyError,
   errorFromStatus,
+  isAdaptreeError,
 } from './errors.js';
 import {
   ATTACH_TREE,
@@ -707,7 +708,12 @@ export class BTreeStore<K = string, V = unknown> {
         const gen = this.#gen;
         const ahead = this.#ahead.get(id);
         this.#ahead.delete(id);
-        const image = await (ahead !== undefined && ahead.gen === gen ? ahead.image : b.pages.readPage(id));
+        let image: Uint8Array | undefined;
+        try {
+          image = await (ahead !== undefined && ahead.gen === gen ? ahead.image : b.pages.readPage(id));
+        } catch (e) {
+          throw isAdaptreeError(e) ? e : storeError(statusOfError(e), `reading page ${id}`, e);
+        }
         if (readAhead) this.#readAhead(b, id);
         while (this.#gate !== undefined) await this.#gate;
         this.#open();
