@@ -86,6 +86,7 @@ export interface AbiExports {
   at_store_open?(io: number, layoutConfig: number, poolBytes: number, flags: number, ctx: Ptr): Ptr;
   at_store_open_async?(superblock: Ptr, layoutConfig: number, poolBytes: number, ctx: Ptr): Ptr;
   at_store_commit?(tree: Ptr): number;
+  at_store_checkpoint?(tree: Ptr): number;
   at_store_stats?(tree: Ptr, ctx: Ptr): number;
   at_store_supply?(tree: Ptr, pageId: number, image: Ptr): number;
   at_store_commit_begin?(tree: Ptr, ctx: Ptr): number;
@@ -102,10 +103,12 @@ export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_cursor_next_batch', 'at_atomic_add_u32', 'at_checksum',
 ];
 
-/** The persistent-store functions (checked when a store is opened, not at load). */
-export const STORE_FUNCTIONS: readonly (keyof AbiExports)[] = [
-  'at_store_open', 'at_store_open_async', 'at_store_commit', 'at_store_stats', 'at_store_supply',
-  'at_store_commit_begin', 'at_store_commit_end',
+/** The persistent-store functions of sync backends (checked when a store is opened). */
+export const STORE_FUNCTIONS: readonly (keyof AbiExports)[] = ['at_store_open', 'at_store_commit', 'at_store_checkpoint', 'at_store_stats'];
+/** The page-fault protocol of async backends (declared in the header, then withdrawn until the
+ * async pager lands; checked when a store on an async backend is opened). */
+export const ASYNC_STORE_FUNCTIONS: readonly (keyof AbiExports)[] = [
+  'at_store_open_async', 'at_store_supply', 'at_store_commit_begin', 'at_store_commit_end',
 ];
 
 export const ABI_VERSION = 1;

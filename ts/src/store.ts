@@ -35,7 +35,7 @@
  * completed commit and nothing before it. A failed commit (disk full, I/O error) leaves the
  * last commit intact and the store read-only (ReadOnlyError) until reopened.
  */
-import { LayoutConfig, Result, Status, STORE_FUNCTIONS, StoreOpenFlags, type LayoutName } from './abi.js';
+import { ASYNC_STORE_FUNCTIONS, LayoutConfig, Result, Status, STORE_FUNCTIONS, StoreOpenFlags, type LayoutName } from './abi.js';
 import {
   AdaptreeError,
   ClosedError,
@@ -118,7 +118,11 @@ export interface StoreStats {
   writes?: number;
   syncs?: number;
   /** Commit sequence number of the last commit. */
-  commit_seq?: number;
+  commit_sequence?: number;
+  commits?: number;
+  checkpoints?: number;
+  /** Dirty pages written to the log before their commit (pool pressure). */
+  spills?: number;
   /** Bytes of the data file and the log (sync backends). */
   data_bytes?: number;
   log_bytes?: number;
@@ -211,6 +215,8 @@ export class BTreeStore<K = string, V = unknown> {
   readonly #ahead = new Map<number, { gen: number; image: Promise<Uint8Array | undefined> }>();
   /** Bumped by every async commit: pages read ahead before it may be stale. */
   #gen = 0;
+  /** A commit failed: the store refuses writes until reopened. */
+  #failed = false;
   /** Async: a 4 KiB area in wasm memory for at_store_supply. */
   #pageBuf = 0;
 
@@ -258,8 +264,11 @@ export class BTreeStore<K = string, V = unknown> {
     const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
     const wasm = options.wasm ?? getDefaultWasm() ?? (await (privateWasm ??= loadWasm()));
     const ex = wasm.exports;
-    const missing = STORE_FUNCTIONS.filter((f) => typeof ex[f] !== 'function');
-    if (missing.length > 0) throw new AdaptreeError(`this wasm build has no persistent stores (missing ${missing.join(', ')})`, 'INTERNAL');
+    const needed = backend.kind === 'sync' ? STORE_FUNCTIONS : [...STORE_FUNCTIONS.filter((f) => f !== 'at_store_open'), ...ASYNC_STORE_FUNCTIONS];
+    const missing = needed.filter((f) => typeof ex[f] !== 'function');
+    if (missing.length > 0) {
+      throw new AdaptreeError(`this wasm build cannot open a store on ${backend.kind === 'sync' ? 'a synchronous' : 'an asynchronous'} backend (missing ${missing.join(', ')})`, 'INTERNAL');
+    }
     const create = options.create ?? true;
     const mapOptions = (tree: number, onFree: () => void): BTreeMapOptions<K, V> => {
       const o: BTreeMapOptions<K, V> & { [ATTACH_TREE]?: unknown } = { layout: layoutName, wasm, [ATTACH_TREE]: { tree, onFree } };
@@ -428,6 +437,7 @@ export class BTreeStore<K = string, V = unknown> {
         this.#flushSync(this.#b);
         d.resolve();
       } catch (e) {
+        this.#failed = true;
         d.reject(e);
       }
       return;
@@ -435,7 +445,10 @@ export class BTreeStore<K = string, V = unknown> {
     const b = this.#b;
     this.#flushing = this.#flushAsync(b).then(
       () => d.resolve(),
-      (e: unknown) => d.reject(e),
+      (e: unknown) => {
+        this.#failed = true;
+        d.reject(e);
+      },
     );
     void this.#flushing.then(() => {
       this.#flushing = undefined;
@@ -507,6 +520,14 @@ export class BTreeStore<K = string, V = unknown> {
         while (this.#flushing !== undefined) await this.#flushing;
       } catch (e) {
         err = e;
+      }
+      // Sync backends: fold the log into the data file (committed pages only), so that the
+      // next open has no log to replay. A failure here loses nothing: the log stays valid.
+      // Skipped after a failed commit; a failing checkpoint goes to onError, not to close().
+      if (this.#b.kind === 'sync' && !this.#map.closed && !this.#failed) {
+        this.#b.entry.lastError = undefined;
+        const st = this.#wasm.exports.at_store_checkpoint!(this.#tree);
+        if (st < 0) this.#onError?.(storeError(st, 'close (checkpoint)', this.#b.entry.lastError));
       }
       try {
         this.#map.free(); // releases the backend (onFree)
