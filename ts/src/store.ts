@@ -276,7 +276,8 @@ export class BTreeStore<K = string, V = unknown> {
       if (options.values !== undefined) o.values = options.values;
       return o;
     };
-    const aux = () => wasm.dv().getUint32(wasm.result + Result.AUX, true);
+    // A failed open puts its (negative) status in result.aux.
+    const aux = () => wasm.dv().getInt32(wasm.result + Result.AUX, true);
 
     if (backend.kind === 'sync') {
       const files = await backend.open(options.path, { create });
