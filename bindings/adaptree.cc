@@ -2,15 +2,19 @@
 // JavaScript calls it: contexts carry the result block and a growable output
 // buffer, cursors are core cursors that also notice when their tree is freed.
 #include "bindings/adaptree.h"
+#include "bindings/internal.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "core/store.h"
 #include "core/tree/btree.h"
+#include "core/util/format.h"
 #include "core/util/hash.h"
 #include "core/tree/node_stats.h"
 #include "core/tree/overflow.h"
@@ -25,8 +29,13 @@ using adaptree::Status;
 using adaptree::ValueRef;
 
 struct at_tree {
-  explicit at_tree(LayoutConfig c) : tree(c) {}
-  BTree tree;
+  explicit at_tree(LayoutConfig c) : own(new (std::nothrow) BTree(c)), tree(*own) {}
+  at_tree(std::unique_ptr<adaptree::Storage> s, std::unique_ptr<adaptree::Store> st)
+      : storage(std::move(s)), store(std::move(st)), tree(store->tree()) {}
+  std::unique_ptr<BTree> own;                   // an in-memory map
+  std::unique_ptr<adaptree::Storage> storage;   // a persistent store: its files
+  std::unique_ptr<adaptree::Store> store;       // ... and the store on them
+  BTree& tree;
   std::vector<at_cursor*> cursors;  // detached when the tree is freed
 };
 
@@ -342,3 +351,120 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
 uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }
 
 }  // extern "C"
+
+// ---------------------------------------------------------------- persistent stores
+
+namespace {
+
+// The host's files, through the at_host_* imports (natively: bindings/native_host.cc).
+class HostStorage : public adaptree::Storage {
+ public:
+  explicit HostStorage(uint32_t io) : io_(io) {}
+  Status read(adaptree::FileId f, uint64_t off, uint8_t* dst, uint32_t len, uint32_t* got) override {
+    int32_t n = at_host_read(io_, static_cast<uint32_t>(f), static_cast<double>(off), dst, len);
+    if (n < 0) return static_cast<Status>(n);
+    *got = static_cast<uint32_t>(n);
+    return Status::kOk;
+  }
+  Status write(adaptree::FileId f, uint64_t off, const uint8_t* src, uint32_t len) override {
+    return status_of(at_host_write(io_, static_cast<uint32_t>(f), static_cast<double>(off), src, len));
+  }
+  Status sync(adaptree::FileId f) override { return status_of(at_host_sync(io_, static_cast<uint32_t>(f))); }
+  Status size(adaptree::FileId f, uint64_t* out) override {
+    double n = at_host_size(io_, static_cast<uint32_t>(f));
+    if (n < 0) return status_of(static_cast<int32_t>(n));
+    *out = static_cast<uint64_t>(n);
+    return Status::kOk;
+  }
+  Status truncate(adaptree::FileId f, uint64_t len) override {
+    return status_of(at_host_truncate(io_, static_cast<uint32_t>(f), static_cast<double>(len)));
+  }
+
+ private:
+  // Anything but OK or a known storage error is an I/O error.
+  static Status status_of(int32_t r) {
+    if (r == 0) return Status::kOk;
+    Status s = static_cast<Status>(r);
+    return s == Status::kQuotaExceeded || s == Status::kLocked || s == Status::kCorrupt ? s : Status::kIoError;
+  }
+  uint32_t io_;
+};
+
+}  // namespace
+
+extern "C" {
+
+at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, uint32_t flags, at_ctx* c) {
+  auto fail = [&](Status s) -> at_tree* {
+    if (c) set_result(c, nullptr, 0, nullptr, 0, static_cast<uint32_t>(st(s)));
+    return nullptr;
+  };
+  if (layout_config >= adaptree::kLayoutConfigCount) return fail(Status::kInvalidArgument);
+  std::unique_ptr<adaptree::Storage> storage(new (std::nothrow) HostStorage(io));
+  if (!storage) return fail(Status::kOutOfMemory);
+  adaptree::StoreOptions o;
+  o.layout = static_cast<LayoutConfig>(layout_config);
+  o.pool_bytes = pool_bytes < (1 << 20) ? (1 << 20) : static_cast<uint64_t>(pool_bytes);
+  o.create = flags & AT_OPEN_CREATE;
+  std::unique_ptr<adaptree::Store> store;
+  Status s = adaptree::Store::open(storage.get(), o, &store);
+  if (s != Status::kOk) return fail(s);
+  at_tree* t = new (std::nothrow) at_tree(std::move(storage), std::move(store));
+  if (!t) return fail(Status::kOutOfMemory);
+  if (c) set_result(c, nullptr, 0, nullptr, 0, 0);
+  return t;
+}
+
+int32_t at_store_commit(at_tree* t) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  return st(t->store->commit());
+}
+
+int32_t at_store_checkpoint(at_tree* t) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  return st(t->store->checkpoint());
+}
+
+int32_t at_store_stats(at_tree* t, at_ctx* c) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  const adaptree::BufferPool& pool = t->tree.store();
+  adaptree::PagerStats ps = t->store->pager().stats();
+  std::string j = "{";
+  auto num = [&](const char* k, uint64_t v) {
+    if (j.size() > 1) j += ",";
+    j += "\"";
+    j += k;
+    j += "\":";
+    adaptree::append_uint(j, v);
+  };
+  num("frames", pool.target_frames());
+  num("frames_allocated", pool.frame_count());
+  num("resident", pool.resident_count());
+  num("dirty", pool.dirty_count());
+  num("hits", pool.stats().hits);
+  num("misses", pool.stats().misses);
+  num("evictions", pool.stats().evictions);
+  num("spills", pool.stats().spills);
+  num("page_table_bytes", pool.page_table_bytes());
+  num("pages", pool.page_count());
+  num("free_pages", pool.free_count());
+  num("reads", ps.reads);
+  num("writes", ps.writes);
+  num("syncs", ps.syncs);
+  num("commits", ps.commits);
+  num("checkpoints", ps.checkpoints);
+  num("commit_sequence", t->store->pager().sequence());
+  num("data_bytes", ps.data_bytes);
+  num("log_bytes", ps.log_bytes);
+  j += "}";
+  c->buf.assign(j.begin(), j.end());
+  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(c->buf.size()), 0);
+  return st(Status::kOk);
+}
+
+}  // extern "C"
+// bindings/internal.h: the core tree behind a handle, for bindings/inspect.cc.
+const adaptree::BTree* bindings_tree_of(const at_tree* t) { return t ? &t->tree : nullptr; }

@@ -108,12 +108,9 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
  * file 0 = data file, file 1 = log. Offsets are doubles (exact up to 2^53).
  * The imports return a Status (0 OK, negative error: IO_ERROR, QUOTA_EXCEEDED).
  *
- * Async backends (IndexedDB, Durable Objects, the async test backend): the core
- * never calls the host. A call that needs a page that is not resident returns
- * NEED_PAGE (3) with the page id in result.aux and changes nothing; the host
- * fetches that page's 4 KiB image, hands it over with at_store_supply, and calls
- * again. A commit is at_store_commit_begin (the images to write, superblock
- * first), one atomic write by the host, then at_store_commit_end. */
+ * Async backends (IndexedDB, Durable Objects) will answer NEED_PAGE (3) with the
+ * page id in result.aux (the core's read paths and BTree::prefetch_for_write
+ * are ready for it); their pager and its calls are not in this ABI yet. */
 #define AT_FILE_DATA 0u
 #define AT_FILE_LOG 1u
 #define AT_OPEN_CREATE 1u /* a new store when there is none; else NOT_FOUND */
@@ -137,8 +134,6 @@ AT_IMPORT(at_host_truncate) int32_t at_host_truncate(uint32_t io, uint32_t file,
  * 1 MiB; smaller is raised). Returns the tree, or 0 with the status in result.aux
  * (CORRUPT: foreign or damaged file; NOT_FOUND: no store and no AT_OPEN_CREATE). */
 at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, uint32_t flags, at_ctx* c);
-/* Async backend: superblock = the stored page 0 image, or 0 for a new store. */
-at_tree* at_store_open_async(const uint8_t* superblock, uint32_t layout_config, double pool_bytes, at_ctx* c);
 /* Sync backends: makes every write so far durable with one log flush (and
  * checkpoints the log into the data file when it has grown). On error nothing
  * new is durable, the last commit is intact, and the store refuses writes
@@ -147,15 +142,9 @@ int32_t at_store_commit(at_tree* t);
 /* JSON: pool frames, resident, dirty, hits, misses, evictions, reads, writes,
  * syncs, commit sequence, data and log bytes -> result.value. */
 int32_t at_store_stats(at_tree* t, at_ctx* c);
-/* Async: hands over the image of the page the last NEED_PAGE named (verified:
- * CORRUPT on a bad checksum or the wrong page). */
-int32_t at_store_supply(at_tree* t, uint32_t page_id, const uint8_t* image);
-/* Async commit, step 1: the context buffer gets repeated [u32 page id][4096-byte
- * image] for every page to write, the superblock (page 0) first; result.aux = count.
- * Step 2: the host writes them all or nothing, then calls at_store_commit_end with
- * 0 (written) or its error status (then the store refuses writes until reopened). */
-int32_t at_store_commit_begin(at_tree* t, at_ctx* c);
-int32_t at_store_commit_end(at_tree* t, int32_t host_status);
+/* Copies every committed page from the log to the data file and starts a new
+ * log (also done by commits once the log has grown; call before closing). */
+int32_t at_store_checkpoint(at_tree* t);
 
 /* Diagnostics (bindings/diagnostics.cc): a sequentially consistent atomic add
  * on a u32 in linear memory, returning the previous value. The smoke tests use
@@ -168,4 +157,28 @@ uint32_t at_checksum(const uint8_t* data, uint32_t len);
 #ifdef __cplusplus
 }
 #endif
+
+/* ================================================================ inspection
+ * (bindings/inspect.cc; the demo page and diagnostics). Pages are read only as
+ * copies (BTree::copy_page), never through a frame. at_inspect_node and
+ * at_inspect_tree write JSON into the caller's buffer `out` of `cap` bytes and
+ * return the bytes the JSON needs: when that is more than cap, nothing useful
+ * was written; call again with a buffer that large. Negative = a Status. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+uint32_t at_inspect_root(at_tree* t);   /* root page id (0 for a null handle) */
+uint32_t at_inspect_height(at_tree* t); /* levels, 1 = the root is a leaf */
+/* Copies the page's at_page_size() bytes to out. */
+int32_t at_inspect_page(at_tree* t, uint32_t page_id, uint8_t* out);
+/* The node decoded by its layout: header, fences, slots and keys, heads, hints,
+ * fingerprints, dense slots or bitmap (see inspect.cc for the fields). */
+int32_t at_inspect_node(at_tree* t, uint32_t page_id, uint8_t* out, uint32_t cap);
+/* Every node from the root down, level by level, each as the summary the tree
+ * view draws (id, layout, level, count, fill, prefix, fences, counter, children). */
+int32_t at_inspect_tree(at_tree* t, uint8_t* out, uint32_t cap);
+#ifdef __cplusplus
+}
+#endif
+/* ============================================================ end inspection */
 #endif

@@ -29,5 +29,5 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   # and then `npm ci` refuses that lock as out of sync. `npm install` honours the pinned
   # versions in the lock all the same.
   echo "install-deps: npm install" >&2
-  npm install --no-audit --no-fund >/dev/null
+  npm ci --no-audit --no-fund >/dev/null
 fi

@@ -39,6 +39,7 @@ fi
 step "wasm artifacts: SIMD, imports, exports; npm package contents"
 node scripts/check-wasm.mjs
 node scripts/check-pack.mjs
+node tests/ts/level-suite.mjs && node tests/package/e2e.mjs   # adaptree/level: abstract-level's suite; the packed tarball in Node and Deno
 
 step "vitest: TypeScript API against the st and mt builds, runtimes"
 npx vitest run

@@ -116,6 +116,7 @@ class BufferPool {
   uint32_t frame_count() const { return frame_count_; }
   uint32_t target_frames() const { return target_frames_; }
   std::vector<PageId>& free_ids() { return free_; }
+  size_t free_count() const { return free_.size(); }
   bool free_list_changed() const { return free_changed_; }
   void set_free_list_unchanged() { free_changed_ = false; }
   const PoolStats& stats() const { return stats_; }

@@ -1,7 +1,6 @@
 #include "core/buffer/file_pager.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "core/buffer/log_format.h"
 #include "core/buffer/page_trailer.h"
@@ -20,11 +19,11 @@ uint64_t mix(uint64_t x) {
 }
 }  // namespace
 
-uint64_t new_salt() {
-  static uint64_t counter = 0;
-  uint64_t t = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+uint64_t new_salt(uint64_t previous, uint64_t seq) {
+  // Distinct from the previous generation's salt (a log is cut back to its
+  // header at every reset, so only the last generation's frames can linger).
   uint64_t local;
-  return mix(t ^ mix(++counter) ^ reinterpret_cast<uintptr_t>(&local)) | 1;
+  return mix(previous + 0x9E3779B97F4A7C15ull + mix(seq) + reinterpret_cast<uintptr_t>(&local)) | 1;
 }
 
 PagerStats FilePager::stats() const {
@@ -35,7 +34,7 @@ PagerStats FilePager::stats() const {
 }
 
 Status FilePager::reset_log() {
-  salt_ = new_salt();
+  salt_ = new_salt(salt_, seq_);
   uint8_t h[kLogHeaderSize] = {};
   memcpy(h, kLogMagic, 8);
   store32(h + 8, kFormatVersion);

@@ -81,7 +81,7 @@ class FilePager : public PageBackend {
   mutable PagerStats stats_;
 };
 
-// Random 64-bit salt (not for security: tells log generations apart).
-uint64_t new_salt();
+// The salt of the next log generation (not for security: tells generations apart).
+uint64_t new_salt(uint64_t previous, uint64_t seq);
 
 }  // namespace adaptree

@@ -92,6 +92,12 @@ export interface AbiExports {
   at_store_commit_begin?(tree: Ptr, ctx: Ptr): number;
   at_store_commit_end?(tree: Ptr, hostStatus: number): number;
   at_checksum(data: Ptr, len: number): number;
+  // Inspection (bindings/inspect.cc): pages read as copies; JSON into a caller buffer.
+  at_inspect_root(tree: Ptr): number;
+  at_inspect_height(tree: Ptr): number;
+  at_inspect_page(tree: Ptr, pageId: number, out: Ptr): number;
+  at_inspect_node(tree: Ptr, pageId: number, out: Ptr, cap: number): number;
+  at_inspect_tree(tree: Ptr, out: Ptr, cap: number): number;
 }
 
 /** Names of all ABI functions, to verify a module at load time. */
@@ -101,6 +107,7 @@ export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_remove', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
   'at_cursor_next_batch', 'at_atomic_add_u32', 'at_checksum',
+  'at_inspect_root', 'at_inspect_height', 'at_inspect_page', 'at_inspect_node', 'at_inspect_tree',
 ];
 
 /** The persistent-store functions of sync backends (checked when a store is opened). */

@@ -111,6 +111,21 @@ export {
   type WasmSource,
 } from './wasm.js';
 
+export {
+  InspectableMap,
+  decodeHeader,
+  hexToBytes,
+  inspectNode,
+  inspectTree,
+  nodeDump,
+  pageImage,
+  type NodeDump,
+  type NodeHeader,
+  type NodeSummary,
+  type NodeView,
+  type TreeView,
+} from './inspect.js';
+
 let pending: { key: string; promise: Promise<AdaptreeWasm> } | undefined;
 
 /**

@@ -1,0 +1,388 @@
+// The demo page: build a tree from sample or your own keys with a chosen layout
+// configuration, run workloads on it, and watch the node layouts change.
+import {
+  init,
+  InspectableMap,
+  inspectNode,
+  inspectTree,
+  nodeDump,
+  pageImage,
+  type AdaptreeWasm,
+  type BTreeStats,
+  type LayoutName,
+  type TreeView,
+} from 'adaptree';
+import { Charts, WORKLOAD_COLORS } from './charts';
+import { DATASETS, parseKeys, type DataSet, type KeyKind } from './datasets';
+import { renderInspector } from './inspector';
+import { ABOUT, COLORS, CONFIGS, NAMES, SHORT } from './layouts';
+import { TreeDrawing } from './tree-view';
+
+const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
+
+/** Every value is 8 bytes, so dense keys can use fully dense leaves (equal-size values). */
+const VALUE = new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]);
+/** Inserts add new keys until the tree holds this many times the keys it was built with
+ * (then they overwrite existing keys), so that the tree stays drawable. */
+const GROWTH = 2;
+const SAMPLE_MS = 500;
+
+const WORKLOADS = [
+  { id: 'insert', label: 'inserts', about: 'new keys from the same data set, until the tree has twice its keys; then overwrites' },
+  { id: 'lookup-uniform', label: 'point lookups (uniform)', about: 'get() of random present keys' },
+  { id: 'lookup-zipf', label: 'point lookups (zipf)', about: 'get(), a few hot keys asked most (zipf 0.99)' },
+  { id: 'scan', label: 'scans', about: 'range scans from a random key' },
+  { id: 'mix', label: 'mix (slider)', about: 'scans and point lookups in the ratio of the slider' },
+] as const;
+type WorkloadId = (typeof WORKLOADS)[number]['id'];
+const WORKLOAD_LABELS: Record<string, string> = Object.fromEntries(WORKLOADS.map((w) => [w.id, w.label]));
+
+interface State {
+  wasm: AdaptreeWasm;
+  map: InspectableMap<string | number, Uint8Array> | null;
+  kind: KeyKind;
+  keys: (string | number)[];
+  source: DataSet | null;
+  sourceLabel: string;
+  running: WorkloadId | null;
+  runTime: number;
+  tree: TreeView | null;
+  stats: BTreeStats | null;
+  selected: number;
+  renders: number;
+  lastOps: number;
+  /** Keys the tree was built with. */
+  built: number;
+}
+
+let S: State;
+let charts: Charts;
+let drawing: TreeDrawing;
+
+// ----------------------------------------------------------------------------- zipf
+
+class Zipf {
+  readonly cdf: Float64Array;
+  constructor(readonly n: number, s = 0.99) {
+    this.cdf = new Float64Array(n);
+    let sum = 0;
+    for (let i = 0; i < n; i++) this.cdf[i] = sum += 1 / Math.pow(i + 1, s);
+    for (let i = 0; i < n; i++) this.cdf[i]! /= sum;
+  }
+  /** An index into the key array: rank by inverse CDF, spread over the keys by a fixed permutation. */
+  next(): number {
+    const u = Math.random();
+    let lo = 0, hi = this.n - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.cdf[mid]! < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return (lo * 2147483647) % this.n;
+  }
+}
+let zipf: Zipf | null = null;
+
+// ----------------------------------------------------------------------------- building
+
+function status(text: string): void {
+  $('load-status').textContent = text;
+}
+
+async function build(kind: KeyKind, keys: (string | number)[], source: DataSet | null, label: string): Promise<void> {
+  stop();
+  document.body.dataset.state = 'loading';
+  S.map?.free();
+  S.map = null;
+  S.selected = -1;
+  drawing.select(-1);
+  S.lastOps = 0;
+  showOps();
+  $('inspector').innerHTML = '<p class="hint">Click a node in the tree above.</p>';
+  const layout = ($<HTMLSelectElement>('layout').value || 'adaptive') as LayoutName;
+  const map = new InspectableMap<string | number, Uint8Array>(null, { keys: kind, values: 'bytes', layout });
+  S.map = map;
+  S.kind = kind;
+  S.keys = [];
+  S.source = source;
+  S.sourceLabel = label;
+  S.runTime = 0;
+  zipf = null;
+  charts.reset();
+  const t0 = performance.now();
+  const CHUNK = 5000;
+  for (let i = 0; i < keys.length; i += CHUNK) {
+    const part = keys.slice(i, i + CHUNK);
+    map.setMany(part.map((k) => [k, VALUE] as [string | number, Uint8Array]));
+    for (const k of part) S.keys.push(k);
+    status(`inserting… ${S.keys.length.toLocaleString()} of ${keys.length.toLocaleString()}`);
+    await new Promise((r) => setTimeout(r, 0));
+    if (S.map !== map) return; // another build started
+  }
+  S.built = S.keys.length;
+  const ms = performance.now() - t0;
+  status(`${keys.length.toLocaleString()} ${label} inserted one by one in ${ms.toFixed(0)} ms (layout: ${layout})`);
+  render(true);
+  charts.add(0, S.stats!.layouts);
+  document.body.dataset.state = 'idle';
+}
+
+async function loadSample(): Promise<void> {
+  const info = DATASETS.find((d) => d.id === $<HTMLSelectElement>('dataset').value) ?? DATASETS[0]!;
+  const n = Number($<HTMLSelectElement>('size').value);
+  const source = info.make(42);
+  const keys: (string | number)[] = new Array(n);
+  for (let i = 0; i < n; i++) keys[i] = source.next();
+  await build(info.kind, keys, source, info.label);
+}
+
+async function loadOwn(): Promise<void> {
+  const { kind, keys, dropped } = parseKeys($<HTMLTextAreaElement>('paste').value);
+  if (keys.length === 0) {
+    status('no keys: paste or upload one key per line');
+    return;
+  }
+  await build(kind, keys, null, `own keys (${kind === 'number' ? 'integers' : 'strings'}${dropped ? `; ${dropped} left out: duplicate or over 1 KiB` : ''})`);
+}
+
+// ----------------------------------------------------------------------------- workloads
+
+let timer: ReturnType<typeof setTimeout> | undefined;
+let sampleStart = 0, sampleOps = 0, runStart = 0;
+
+function oneOp(w: WorkloadId, map: InspectableMap<string | number, Uint8Array>, scanLen: number, mix: number): number {
+  const keys = S.keys;
+  switch (w) {
+    case 'insert':
+      if (S.source !== null && keys.length < GROWTH * S.built) {
+        const k = S.source.next();
+        map.set(k, VALUE);
+        keys.push(k);
+      } else {
+        map.set(keys[Math.floor(Math.random() * keys.length)]!, VALUE);
+      }
+      return 1;
+    case 'lookup-uniform':
+      map.get(keys[Math.floor(Math.random() * keys.length)]!);
+      return 1;
+    case 'lookup-zipf':
+      map.get(keys[zipf!.next()]!);
+      return 1;
+    case 'scan':
+    case 'mix': {
+      if (w === 'mix' && Math.random() * 100 >= mix) {
+        map.get(keys[Math.floor(Math.random() * keys.length)]!);
+        return 1;
+      }
+      let n = 0;
+      for (const _ of map.entries({ gte: keys[Math.floor(Math.random() * keys.length)]!, limit: scanLen })) n++;
+      return n >= 0 ? 1 : 0;
+    }
+  }
+}
+
+function tick(): void {
+  const w = S.running, map = S.map;
+  if (w === null || map === null) return;
+  const scanLen = Number($<HTMLSelectElement>('scan-length').value);
+  const mix = Number($<HTMLInputElement>('mix').value);
+  const t0 = performance.now();
+  const step = w === 'scan' || w === 'mix' ? 4 : 256;
+  let now = t0;
+  while (now - t0 < 30) {
+    for (let i = 0; i < step; i++) sampleOps += oneOp(w, map, scanLen, mix);
+    now = performance.now();
+  }
+  if (now - sampleStart >= SAMPLE_MS) {
+    const secs = (now - sampleStart) / 1000;
+    S.runTime += secs;
+    S.lastOps = sampleOps / secs;
+    render(false);
+    charts.add(+S.runTime.toFixed(2), S.stats!.layouts, w, S.lastOps);
+    showOps();
+    sampleStart = now;
+    sampleOps = 0;
+  }
+  timer = setTimeout(tick, 0);
+}
+
+function run(w: WorkloadId): void {
+  if (S.map === null || S.keys.length === 0) return;
+  stop();
+  if (w === 'lookup-zipf' && (zipf === null || zipf.n !== S.keys.length)) zipf = new Zipf(S.keys.length);
+  S.running = w;
+  document.body.dataset.state = 'running';
+  document.body.dataset.workload = w;
+  for (const b of document.querySelectorAll<HTMLButtonElement>('#workloads button')) b.classList.toggle('active', b.dataset.workload === w);
+  $<HTMLButtonElement>('stop').disabled = false;
+  sampleStart = runStart = performance.now();
+  sampleOps = 0;
+  S.lastOps = 0;
+  showOps();
+  timer = setTimeout(tick, 0);
+}
+
+function stop(): void {
+  if (timer !== undefined) clearTimeout(timer);
+  timer = undefined;
+  const was = S.running;
+  S.running = null;
+  for (const b of document.querySelectorAll<HTMLButtonElement>('#workloads button')) b.classList.remove('active');
+  $<HTMLButtonElement>('stop').disabled = true;
+  if (was !== null && S.map !== null) {
+    void runStart;
+    render(true);
+    showOps(was);
+    document.body.dataset.state = 'idle';
+  }
+}
+
+function fmtOps(x: number): string {
+  return x >= 1e6 ? `${(x / 1e6).toFixed(2)} M` : x >= 1e3 ? `${(x / 1e3).toFixed(1)} k` : x.toFixed(0);
+}
+
+function showOps(stopped?: WorkloadId): void {
+  const w = S.running ?? stopped;
+  $('ops').textContent = S.lastOps > 0 ? `${fmtOps(S.lastOps)} ops/s` : '–';
+  $('ops').dataset.ops = String(Math.round(S.lastOps));
+  const scans = w === 'scan' || w === 'mix' ? ` (a scan reads ${$<HTMLSelectElement>('scan-length').value} records and counts as one operation)` : '';
+  const ins = w === 'insert' && S.source !== null && S.keys.length >= GROWTH * S.built ? ' (key limit reached: now overwrites)' : '';
+  $('ops-what').textContent = w ? `${S.running ? 'running' : 'last ran'}: ${WORKLOAD_LABELS[w]}${scans}${ins}` : 'no workload running';
+}
+
+// ----------------------------------------------------------------------------- rendering
+
+function render(full: boolean): void {
+  const map = S.map;
+  if (map === null) return;
+  S.stats = map.stats();
+  S.tree = inspectTree(map);
+  drawing.draw(S.tree, S.kind);
+  renderStats(S.stats);
+  if (full && S.selected >= 0) {
+    if (S.tree.nodes.some((n) => n.id === S.selected)) select(S.selected);
+    else {
+      $('inspector').innerHTML = `<p class="hint">Page ${S.selected} is no longer a node of the tree (merged or freed). Click another node.</p>`;
+      S.selected = -1;
+    }
+  }
+  S.renders++;
+  document.body.dataset.renders = String(S.renders);
+}
+
+function renderStats(s: BTreeStats): void {
+  const leaves = s.layouts.basic_leaf + s.layouts.fingerprint_leaf + s.layouts.semi_dense_leaf + s.layouts.fully_dense_leaf;
+  const chips = (['inner', 'basic_leaf', 'fingerprint_leaf', 'semi_dense_leaf', 'fully_dense_leaf'] as const)
+    .map((l) => `<span class="chip" data-stat-layout="${l}" data-n="${s.layouts[l]}"><i style="background:${COLORS[l]}"></i>${SHORT[l]} <b>${s.layouts[l]}</b></span>`)
+    .join('');
+  $('stats').innerHTML =
+    `<div><b data-stat="count">${s.count.toLocaleString()}</b> keys (${S.sourceLabel})</div>` +
+    `<div><b data-stat="height">${s.height}</b> levels</div>` +
+    `<div><b data-stat="pages">${s.pages.toLocaleString()}</b> pages = ${(s.bytes / 1048576).toFixed(1)} MiB</div>` +
+    `<div><b>${(s.fill * 100).toFixed(0)}%</b> average fill</div>` +
+    `<div><b>${s.bytes_per_record.toFixed(1)}</b> bytes/key</div>` +
+    `<div><b>${leaves}</b> leaves: ${chips}</div>` +
+    `<div class="config">configuration <b>${s.config}</b></div>`;
+}
+
+function select(id: number): void {
+  const map = S.map;
+  if (map === null) return;
+  const node = S.tree?.nodes.find((n) => n.id === id);
+  if (!node) return;
+  S.selected = id;
+  drawing.select(id);
+  renderInspector($('inspector'), inspectNode(map, id), node.level, S.kind);
+}
+
+// ----------------------------------------------------------------------------- setup
+
+function setupControls(): void {
+  const ds = $<HTMLSelectElement>('dataset');
+  for (const d of DATASETS) ds.add(new Option(d.label, d.id));
+  const about = () => ($('dataset-about').textContent = DATASETS.find((d) => d.id === ds.value)?.about ?? '');
+  about();
+  ds.addEventListener('change', () => {
+    about();
+    void loadSample();
+  });
+  $<HTMLSelectElement>('size').addEventListener('change', () => void loadSample());
+  const ls = $<HTMLSelectElement>('layout');
+  for (const c of CONFIGS) ls.add(new Option(c.label, c.id));
+  const lAbout = () => ($('layout-about').textContent = CONFIGS.find((c) => c.id === ls.value)?.about ?? '');
+  lAbout();
+  ls.addEventListener('change', () => {
+    lAbout();
+    if (S.source === null && S.map !== null && S.sourceLabel.startsWith('own')) void loadOwn();
+    else void loadSample();
+  });
+  $('load').addEventListener('click', () => void loadSample());
+  $('load-own').addEventListener('click', () => void loadOwn());
+  $<HTMLInputElement>('upload').addEventListener('change', async (e) => {
+    const f = (e.target as HTMLInputElement).files?.[0];
+    if (!f) return;
+    $<HTMLTextAreaElement>('paste').value = await f.text();
+    await loadOwn();
+  });
+  const wl = $('workloads');
+  for (const w of WORKLOADS) {
+    const b = document.createElement('button');
+    b.type = 'button';
+    b.dataset.workload = w.id;
+    b.title = w.about;
+    b.innerHTML = `<i style="background:${WORKLOAD_COLORS[w.id]}"></i>${w.label}`;
+    b.addEventListener('click', () => (S.running === w.id ? stop() : run(w.id)));
+    wl.append(b);
+  }
+  $('stop').addEventListener('click', () => stop());
+  const mix = $<HTMLInputElement>('mix');
+  const mixText = () => ($('mix-value').textContent = `${mix.value}% scans / ${100 - Number(mix.value)}% lookups`);
+  mix.addEventListener('input', mixText);
+  mixText();
+  $('legend').innerHTML = Object.keys(NAMES)
+    .map((l) => `<div class="legend-item"><span class="swatch" style="background:${COLORS[l]}"></span><b>${NAMES[l]}</b><p>${ABOUT[l]}</p></div>`)
+    .join('');
+}
+
+function describeEnv(w: AdaptreeWasm): void {
+  const isolated = globalThis.crossOriginIsolated === true;
+  const threads = w.build === 'mt'
+    ? '<b>threads on</b>: cross-origin isolated, the multi-threaded build (shared memory) is loaded'
+    : `<b>single-threaded</b>: ${isolated ? 'the multi-threaded build is not available here' : 'this page is not cross-origin isolated (no COOP/COEP headers), so SharedArrayBuffer is unavailable'}; the st build is loaded`;
+  $('env').innerHTML =
+    `<span data-build="${w.build}" id="build">${threads}</span>` +
+    `<span id="storage"><b>memory only</b>: the tree lives in wasm memory. The persistent store (buffer pool over OPFS / IndexedDB) is not built yet; its view (frames, hits, misses, evictions, I/O) will appear here when it is.</span>`;
+}
+
+async function main(): Promise<void> {
+  const wasm = await init({ threads: true });
+  S = {
+    wasm, map: null, kind: 'utf8', keys: [], source: null, sourceLabel: '', running: null, runTime: 0,
+    tree: null, stats: null, selected: -1, renders: 0, lastOps: 0, built: 0,
+  };
+  describeEnv(wasm);
+  charts = new Charts($<HTMLCanvasElement>('chart-mix'), $<HTMLCanvasElement>('chart-speed'), WORKLOAD_LABELS);
+  drawing = new TreeDrawing({ container: $('tree'), tooltip: $('tooltip'), onSelect: select });
+  setupControls();
+  // For tests and the curious (console): the map and the inspection API.
+  (globalThis as Record<string, unknown>).adaptreeDemo = {
+    get map() { return S.map; },
+    get state() { return { running: S.running, keys: S.keys.length, kind: S.kind, selected: S.selected, build: S.wasm.build }; },
+    stats: () => S.map!.stats(),
+    tree: () => inspectTree(S.map!),
+    nodeDump: (id: number) => nodeDump(S.map!, id),
+    pageImage: (id: number) => Array.from(pageImage(S.map!, id)),
+    select,
+    charts: () => ({
+      workloads: charts.speed.data.datasets.map((d) => d.label),
+      mixPoints: charts.mix.data.datasets[0]!.data.length,
+    }),
+  };
+  await loadSample();
+}
+
+main().catch((e: unknown) => {
+  document.body.dataset.state = 'error';
+  $('load-status').textContent = `failed: ${String(e)}`;
+  throw e;
+});
