@@ -76,7 +76,8 @@ export class CrashBackend implements SyncBackend {
   readonly kind = 'sync' as const;
   readonly name = 'crash';
   ops = 0;
-  constructor(public k: number) {}
+  /** tear: if operation k is a write, only its first half reaches the disk. */
+  constructor(public k: number, public tear = false) {}
 
   async open(path: string, options: { create: boolean }): Promise<SyncStoreFiles> {
     const disk = memoryStorage.open(path, options);
@@ -85,7 +86,9 @@ export class CrashBackend implements SyncBackend {
       read: (dst, off) => l.read(dst, off),
       write: (src, off) => {
         l.write(src, off);
-        if (++this.ops <= this.k) d.write(src, off);
+        const n = ++this.ops;
+        if (n < this.k || (n === this.k && !this.tear)) d.write(src, off);
+        else if (n === this.k) d.write(src.subarray(0, src.length >> 1), off);
       },
       sync: () => {
         if (++this.ops <= this.k) d.sync();
