@@ -1,5 +1,5 @@
 // Compile-time constants and the run-time layout configuration
-// (ARCHITECTURE.md, decision 10). The named configurations are the paper's
+// (docs/ARCHITECTURE.md, decision 10). The named configurations are the paper's
 // ablation steps (btrees-are-back-sigmod25, section 4); each one adds to the
 // previous, except that the three alternative leaf layouts each stand on
 // `hints`.

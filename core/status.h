@@ -1,4 +1,4 @@
-// Status codes returned by every core operation (ARCHITECTURE.md, decision 4:
+// Status codes returned by every core operation (docs/ARCHITECTURE.md, decision 4:
 // no exceptions; an operation is a retryable attempt that returns a status).
 // Values are part of the C ABI (bindings/adaptree.h) and of the TypeScript
 // error mapping (ts/src/errors.ts): never renumber, only append.

@@ -1,9 +1,9 @@
 // Checks the built wasm modules: both contain SIMD128 instructions, st imports
-// only the host file I/O (at_host_*), mt those and one shared memory, and both export the whole C ABI.
+// exactly the five host file I/O functions of persistent stores (at_host_* from
+// "env"), mt those plus one shared memory, and both export the whole C ABI.
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { ABI_FUNCTIONS } from '../dist/abi.js';
-const HOST_IMPORTS = ['at_host_read', 'at_host_size', 'at_host_sync', 'at_host_truncate', 'at_host_write'];
+import { ABI_FUNCTIONS, HOST_IMPORTS, STORE_FUNCTIONS } from '../dist/abi.js';
 
 let failed = 0;
 function expect(ok, what) {
@@ -20,17 +20,18 @@ for (const build of ['st', 'mt']) {
   const text = execFileSync('wasm-dis', [path.pathname], { maxBuffer: 1 << 30 }).toString();
   const simd = (text.match(/\bi8x16\.[a-z_]+/g) ?? []).length;
   expect(simd > 0, `${build}: ${simd} i8x16.* instructions (${(bytes.length / 1024).toFixed(0)} KiB)`);
+  const fns = imports.filter((i) => i.kind === 'function');
+  const fnNames = fns.map((i) => i.name).sort();
+  const hostOk = fns.every((i) => i.module === 'env') && JSON.stringify(fnNames) === JSON.stringify([...HOST_IMPORTS].sort());
   if (build === 'st') {
-    const fns = imports.filter((i) => i.kind === 'function').map((i) => i.name).sort().join(',');
-    expect(imports.length === HOST_IMPORTS.length && fns === HOST_IMPORTS.join(','), `st: imports only the host file I/O (${JSON.stringify(imports)})`);
+    expect(imports.length === HOST_IMPORTS.length && hostOk, `st: imports exactly the ${HOST_IMPORTS.length} host I/O functions (${JSON.stringify(imports)})`);
   } else {
     const memImport = /\(import "env" "memory" \(memory \S+ \(shared \d+ \d+\)\)\)/.test(text);
-    const fns = imports.filter((i) => i.kind === 'function').map((i) => i.name).sort().join(',');
     const mems = imports.filter((i) => i.kind === 'memory');
-    expect(imports.length === HOST_IMPORTS.length + 1 && mems.length === 1 && memImport && fns === HOST_IMPORTS.join(','), `mt: imports a shared memory and the host file I/O (${JSON.stringify(imports)})`);
+    expect(imports.length === HOST_IMPORTS.length + 1 && hostOk && mems.length === 1 && memImport, `mt: imports the host I/O functions and one shared memory (${JSON.stringify(imports)})`);
     expect(exports.has('__stack_pointer'), 'mt: exports __stack_pointer for per-instance stacks');
   }
-  const missing = ABI_FUNCTIONS.filter((f) => !exports.has(f));
+  const missing = [...ABI_FUNCTIONS, ...STORE_FUNCTIONS].filter((f) => !exports.has(f));
   expect(missing.length === 0, `${build}: exports the C ABI (${missing.length ? 'missing ' + missing.join(',') : ABI_FUNCTIONS.length + ' functions'})`);
 }
 if (failed) {

@@ -1,7 +1,7 @@
 // persist-node: embedded persistent stores in Node, with the browser suite's workload
 // (docs/ANCHORS.md): N records, keys 'k' + 10 digits in random order, 100-byte values.
 // Each store keeps its default durability (named in `config`). adaptree's file backend gets
-// a runner here when it lands (see HOOK below). Run by run.mjs as a child process:
+// a runner here (adaptree-file below). Run by run.mjs as a child process:
 //   node bench/lib/persist-node.mjs '<json params>'  -> NDJSON rows on stdout
 import fs from 'node:fs';
 import os from 'node:os';
@@ -55,8 +55,43 @@ const STORES = {
       close: async () => db.close(),
     };
   },
-  // HOOK: 'adaptree-file': adaptree's Node file backend (ts/storage) goes here when it exists:
-  // open a BTreeMap on a file in `dir`, commit per batch, same five workloads.
+  // adaptree's Node file backend (ts/src/storage/node.ts): a BTreeStore on `dir/store.db`
+  // (+ -log), utf8 keys, bytes values, 64 MiB pool; one commit per batch / per write.
+  async 'adaptree-file'(dir) {
+    const { init, BTreeStore } = await import('../../dist/index.js');
+    await init();
+    const file = path.join(dir, 'store.db');
+    const open = (poolSize) => BTreeStore.open({ path: file, storage: 'node', keys: 'utf8', values: 'bytes', poolSize });
+    let s = await open(64 << 20);
+    return {
+      config: 'node files, 64 MiB pool, one fdatasync per commit',
+      putBatch: async (ks, vs) => { for (let i = 0; i < ks.length; i++) s.set(ks[i], vs[i]); await s.commit(); },
+      putOne: async (k, v) => { s.set(k, v); await s.commit(); },
+      get: async (k) => s.get(k),
+      getMany: async (ks) => s.getMany(ks),
+      scan: async (k, n) => { let c = 0; for (const _ of s.keys({ gte: k, limit: n })) c++; return c; },
+      close: async () => s.close(),
+      // Cold reads: reopened with a pool a tenth of the data file (at least the 1 MiB minimum),
+      // then raw 4 KiB preads at random page offsets of the same file: the physical limit.
+      async extra(emit, keys, n, rng, gets) {
+        await s.close();
+        const bytes = fs.statSync(file).size + fs.statSync(file + '-log').size;
+        s = await open(Math.max(1 << 20, Math.floor(bytes / 10)));
+        const idx = Uint32Array.from({ length: gets }, () => rng.nextBelow(n));
+        let miss = 0;
+        emit('get_cold', await timedAsync(gets, P.budgetSec, async (i) => { if (s.get(keys[idx[i]]) === undefined) miss++; }),
+          { pool_bytes: Math.max(1 << 20, Math.floor(bytes / 10)), file_bytes: bytes, pool_misses: s.stats().misses });
+        if (miss) throw new Error(`${miss} cold gets of present keys missed`);
+        await s.close();
+        const fd = fs.openSync(file, 'r');
+        const pages = Math.max(1, Math.floor(fs.fstatSync(fd).size / 4096));
+        const buf = Buffer.alloc(4096);
+        emit('pread_4k', await timedAsync(gets, P.budgetSec, async () => { fs.readSync(fd, buf, 0, 4096, rng.nextBelow(pages) * 4096); }), { note: 'raw 4 KiB pread of the data file' });
+        fs.closeSync(fd);
+        s = await open(64 << 20);
+      },
+    };
+  },
 };
 
 async function main() {
@@ -100,6 +135,7 @@ async function main() {
   const sc = await timedAsync(P.scans, P.budgetSec, async () => { records += await db.scan(sorted[rng.nextBelow(n)], 50); });
   emit('scan50', sc, { records });
   if (miss) throw new Error(`${miss} gets of present keys missed`);
+  if (db.extra) await db.extra(emit, keys, n, rng, P.gets);
   await db.close();
   const bytes = dirBytes(dir);
   for (const r of rows) r.bytes_per_record = +(bytes / (n + P.autocommit)).toFixed(2);

@@ -1,4 +1,4 @@
-// Stable hash functions defined by this project (ARCHITECTURE.md, decision 3):
+// Stable hash functions defined by this project (docs/ARCHITECTURE.md, decision 3):
 // the same bytes give the same result natively and in wasm, on every standard
 // library. Never use std::hash for anything stored or compared across builds.
 //

@@ -13,11 +13,24 @@ export const Status = {
   CORRUPT: -4,
   INVALID_ARGUMENT: -5,
   CLOSED: -6,
+  IO_ERROR: -7,
+  QUOTA_EXCEEDED: -8,
+  LOCKED: -9,
+  READ_ONLY: -10,
 } as const;
 export type StatusCode = (typeof Status)[keyof typeof Status];
 
 export const SeekFlags = { REVERSE: 1, EXCLUSIVE: 2, EDGE: 4 } as const;
 export const RangeFlags = { LO_NONE: 1, LO_EXCLUSIVE: 2, HI_NONE: 4, HI_EXCLUSIVE: 8 } as const;
+
+/** Files of a store on a sync backend (at_host_* `file` argument). */
+export const StoreFile = { DATA: 0, LOG: 1 } as const;
+/** at_store_open flags. */
+export const StoreOpenFlags = { CREATE: 1 } as const;
+
+/** The host file I/O the wasm modules import from "env" (bindings/adaptree.h). Offsets and
+ * sizes are doubles (exact up to 2^53); results are a status (0 or negative) or a count. */
+export const HOST_IMPORTS = ['at_host_read', 'at_host_write', 'at_host_sync', 'at_host_size', 'at_host_truncate'] as const;
 
 /** Layout configurations (core/config.h LayoutConfig); ids are stable. */
 export const LayoutConfig = {
@@ -69,6 +82,15 @@ export interface AbiExports {
   at_cursor_next(cursor: Ptr, ctx: Ptr, wantValue: number): number;
   at_cursor_next_batch(cursor: Ptr, ctx: Ptr, maxRecords: number, maxBytes: number, wantValue: number): number;
   at_atomic_add_u32(p: Ptr, v: number): number;
+  // Persistent stores (optional: a module built before them lacks these).
+  at_store_open?(io: number, layoutConfig: number, poolBytes: number, flags: number, ctx: Ptr): Ptr;
+  at_store_open_async?(superblock: Ptr, layoutConfig: number, poolBytes: number, ctx: Ptr): Ptr;
+  at_store_commit?(tree: Ptr): number;
+  at_store_checkpoint?(tree: Ptr): number;
+  at_store_stats?(tree: Ptr, ctx: Ptr): number;
+  at_store_supply?(tree: Ptr, pageId: number, image: Ptr): number;
+  at_store_commit_begin?(tree: Ptr, ctx: Ptr): number;
+  at_store_commit_end?(tree: Ptr, hostStatus: number): number;
   at_checksum(data: Ptr, len: number): number;
   // Inspection (bindings/inspect.cc): pages read as copies; JSON into a caller buffer.
   at_inspect_root(tree: Ptr): number;
@@ -86,6 +108,14 @@ export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
   'at_cursor_next_batch', 'at_atomic_add_u32', 'at_checksum',
   'at_inspect_root', 'at_inspect_height', 'at_inspect_page', 'at_inspect_node', 'at_inspect_tree',
+];
+
+/** The persistent-store functions of sync backends (checked when a store is opened). */
+export const STORE_FUNCTIONS: readonly (keyof AbiExports)[] = ['at_store_open', 'at_store_commit', 'at_store_checkpoint', 'at_store_stats'];
+/** The page-fault protocol of async backends (declared in the header, then withdrawn until the
+ * async pager lands; checked when a store on an async backend is opened). */
+export const ASYNC_STORE_FUNCTIONS: readonly (keyof AbiExports)[] = [
+  'at_store_open_async', 'at_store_supply', 'at_store_commit_begin', 'at_store_commit_end',
 ];
 
 export const ABI_VERSION = 1;

@@ -25,7 +25,11 @@
  * | CorruptionError       | AdaptreeError  | CORRUPT           | checksum or structural invariant broken          |
  * | OutOfMemoryError      | AdaptreeError  | OUT_OF_MEMORY     | wasm memory cannot grow                           |
  * | QuotaExceededError    | AdaptreeError  | QUOTA_EXCEEDED    | storage quota exhausted (persistent maps)         |
- * | LockedError           | AdaptreeError  | LOCKED            | store held by another handle (persistent maps)    |
+ * | LockedError           | AdaptreeError  | LOCKED            | store open in another process or handle           |
+ * | IoError               | AdaptreeError  | IO_ERROR          | the storage failed a read, write or flush         |
+ * | ReadOnlyError         | AdaptreeError  | READ_ONLY         | store refuses writes after a failed commit: reopen |
+ * | PageFaultError        | AdaptreeError  | NEED_PAGE         | sync call on an async store touched a page that is |
+ * |                       |                |                   | not in memory (use the `...Async` method)         |
  * | NotInitializedError   | AdaptreeError  | NOT_INITIALIZED   | BTreeMap constructed before `await init()`        |
  * | ReentrancyError       | AdaptreeError  | REENTRANT         | a codec or toJSON called into adaptree mid-call   |
  * | AdaptreeError         | Error          | INTERNAL          | unexpected core status                            |
@@ -43,6 +47,9 @@ export type AdaptreeErrorCode =
   | 'OUT_OF_MEMORY'
   | 'QUOTA_EXCEEDED'
   | 'LOCKED'
+  | 'IO_ERROR'
+  | 'READ_ONLY'
+  | 'NEED_PAGE'
   | 'NOT_INITIALIZED'
   | 'REENTRANT'
   | 'INTERNAL';
@@ -162,6 +169,32 @@ export class LockedError extends AdaptreeError {
   }
 }
 
+export class IoError extends AdaptreeError {
+  declare readonly code: 'IO_ERROR';
+  constructor(message = 'the storage failed a read, write or flush', options?: { cause?: unknown }) {
+    super(message, 'IO_ERROR', options);
+  }
+}
+
+export class ReadOnlyError extends AdaptreeError {
+  declare readonly code: 'READ_ONLY';
+  constructor(message = 'the store refuses writes after a failed commit: close and reopen it', options?: { cause?: unknown }) {
+    super(message, 'READ_ONLY', options);
+  }
+}
+
+/** A synchronous call on a store with an asynchronous backend needed a page that is not in
+ * the buffer pool. Nothing changed; the `...Async` variant of the method fetches and retries. */
+export class PageFaultError extends AdaptreeError {
+  declare readonly code: 'NEED_PAGE';
+  /** The page the core asked for. */
+  readonly pageId: number;
+  constructor(pageId: number, message?: string, options?: { cause?: unknown }) {
+    super(message ?? `page ${pageId} is not in memory (async backend: use the ...Async method)`, 'NEED_PAGE', options);
+    this.pageId = pageId;
+  }
+}
+
 export class NotInitializedError extends AdaptreeError {
   declare readonly code: 'NOT_INITIALIZED';
   constructor(message = 'call `await init()` before creating a BTreeMap (or pass options.wasm)', options?: { cause?: unknown }) {
@@ -189,6 +222,10 @@ export function errorFromStatus(status: number, what: string, detail?: string): 
     case Status.CORRUPT: return new CorruptionError(`${what}: corrupt${d}`);
     case Status.INVALID_ARGUMENT: return new InvalidArgumentError(`${what}: invalid argument${d}`);
     case Status.CLOSED: return new ClosedError(`${what}: closed${d}`);
+    case Status.IO_ERROR: return new IoError(`${what}: storage I/O failed${d}`);
+    case Status.QUOTA_EXCEEDED: return new QuotaExceededError(`${what}: storage full or quota exceeded${d}`);
+    case Status.LOCKED: return new LockedError(`${what}: the store is open elsewhere${d}`);
+    case Status.READ_ONLY: return new ReadOnlyError(`${what}: the store refuses writes after a failed commit; reopen it${d}`);
     default: return new AdaptreeError(`${what}: unexpected core status ${status}${d}`, 'INTERNAL');
   }
 }

@@ -58,6 +58,20 @@ export {
   type Range,
   type ValueEncodingName,
 } from './map.js';
+export { BTreeStore, type StoreOptions, type StoreStats, type StorageName } from './store.js';
+export type {
+  AsyncBackend,
+  AsyncStorePages,
+  OpenStorageOptions,
+  StorageBackend,
+  SyncBackend,
+  SyncFile,
+  SyncStoreFiles,
+} from './storage/types.js';
+export { memoryStorage, MemoryFile, type MemoryStorage } from './storage/memory.js';
+export { nodeStorage } from './storage/node.js';
+export { denoStorage } from './storage/deno.js';
+export { asyncMemoryStorage, createAsyncMemoryStorage, type AsyncMemoryStorage } from './storage/async-memory.js';
 export {
   ADAPTREE_ERROR,
   AdaptreeError,
@@ -66,8 +80,11 @@ export {
   InvalidArgumentError,
   InvalidKeyError,
   InvalidValueError,
+  IoError,
   KeyTooLargeError,
   LockedError,
+  PageFaultError,
+  ReadOnlyError,
   NotInitializedError,
   OutOfMemoryError,
   QuotaExceededError,

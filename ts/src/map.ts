@@ -27,6 +27,7 @@ import {
   NotInitializedError,
   OutOfMemoryError,
   ReentrancyError,
+  PageFaultError,
   Status,
   errorFromStatus,
   isAdaptreeError,
@@ -88,6 +89,15 @@ export interface BTreeMapOptions<K, V> {
 }
 
 const KNOWN_OPTIONS: ReadonlySet<string> = new Set(['keys', 'values', 'layout', 'wasm']);
+
+/** @internal How BTreeStore (store.ts) runs a BTreeMap on a tree it opened itself: the
+ * constructor takes this symbol-keyed option instead of creating an in-memory tree, and
+ * calls `onFree` once when the tree is released (free(), or the finalizer). */
+export const ATTACH_TREE: unique symbol = Symbol('adaptree.attachTree') as never;
+export interface AttachTree {
+  tree: number;
+  onFree?: () => void;
+}
 
 /** A key range. At most one lower bound (`gt`/`gte`) and one upper bound (`lt`/`lte`). */
 export interface Range<K> {
@@ -390,6 +400,8 @@ interface Handle<K, V> {
   readonly wellFormedValues: boolean;
   /** utf8 keys on non-shared memory: long keys go into key area A with TextEncoder.encodeInto. */
   readonly encodeIntoKeys: boolean;
+  /** Called once after the tree is freed (stores release their backend). */
+  onFree: (() => void) | undefined;
 }
 
 function freeHandle(h: Handle<unknown, unknown>): void {
@@ -402,6 +414,23 @@ function freeHandle(h: Handle<unknown, unknown>): void {
   ex.at_tree_free(h.tree);
   h.tree = 0;
   h.mod++; // live iterators must notice (they throw ClosedError)
+  const onFree = h.onFree;
+  if (onFree !== undefined) {
+    h.onFree = undefined;
+    onFree();
+  }
+}
+
+/** The error for a failed status. NEED_PAGE (a store on an async backend) becomes a
+ * PageFaultError naming the page (result.aux), which the store's async methods catch,
+ * answer and retry; every other status maps through errorFromStatus. */
+function fail(h: Handle<unknown, unknown>, st: number, what: string, detail?: string): Error {
+  if (st === Status.NEED_PAGE) {
+    const rt = h.rt;
+    rt.refresh();
+    return new PageFaultError(rt.dv.getUint32(rt.res + Result.AUX, true));
+  }
+  return errorFromStatus(st, what, detail);
 }
 
 /** Safety net only: maps and iterators that are dropped without free()/return() release
@@ -671,6 +700,13 @@ class BTreeIterator<K, V, T> {
       st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, this.#mode === MODE_KEYS ? 0 : 1);
     }
     if (st !== Status.OK) {
+      if (st === Status.NEED_PAGE) {
+        // Async store: nothing is lost. Drop any partial batch and re-seek after the last key
+        // returned once the page is there (the caller supplies it and calls next() again).
+        this.#mod = -1;
+        this.#i = this.#n = 0;
+        throw fail(h as Handle<unknown, unknown>, st, 'iterate');
+      }
       this.#finish();
       if (st === Status.NOT_FOUND) return false;
       throw errorFromStatus(st, 'iterate');
@@ -831,12 +867,14 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     }
     const kenc = keyEncoderOf<K>(options?.keys, rt);
     const venc = valueEncoderOf<V>(options?.values, rt);
-    const tree = rt.ex.at_tree_new(layout);
+    const attach = (options as { [ATTACH_TREE]?: AttachTree } | undefined)?.[ATTACH_TREE];
+    const tree = attach !== undefined ? attach.tree : rt.ex.at_tree_new(layout);
     if (tree === 0) throw new OutOfMemoryError('out of wasm memory creating a tree');
     this.#h = {
       rt, tree, mod: 0, cursors: new Set(), pool: [], util: 0, kenc, venc,
       wellFormedValues: venc === jsonValue,
       encodeIntoKeys: (kenc as unknown) === utf8Key && !rt.shared && ENCODE_INTO_VIEW,
+      onFree: attach?.onFree,
     };
     treeRegistry?.register(this, this.#h as Handle<unknown, unknown>, this.#h);
     if (entries !== undefined && entries !== null) {
@@ -865,7 +903,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const st = rt.ex.at_get(h.tree, rt.ctx, rt.keyA, len);
     if (st !== Status.OK) {
       if (st === Status.NOT_FOUND) return undefined;
-      throw errorFromStatus(st, 'get');
+      throw fail(h as Handle<unknown, unknown>, st, 'get');
     }
     rt.refresh();
     const dv = rt.dv;
@@ -881,7 +919,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const st = rt.ex.at_has(h.tree, rt.ctx, rt.keyA, len);
     if (st === Status.OK) return true;
     if (st === Status.NOT_FOUND) return false;
-    throw errorFromStatus(st, 'has');
+    throw fail(h as Handle<unknown, unknown>, st, 'has');
   }
 
   /** Stores `value` under `key`; returns the map. A bad key or value throws, map unchanged. */
@@ -896,7 +934,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const vend = putValue(rt, p, vptr, h.wellFormedValues);
     const st = rt.ex.at_set(h.tree, rt.ctx, rt.keyA, klen, vptr, vend - vptr);
     if (rt.dataCap > SHRINK_ABOVE) rt.shrink();
-    if (st !== Status.OK) throw errorFromStatus(st, 'set');
+    if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'set');
     h.mod++;
     return this;
   }
@@ -913,7 +951,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       return true;
     }
     if (st === Status.NOT_FOUND) return false;
-    throw errorFromStatus(st, 'delete');
+    throw fail(h as Handle<unknown, unknown>, st, 'delete');
   }
 
   /** Removes every entry. */
@@ -922,7 +960,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     const st = rt.ex.at_clear(h.tree);
     h.mod++;
-    if (st !== Status.OK) throw errorFromStatus(st, 'clear');
+    if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'clear');
   }
 
   /** Entries `[key, value]` in key order, optionally within a range. */
@@ -994,7 +1032,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     if (st === Status.OK) st = ex.at_cursor_next(h.util, rt.ctx, 1);
     if (st !== Status.OK) {
       if (st === Status.NOT_FOUND) return undefined;
-      throw errorFromStatus(st, 'seek');
+      throw fail(h as Handle<unknown, unknown>, st, 'seek');
     }
     rt.refresh();
     const dv = rt.dv, res = rt.res;
@@ -1050,7 +1088,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     }
     const base = rt.data;
     const st = rt.ex.at_get_many(h.tree, rt.ctx, base, n);
-    if (st !== Status.OK) throw errorFromStatus(st, 'getMany');
+    if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'getMany');
     rt.refresh();
     const dv = rt.dv, u8 = rt.u8;
     let p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
@@ -1110,9 +1148,10 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const st = rt.ex.at_set_many(h.tree, rt.ctx, rt.data, n);
     rt.refresh();
     const applied = rt.dv.getUint32(rt.res + Result.AUX, true);
-    if (applied > 0 || st === Status.OK) h.mod++;
+    // NEED_PAGE puts a page id in aux, not a count: some entries may be in (a retry re-applies them).
+    if (applied > 0 || st === Status.OK || st === Status.NEED_PAGE) h.mod++;
     rt.shrink();
-    if (st !== Status.OK) throw errorFromStatus(st, 'setMany', `${applied} of ${n} entries were applied`);
+    if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'setMany', `${applied} of ${n} entries were applied`);
     return this;
   }
 
@@ -1121,7 +1160,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     const st = rt.ex.at_stats(h.tree, rt.ctx);
-    if (st !== Status.OK) throw errorFromStatus(st, 'stats');
+    if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'stats');
     rt.refresh();
     const dv = rt.dv;
     const p = dv.getUint32(rt.res + Result.VALUE_PTR, true), n = dv.getUint32(rt.res + Result.VALUE_LEN, true);
@@ -1139,7 +1178,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const p = dv.getUint32(rt.res + Result.VALUE_PTR, true), n = dv.getUint32(rt.res + Result.VALUE_LEN, true);
     const msg = st === Status.CORRUPT && n > 0 ? readUtf8(rt.u8, p, p + n, rt.shared) : '';
     if (st === Status.CORRUPT) throw new CorruptionError(`invariant check failed${msg ? ': ' + msg : ''}`);
-    throw errorFromStatus(st, 'checkInvariants');
+    throw fail(h as Handle<unknown, unknown>, st, 'checkInvariants');
   }
 
   /** Releases the tree and its cursors; later calls throw ClosedError. Idempotent. */

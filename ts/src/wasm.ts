@@ -1,16 +1,19 @@
 // Loads one of the two adaptree wasm builds without any emscripten glue.
 //
-//   st: single-threaded, the module owns its memory (no imports at all), so it
-//       runs anywhere, including Cloudflare Workers and pages that are not
-//       cross-origin isolated.
+//   st: single-threaded, the module owns its memory, so it runs anywhere,
+//       including Cloudflare Workers and pages that are not cross-origin isolated.
 //   mt: imports a shared WebAssembly.Memory; any number of instances (one per
 //       worker) can run on the same memory, each on its own stack region
 //       (docs/ARCHITECTURE.md, decision 8: workers attach, they do not proxy).
+// Both import the host file I/O of persistent stores (at_host_read/write/sync/size/
+// truncate from "env", storage/host.ts); they are supplied on every instantiation,
+// also where no store is ever opened (a module that lacks them ignores them).
 //
 // The source may be a precompiled WebAssembly.Module (required by Cloudflare
 // Workers, which forbid compiling wasm from bytes), bytes, a URL, a path or a
 // Response. Without one, the module next to this file in the package is used.
 import { ABI_FUNCTIONS, ABI_VERSION, Result, type AbiExports } from './abi.js';
+import { hostImports } from './storage/host.js';
 
 // The public types name WebAssembly and fetch types through the aliases below, never the
 // global `WebAssembly` namespace directly: a Node-only project (lib es20xx + @types/node)
@@ -233,21 +236,6 @@ function check(exports: WebAssembly.Exports): AbiExports {
   return abi;
 }
 
-/**
- * The host file I/O the core imports for persistent stores (bindings/adaptree.h,
- * at_host_*). No TypeScript backend is wired to them yet (the BTreeStore API and
- * ts/storage land next), so every call answers IO_ERROR (-7); in-memory maps
- * never call them.
- */
-const IO_ERROR = -7;
-const hostFileImports = {
-  at_host_read: () => IO_ERROR,
-  at_host_write: () => IO_ERROR,
-  at_host_sync: () => IO_ERROR,
-  at_host_size: () => IO_ERROR,
-  at_host_truncate: () => IO_ERROR,
-};
-
 /** Loads and instantiates an adaptree wasm module. */
 export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm> {
   const attach = options.attach;
@@ -262,7 +250,8 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
     throw new Error(`adaptree: the given wasm module is not the ${build} build`);
   }
   let memory: WebAssembly.Memory | undefined;
-  const importObject: WebAssembly.Imports = { env: { ...hostFileImports } };
+  const env: Record<string, WebAssembly.ImportValue> = hostImports(() => memory!);
+  const importObject: WebAssembly.Imports = { env };
   if (build === 'mt') {
     memory =
       attach?.memory ??
@@ -271,7 +260,7 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
         maximum: MT_MAXIMUM_PAGES,
         shared: true,
       } as WebAssembly.MemoryDescriptor);
-    importObject.env = { ...hostFileImports, memory };
+    env.memory = memory;
   }
   const instance = await WebAssembly.instantiate(module, importObject);
   const raw = instance.exports;

@@ -1,0 +1,33 @@
+// Deno entry for the store test: opens a store on Deno files (dist/), writes, commits,
+// reopens, checks locking, and prints JSON.
+import { BTreeStore, LockedError } from '../../dist/index.js';
+
+const dir = Deno.args[0];
+const path = `${dir}/deno.db`;
+const out = {};
+let s = await BTreeStore.open({ path, keys: 'number', values: 'json' });
+out.storage = s.storage;
+for (let i = 0; i < 5000; i++) s.set(i, { i });
+await s.commit();
+s.set(99999, 'uncommitted');
+try {
+  await BTreeStore.open({ path, keys: 'number' });
+  out.secondOpen = 'opened';
+} catch (e) {
+  out.secondOpen = e instanceof LockedError ? e.code : String(e);
+}
+await s.close({ commit: false });
+s = await BTreeStore.open({ path, keys: 'number', values: 'json', create: false });
+out.size = s.size;
+out.get4999 = s.get(4999);
+out.uncommitted = s.get(99999) ?? null;
+const keys = [];
+for await (const k of s.keysAsync({ gte: 10, limit: 3 })) keys.push(k);
+out.keys = keys;
+s.set(-1, 'after reopen');
+await s.close();
+s = await BTreeStore.open({ path, keys: 'number', values: 'json' });
+out.afterClose = s.get(-1);
+out.fileBytes = s.stats().fileBytes > 0;
+await s.close();
+console.log(JSON.stringify(out));

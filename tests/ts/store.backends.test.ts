@@ -1,0 +1,221 @@
+// The storage backends on their own (no wasm): file semantics, the host import dispatch,
+// error statuses, and locking (in-process, another live process, a stale lock).
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Status } from '../../ts/src/abi.js';
+import { InvalidArgumentError, LockedError, isAdaptreeError } from '../../ts/src/errors.js';
+import { MemoryFile, memoryStorage } from '../../ts/src/storage/memory.js';
+import { nodeStorage } from '../../ts/src/storage/node.js';
+import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
+import { hostImports, registerHost, statusOfError, unregisterHost } from '../../ts/src/storage/host.js';
+import type { SyncFile } from '../../ts/src/storage/types.js';
+import { tempDir, uniqueName } from './store-helpers.js';
+
+const repo = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
+const tmp = tempDir('backends');
+afterAll(() => tmp.cleanup());
+
+function exercise(f: SyncFile): void {
+  expect(f.size()).toBe(0);
+  const a = new Uint8Array(4096).map((_, i) => i & 255);
+  f.write(a, 8192);
+  expect(f.size()).toBe(12288);
+  const back = new Uint8Array(4096);
+  expect(f.read(back, 8192)).toBe(4096);
+  expect(back).toEqual(a);
+  // the hole before reads as zeros; a read past the end is short
+  const hole = new Uint8Array(16).fill(7);
+  expect(f.read(hole, 100)).toBe(16);
+  expect([...hole]).toEqual(new Array(16).fill(0));
+  expect(f.read(new Uint8Array(100), 12288 - 10)).toBe(10);
+  expect(f.read(new Uint8Array(100), 20000)).toBe(0);
+  f.sync();
+  f.truncate(4096);
+  expect(f.size()).toBe(4096);
+  f.truncate(5000);
+  const z = new Uint8Array(4);
+  f.read(z, 4096);
+  expect([...z]).toEqual([0, 0, 0, 0]);
+}
+
+describe('memory backend', () => {
+  it('files behave as files and survive close/reopen in the process', () => {
+    const name = uniqueName('mem');
+    const files = memoryStorage.open(name, { create: true });
+    exercise(files.data);
+    files.log.write(new Uint8Array([1, 2, 3]), 0);
+    files.close();
+    const again = memoryStorage.open(name, { create: false });
+    expect(again.data.size()).toBe(5000);
+    const b = new Uint8Array(3);
+    expect(again.log.read(b, 0)).toBe(3);
+    expect([...b]).toEqual([1, 2, 3]);
+    again.close();
+    memoryStorage.remove(name);
+  });
+
+  it('refuses a second open (LockedError) and a missing store without create', () => {
+    const name = uniqueName('mem');
+    const files = memoryStorage.open(name, { create: true });
+    expect(() => memoryStorage.open(name, { create: true })).toThrow(LockedError);
+    files.close();
+    expect(() => memoryStorage.open(uniqueName('none'), { create: false })).toThrow(InvalidArgumentError);
+  });
+});
+
+describe('host imports', () => {
+  it('dispatch on io and file, return statuses, keep the error', () => {
+    const memory = new WebAssembly.Memory({ initial: 1 });
+    const env = hostImports(() => memory);
+    const data = new MemoryFile(), log = new MemoryFile();
+    let fail: unknown;
+    const failing: SyncFile = {
+      read: (d, o) => data.read(d, o),
+      write: (s, o) => {
+        if (fail !== undefined) throw fail;
+        data.write(s, o);
+      },
+      sync: () => {
+        if (fail !== undefined) throw fail;
+      },
+      size: () => data.size(),
+      truncate: (n) => data.truncate(n),
+    };
+    const { io, entry } = registerHost({ data: failing, log, close() {} });
+    const u8 = new Uint8Array(memory.buffer);
+    u8.set([9, 8, 7, 6], 100);
+    expect(env.at_host_write!(io, 1, 4096, 100, 4)).toBe(Status.OK);
+    expect(env.at_host_size!(io, 1)).toBe(4100);
+    expect(env.at_host_size!(io, 0)).toBe(0);
+    expect(env.at_host_read!(io, 1, 4094, 200, 8)).toBe(6);
+    expect([...u8.subarray(200, 206)]).toEqual([0, 0, 9, 8, 7, 6]);
+    expect(env.at_host_truncate!(io, 1, 4097)).toBe(Status.OK);
+    expect(log.size()).toBe(4097);
+    expect(env.at_host_sync!(io, 1)).toBe(Status.OK);
+    fail = Object.assign(new Error('no space'), { code: 'ENOSPC' });
+    expect(env.at_host_write!(io, 0, 0, 100, 4)).toBe(Status.QUOTA_EXCEEDED);
+    expect(entry.lastError).toBe(fail);
+    fail = Object.assign(new Error('EIO'), { code: 'EIO' });
+    expect(env.at_host_sync!(io, 0)).toBe(Status.IO_ERROR);
+    expect(entry.lastError).toBe(fail);
+    expect(env.at_host_read!(io, 2, 0, 100, 4)).toBe(Status.IO_ERROR); // no file 2
+    unregisterHost(io);
+    expect(env.at_host_read!(io, 0, 0, 100, 4)).toBe(Status.IO_ERROR); // unknown io
+  });
+
+  it('maps errors to statuses', () => {
+    expect(statusOfError(Object.assign(new Error(), { code: 'ENOSPC' }))).toBe(Status.QUOTA_EXCEEDED);
+    expect(statusOfError(Object.assign(new Error(), { code: 'EDQUOT' }))).toBe(Status.QUOTA_EXCEEDED);
+    expect(statusOfError(new DOMException('full', 'QuotaExceededError'))).toBe(Status.QUOTA_EXCEEDED);
+    expect(statusOfError(Object.assign(new Error(), { code: 'EIO' }))).toBe(Status.IO_ERROR);
+    expect(statusOfError('weird')).toBe(Status.IO_ERROR);
+  });
+});
+
+describe('node backend', () => {
+  it('reads and writes real files at any offset (past 4 GiB too)', async () => {
+    const path = join(tmp.dir, 'files.db');
+    const files = await nodeStorage.open(path, { create: true });
+    try {
+      exercise(files.data);
+      const big = 5 * 2 ** 30 + 4096; // sparse
+      files.log.write(new Uint8Array([42]), big);
+      expect(files.log.size()).toBe(big + 1);
+      const b = new Uint8Array(1);
+      expect(files.log.read(b, big)).toBe(1);
+      expect(b[0]).toBe(42);
+      expect(existsSync(path + '-log')).toBe(true);
+      expect(readFileSync(path + '-lock', 'utf8')).toBe(String(process.pid));
+    } finally {
+      files.close();
+    }
+    expect(existsSync(path + '-lock')).toBe(false);
+  });
+
+  it('refuses a second open in this process, then allows it after close', async () => {
+    const path = join(tmp.dir, 'twice.db');
+    const files = await nodeStorage.open(path, { create: true });
+    await expect(nodeStorage.open(path, { create: true })).rejects.toThrow(LockedError);
+    await expect(nodeStorage.open(join(tmp.dir, '.', 'twice.db'), { create: true })).rejects.toThrow(LockedError);
+    files.close();
+    (await nodeStorage.open(path, { create: true })).close();
+  });
+
+  it('a missing store without create is an InvalidArgumentError, and leaves no lock', async () => {
+    const path = join(tmp.dir, 'missing.db');
+    await expect(nodeStorage.open(path, { create: false })).rejects.toThrow(InvalidArgumentError);
+    expect(existsSync(path + '-lock')).toBe(false);
+  });
+
+  it('a live lock of another process gives LockedError; a dead one is taken over', async () => {
+    const path = join(tmp.dir, 'other.db');
+    // A live process: hold its pid in the lock file.
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      writeFileSync(path + '-lock', String(child.pid));
+      const e = await nodeStorage.open(path, { create: true }).then(() => undefined, (x: unknown) => x);
+      expect(e).toBeInstanceOf(LockedError);
+      expect(isAdaptreeError(e) && e.code).toBe('LOCKED');
+      expect((e as Error).message).toContain(String(child.pid));
+      expect(existsSync(path)).toBe(false); // nothing created or damaged
+    } finally {
+      child.kill('SIGKILL');
+    }
+    // A dead process's pid: stale, taken over.
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+    writeFileSync(path + '-lock', dead);
+    const files = await nodeStorage.open(path, { create: true });
+    expect(readFileSync(path + '-lock', 'utf8')).toBe(String(process.pid));
+    files.close();
+  });
+
+  it('another process holding the store open gives LockedError (dist build)', async () => {
+    const dist = join(repo, 'dist/storage/node.js');
+    expect(existsSync(dist), 'run `bash scripts/build.sh ts` first').toBe(true);
+    const path = join(tmp.dir, 'held.db');
+    const script = `import { nodeStorage } from ${JSON.stringify(dist)};
+      const f = await nodeStorage.open(${JSON.stringify(path)}, { create: true });
+      f.data.write(new Uint8Array([1,2,3]), 0); f.data.sync();
+      console.log('held'); setTimeout(() => { f.close(); }, 60000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((res, rej) => {
+        child.stdout!.on('data', (d: Buffer) => d.toString().includes('held') && res());
+        child.on('exit', (c) => rej(new Error(`child exited ${c}`)));
+      });
+      await expect(nodeStorage.open(path, { create: true })).rejects.toThrow(LockedError);
+      expect([...readFileSync(path)]).toEqual([1, 2, 3]);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('async-memory backend', () => {
+  it('answers after a timer, writes all or nothing, survives reopen, locks', async () => {
+    const s = createAsyncMemoryStorage({ delayMs: 1 });
+    const pages = await s.open('a', { create: true });
+    await expect(s.open('a', { create: true })).rejects.toThrow(LockedError);
+    let settled = false;
+    const r = pages.readPage(0).then((p) => ((settled = true), p));
+    await Promise.resolve();
+    expect(settled).toBe(false); // not answered synchronously
+    expect(await r).toBeUndefined();
+    const img = new Uint8Array(4096).fill(5);
+    await pages.writePages([[0, img], [3, img]]);
+    img.fill(6); // the backend kept a copy
+    expect((await pages.readPage(3))![0]).toBe(5);
+    const before = s.pages('a');
+    await pages.writePages([[1, img]]);
+    expect(before!.has(1)).toBe(false); // swapped, not mutated
+    await pages.close();
+    const again = await s.open('a', { create: false });
+    expect((await again.readPage(1))![0]).toBe(6);
+    expect(s.counters.commits).toBe(2);
+    await again.close();
+    await expect(s.open('b', { create: false })).rejects.toThrow(InvalidArgumentError);
+  });
+});

@@ -1,0 +1,536 @@
+// BTreeStore through its public API on the node, memory and async test backends: parity with
+// BTreeMap, a property test against a model of committed state with commits and reopens,
+// commits (group commit, autoCommit, close), stats, progress, and every error: LockedError
+// (same process and another process), QuotaExceededError with the last commit intact,
+// CorruptionError for foreign and truncated files (left untouched), ClosedError.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  BTreeMap,
+  BTreeStore,
+  ClosedError,
+  CorruptionError,
+  InvalidArgumentError,
+  LockedError,
+  PageFaultError,
+  QuotaExceededError,
+  ReadOnlyError,
+  init,
+  isAdaptreeError,
+  memoryStorage,
+  type StorageBackend,
+} from '../../ts/src/index.js';
+import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
+import { countingBackend, quotaBackend, sortedEntries, tempDir, uniqueName } from './store-helpers.js';
+
+const repo = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
+const tmp = tempDir('store');
+const asyncStorage = createAsyncMemoryStorage();
+afterAll(() => tmp.cleanup());
+beforeAll(async () => {
+  await init();
+});
+
+// The page-fault protocol for async backends (at_store_open_async & co) is not in every build:
+// without it the async backend cases do not run (and the build must refuse such a store clearly).
+const ASYNC_ABI = typeof (await init()).exports.at_store_open_async === 'function';
+
+type Kind = 'node' | 'memory' | 'async';
+const KINDS: Kind[] = ASYNC_ABI ? ['node', 'memory', 'async'] : ['node', 'memory'];
+
+function where(kind: Kind, tag: string): { storage: 'node' | StorageBackend; path: string } {
+  if (kind === 'node') return { storage: 'node', path: join(tmp.dir, uniqueName(tag) + '.db') };
+  return { storage: kind === 'memory' ? memoryStorage : asyncStorage, path: uniqueName(tag) };
+}
+
+async function openNum(w: { storage: 'node' | StorageBackend; path: string }, extra: Record<string, unknown> = {}) {
+  return BTreeStore.open<number, unknown>({ ...w, keys: 'number', values: 'json', ...extra });
+}
+
+async function contents<K, V>(s: BTreeStore<K, V>): Promise<[K, V][]> {
+  const out: [K, V][] = [];
+  for await (const e of s.entriesAsync()) out.push(e);
+  return out;
+}
+
+async function caught(p: Promise<unknown> | (() => unknown)): Promise<unknown> {
+  try {
+    await (typeof p === 'function' ? p() : p);
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
+describe.each(KINDS)('BTreeStore on %s', (kind) => {
+  it('has the BTreeMap API: same answers as a BTreeMap for the same operations (async methods)', async () => {
+    const w = where(kind, 'parity');
+    const s = await openNum(w);
+    const m = new BTreeMap<number, unknown>(null, { keys: 'number' });
+    try {
+      for (let i = 0; i < 2000; i++) {
+        const k = (i * 7919) % 2003;
+        await s.setAsync(k, { i, s: 'v'.repeat(i % 50) });
+        m.set(k, { i, s: 'v'.repeat(i % 50) });
+      }
+      for (let i = 0; i < 300; i++) expect(await s.deleteAsync(i * 5)).toBe(m.delete(i * 5));
+      expect(s.size).toBe(m.size);
+      for (const k of [0, 1, 2, 5, 1000, 2002, 5000]) {
+        expect(await s.getAsync(k)).toEqual(m.get(k));
+        expect(await s.hasAsync(k)).toBe(m.has(k));
+        expect(await s.nextHigherAsync(k)).toEqual(m.nextHigher(k));
+        expect(await s.nextLowerAsync(k)).toEqual(m.nextLower(k));
+      }
+      expect(await s.firstAsync()).toEqual(m.first());
+      expect(await s.lastAsync()).toEqual(m.last());
+      for (const r of [{}, { gte: 100, lt: 400 }, { gt: 100, lte: 400, reverse: true }, { limit: 7 }, { gte: 1500, reverse: true, limit: 30 }]) {
+        const got: unknown[] = [];
+        for await (const e of s.entriesAsync(r)) got.push(e);
+        expect(got).toEqual([...m.entries(r)]);
+        const keys: unknown[] = [];
+        for await (const k of s.keysAsync(r)) keys.push(k);
+        expect(keys).toEqual([...m.keys(r)]);
+        const vals: unknown[] = [];
+        for await (const v of s.valuesAsync(r)) vals.push(v);
+        expect(vals).toEqual([...m.values(r)]);
+      }
+      expect(await s.getManyAsync([1, 2, 3, 4, 9999])).toEqual(m.getMany([1, 2, 3, 4, 9999]));
+      await s.setManyAsync([[1, 'a'], [3000, 'b'], [1, 'c']]);
+      m.setMany([[1, 'a'], [3000, 'b'], [1, 'c']]);
+      expect(await s.deleteRangeAsync({ gte: 200, lt: 260 })).toBe(m.deleteRange({ gte: 200, lt: 260 }));
+      expect(await contents(s)).toEqual([...m.entries()]);
+      await s.checkInvariantsAsync();
+      // the same through the sync methods (sync backends), and for await over the store
+      if (!s.isAsync) {
+        expect(s.get(1)).toBe('c');
+        expect([...s.keys({ lt: 20 })]).toEqual([...m.keys({ lt: 20 })]);
+        expect(s.deleteRange({ gt: 1000 })).toBe(m.deleteRange({ gt: 1000 }));
+        s.set(-1, null).set(-2, [1]);
+        m.set(-1, null).set(-2, [1]);
+        expect(s.delete(-1)).toBe(true);
+        m.delete(-1);
+        const seen: [number, unknown][] = [];
+        s.forEach((v, k, st) => {
+          expect(st).toBe(s);
+          seen.push([k, v]);
+        });
+        expect(seen).toEqual([...m.entries()]);
+      }
+      const all: unknown[] = [];
+      for await (const e of s) all.push(e);
+      expect(all).toEqual([...m.entries()]);
+      await s.clearAsync();
+      expect(s.size).toBe(0);
+      expect(await s.firstAsync()).toBeUndefined();
+    } finally {
+      m.free();
+      await s.close();
+    }
+  });
+
+  it('keeps committed writes across reopen; close commits; close({ commit: false }) discards', async () => {
+    const w = where(kind, 'reopen');
+    let s = await openNum(w);
+    for (let i = 0; i < 500; i++) await s.setAsync(i, i * 2);
+    await s.commit();
+    for (let i = 500; i < 600; i++) await s.setAsync(i, i * 2);
+    await s.close({ commit: false });
+    s = await openNum(w);
+    expect(s.size).toBe(500);
+    expect(await s.getAsync(499)).toBe(998);
+    expect(await s.getAsync(500)).toBeUndefined();
+    await s.setAsync(1000, 'x');
+    await s.close(); // commits
+    s = await openNum(w, { create: false });
+    expect(s.size).toBe(501);
+    expect(await s.getAsync(1000)).toBe('x');
+    await s.close();
+  });
+
+  it('property: random writes, commits and reopens; each reopen equals the model of committed state', async () => {
+    const op = fc.oneof(
+      { weight: 10, arbitrary: fc.tuple(fc.constant('set' as const), fc.integer({ min: 0, max: 400 }), fc.integer()) },
+      { weight: 4, arbitrary: fc.tuple(fc.constant('del' as const), fc.integer({ min: 0, max: 400 }), fc.constant(0)) },
+      { weight: 1, arbitrary: fc.tuple(fc.constant('range' as const), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 30 })) },
+      { weight: 2, arbitrary: fc.tuple(fc.constant('commit' as const), fc.constant(0), fc.constant(0)) },
+      { weight: 1, arbitrary: fc.tuple(fc.constant('reopen' as const), fc.constant(0), fc.constant(0)) },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 150 }), async (ops) => {
+        const w = where(kind, 'prop');
+        let s = await openNum(w, { poolSize: 1 << 20 });
+        const live = new Map<number, unknown>();
+        let committed = new Map<number, unknown>();
+        try {
+          for (const [o, a, b] of ops) {
+            if (o === 'set') {
+              const v = { b, pad: 'p'.repeat(a % 200) };
+              await s.setAsync(a, v);
+              live.set(a, v);
+            } else if (o === 'del') {
+              expect(await s.deleteAsync(a)).toBe(live.delete(a));
+            } else if (o === 'range') {
+              let n = 0;
+              for (const k of [...live.keys()]) if (k >= a && k < a + b && live.delete(k)) n++;
+              expect(await s.deleteRangeAsync({ gte: a, lt: a + b })).toBe(n);
+            } else if (o === 'commit') {
+              await s.commit();
+              committed = new Map(live);
+            } else {
+              await s.close({ commit: false });
+              s = await openNum(w, { poolSize: 1 << 20 });
+              expect(await contents(s)).toEqual(sortedEntries(committed));
+              live.clear();
+              for (const [k, v] of committed) live.set(k, v);
+            }
+          }
+          expect(await contents(s)).toEqual(sortedEntries(live));
+        } finally {
+          await s.close({ commit: false });
+        }
+        s = await openNum(w);
+        expect(await contents(s)).toEqual(sortedEntries(committed));
+        await s.close();
+      }),
+      { numRuns: kind === 'node' ? 15 : 25 },
+    );
+  });
+
+  it('works with a pool much smaller than the data (eviction)', async () => {
+    const w = where(kind, 'evict');
+    let s = await openNum(w, { poolSize: 1 << 20 });
+    const v = (i: number) => `${i}:` + 'x'.repeat(300);
+    for (let i = 0; i < 12000; i++) {
+      await s.setAsync(i, v(i));
+      if (i % 1000 === 999) await s.commit(); // async backends cannot spill: commit often
+    }
+    await s.commit();
+    for (let i = 0; i < 12000; i += 97) expect(await s.getAsync(i)).toBe(v(i));
+    const st = s.stats();
+    expect(st.evictions).toBeGreaterThan(0);
+    await s.close();
+    s = await openNum(w, { poolSize: 1 << 20 });
+    let n = 0;
+    for await (const [k, val] of s.entriesAsync()) {
+      expect(val).toBe(v(k));
+      n++;
+    }
+    expect(n).toBe(12000);
+    await s.close();
+  });
+
+  it('stats(): pool hits, misses, evictions, dirty pages, file size', async () => {
+    const w = where(kind, 'stats');
+    const s = await openNum(w);
+    for (let i = 0; i < 3000; i++) await s.setAsync(i, i);
+    const before = s.stats();
+    expect(before.storage).toBe(kind === 'node' ? 'node' : kind === 'memory' ? 'memory' : 'async-memory');
+    expect(before.uncommittedWrites).toBe(3000);
+    expect(before.dirty).toBeGreaterThan(0);
+    for (const f of ['hits', 'misses', 'evictions', 'dirty', 'fileBytes'] as const) expect(typeof before[f], f).toBe('number');
+    await s.commit();
+    for (let i = 0; i < 3000; i++) await s.getAsync(i);
+    const after = s.stats();
+    expect(after.uncommittedWrites).toBe(0);
+    expect(after.hits!).toBeGreaterThan(before.hits!);
+    if (kind === 'node') {
+      const onDisk = readFileSync(w.path).length + readFileSync(w.path + '-log').length;
+      expect(after.fileBytes).toBe(onDisk);
+      expect(after.fileBytes).toBeGreaterThan(3000 * 9);
+    }
+    await s.close();
+  });
+
+  it('use after close: ClosedError everywhere, close is idempotent', async () => {
+    const w = where(kind, 'closed');
+    const s = await openNum(w);
+    await s.setAsync(1, 1);
+    const it1 = s.entriesAsync();
+    await s.close();
+    await s.close();
+    expect(s.closed).toBe(true);
+    for (const f of [() => s.get(1), () => s.set(1, 2), () => s.size, () => s.stats(), () => [...s.keys()], () => s.first()]) {
+      const e = await caught(f);
+      expect(e).toBeInstanceOf(ClosedError);
+      expect(isAdaptreeError(e) && e.code).toBe('CLOSED');
+    }
+    for (const p of [s.getAsync(1), s.setAsync(1, 2), s.commit(), s.deleteRangeAsync({}), it1.next()]) {
+      expect(await caught(p)).toBeInstanceOf(ClosedError);
+    }
+  });
+
+  it('a second open of the same store in this process gives LockedError', async () => {
+    const w = where(kind, 'locked');
+    const s = await openNum(w);
+    await s.setAsync(1, 'one');
+    await s.commit();
+    const e = await caught(openNum(w));
+    expect(e).toBeInstanceOf(LockedError);
+    expect(isAdaptreeError(e) && e.code).toBe('LOCKED');
+    expect(await s.getAsync(1)).toBe('one');
+    await s.close();
+    const again = await openNum(w);
+    expect(await again.getAsync(1)).toBe('one');
+    await again.close();
+  });
+
+  it('group commit: commits requested in the same tick share one flush; autoCommit by writes and by time', async () => {
+    const w = where(kind, 'group');
+    let s = await openNum(w, { autoCommit: { writes: 10 } });
+    // A commit takes every write made before its flush starts (the next event-loop turn):
+    // one turn per write, so the automatic commits cover exactly 10 and 20 writes.
+    for (let i = 0; i < 25; i++) {
+      await s.setAsync(i, i);
+      await new Promise((r) => setImmediate(r));
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    await s.close({ commit: false });
+    s = await openNum(w, { autoCommit: { ms: 10 } });
+    expect(s.size).toBe(20);
+    await s.setAsync(100, 'timed');
+    await new Promise((r) => setTimeout(r, 80));
+    await s.close({ commit: false });
+    s = await openNum(w);
+    expect(await s.getAsync(100)).toBe('timed');
+    expect(s.size).toBe(21);
+    // five commits in one tick resolve together (and share the flush: see the sync test below)
+    await s.setAsync(200, 1);
+    const ps = [s.commit(), s.commit(), s.commit(), s.commit(), s.commit()];
+    expect(new Set(ps).size).toBe(1);
+    await Promise.all(ps);
+    await s.close();
+  });
+});
+
+describe('BTreeStore on sync backends', () => {
+  it('group commit: one log flush for commits requested in the same tick', async () => {
+    const counts: Record<string, number> = {};
+    const backend = countingBackend(memoryStorage, counts);
+    const s = await BTreeStore.open<number, number>({ storage: backend, path: uniqueName('count'), keys: 'number' });
+    s.set(1, 1);
+    await s.commit();
+    const one = counts['log.sync'] ?? 0;
+    expect(one).toBeGreaterThan(0);
+    s.set(2, 2);
+    await Promise.all([s.commit(), s.commit(), s.commit()]);
+    const three = (counts['log.sync'] ?? 0) - one;
+    s.set(3, 3);
+    await s.commit();
+    const single = (counts['log.sync'] ?? 0) - one - three;
+    expect(three).toBe(single);
+    // a commit with nothing written flushes nothing
+    const before = counts['log.sync'];
+    await s.commit();
+    expect(counts['log.sync']).toBe(before);
+    await s.close();
+  });
+
+  it('open progress is reported while recovering a store', async () => {
+    const path = join(tmp.dir, 'progress.db');
+    let s = await BTreeStore.open<number, string>({ path, keys: 'number', values: 'utf8' });
+    for (let i = 0; i < 20000; i++) s.set(i, 'v'.repeat(100));
+    await s.commit();
+    await s.close({ commit: false });
+    const seen: { bytesRead: number; totalBytes: number; done: boolean }[] = [];
+    s = await BTreeStore.open<number, string>({ path, keys: 'number', values: 'utf8', onProgress: (p) => seen.push(p) });
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.at(-1)!.done).toBe(true);
+    expect(seen.at(-1)!.totalBytes).toBeGreaterThan(0);
+    expect(s.size).toBe(20000);
+    await s.close();
+  });
+
+  it('disk full: QuotaExceededError, the store turns read-only, the last commit is intact after reopen', async () => {
+    for (const base of ['memory', 'node'] as const) {
+      const budget = { bytes: Infinity };
+      const inner = base === 'memory' ? memoryStorage : (await import('../../ts/src/storage/node.js')).nodeStorage;
+      const path = base === 'memory' ? uniqueName('quota') : join(tmp.dir, uniqueName('quota') + '.db');
+      const backend = quotaBackend(inner, budget);
+      const s = await BTreeStore.open<number, string>({ storage: backend, path, keys: 'number', values: 'utf8' });
+      const committed = new Map<number, string>();
+      for (let i = 0; i < 2000; i++) {
+        s.set(i, 'c'.repeat(200));
+        committed.set(i, 'c'.repeat(200));
+      }
+      await s.commit();
+      budget.bytes = s.stats().fileBytes + 64 * 1024; // a little room, then full
+      let err: unknown;
+      for (let round = 0; round < 100 && err === undefined; round++) {
+        try {
+          for (let i = 0; i < 200; i++) s.set(10000 + round * 200 + i, 'n'.repeat(300));
+          await s.commit();
+          for (let i = 0; i < 200; i++) committed.set(10000 + round * 200 + i, 'n'.repeat(300));
+        } catch (e) {
+          err = e;
+        }
+      }
+      expect(err, base).toBeInstanceOf(QuotaExceededError);
+      expect(isAdaptreeError(err) && err.code).toBe('QUOTA_EXCEEDED');
+      const w = await caught(() => s.set(-5, 'no'));
+      expect(w).toBeInstanceOf(ReadOnlyError);
+      expect(isAdaptreeError(w) && w.code).toBe('READ_ONLY');
+      await s.close({ commit: false });
+      const r = await BTreeStore.open<number, string>({ storage: inner, path, keys: 'number', values: 'utf8' });
+      expect(await contents(r)).toEqual(sortedEntries(committed));
+      await r.close();
+    }
+  });
+
+  it('a foreign or truncated file is a CorruptionError and stays untouched', async () => {
+    const foreign = join(tmp.dir, 'foreign.db');
+    const text = Buffer.from('this is not an adaptree store\n'.repeat(500));
+    writeFileSync(foreign, text);
+    const e = await caught(BTreeStore.open({ path: foreign }));
+    expect(e).toBeInstanceOf(CorruptionError);
+    expect(isAdaptreeError(e) && e.code).toBe('CORRUPT');
+    expect((e as Error).message).toContain('foreign.db');
+    expect(readFileSync(foreign).equals(text)).toBe(true);
+    expect(existsSync(foreign + '-lock')).toBe(false); // the lock was released
+
+    // Opening, or at the latest reading every page, of a damaged store is a CorruptionError.
+    const openAndRead = (path: string) =>
+      caught(async () => {
+        const x = await BTreeStore.open<number, number>({ path, keys: 'number', create: false });
+        try {
+          // point reads first: a scan over a missing page is where a core bug would loop
+          // (a hang in a synchronous wasm call cannot be interrupted by a test timeout)
+          for (let k = 0; k < 50000; k += 500) x.get(k);
+          for await (const _ of x.entriesAsync()) void _;
+          x.checkInvariants();
+        } finally {
+          await x.close({ commit: false });
+        }
+      });
+
+    // cut right after the superblock page (the tree's pages are gone)
+    const cut = join(tmp.dir, 'truncated.db');
+    const s = await BTreeStore.open<number, number>({ path: cut, keys: 'number' });
+    for (let i = 0; i < 5000; i++) s.set(i, i);
+    await s.close();
+    truncateSync(cut, 4096 + 100);
+    truncateSync(cut + '-log', 0);
+    const before = readFileSync(cut);
+    expect(await openAndRead(cut)).toBeInstanceOf(CorruptionError);
+    expect(readFileSync(cut).equals(before)).toBe(true);
+
+    // a page cut in half in the middle of the data file
+    const mid = join(tmp.dir, 'midcut.db');
+    const m = await BTreeStore.open<number, number>({ path: mid, keys: 'number', poolSize: 1 << 20 });
+    for (let i = 0; i < 50000; i++) m.set(i, i);
+    await m.close();
+    const size = readFileSync(mid).length;
+    truncateSync(mid + '-log', 0);
+    truncateSync(mid, Math.floor(size / 2) + 1000);
+    expect(await openAndRead(mid)).toBeInstanceOf(CorruptionError);
+
+  });
+
+  it('another process holding the store: LockedError, nothing damaged', async () => {
+    const dist = join(repo, 'dist/index.js');
+    expect(existsSync(dist), 'run `bash scripts/build.sh ts` first').toBe(true);
+    const path = join(tmp.dir, 'held-store.db');
+    const s = await BTreeStore.open<number, number>({ path, keys: 'number' });
+    for (let i = 0; i < 100; i++) s.set(i, i);
+    await s.close();
+    const child = spawn(process.execPath, [join(repo, 'tests/ts/store-child.mjs'), 'hold', path], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      await new Promise<void>((res, rej) => {
+        child.stdout!.on('data', (d: Buffer) => d.toString().includes('held') && res());
+        child.on('exit', (c) => rej(new Error(`child exited ${c}`)));
+      });
+      const data = readFileSync(path), log = readFileSync(path + '-log');
+      const e = await caught(BTreeStore.open({ path, keys: 'number' }));
+      expect(e).toBeInstanceOf(LockedError);
+      expect(readFileSync(path).equals(data)).toBe(true);
+      expect(readFileSync(path + '-log').equals(log)).toBe(true);
+    } finally {
+      child.kill('SIGKILL');
+      await new Promise((r) => child.on('exit', r));
+    }
+    // the child died holding the lock: stale, taken over
+    const r = await BTreeStore.open<number, number>({ path, keys: 'number' });
+    expect(r.size).toBe(100);
+    await r.close();
+  });
+
+  it('options are checked', async () => {
+    for (const bad of [{ path: '' }, { path: 'x', storage: 'nope' }, { path: 'x', layout: 'nope' }, { path: 'x', poolSize: -1 }, { path: 'x', autoCommit: { writes: 0 } }, { path: 'x', nope: 1 }]) {
+      expect(await caught(BTreeStore.open(bad as never))).toBeInstanceOf(InvalidArgumentError);
+    }
+    expect(await caught(BTreeStore.open({ path: join(tmp.dir, 'absent.db'), create: false }))).toBeInstanceOf(InvalidArgumentError);
+  });
+});
+
+it.runIf(!ASYNC_ABI)('without the async ABI, an async backend is refused with a clear error', async () => {
+  const e = await caught(BTreeStore.open({ storage: asyncStorage, path: uniqueName('noabi') }));
+  expect(isAdaptreeError(e)).toBe(true);
+  expect((e as Error).message).toMatch(/asynchronous backend .*at_store_open_async/);
+});
+
+describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
+  it('serves page faults asynchronously: sync reads of absent pages throw PageFaultError, async ones fetch and retry', async () => {
+    const storage = createAsyncMemoryStorage({ delayMs: 1 });
+    const path = 'faults';
+    let s = await BTreeStore.open<number, string>({ storage, path, keys: 'number', values: 'utf8', poolSize: 1 << 20 });
+    for (let i = 0; i < 20000; i++) {
+      await s.setAsync(i, `value ${i}`);
+      if (i % 2000 === 1999) await s.commit();
+    }
+    await s.close();
+    s = await BTreeStore.open<number, string>({ storage, path, keys: 'number', values: 'utf8', poolSize: 1 << 20 });
+    const reads0 = storage.counters.reads;
+    const e = await caught(() => s.get(12345));
+    expect(e).toBeInstanceOf(PageFaultError);
+    expect(isAdaptreeError(e) && e.code).toBe('NEED_PAGE');
+    expect(await s.getAsync(12345)).toBe('value 12345');
+    expect(storage.counters.reads).toBeGreaterThan(reads0);
+    expect(s.get(12345)).toBe('value 12345'); // resident now: sync works
+    // a full scan through faults (read-ahead on), and writes while scanning
+    let n = 0, prev = -1;
+    for await (const [k, v] of s.entriesAsync()) {
+      expect(k).toBeGreaterThan(prev);
+      expect(v).toBe(`value ${k}`);
+      prev = k;
+      n++;
+      if (k === 5000) await s.setAsync(5000.5, 'value 5000.5');
+    }
+    expect(n).toBe(20001);
+    await s.close();
+  });
+
+  it('a failed page write keeps the last commit (all or nothing) and makes the store read-only', async () => {
+    const inner = createAsyncMemoryStorage();
+    let fail = false;
+    const storage: StorageBackend = {
+      kind: 'async',
+      name: 'failing',
+      async open(path, o) {
+        const p = await inner.open(path, o);
+        return {
+          readPage: (id) => p.readPage(id),
+          writePages: async (pages) => {
+            if (fail) throw Object.assign(new Error('quota'), { name: 'QuotaExceededError' });
+            return p.writePages(pages);
+          },
+          close: () => p.close(),
+        };
+      },
+    };
+    const s = await BTreeStore.open<number, number>({ storage, path: 'f', keys: 'number' });
+    for (let i = 0; i < 1000; i++) await s.setAsync(i, i);
+    await s.commit();
+    for (let i = 1000; i < 2000; i++) await s.setAsync(i, i);
+    fail = true;
+    expect(await caught(s.commit())).toBeInstanceOf(QuotaExceededError);
+    expect(await caught(s.setAsync(5, 5))).toBeInstanceOf(ReadOnlyError);
+    await s.close({ commit: false });
+    const r = await BTreeStore.open<number, number>({ storage: inner, path: 'f', keys: 'number' });
+    expect(r.size).toBe(1000);
+    expect(await r.getAsync(1500)).toBeUndefined();
+    await r.close();
+  });
+});

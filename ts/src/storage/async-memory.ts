@@ -1,0 +1,82 @@
+/**
+ * `async-memory`: the asynchronous test backend. Pages live in a Map<pageId, Uint8Array> per
+ * path in this process (they survive close/reopen), and every read is answered only after a
+ * timer (`delayMs`, default 0: a macrotask), as IndexedDB or a network would. It proves the
+ * page-fault path of asynchronous backends (NEED_PAGE -> await readPage -> at_store_supply ->
+ * retry) and is the template for IndexedDB and Durable Object backends.
+ *
+ * Commits are atomic: writePages builds the new page map aside and swaps it in.
+ * Locking: a path can be open once at a time in the process (LockedError otherwise).
+ */
+import { InvalidArgumentError, LockedError } from '../errors.js';
+import type { AsyncBackend, AsyncStorePages } from './types.js';
+
+interface Volume {
+  pages: Map<number, Uint8Array>;
+  open: boolean;
+}
+
+export interface AsyncMemoryStorage extends AsyncBackend {
+  /** Statistics of all stores of this backend: page reads and writePages calls. */
+  readonly counters: { reads: number; commits: number; pagesWritten: number };
+  /** The committed pages of the store at `path` (for tests). */
+  pages(path: string): Map<number, Uint8Array> | undefined;
+  remove(path: string): void;
+}
+
+/** A new asynchronous in-memory backend (its own namespace of paths). */
+export function createAsyncMemoryStorage(options: { delayMs?: number } = {}): AsyncMemoryStorage {
+  const volumes = new Map<string, Volume>();
+  const delayMs = options.delayMs ?? 0;
+  const later = () => new Promise<void>((r) => setTimeout(r, delayMs));
+  const counters = { reads: 0, commits: 0, pagesWritten: 0 };
+  return {
+    kind: 'async',
+    name: 'async-memory',
+    counters,
+    async open(path: string, opts: { create: boolean }): Promise<AsyncStorePages> {
+      await later();
+      let v = volumes.get(path);
+      if (v === undefined) {
+        if (!opts.create) throw new InvalidArgumentError(`no store at '${path}' (async-memory storage, create: false)`);
+        v = { pages: new Map(), open: false };
+        volumes.set(path, v);
+      }
+      if (v.open) throw new LockedError(`the store '${path}' is already open in this process`);
+      v.open = true;
+      const vol = v;
+      let closed = false;
+      return {
+        async readPage(id: number): Promise<Uint8Array | undefined> {
+          counters.reads++;
+          await later();
+          const p = vol.pages.get(id);
+          return p === undefined ? undefined : p.slice();
+        },
+        async writePages(pages): Promise<void> {
+          await later();
+          const next = new Map(vol.pages);
+          for (const [id, image] of pages) next.set(id, image.slice());
+          vol.pages = next; // the swap: all or nothing
+          counters.commits++;
+          counters.pagesWritten += pages.length;
+        },
+        close(): void {
+          if (closed) return;
+          closed = true;
+          vol.open = false;
+        },
+      };
+    },
+    pages(path: string) {
+      return volumes.get(path)?.pages;
+    },
+    remove(path: string) {
+      if (volumes.get(path)?.open) throw new LockedError(`the store '${path}' is open`);
+      volumes.delete(path);
+    },
+  };
+}
+
+/** The process-wide instance (`storage: 'async-memory'`). */
+export const asyncMemoryStorage: AsyncMemoryStorage = createAsyncMemoryStorage();

@@ -1,0 +1,111 @@
+// The host side of the core's file I/O: the five `at_host_*` functions every wasm build
+// imports from "env" (bindings/adaptree.h). A store on a synchronous backend registers its
+// two files here under an integer `io`, passes `io` to at_store_open, and from then on the
+// core reads and writes them from inside its calls. The functions never throw into wasm:
+// a failure becomes a status (QUOTA_EXCEEDED for a full disk, IO_ERROR otherwise) and the
+// backend's error is kept so the API can throw a typed error with it as `cause`.
+import { Status, StoreFile } from '../abi.js';
+import { isAdaptreeError } from '../errors.js';
+import type { SyncFile, SyncStoreFiles } from './types.js';
+
+export interface HostEntry {
+  readonly files: SyncStoreFiles;
+  /** The last error a backend call threw (for the message and cause of the typed error). */
+  lastError: unknown;
+  /** Called with the bytes read while set (open/recovery progress). */
+  onRead: ((bytes: number) => void) | undefined;
+}
+
+const entries = new Map<number, HostEntry>();
+let nextIo = 1;
+
+export function registerHost(files: SyncStoreFiles): { io: number; entry: HostEntry } {
+  while (entries.has(nextIo) || nextIo === 0) nextIo = (nextIo + 1) >>> 0;
+  const io = nextIo++;
+  const entry: HostEntry = { files, lastError: undefined, onRead: undefined };
+  entries.set(io, entry);
+  return { io, entry };
+}
+
+export function unregisterHost(io: number): void {
+  entries.delete(io);
+}
+
+/** The status for an error a backend threw. */
+export function statusOfError(e: unknown): number {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'QUOTA_EXCEEDED') return Status.QUOTA_EXCEEDED;
+  if ((e as { name?: unknown } | null)?.name === 'QuotaExceededError') return Status.QUOTA_EXCEEDED;
+  if (isAdaptreeError(e) && e.code === 'LOCKED') return Status.LOCKED;
+  return Status.IO_ERROR;
+}
+
+function fileOf(io: number, file: number): { entry: HostEntry; f: SyncFile } | undefined {
+  const entry = entries.get(io);
+  if (entry === undefined) return undefined;
+  const f = file === StoreFile.DATA ? entry.files.data : file === StoreFile.LOG ? entry.files.log : undefined;
+  return f === undefined ? undefined : { entry, f };
+}
+
+function failed(entry: HostEntry, e: unknown): number {
+  entry.lastError = e;
+  return statusOfError(e);
+}
+
+/** The "env" functions for one wasm instance; `memory()` gives its memory (known only after
+ * instantiation for the st build, which exports its memory). */
+export function hostImports(memory: () => WebAssembly.Memory): Record<string, (...args: number[]) => number> {
+  const view = (ptr: number, len: number) => new Uint8Array(memory().buffer, ptr, len);
+  return {
+    at_host_read(io: number, file: number, offset: number, dst: number, len: number): number {
+      const t = fileOf(io, file);
+      if (t === undefined) return Status.IO_ERROR;
+      try {
+        const n = t.f.read(view(dst >>> 0, len >>> 0), offset);
+        if (t.entry.onRead !== undefined) t.entry.onRead(n);
+        return n;
+      } catch (e) {
+        return failed(t.entry, e);
+      }
+    },
+    at_host_write(io: number, file: number, offset: number, src: number, len: number): number {
+      const t = fileOf(io, file);
+      if (t === undefined) return Status.IO_ERROR;
+      try {
+        t.f.write(view(src >>> 0, len >>> 0), offset);
+        return Status.OK;
+      } catch (e) {
+        return failed(t.entry, e);
+      }
+    },
+    at_host_sync(io: number, file: number): number {
+      const t = fileOf(io, file);
+      if (t === undefined) return Status.IO_ERROR;
+      try {
+        t.f.sync();
+        return Status.OK;
+      } catch (e) {
+        return failed(t.entry, e);
+      }
+    },
+    at_host_size(io: number, file: number): number {
+      const t = fileOf(io, file);
+      if (t === undefined) return Status.IO_ERROR;
+      try {
+        return t.f.size();
+      } catch (e) {
+        return failed(t.entry, e);
+      }
+    },
+    at_host_truncate(io: number, file: number, size: number): number {
+      const t = fileOf(io, file);
+      if (t === undefined) return Status.IO_ERROR;
+      try {
+        t.f.truncate(size);
+        return Status.OK;
+      } catch (e) {
+        return failed(t.entry, e);
+      }
+    },
+  };
+}

@@ -1,0 +1,211 @@
+/**
+ * `node`: a synchronous backend on Node's `fs` (openSync/readSync/writeSync/fdatasyncSync/
+ * ftruncateSync). The store at `path` is the data file `path` and the log `path + '-log'`;
+ * page faults are served inside the wasm call, so the whole API is synchronous.
+ *
+ * Errors: ENOSPC/EDQUOT reach the API as QuotaExceededError, every other errno as IoError
+ * (the fs error is the `cause`).
+ *
+ * Locking: Node has no flock, so the lock is a file `path + '-lock'` created with O_EXCL
+ * holding the owner's pid. A lock whose pid is dead (`process.kill(pid, 0)` fails with
+ * ESRCH) is stale and taken over; a live one gives LockedError. A second open of the same
+ * path in this process is refused too (LockedError), before the lock file is looked at.
+ * Limits: the pid test is per host (a store on a network share used by two hosts is not
+ * protected), and two processes taking over one stale lock at the same instant may both
+ * succeed (a window of a few microseconds after a crash).
+ */
+import { InvalidArgumentError, IoError, LockedError } from '../errors.js';
+import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
+
+/** The part of node:fs this backend uses (the package builds without @types/node). */
+interface NodeFs {
+  openSync(path: string, flags: number, mode?: number): number;
+  closeSync(fd: number): void;
+  readSync(fd: number, buf: Uint8Array, offset: number, length: number, position: number): number;
+  writeSync(fd: number, buf: Uint8Array, offset: number, length: number, position: number | null): number;
+  fdatasyncSync(fd: number): void;
+  ftruncateSync(fd: number, len: number): void;
+  fstatSync(fd: number): { size: number };
+  readFileSync(path: string, enc: 'utf8'): string;
+  unlinkSync(path: string): void;
+  constants: { O_RDWR: number; O_CREAT: number; O_EXCL: number; O_WRONLY: number };
+}
+interface NodePath {
+  resolve(...p: string[]): string;
+}
+interface NodeProcess {
+  pid: number;
+  kill(pid: number, signal: number): boolean;
+  getBuiltinModule?(name: string): unknown;
+}
+
+let mods: { fs: NodeFs; path: NodePath; proc: NodeProcess } | undefined;
+
+async function nodeModules(): Promise<{ fs: NodeFs; path: NodePath; proc: NodeProcess }> {
+  if (mods !== undefined) return mods;
+  const proc = (globalThis as { process?: NodeProcess }).process;
+  if (proc === undefined) throw new InvalidArgumentError("the 'node' storage needs Node.js (or a runtime with node:fs)");
+  // Hidden from bundlers: this file is only loaded where node:fs exists.
+  const fsName = 'node:fs', pathName = 'node:path';
+  const fs = (proc.getBuiltinModule?.(fsName) ?? (await import(/* @vite-ignore */ fsName))) as NodeFs;
+  const path = (proc.getBuiltinModule?.(pathName) ?? (await import(/* @vite-ignore */ pathName))) as NodePath;
+  mods = { fs, path, proc };
+  return mods;
+}
+
+/** Absolute paths of the stores open in this process. */
+const openPaths = new Set<string>();
+
+function errnoOf(e: unknown): string | undefined {
+  const c = (e as { code?: unknown } | null)?.code;
+  return typeof c === 'string' ? c : undefined;
+}
+
+class NodeFile implements SyncFile {
+  constructor(private readonly fs: NodeFs, readonly fd: number) {}
+
+  read(dst: Uint8Array, offset: number): number {
+    let done = 0;
+    while (done < dst.length) {
+      const n = this.fs.readSync(this.fd, dst, done, dst.length - done, offset + done);
+      if (n === 0) break;
+      done += n;
+    }
+    return done;
+  }
+
+  write(src: Uint8Array, offset: number): void {
+    let done = 0;
+    while (done < src.length) {
+      done += this.fs.writeSync(this.fd, src, done, src.length - done, offset + done);
+    }
+  }
+
+  sync(): void {
+    this.fs.fdatasyncSync(this.fd);
+  }
+
+  size(): number {
+    return this.fs.fstatSync(this.fd).size;
+  }
+
+  truncate(size: number): void {
+    this.fs.ftruncateSync(this.fd, size);
+  }
+}
+
+function pidAlive(proc: NodeProcess, pid: number): boolean {
+  try {
+    proc.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return errnoOf(e) !== 'ESRCH'; // EPERM: alive, another user's
+  }
+}
+
+/** Takes the lock file; throws LockedError when a live process holds it. */
+function takeLock(fs: NodeFs, proc: NodeProcess, lockPath: string, storePath: string): void {
+  const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    let fd: number;
+    try {
+      fd = fs.openSync(lockPath, flags, 0o644);
+    } catch (e) {
+      if (errnoOf(e) !== 'EEXIST') throw new IoError(`cannot create the lock file ${lockPath}: ${(e as Error).message}`, { cause: e });
+      let text = '';
+      try {
+        text = fs.readFileSync(lockPath, 'utf8');
+      } catch (e2) {
+        if (errnoOf(e2) === 'ENOENT') continue; // released meanwhile
+        throw new IoError(`cannot read the lock file ${lockPath}`, { cause: e2 });
+      }
+      const pid = Number.parseInt(text, 10);
+      // An empty file: the owner is between creating and writing it; treat it as held.
+      if (text === '' || (Number.isInteger(pid) && pid > 0 && pidAlive(proc, pid) && pid !== proc.pid)) {
+        throw new LockedError(`the store ${storePath} is open in process ${text || '(starting)'} (lock file ${lockPath})`);
+      }
+      // Stale: its process is gone (or is this process, which has no open handle on the path).
+      try {
+        fs.unlinkSync(lockPath);
+      } catch (e3) {
+        if (errnoOf(e3) !== 'ENOENT') throw new IoError(`cannot remove the stale lock file ${lockPath}`, { cause: e3 });
+      }
+      continue;
+    }
+    const pidBytes = new TextEncoder().encode(String(proc.pid));
+    try {
+      fs.writeSync(fd, pidBytes, 0, pidBytes.length, 0);
+      fs.fdatasyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    return;
+  }
+  throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
+}
+
+export interface NodeStorage extends SyncBackend {
+  open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles>;
+}
+
+export const nodeStorage: NodeStorage = {
+  kind: 'sync',
+  name: 'node',
+  async open(path: string, options: { create: boolean }): Promise<SyncStoreFiles> {
+    const { fs, path: np, proc } = await nodeModules();
+    const abs = np.resolve(path);
+    if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
+    openPaths.add(abs);
+    const lockPath = abs + '-lock';
+    let locked = false;
+    const fds: number[] = [];
+    try {
+      takeLock(fs, proc, lockPath, abs);
+      locked = true;
+      const flags = fs.constants.O_RDWR | (options.create ? fs.constants.O_CREAT : 0);
+      for (const p of [abs, abs + '-log']) {
+        try {
+          fds.push(fs.openSync(p, flags, 0o644));
+        } catch (e) {
+          if (errnoOf(e) === 'ENOENT') throw new InvalidArgumentError(`no store at ${abs} (create: false)`, { cause: e });
+          throw new IoError(`cannot open ${p}: ${(e as Error).message}`, { cause: e });
+        }
+      }
+    } catch (e) {
+      for (const fd of fds) fs.closeSync(fd);
+      if (locked) {
+        try {
+          fs.unlinkSync(lockPath);
+        } catch {
+          /* already gone */
+        }
+      }
+      openPaths.delete(abs);
+      throw e;
+    }
+    let closed = false;
+    return {
+      data: new NodeFile(fs, fds[0]!),
+      log: new NodeFile(fs, fds[1]!),
+      close() {
+        if (closed) return;
+        closed = true;
+        let err: unknown;
+        for (const fd of fds) {
+          try {
+            fs.closeSync(fd);
+          } catch (e) {
+            err ??= e;
+          }
+        }
+        try {
+          fs.unlinkSync(lockPath);
+        } catch (e) {
+          if (errnoOf(e) !== 'ENOENT') err ??= e;
+        }
+        openPaths.delete(abs);
+        if (err !== undefined) throw new IoError(`closing ${abs}: ${(err as Error).message}`, { cause: err });
+      },
+    };
+  },
+};

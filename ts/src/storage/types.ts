@@ -1,0 +1,81 @@
+/**
+ * The storage interface: what a persistent store needs from the place its pages live.
+ * One file per backend in this folder implements it (memory.ts, node.ts, deno.ts,
+ * async-memory.ts); your own backend is an object of one of the two shapes below, passed as
+ * `BTreeStore.open({ storage: yourBackend, path })`.
+ *
+ * **Synchronous backends** (`kind: 'sync'`: files you can read and write without awaiting,
+ * e.g. Node and Deno files, OPFS sync access handles). The core reads and writes them from
+ * inside a wasm call, through the `at_host_*` imports (bindings/adaptree.h), so reads of
+ * resident or not-yet-resident pages alike are synchronous and the whole `BTreeMap` API works
+ * synchronously. A store is two files: `data` (pages at `id * 4096`, the superblock at 0)
+ * and `log` (the write-ahead log). The core decides what goes where; the backend only moves
+ * bytes. Each method throws on failure: a `QuotaExceededError` (or any error whose `code` is
+ * `'ENOSPC'`, `'EDQUOT'` or `'QUOTA_EXCEEDED'`) for a full disk, anything else counts as an
+ * I/O error (`IoError` at the API, with the backend's error as `cause`).
+ *
+ * **Asynchronous backends** (`kind: 'async'`: IndexedDB, Durable Objects, a network). The core
+ * never calls them: an operation that needs a page that is not in the buffer pool stops with
+ * NEED_PAGE, the store awaits `readPage(id)`, hands the image to the core and retries. A commit
+ * hands `writePages` every changed page image (the superblock, page 0, first), which must be
+ * written all or nothing (one transaction; or build the new state aside and swap).
+ *
+ * **Locking** is the backend's job, at `open`: a store open in another process (or already
+ * open in this one) makes `open` throw `LockedError` and touch nothing. `close()` releases.
+ */
+
+/** One file of a store on a synchronous backend. Offsets and sizes are byte counts < 2^53. */
+export interface SyncFile {
+  /** Reads into `dst` from `offset`; returns the bytes read (fewer only at the end of the file). */
+  read(dst: Uint8Array, offset: number): number;
+  /** Writes all of `src` at `offset` (the file grows as needed). */
+  write(src: Uint8Array, offset: number): void;
+  /** Makes every write so far durable (fdatasync). */
+  sync(): void;
+  /** The file's length in bytes. */
+  size(): number;
+  /** Sets the file's length. */
+  truncate(size: number): void;
+}
+
+/** The two files of an open store, and its lock. */
+export interface SyncStoreFiles {
+  readonly data: SyncFile;
+  readonly log: SyncFile;
+  /** Closes both files and releases the lock. Called once. */
+  close(): void;
+}
+
+export interface OpenStorageOptions {
+  /** Create the store's files when they do not exist (default true). Without, a missing store
+   * is an InvalidArgumentError. */
+  create: boolean;
+}
+
+export interface SyncBackend {
+  readonly kind: 'sync';
+  /** Shown in stats() and error messages: 'node', 'deno', 'memory', ... */
+  readonly name: string;
+  /** Opens (or creates) the store's files at `path` and takes its lock (LockedError if held). */
+  open(path: string, options: OpenStorageOptions): SyncStoreFiles | Promise<SyncStoreFiles>;
+}
+
+/** An open store on an asynchronous backend: 4 KiB page images by page id. */
+export interface AsyncStorePages {
+  /** The stored image of page `id`, or undefined if there is none (a new store has no page 0). */
+  readPage(id: number): Promise<Uint8Array | undefined>;
+  /** Writes every image given, all or nothing (the superblock, page 0, comes first). After the
+   * promise resolves they are durable; if it rejects, none of them is visible on reopen. */
+  writePages(pages: readonly (readonly [id: number, image: Uint8Array])[]): Promise<void>;
+  /** Releases the lock. Called once. */
+  close(): void | Promise<void>;
+}
+
+export interface AsyncBackend {
+  readonly kind: 'async';
+  readonly name: string;
+  /** Opens the store at `path` and takes its lock (LockedError if held). */
+  open(path: string, options: OpenStorageOptions): Promise<AsyncStorePages>;
+}
+
+export type StorageBackend = SyncBackend | AsyncBackend;

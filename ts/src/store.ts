@@ -1,0 +1,883 @@
+/**
+ * BTreeStore: a persistent BTreeMap. Its 4 KiB pages live in a buffer pool in wasm memory over
+ * a storage backend (storage/*.ts): files in Node or Deno, an in-process memory volume, or an
+ * asynchronous backend (IndexedDB-like; storage/async-memory.ts is the test one).
+ *
+ * ```ts
+ * await using s = await BTreeStore.open('data/index.db');   // node files; recovers if needed
+ * s.set('a', 1);                     // visible at once
+ * s.get('a');                        // synchronous on sync backends (node, deno, memory)
+ * await s.commit();                  // durable when this resolves
+ * for await (const [k, v] of s.entriesAsync({ gte: 'a' })) {}   // every backend
+ * ```
+ *
+ * Methods: every BTreeMap method with the same meaning and errors (get, has, set, delete,
+ * clear, size, keys/values/entries(range), iteration, forEach, first, last, nextHigher,
+ * nextLower, deleteRange, getMany, setMany, checkInvariants; the BTreeMap's `stats()` is
+ * `treeStats()` here), and an `...Async` twin of each (`getAsync`, `setAsync`, ...,
+ * `entriesAsync(range)` and `for await (const e of store)`). The BTreeMap code runs both:
+ * a store holds a BTreeMap attached to the store's tree (map.ts ATTACH_TREE).
+ *
+ * - Sync backends: the sync methods do everything (page faults are served inside the wasm
+ *   call); the async twins just call them.
+ * - Async backends: the async twins are the API. A sync method works while the pages it needs
+ *   are in the pool and otherwise throws PageFaultError (NEED_PAGE) having changed nothing;
+ *   the async twin catches that, awaits the page, hands it to the core (at_store_supply) and
+ *   retries. Iterators that fault re-seek after the last key they returned; when a scan
+ *   faults, the next pages by id are read ahead (a cache answers their faults at once).
+ *
+ * Durability: writes are visible at once and durable after the `commit()` that follows them
+ * resolves. Commits requested before a flush starts (in the same turn of the event loop)
+ * share one flush (group commit); a commit requested while an asynchronous flush is running
+ * gets the next one. `autoCommit: { writes: n, ms: t }` requests a commit after n writes or
+ * t ms after the first uncommitted write. `close()` commits pending writes, then releases
+ * the store; a crash (or a process that ends without close) loses the writes after the last
+ * completed commit and nothing before it. A failed commit (disk full, I/O error) leaves the
+ * last commit intact and the store read-only (ReadOnlyError) until reopened.
+ */
+import { ASYNC_STORE_FUNCTIONS, LayoutConfig, Result, Status, STORE_FUNCTIONS, StoreOpenFlags, type LayoutName } from './abi.js';
+import {
+  AdaptreeError,
+  ClosedError,
+  CorruptionError,
+  InvalidArgumentError,
+  IoError,
+  PageFaultError,
+  QuotaExceededError,
+  ReentrancyError,
+  errorFromStatus,
+  isAdaptreeError,
+} from './errors.js';
+import {
+  ATTACH_TREE,
+  BTreeMap,
+  getDefaultWasm,
+  type BTreeMapOptions,
+  type BTreeStats,
+  type DeleteRange,
+  type KeyEncodingName,
+  type Range,
+  type ValueEncodingName,
+} from './map.js';
+import type { KeyCodec, ValueCodec } from './encoding/codec.js';
+import { loadWasm, type AdaptreeWasm } from './wasm.js';
+import { registerHost, statusOfError, unregisterHost, type HostEntry } from './storage/host.js';
+import type { AsyncStorePages, StorageBackend, SyncStoreFiles } from './storage/types.js';
+import { memoryStorage } from './storage/memory.js';
+import { nodeStorage } from './storage/node.js';
+import { denoStorage } from './storage/deno.js';
+import { asyncMemoryStorage } from './storage/async-memory.js';
+
+export type StorageName = 'node' | 'deno' | 'memory' | 'async-memory';
+
+export interface StoreOptions<K, V> {
+  /** Where the store is: a file path (node, deno) or a name (memory backends). */
+  path: string;
+  /** The backend; default `'node'` in Node, `'deno'` in Deno. */
+  storage?: StorageName | StorageBackend;
+  /** Layout of a new store (an existing store keeps its own); default 'adaptive'. */
+  layout?: LayoutName;
+  /** Key and value encodings, as for BTreeMap. The store does not record them: open it with the same. */
+  keys?: KeyEncodingName | KeyCodec<K>;
+  values?: ValueEncodingName | ValueCodec<V>;
+  /** Buffer pool size in bytes (default 64 MiB; at least 1 MiB). */
+  poolSize?: number;
+  /** Commit automatically after this many writes and/or this many ms after the first
+   * uncommitted write. Default: only explicit commit() and close(). */
+  autoCommit?: { ms?: number; writes?: number };
+  /** Create the store if it does not exist (default true). */
+  create?: boolean;
+  /** The wasm instance; default the one init() loaded, else a private one loaded now. */
+  wasm?: AdaptreeWasm;
+  /** Called while opening (recovery reads the log): bytes read so far of about `totalBytes`.
+   * Sync backends only; the last call has `done: true`. */
+  onProgress?: (p: { bytesRead: number; totalBytes: number; done: boolean }) => void;
+  /** Receives the error of a failed automatic commit (the store is then read-only). */
+  onError?: (e: Error) => void;
+}
+
+const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wasm', 'onProgress', 'onError']);
+const DEFAULT_POOL = 64 << 20;
+const PAGE_SIZE = 4096;
+/** Pages read ahead (by id) when a scan faults on an async backend. */
+const READ_AHEAD = 8;
+const PROGRESS_STEP = 1 << 20;
+
+/** What stats() reports: the core's at_store_stats JSON plus the backend's name and path. */
+export interface StoreStats {
+  storage: string;
+  path: string;
+  /** Buffer pool: frames, resident pages, dirty pages. */
+  frames?: number;
+  resident?: number;
+  dirty?: number;
+  hits?: number;
+  misses?: number;
+  evictions?: number;
+  reads?: number;
+  writes?: number;
+  syncs?: number;
+  /** Commit sequence number of the last commit. */
+  commit_sequence?: number;
+  commits?: number;
+  checkpoints?: number;
+  /** Dirty pages written to the log before their commit (pool pressure). */
+  spills?: number;
+  /** Bytes of the data file and the log (sync backends). */
+  data_bytes?: number;
+  log_bytes?: number;
+  /** data_bytes + log_bytes. */
+  fileBytes: number;
+  /** Writes since the last commit (counted by the TypeScript side). */
+  uncommittedWrites: number;
+  [field: string]: unknown;
+}
+
+let privateWasm: Promise<AdaptreeWasm> | undefined;
+
+function resolveStorage(s: StoreOptions<unknown, unknown>['storage']): StorageBackend {
+  if (s === undefined) {
+    if (typeof (globalThis as { Deno?: unknown }).Deno !== 'undefined') return denoStorage;
+    const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
+    if (p?.versions?.node !== undefined) return nodeStorage;
+    throw new InvalidArgumentError("no default storage in this runtime: pass options.storage (a backend object, or 'memory')");
+  }
+  if (typeof s === 'string') {
+    switch (s) {
+      case 'node': return nodeStorage;
+      case 'deno': return denoStorage;
+      case 'memory': return memoryStorage;
+      case 'async-memory': return asyncMemoryStorage;
+      default: throw new InvalidArgumentError(`unknown storage '${s}' (node, deno, memory, async-memory, or a backend object)`);
+    }
+  }
+  if (s !== null && typeof s === 'object' && (s.kind === 'sync' || s.kind === 'async') && typeof s.open === 'function') return s;
+  throw new InvalidArgumentError("options.storage must be 'node', 'deno', 'memory', 'async-memory' or a backend object");
+}
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve(): void;
+  reject(e: unknown): void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void, reject!: (e: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Runs `f` after the current turn of the event loop: commits requested meanwhile join. */
+const later: (f: () => void) => void =
+  typeof (globalThis as { setImmediate?: unknown }).setImmediate === 'function'
+    ? (f) => (globalThis as unknown as { setImmediate(f: () => void): void }).setImmediate(f)
+    : (f) => void setTimeout(f, 0);
+
+/** A typed error for a failed status of a store call, with the backend's error as cause. */
+function storeError(st: number, what: string, cause: unknown): Error {
+  const detail = cause instanceof Error ? cause.message : cause !== undefined ? String(cause) : undefined;
+  const e = errorFromStatus(st, what, detail);
+  if (cause !== undefined && (e as { cause?: unknown }).cause === undefined) {
+    Object.defineProperty(e, 'cause', { value: cause, configurable: true, writable: true, enumerable: false });
+  }
+  return e;
+}
+
+type Sync = { kind: 'sync'; files: SyncStoreFiles; io: number; entry: HostEntry };
+type Async = { kind: 'async'; pages: AsyncStorePages };
+
+export class BTreeStore<K = string, V = unknown> {
+  readonly #map: BTreeMap<K, V>;
+  readonly #wasm: AdaptreeWasm;
+  readonly #tree: number;
+  readonly #b: Sync | Async;
+  readonly #storage: string;
+  readonly #path: string;
+  readonly #autoWrites: number;
+  readonly #autoMs: number;
+  readonly #onError: ((e: Error) => void) | undefined;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+  /** Writes since the last commit began. */
+  #uncommitted = 0;
+  /** The commit that the next flush will complete, if one was requested. */
+  #next: Deferred | undefined;
+  /** The asynchronous flush in progress. */
+  #flushing: Promise<void> | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Async: while a commit's images are being written, operations wait for this. */
+  #gate: Promise<void> | undefined;
+  /** Async: page fetches in flight (deduplicated), and pages read ahead by scans. */
+  readonly #faults = new Map<number, Promise<void>>();
+  readonly #ahead = new Map<number, { gen: number; image: Promise<Uint8Array | undefined> }>();
+  /** Bumped by every async commit: pages read ahead before it may be stale. */
+  #gen = 0;
+  /** A commit failed: the store refuses writes until reopened. */
+  #failed = false;
+  /** Async: a 4 KiB area in wasm memory for at_store_supply. */
+  #pageBuf = 0;
+
+  private constructor(init: {
+    map: BTreeMap<K, V>; wasm: AdaptreeWasm; tree: number; b: Sync | Async; storage: string; path: string;
+    options: StoreOptions<K, V>; pageBuf: number;
+  }) {
+    this.#map = init.map;
+    this.#wasm = init.wasm;
+    this.#tree = init.tree;
+    this.#b = init.b;
+    this.#storage = init.storage;
+    this.#path = init.path;
+    this.#pageBuf = init.pageBuf;
+    const ac = init.options.autoCommit;
+    this.#autoWrites = ac?.writes !== undefined && ac.writes > 0 ? ac.writes : Infinity;
+    this.#autoMs = ac?.ms !== undefined && ac.ms >= 0 ? ac.ms : -1;
+    this.#onError = init.options.onError;
+  }
+
+  /**
+   * Opens the store at a path (default backend of the runtime) or as the options say, creating
+   * it if needed (unless `create: false`) and recovering it after a crash. Throws LockedError
+   * if it is open elsewhere, CorruptionError for a file that is not an adaptree store or is
+   * damaged beyond repair, IoError/QuotaExceededError from the storage.
+   */
+  static async open<K = string, V = unknown>(pathOrOptions: string | StoreOptions<K, V>): Promise<BTreeStore<K, V>> {
+    const options: StoreOptions<K, V> = typeof pathOrOptions === 'string' ? { path: pathOrOptions } : pathOrOptions;
+    if (options === null || typeof options !== 'object') throw new InvalidArgumentError('BTreeStore.open: give a path or an options object');
+    for (const name of Object.keys(options)) {
+      if (!KNOWN.has(name)) throw new InvalidArgumentError(`BTreeStore.open: unknown option '${name}' (${[...KNOWN].join(', ')})`);
+    }
+    if (typeof options.path !== 'string' || options.path === '') throw new InvalidArgumentError('BTreeStore.open: options.path must be a non-empty string');
+    const layoutName = options.layout ?? 'adaptive';
+    if (!Object.prototype.hasOwnProperty.call(LayoutConfig, layoutName)) {
+      throw new InvalidArgumentError(`unknown layout '${String(layoutName)}' (${Object.keys(LayoutConfig).join(', ')})`);
+    }
+    const layout = LayoutConfig[layoutName];
+    const pool = options.poolSize ?? DEFAULT_POOL;
+    if (typeof pool !== 'number' || !(pool > 0) || !Number.isFinite(pool)) throw new InvalidArgumentError('poolSize must be a positive number of bytes');
+    const ac = options.autoCommit;
+    if (ac !== undefined && (ac === null || typeof ac !== 'object' || (ac.ms !== undefined && !(ac.ms >= 0)) || (ac.writes !== undefined && !(ac.writes >= 1)))) {
+      throw new InvalidArgumentError('autoCommit must be { ms?: number >= 0, writes?: number >= 1 }');
+    }
+    const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
+    const wasm = options.wasm ?? getDefaultWasm() ?? (await (privateWasm ??= loadWasm()));
+    const ex = wasm.exports;
+    const needed = backend.kind === 'sync' ? STORE_FUNCTIONS : [...STORE_FUNCTIONS.filter((f) => f !== 'at_store_open'), ...ASYNC_STORE_FUNCTIONS];
+    const missing = needed.filter((f) => typeof ex[f] !== 'function');
+    if (missing.length > 0) {
+      throw new AdaptreeError(`this wasm build cannot open a store on ${backend.kind === 'sync' ? 'a synchronous' : 'an asynchronous'} backend (missing ${missing.join(', ')})`, 'INTERNAL');
+    }
+    const create = options.create ?? true;
+    const mapOptions = (tree: number, onFree: () => void): BTreeMapOptions<K, V> => {
+      const o: BTreeMapOptions<K, V> & { [ATTACH_TREE]?: unknown } = { layout: layoutName, wasm, [ATTACH_TREE]: { tree, onFree } };
+      if (options.keys !== undefined) o.keys = options.keys;
+      if (options.values !== undefined) o.values = options.values;
+      return o;
+    };
+    // A failed open puts its (negative) status in result.aux.
+    const aux = () => wasm.dv().getInt32(wasm.result + Result.AUX, true);
+
+    if (backend.kind === 'sync') {
+      const files = await backend.open(options.path, { create });
+      const { io, entry } = registerHost(files);
+      const release = () => {
+        unregisterHost(io);
+        files.close();
+      };
+      let tree = 0;
+      try {
+        const onProgress = options.onProgress;
+        let total = 0, read = 0, reported = 0;
+        if (onProgress !== undefined) {
+          total = files.data.size() + files.log.size();
+          entry.onRead = (n) => {
+            read += n;
+            if (read - reported >= PROGRESS_STEP) {
+              reported = read;
+              onProgress({ bytesRead: read, totalBytes: total, done: false });
+            }
+          };
+        }
+        tree = ex.at_store_open!(io, layout, pool, create ? StoreOpenFlags.CREATE : 0, wasm.ctx);
+        entry.onRead = undefined;
+        if (tree === 0) {
+          const st = aux();
+          throw openError(st, options.path, entry.lastError);
+        }
+        if (onProgress !== undefined) onProgress({ bytesRead: read, totalBytes: total, done: true });
+        const b: Sync = { kind: 'sync', files, io, entry };
+        const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
+        return new BTreeStore<K, V>({ map, wasm, tree, b, storage: backend.name, path: options.path, options, pageBuf: 0 });
+      } catch (e) {
+        if (tree !== 0) ex.at_tree_free(tree);
+        release();
+        throw e;
+      }
+    }
+
+    const pages = await backend.open(options.path, { create });
+    let pageBuf = 0;
+    let tree = 0;
+    const release = () => {
+      if (pageBuf !== 0) ex.at_free(pageBuf);
+      pageBuf = 0;
+      void Promise.resolve()
+        .then(() => pages.close())
+        .catch(() => undefined);
+    };
+    try {
+      const sb = await pages.readPage(0);
+      if (sb === undefined && !create) throw new InvalidArgumentError(`no store at '${options.path}' (create: false)`);
+      pageBuf = ex.at_alloc(PAGE_SIZE);
+      if (pageBuf === 0) throw errorFromStatus(Status.OUT_OF_MEMORY, 'open');
+      if (sb !== undefined) {
+        if (sb.length !== PAGE_SIZE) throw new CorruptionError(`'${options.path}': the superblock is ${sb.length} bytes, not ${PAGE_SIZE}`);
+        wasm.u8().set(sb, pageBuf);
+      }
+      tree = ex.at_store_open_async!(sb !== undefined ? pageBuf : 0, layout, pool, wasm.ctx);
+      if (tree === 0) throw openError(aux(), options.path, undefined);
+      const buf = pageBuf;
+      const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
+      return new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages }, storage: backend.name, path: options.path, options, pageBuf: buf });
+    } catch (e) {
+      if (tree !== 0) ex.at_tree_free(tree);
+      release();
+      throw e;
+    }
+  }
+
+  // ------------------------------------------------------------------ state
+
+  /** The path (or name) the store was opened with. */
+  get path(): string {
+    return this.#path;
+  }
+
+  /** The backend's name: 'node', 'deno', 'memory', 'async-memory', or yours. */
+  get storage(): string {
+    return this.#storage;
+  }
+
+  /** True for asynchronous backends (use the `...Async` methods there). */
+  get isAsync(): boolean {
+    return this.#b.kind === 'async';
+  }
+
+  /** True once close() has begun. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  #open(): void {
+    if (this.#closed) throw new ClosedError('the store is closed');
+  }
+
+  /** Before a sync write: on async backends a commit's write window refuses sync writes. */
+  #writable(): void {
+    if (this.#closed) throw new ClosedError('the store is closed');
+    if (this.#gate !== undefined) throw new ReentrancyError('a commit is being written: use the ...Async write methods on asynchronous backends');
+  }
+
+  #wrote(): void {
+    const n = ++this.#uncommitted;
+    if (n >= this.#autoWrites) {
+      this.#auto();
+    } else if (n === 1 && this.#autoMs >= 0 && this.#timer === undefined) {
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        if (!this.#closed && this.#uncommitted > 0) this.#auto();
+      }, this.#autoMs);
+      (this.#timer as { unref?: () => void }).unref?.();
+    }
+  }
+
+  #auto(): void {
+    this.commit().catch((e: unknown) => {
+      if (this.#onError !== undefined) this.#onError(e as Error);
+    });
+  }
+
+  // ------------------------------------------------------------------ commits
+
+  /**
+   * Makes every write so far durable; resolves when it is. Commits requested in the same turn
+   * of the event loop share one flush. Rejects with QuotaExceededError / IoError when the
+   * storage fails (the last commit stays intact and the store becomes read-only).
+   */
+  commit(): Promise<void> {
+    if (this.#map.closed || (this.#closed && this.#closing === undefined)) return Promise.reject(new ClosedError('the store is closed'));
+    return this.#requestCommit();
+  }
+
+  #requestCommit(): Promise<void> {
+    if (this.#next !== undefined) return this.#next.promise;
+    const d = deferred();
+    this.#next = d;
+    later(() => this.#startFlush());
+    return d.promise;
+  }
+
+  #startFlush(): void {
+    if (this.#flushing !== undefined) return; // the running flush starts the next one when done
+    const d = this.#next;
+    if (d === undefined) return;
+    this.#next = undefined;
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    if (this.#uncommitted === 0) {
+      d.resolve(); // nothing written since the last commit
+      return;
+    }
+    this.#uncommitted = 0;
+    if (this.#b.kind === 'sync') {
+      try {
+        this.#flushSync(this.#b);
+        d.resolve();
+      } catch (e) {
+        this.#failed = true;
+        d.reject(e);
+      }
+      return;
+    }
+    const b = this.#b;
+    this.#flushing = this.#flushAsync(b).then(
+      () => d.resolve(),
+      (e: unknown) => {
+        this.#failed = true;
+        d.reject(e);
+      },
+    );
+    void this.#flushing.then(() => {
+      this.#flushing = undefined;
+      if (this.#next !== undefined) this.#startFlush();
+    });
+  }
+
+  #flushSync(b: Sync): void {
+    if (this.#map.closed) throw new ClosedError('the store is closed');
+    b.entry.lastError = undefined;
+    const st = this.#wasm.exports.at_store_commit!(this.#tree);
+    if (st < 0) throw storeError(st, 'commit', b.entry.lastError);
+  }
+
+  async #flushAsync(b: Async): Promise<void> {
+    let open!: () => void;
+    this.#gate = new Promise<void>((r) => (open = r));
+    try {
+      const w = this.#wasm, ex = w.exports;
+      const st = ex.at_store_commit_begin!(this.#tree, w.ctx);
+      if (st < 0) throw storeError(st, 'commit', undefined);
+      const dv = w.dv(), u8 = w.u8();
+      const count = dv.getUint32(w.result + Result.AUX, true);
+      let p = dv.getUint32(w.result + Result.VALUE_PTR, true);
+      const images: [number, Uint8Array][] = [];
+      for (let i = 0; i < count; i++) {
+        images.push([dv.getUint32(p, true), u8.slice(p + 4, p + 4 + PAGE_SIZE)]);
+        p += 4 + PAGE_SIZE;
+      }
+      this.#gen++;
+      this.#ahead.clear();
+      let hostStatus = 0;
+      let hostError: unknown;
+      try {
+        await b.pages.writePages(images);
+      } catch (e) {
+        hostError = e;
+        hostStatus = statusOfError(e);
+      }
+      const end = ex.at_store_commit_end!(this.#tree, hostStatus);
+      if (hostStatus !== 0) throw storeError(hostStatus, 'commit', hostError);
+      if (end < 0) throw storeError(end, 'commit', undefined);
+    } finally {
+      this.#gate = undefined;
+      open();
+    }
+  }
+
+  /**
+   * Commits pending writes, then closes the store and releases its lock; later calls throw
+   * ClosedError. If that last commit fails the store is closed anyway (the writes since the
+   * previous commit are lost) and the error is thrown. `{ commit: false }` discards the
+   * writes since the last commit instead (as a crash would; a commit already requested
+   * still completes). Idempotent.
+   */
+  close(options?: { commit?: boolean }): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
+    const commit = options?.commit ?? true;
+    this.#closed = true;
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    this.#closing = (async () => {
+      let err: unknown;
+      try {
+        // A commit requested before close completes (with every write so far, as any flush).
+        if (this.#next !== undefined || (commit && this.#uncommitted > 0)) await this.#requestCommit();
+        while (this.#flushing !== undefined) await this.#flushing;
+      } catch (e) {
+        err = e;
+      }
+      // Sync backends: fold the log into the data file (committed pages only), so that the
+      // next open has no log to replay. A failure here loses nothing: the log stays valid.
+      // Skipped after a failed commit; a failing checkpoint goes to onError, not to close().
+      if (this.#b.kind === 'sync' && !this.#map.closed && !this.#failed) {
+        this.#b.entry.lastError = undefined;
+        const st = this.#wasm.exports.at_store_checkpoint!(this.#tree);
+        if (st < 0) this.#onError?.(storeError(st, 'close (checkpoint)', this.#b.entry.lastError));
+      }
+      try {
+        this.#map.free(); // releases the backend (onFree)
+      } catch (e) {
+        err ??= e;
+      }
+      if (err !== undefined) throw err;
+    })();
+    return this.#closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  /** Pool and file figures (at_store_stats) plus the backend's name, path and fileBytes. */
+  stats(): StoreStats {
+    this.#open();
+    const w = this.#wasm;
+    const st = w.exports.at_store_stats!(this.#tree, w.ctx);
+    if (st !== Status.OK) throw errorFromStatus(st, 'stats');
+    const dv = w.dv();
+    const p = dv.getUint32(w.result + Result.VALUE_PTR, true), n = dv.getUint32(w.result + Result.VALUE_LEN, true);
+    const core = JSON.parse(new TextDecoder().decode(w.u8().slice(p, p + n))) as Record<string, unknown>;
+    let fileBytes = (Number(core.data_bytes) || 0) + (Number(core.log_bytes) || 0);
+    if (this.#b.kind === 'sync') {
+      try {
+        fileBytes = this.#b.files.data.size() + this.#b.files.log.size();
+      } catch {
+        /* keep the core's figure */
+      }
+    }
+    return { ...core, storage: this.#storage, path: this.#path, fileBytes, uncommittedWrites: this.#uncommitted } as StoreStats;
+  }
+
+  // ------------------------------------------------------------------ sync API (BTreeMap's)
+
+  /** Number of entries; O(1). */
+  get size(): number {
+    this.#open();
+    return this.#map.size;
+  }
+
+  get(key: K): V | undefined {
+    this.#open();
+    return this.#map.get(key);
+  }
+
+  has(key: K): boolean {
+    this.#open();
+    return this.#map.has(key);
+  }
+
+  set(key: K, value: V): this {
+    this.#writable();
+    this.#map.set(key, value);
+    this.#wrote();
+    return this;
+  }
+
+  delete(key: K): boolean {
+    this.#writable();
+    const r = this.#map.delete(key);
+    if (r) this.#wrote();
+    return r;
+  }
+
+  clear(): void {
+    this.#writable();
+    try {
+      this.#map.clear();
+    } finally {
+      this.#wrote();
+    }
+  }
+
+  entries(range?: Range<K>): MapIterator<[K, V]> {
+    this.#open();
+    return this.#map.entries(range);
+  }
+
+  keys(range?: Range<K>): MapIterator<K> {
+    this.#open();
+    return this.#map.keys(range);
+  }
+
+  values(range?: Range<K>): MapIterator<V> {
+    this.#open();
+    return this.#map.values(range);
+  }
+
+  [Symbol.iterator](): MapIterator<[K, V]> {
+    this.#open();
+    return this.#map.entries();
+  }
+
+  forEach(callbackfn: (value: V, key: K, store: BTreeStore<K, V>) => void, thisArg?: unknown): void {
+    if (typeof callbackfn !== 'function') throw new TypeError('forEach: callback is not a function');
+    for (const [k, v] of this.entries()) callbackfn.call(thisArg, v, k, this);
+  }
+
+  first(): [K, V] | undefined {
+    this.#open();
+    return this.#map.first();
+  }
+
+  last(): [K, V] | undefined {
+    this.#open();
+    return this.#map.last();
+  }
+
+  nextHigher(key: K): [K, V] | undefined {
+    this.#open();
+    return this.#map.nextHigher(key);
+  }
+
+  nextLower(key: K): [K, V] | undefined {
+    this.#open();
+    return this.#map.nextLower(key);
+  }
+
+  deleteRange(range: DeleteRange<K>): number {
+    this.#writable();
+    if (this.#b.kind === 'async') {
+      // at_delete_range returns a count, so it cannot report NEED_PAGE: delete key by key.
+      const keys = [...this.#map.keys(range as Range<K>)];
+      let n = 0;
+      try {
+        for (const k of keys) if (this.#map.delete(k)) n++;
+      } finally {
+        if (n > 0) this.#wrote();
+      }
+      return n;
+    }
+    const n = this.#map.deleteRange(range);
+    if (n > 0) this.#wrote();
+    return n;
+  }
+
+  getMany(keys: Iterable<K>): (V | undefined)[] {
+    this.#open();
+    return this.#map.getMany(keys);
+  }
+
+  setMany(entries: Iterable<readonly [K, V]>): this {
+    this.#writable();
+    try {
+      this.#map.setMany(entries);
+    } finally {
+      // A failed batch may have applied a prefix: count it as a write either way.
+      this.#wrote();
+    }
+    return this;
+  }
+
+  /** The tree's figures (layouts, height, fill; BTreeMap.stats()). Reads every page. */
+  treeStats(): BTreeStats {
+    this.#open();
+    return this.#map.stats();
+  }
+
+  checkInvariants(): void {
+    this.#open();
+    this.#map.checkInvariants();
+  }
+
+  get keyEncoding(): string {
+    return this.#map.keyEncoding;
+  }
+
+  get valueEncoding(): string {
+    return this.#map.valueEncoding;
+  }
+
+  get [Symbol.toStringTag](): string {
+    return 'BTreeStore';
+  }
+
+  // ------------------------------------------------------------------ async API (every backend)
+
+  /** Runs a sync operation, answering page faults (async backends) and retrying. */
+  async #run<T>(f: () => T, readAhead = false): Promise<T> {
+    for (;;) {
+      if (this.#gate !== undefined) await this.#gate;
+      this.#open();
+      try {
+        return f();
+      } catch (e) {
+        if (!(e instanceof PageFaultError) || this.#b.kind !== 'async') throw e;
+        await this.#fault(this.#b, e.pageId, readAhead);
+      }
+    }
+  }
+
+  #fault(b: Async, id: number, readAhead: boolean): Promise<void> {
+    let p = this.#faults.get(id);
+    if (p === undefined) {
+      p = (async () => {
+        const gen = this.#gen;
+        const ahead = this.#ahead.get(id);
+        this.#ahead.delete(id);
+        let image: Uint8Array | undefined;
+        try {
+          image = await (ahead !== undefined && ahead.gen === gen ? ahead.image : b.pages.readPage(id));
+        } catch (e) {
+          throw isAdaptreeError(e) ? e : storeError(statusOfError(e), `reading page ${id}`, e);
+        }
+        if (readAhead) this.#readAhead(b, id);
+        while (this.#gate !== undefined) await this.#gate;
+        this.#open();
+        if (image === undefined) throw new CorruptionError(`page ${id} is missing from the store '${this.#path}'`);
+        if (image.length !== PAGE_SIZE) throw new CorruptionError(`page ${id} of '${this.#path}' is ${image.length} bytes, not ${PAGE_SIZE}`);
+        const w = this.#wasm;
+        w.u8().set(image, this.#pageBuf);
+        const st = w.exports.at_store_supply!(this.#tree, id, this.#pageBuf);
+        if (st < 0) throw storeError(st, `reading page ${id}`, undefined);
+      })().finally(() => this.#faults.delete(id));
+      this.#faults.set(id, p);
+    }
+    return p;
+  }
+
+  /** Starts reading the pages after `id` (scans tend to go on there); their faults then
+   * find them here. Dropped at the next commit (they might be older than it). */
+  #readAhead(b: Async, id: number): void {
+    const gen = this.#gen;
+    for (let i = 1; i <= READ_AHEAD; i++) {
+      const q = id + i;
+      if (this.#ahead.has(q) || this.#faults.has(q)) continue;
+      const image = b.pages.readPage(q).catch(() => undefined);
+      this.#ahead.set(q, { gen, image });
+    }
+    // Bound the cache: drop the oldest entries.
+    if (this.#ahead.size > 8 * READ_AHEAD) {
+      for (const k of this.#ahead.keys()) {
+        this.#ahead.delete(k);
+        if (this.#ahead.size <= 4 * READ_AHEAD) break;
+      }
+    }
+  }
+
+  getAsync(key: K): Promise<V | undefined> {
+    return this.#run(() => this.get(key));
+  }
+
+  hasAsync(key: K): Promise<boolean> {
+    return this.#run(() => this.has(key));
+  }
+
+  async setAsync(key: K, value: V): Promise<this> {
+    return this.#run(() => this.set(key, value));
+  }
+
+  deleteAsync(key: K): Promise<boolean> {
+    return this.#run(() => this.delete(key));
+  }
+
+  async clearAsync(): Promise<void> {
+    return this.#run(() => this.clear());
+  }
+
+  firstAsync(): Promise<[K, V] | undefined> {
+    return this.#run(() => this.first());
+  }
+
+  lastAsync(): Promise<[K, V] | undefined> {
+    return this.#run(() => this.last());
+  }
+
+  nextHigherAsync(key: K): Promise<[K, V] | undefined> {
+    return this.#run(() => this.nextHigher(key));
+  }
+
+  nextLowerAsync(key: K): Promise<[K, V] | undefined> {
+    return this.#run(() => this.nextLower(key));
+  }
+
+  getManyAsync(keys: Iterable<K>): Promise<(V | undefined)[]> {
+    const list = Array.from(keys);
+    return this.#run(() => this.getMany(list));
+  }
+
+  /** Sets many entries; on an async backend a retry after a page fault re-applies the batch
+   * (set is idempotent, later duplicates still win). */
+  async setManyAsync(entries: Iterable<readonly [K, V]>): Promise<this> {
+    const list = Array.from(entries);
+    return this.#run(() => this.setMany(list));
+  }
+
+  async deleteRangeAsync(range: DeleteRange<K>): Promise<number> {
+    if (this.#b.kind === 'sync') return this.#run(() => this.deleteRange(range));
+    const keys: K[] = [];
+    for await (const k of this.keysAsync(range as Range<K>)) keys.push(k);
+    let n = 0;
+    for (const k of keys) if (await this.deleteAsync(k)) n++;
+    return n;
+  }
+
+  checkInvariantsAsync(): Promise<void> {
+    return this.#run(() => this.checkInvariants());
+  }
+
+  treeStatsAsync(): Promise<BTreeStats> {
+    return this.#run(() => this.treeStats());
+  }
+
+  /** Entries in key order as an async iterator (`for await`), on every backend. */
+  entriesAsync(range?: Range<K>): AsyncIterableIterator<[K, V]> {
+    return this.#asyncIter(this.entries(range));
+  }
+
+  keysAsync(range?: Range<K>): AsyncIterableIterator<K> {
+    return this.#asyncIter(this.keys(range));
+  }
+
+  valuesAsync(range?: Range<K>): AsyncIterableIterator<V> {
+    return this.#asyncIter(this.values(range));
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<[K, V]> {
+    return this.entriesAsync();
+  }
+
+  #asyncIter<T>(it: Iterator<T>): AsyncIterableIterator<T> {
+    const run = <R>(f: () => R) => this.#run(f, true);
+    const done = { done: true, value: undefined } as IteratorReturnResult<undefined>;
+    const ai: AsyncIterableIterator<T> = {
+      next: () => run(() => it.next()) as Promise<IteratorResult<T>>,
+      return: async () => {
+        it.return?.();
+        return done as IteratorResult<T>;
+      },
+      [Symbol.asyncIterator]() {
+        return ai;
+      },
+    };
+    return ai;
+  }
+}
+
+function openError(st: number, path: string, cause: unknown): Error {
+  if (st === Status.CORRUPT) return new CorruptionError(`'${path}' is not an adaptree store, or it is damaged beyond what recovery can repair`, cause !== undefined ? { cause } : undefined);
+  if (st === Status.NOT_FOUND) return new InvalidArgumentError(`no store at '${path}' (create: false)`);
+  if (st === Status.QUOTA_EXCEEDED) return new QuotaExceededError(`opening '${path}': storage full`, { cause });
+  if (st === Status.IO_ERROR) return new IoError(`opening '${path}': ${cause instanceof Error ? cause.message : 'I/O error'}`, { cause });
+  if (st >= 0) return new AdaptreeError(`opening '${path}' failed with unexpected status ${st}`, 'INTERNAL');
+  return storeError(st, `opening '${path}'`, cause);
+}
+
+if (typeof Symbol.asyncDispose !== 'symbol') {
+  delete (BTreeStore.prototype as unknown as Record<string, unknown>)['undefined'];
+}
