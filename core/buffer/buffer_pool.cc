@@ -12,6 +12,7 @@ BufferPool::~BufferPool() { free_memory(); }
 void BufferPool::free_memory() {
   for (uint8_t* c : chunks_) free(c);
   chunks_.clear();
+  frame_data_.clear();
   frames_.clear();
   frame_count_ = 0;
   free_frames_.clear();
@@ -23,6 +24,7 @@ bool BufferPool::grow() {
   void* mem = nullptr;
   if (posix_memalign(&mem, kPageSize, size_t{kChunkFrames} * kPageSize) != 0 || !mem) return false;
   chunks_.push_back(static_cast<uint8_t*>(mem));
+  for (uint32_t i = 0; i < kChunkFrames; i++) frame_data_.push_back(static_cast<uint8_t*>(mem) + size_t{i} * kPageSize);
   if (backend_) {
     for (uint32_t i = 0; i < kChunkFrames; i++) frames_.emplace_back();
     // Hand out low frames first.

@@ -72,6 +72,9 @@ class BufferPool {
     if (!backend_) return data(id);
     return fix_backed(id);
   }
+  // Memory mode only (!backed()): the page's bytes, no mode check. The
+  // tree's lookup descends with this when the pool has no backend.
+  uint8_t* memory_page(PageId id) const { return data(id); }
   // The page's bytes for changing it: marks it dirty.
   uint8_t* page_mut(PageId id) {
     if (!backend_) return data(id);
@@ -126,7 +129,9 @@ class BufferPool {
 
  private:
   static constexpr uint32_t kChunkFrames = 64;
-  uint8_t* data_of(FrameId f) const { return chunks_[f / kChunkFrames] + size_t{f % kChunkFrames} * kPageSize; }
+  // One pointer per frame (4 or 8 bytes per 4 KiB frame): a page lookup in
+  // memory mode is one load, as it was before the pool had chunks.
+  uint8_t* data_of(FrameId f) const { return frame_data_[f]; }
   // Memory mode: the frame index is the page id.
   uint8_t* data(PageId id) const { return data_of(id); }
   uint8_t* fix_backed(PageId id);
@@ -139,6 +144,7 @@ class BufferPool {
 
   PageBackend* backend_ = nullptr;
   std::vector<uint8_t*> chunks_;
+  std::vector<uint8_t*> frame_data_;  // frame id -> its kPageSize bytes (in chunks_)
   std::deque<FrameMeta> frames_;  // backed mode only (deque: FrameMeta does not move)
   uint32_t frame_count_ = 0;
   uint32_t target_frames_ = 0;

@@ -116,17 +116,25 @@ Status BTree::get(Slice key, ValueRef* out) {
   if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
   if (broken_ != Status::kOk) return broken_;
   if (!key.data) key.data = kEmpty;
-  bool backed = store_.backed();  // memory mode: pages never fail, nothing to protect
-  if (backed) store_.begin_op();
   PageId id = root_;
-  for (;;) {
-    uint8_t* p = page(id);
-    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
-    id = BasicNode{p}.child_for(key.data, key.len);
+  uint8_t* leaf;
+  if (!store_.backed()) {
+    // Memory mode: pages never fail and never move; nothing to protect.
+    for (;;) {
+      leaf = store_.memory_page(id);
+      if (leaf[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
+      id = BasicNode{leaf}.child_for(key.data, key.len);
+    }
+  } else {
+    store_.begin_op();
+    for (;;) {
+      leaf = page(id);
+      if (leaf[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
+      id = BasicNode{leaf}.child_for(key.data, key.len);
+    }
+    if (store_.failure() != Status::kOk) return store_.failure();
   }
-  uint8_t* leaf = page(id);
-  if (backed && store_.failure() != Status::kOk) return store_.failure();
-  if (cfg_.adaptive) on_point_op(id);
+  if (cfg_.adaptive && static_cast<int8_t>(leaf[hdr::kCounter]) > 0) on_point_op_counted(id);
   return leaf::lookup(leaf, key, out) ? Status::kOk : Status::kNotFound;
 }
 
@@ -356,9 +364,8 @@ Status BTree::delete_range(Slice lo, bool lo_none, bool lo_exclusive, Slice hi, 
 
 // ---------------------------------------------------------------- adaption
 
-void BTree::on_point_op(PageId leaf) {
+void BTree::on_point_op_counted(PageId leaf) {
   uint8_t* p = page(leaf);
-  if (static_cast<int8_t>(p[hdr::kCounter]) <= 0) return;  // 0 or disabled (255)
   if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
     return;
   if (rng_.next() >= kPointDecrementThreshold) return;

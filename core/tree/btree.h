@@ -124,7 +124,14 @@ class BTree {
   // Records of a leaf or inner node (copied to scratch first), sorted.
   unsigned extract(const uint8_t* page, unsigned scratch_slot, std::vector<RecordRef>* out);
   // Operation-adaption: counter step on a point op, or on the leaf where a scan starts.
-  void on_point_op(PageId leaf);
+  // The adaptive counter's point-operation step. Most leaves have no live
+  // counter (0, or disabled in dense layouts), so that check is inline and the
+  // rest (a random draw, maybe a conversion) is out of line.
+  void on_point_op(PageId leaf) {
+    const uint8_t* p = page(leaf);
+    if (static_cast<int8_t>(p[hdr::kCounter]) > 0) on_point_op_counted(leaf);
+  }
+  void on_point_op_counted(PageId leaf);
   void on_scan(PageId leaf);
 
   uint8_t leaf_flags() const;
