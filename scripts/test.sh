@@ -18,7 +18,7 @@ ctest --test-dir build/native --output-on-failure -j "$jobs"
 step "ctest: native core, Debug + ASan/UBSan (fewer differential operations)"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DADAPTREE_SANITIZE=ON -DADAPTREE_WASM=OFF >/dev/null
 cmake --build build/asan -j "$jobs" --target adaptree_core_tests
-ADAPTREE_DIFF_OPS="${ADAPTREE_ASAN_DIFF_OPS:-50000}" ctest --test-dir build/asan --output-on-failure -j "$jobs"
+ADAPTREE_DIFF_OPS="${ADAPTREE_ASAN_DIFF_OPS:-50000}" ADAPTREE_BIG_STORE_KEYS=100000 ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
 if ls tests/fuzz/*.cc >/dev/null 2>&1; then
   step "libFuzzer: short run of each target"

@@ -2,115 +2,11 @@
 // of operations, applied to the tree and to a std::map model; any difference,
 // invariant violation or sanitizer report is a crash.
 //
-// Op encoding: [op][key spec...][value spec...]
-//   key spec:   one byte L; L < 0xF0: L % 24 literal bytes follow (empty key included);
-//               L >= 0xF0: a long key: 1 byte seed, giving 1000 + seed % 25 bytes of a
-//               fixed pattern with the seed in the last byte (1 KiB worst case keys).
-//   value spec: one byte V; V < 0xE0: V % 40 bytes of pattern; else a large value of
-//               (V - 0xE0) * 997 bytes (overflow pages).
-#include <cstdint>
-#include <cstring>
-#include <map>
-#include <string>
-
-#include "core/tree/btree.h"
-#include "core/tree/scan.h"
+// Op encoding: [op][key spec...][value spec...] (tests/fuzz/fuzz_ops.h).
+#include "tests/fuzz/fuzz_ops.h"
 
 using namespace adaptree;
-
-namespace {
-
-struct Input {
-  const uint8_t* p;
-  size_t n;
-  bool empty() const { return n == 0; }
-  uint8_t byte() {
-    if (!n) return 0;
-    n--;
-    return *p++;
-  }
-};
-
-std::string read_key(Input& in) {
-  uint8_t l = in.byte();
-  if (l >= 0xF0) {
-    uint8_t seed = in.byte();
-    std::string k(1000 + seed % 25, static_cast<char>('k' + (l & 3)));
-    k.back() = static_cast<char>(seed);
-    return k;
-  }
-  std::string k;
-  for (unsigned i = 0, len = l % 24; i < len && !in.empty(); i++) k.push_back(static_cast<char>(in.byte()));
-  return k;
-}
-
-std::string read_value(Input& in) {
-  uint8_t v = in.byte();
-  size_t len = v < 0xE0 ? v % 40 : static_cast<size_t>(v - 0xE0) * 997;
-  std::string s(len, '\0');
-  for (size_t i = 0; i < len; i++) s[i] = static_cast<char>(v * 31 + i * 7);
-  return s;
-}
-
-Slice sl(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())}; }
-
-void require(bool ok) {
-  if (!ok) __builtin_trap();
-}
-
-std::string value_of(BTree& t, const ValueRef& v) {
-  std::vector<uint8_t> buf;
-  Slice out;
-  require(t.read_value(v, &buf, &out) == Status::kOk);
-  return std::string(reinterpret_cast<const char*>(out.data), out.len);
-}
-
-void scan(BTree& t, std::map<std::string, std::string>& m, const std::string& k, uint8_t flags, unsigned n) {
-  Cursor c(&t);
-  bool reverse = flags & 1, exclusive = flags & 2;
-  c.seek(sl(k), (reverse ? kSeekReverse : 0) | (exclusive ? kSeekExclusive : 0));
-  auto it = !reverse ? (exclusive ? m.upper_bound(k) : m.lower_bound(k)) : (exclusive ? m.lower_bound(k) : m.upper_bound(k));
-  if (flags & 4) {  // Cursor::for_each, stopping after n records
-    unsigned seen = 0;
-    bool ok = true;
-    Status s = c.for_each([&](const KeyBuffer& key, const ValueRef& v) {
-      if (reverse ? it == m.begin() : it == m.end()) {
-        ok = false;
-        return false;
-      }
-      if (reverse) --it;
-      ok = ok && std::string(reinterpret_cast<const char*>(key.data), key.len) == it->first && value_of(t, v) == it->second;
-      if (!reverse) ++it;
-      return ok && ++seen < n;
-    });
-    require(ok);
-    // NOT_FOUND exactly when the model's range ended before n records.
-    require(s == (seen < n ? Status::kNotFound : Status::kOk));
-    if (seen < n) require(reverse ? it == m.begin() : it == m.end());
-    return;
-  }
-  for (unsigned i = 0; i < n; i++) {
-    KeyBuffer key;
-    ValueRef v;
-    Status s = c.next(&key, &v);
-    if (reverse) {
-      if (it == m.begin()) {
-        require(s == Status::kNotFound);
-        return;
-      }
-      --it;
-    } else if (it == m.end()) {
-      require(s == Status::kNotFound);
-      return;
-    }
-    require(s == Status::kOk);
-    require(std::string(reinterpret_cast<const char*>(key.data), key.len) == it->first);
-    require(value_of(t, v) == it->second);
-    if (!reverse) ++it;
-  }
-}
-
-}  // namespace
+using namespace adaptree::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in{data, size};
@@ -181,18 +77,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (++ops % 64 == 0) require(t.check().empty());
     require(t.count() == m.size());
   }
-  require(t.check().empty());
-  Cursor all(&t);
-  all.seek({}, kSeekEdge);
-  for (auto& [key, val] : m) {
-    KeyBuffer k2;
-    ValueRef v;
-    require(all.next(&k2, &v) == Status::kOk);
-    require(std::string(reinterpret_cast<const char*>(k2.data), k2.len) == key);
-    require(value_of(t, v) == val);
-  }
-  KeyBuffer k2;
-  ValueRef v;
-  require(all.next(&k2, &v) == Status::kNotFound);
+  require_equal(t, m);
   return 0;
 }

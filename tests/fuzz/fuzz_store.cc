@@ -1,0 +1,79 @@
+// libFuzzer target: a persistent store with a tiny buffer pool (64 frames)
+// over in-memory files, against two std::map models: the working state and
+// the last committed state. Operations are the tree's (set, remove, get,
+// scans) plus commit and "crash": the store is dropped without committing and
+// reopened, and must then equal the last commit. The pool is small and the
+// checkpoint threshold low, so evictions, spills of uncommitted pages to the
+// log, checkpoints and recovery all run under the fuzzer.
+//
+// Input: [layout byte] then ops: [op][key spec][value spec] (tests/fuzz/fuzz_ops.h).
+#include <memory>
+
+#include "core/buffer/storage.h"
+#include "core/store.h"
+#include "tests/fuzz/fuzz_ops.h"
+
+using namespace adaptree;
+using namespace adaptree::fuzz;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  Input in{data, size};
+  MemoryStorage files;
+  StoreOptions o;
+  o.layout = static_cast<LayoutConfig>(in.byte() % kLayoutConfigCount);
+  o.pool_bytes = 64 * kPageSize;
+  o.checkpoint_bytes = 256 << 10;
+  std::unique_ptr<Store> st;
+  require(Store::open(&files, o, &st) == Status::kOk);
+  std::map<std::string, std::string> m, committed;
+  unsigned ops = 0;
+  while (!in.empty()) {
+    uint8_t op = in.byte() % 8;
+    if (op == 6) {
+      require(st->commit() == Status::kOk);
+      committed = m;
+      continue;
+    }
+    if (op == 7) {
+      st.reset();
+      require(Store::open(&files, o, &st) == Status::kOk);
+      m = committed;
+      require_equal(st->tree(), m);
+      continue;
+    }
+    std::string k = read_key(in);
+    BTree& t = st->tree();
+    switch (op) {
+      case 0:
+      case 1: {
+        std::string v = read_value(in);
+        require(t.set(sl(k), sl(v)) == Status::kOk);
+        m[k] = v;
+        break;
+      }
+      case 2:
+        require(t.remove(sl(k)) == (m.erase(k) ? Status::kOk : Status::kNotFound));
+        break;
+      case 3: {
+        ValueRef v;
+        Status s = t.get(sl(k), &v);
+        auto it = m.find(k);
+        require(s == (it == m.end() ? Status::kNotFound : Status::kOk));
+        if (it != m.end()) require(value_of(t, v) == it->second);
+        break;
+      }
+      case 4:
+      case 5:
+        scan(t, m, k, in.byte(), 1 + in.byte() % 64);
+        break;
+    }
+    if (++ops % 64 == 0) require(t.check().empty());
+    require(t.count() == m.size());
+  }
+  require_equal(st->tree(), m);
+  require(st->commit() == Status::kOk);
+  st.reset();
+  require(Store::open(&files, o, &st) == Status::kOk);
+  require_equal(st->tree(), m);
+  return 0;
+}
