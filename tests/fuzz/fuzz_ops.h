@@ -110,6 +110,34 @@ inline void scan(BTree& t, std::map<std::string, std::string>& m, const std::str
 }
 
 
+// Ops 0..5 shared by the targets: 0-1 set, 2 remove, 3 get, 4-5 a scan.
+inline void point_op(BTree& t, std::map<std::string, std::string>& m, uint8_t op, const std::string& k, Input& in) {
+  switch (op) {
+    case 0:
+    case 1: {
+      std::string v = read_value(in);
+      require(t.set(sl(k), sl(v)) == Status::kOk);
+      m[k] = v;
+      break;
+    }
+    case 2:
+      require(t.remove(sl(k)) == (m.erase(k) ? Status::kOk : Status::kNotFound));
+      break;
+    case 3: {
+      ValueRef v;
+      Status s = t.get(sl(k), &v);
+      auto it = m.find(k);
+      require(s == (it == m.end() ? Status::kNotFound : Status::kOk));
+      if (it != m.end()) require(value_of(t, v) == it->second);
+      break;
+    }
+    case 4:
+    case 5:
+      scan(t, m, k, in.byte(), 1 + in.byte() % 64);
+      break;
+  }
+}
+
 // The whole tree equals the model and passes the invariant checker.
 inline void require_equal(BTree& t, const std::map<std::string, std::string>& m) {
   require(t.check().empty());

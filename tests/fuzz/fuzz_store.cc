@@ -45,26 +45,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     BTree& t = st->tree();
     switch (op) {
       case 0:
-      case 1: {
-        std::string v = read_value(in);
-        require(t.set(sl(k), sl(v)) == Status::kOk);
-        m[k] = v;
-        break;
-      }
+      case 1:
       case 2:
-        require(t.remove(sl(k)) == (m.erase(k) ? Status::kOk : Status::kNotFound));
-        break;
-      case 3: {
-        ValueRef v;
-        Status s = t.get(sl(k), &v);
-        auto it = m.find(k);
-        require(s == (it == m.end() ? Status::kNotFound : Status::kOk));
-        if (it != m.end()) require(value_of(t, v) == it->second);
-        break;
-      }
+      case 3:
       case 4:
       case 5:
-        scan(t, m, k, in.byte(), 1 + in.byte() % 64);
+        point_op(t, m, op, k, in);
         break;
     }
     if (++ops % 64 == 0) require(t.check().empty());
