@@ -66,14 +66,15 @@ import type { AsyncStorePages, StorageBackend, SyncStoreFiles } from './storage/
 import { memoryStorage } from './storage/memory.js';
 import { nodeStorage } from './storage/node.js';
 import { denoStorage } from './storage/deno.js';
+import { opfsStorage, opfsSyncAvailable } from './storage/opfs.js';
 import { asyncMemoryStorage } from './storage/async-memory.js';
 
-export type StorageName = 'node' | 'deno' | 'memory' | 'async-memory';
+export type StorageName = 'node' | 'deno' | 'opfs' | 'memory' | 'async-memory';
 
 export interface StoreOptions<K, V> {
   /** Where the store is: a file path (node, deno) or a name (memory backends). */
   path: string;
-  /** The backend; default `'node'` in Node, `'deno'` in Deno. */
+  /** The backend; default `'node'` in Node, `'deno'` in Deno, `'opfs'` in a browser's dedicated worker. */
   storage?: StorageName | StorageBackend;
   /** Layout of a new store (an existing store keeps its own); default 'adaptive'. */
   layout?: LayoutName;
@@ -87,6 +88,9 @@ export interface StoreOptions<K, V> {
   autoCommit?: { ms?: number; writes?: number };
   /** Create the store if it does not exist (default true). */
   create?: boolean;
+  /** If the store is open elsewhere: false (default) throws LockedError at once, true waits
+   * until it is closed there (opfs: queues for its Web Lock; node, deno, memory: no effect). */
+  wait?: boolean;
   /** The wasm instance; default the one init() loaded, else a private one loaded now. */
   wasm?: AdaptreeWasm;
   /** Called while opening (recovery reads the log): bytes read so far of about `totalBytes`.
@@ -96,7 +100,7 @@ export interface StoreOptions<K, V> {
   onError?: (e: Error) => void;
 }
 
-const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wasm', 'onProgress', 'onError']);
+const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wait', 'wasm', 'onProgress', 'onError']);
 const DEFAULT_POOL = 64 << 20;
 const PAGE_SIZE = 4096;
 /** Pages read ahead (by id) when a scan faults on an async backend. */
@@ -140,19 +144,21 @@ function resolveStorage(s: StoreOptions<unknown, unknown>['storage']): StorageBa
     if (typeof (globalThis as { Deno?: unknown }).Deno !== 'undefined') return denoStorage;
     const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
     if (p?.versions?.node !== undefined) return nodeStorage;
+    if (opfsSyncAvailable()) return opfsStorage;
     throw new InvalidArgumentError("no default storage in this runtime: pass options.storage (a backend object, or 'memory')");
   }
   if (typeof s === 'string') {
     switch (s) {
       case 'node': return nodeStorage;
       case 'deno': return denoStorage;
+      case 'opfs': return opfsStorage;
       case 'memory': return memoryStorage;
       case 'async-memory': return asyncMemoryStorage;
-      default: throw new InvalidArgumentError(`unknown storage '${s}' (node, deno, memory, async-memory, or a backend object)`);
+      default: throw new InvalidArgumentError(`unknown storage '${s}' (node, deno, opfs, memory, async-memory, or a backend object)`);
     }
   }
   if (s !== null && typeof s === 'object' && (s.kind === 'sync' || s.kind === 'async') && typeof s.open === 'function') return s;
-  throw new InvalidArgumentError("options.storage must be 'node', 'deno', 'memory', 'async-memory' or a backend object");
+  throw new InvalidArgumentError("options.storage must be 'node', 'deno', 'opfs', 'memory', 'async-memory' or a backend object");
 }
 
 interface Deferred {
@@ -261,6 +267,7 @@ export class BTreeStore<K = string, V = unknown> {
     if (ac !== undefined && (ac === null || typeof ac !== 'object' || (ac.ms !== undefined && !(ac.ms >= 0)) || (ac.writes !== undefined && !(ac.writes >= 1)))) {
       throw new InvalidArgumentError('autoCommit must be { ms?: number >= 0, writes?: number >= 1 }');
     }
+    if (options.wait !== undefined && typeof options.wait !== 'boolean') throw new InvalidArgumentError('wait must be a boolean');
     const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
     const wasm = options.wasm ?? getDefaultWasm() ?? (await (privateWasm ??= loadWasm()));
     const ex = wasm.exports;
@@ -280,7 +287,7 @@ export class BTreeStore<K = string, V = unknown> {
     const aux = () => wasm.dv().getInt32(wasm.result + Result.AUX, true);
 
     if (backend.kind === 'sync') {
-      const files = await backend.open(options.path, { create });
+      const files = await backend.open(options.path, { create, wait: options.wait === true });
       const { io, entry } = registerHost(files);
       const release = () => {
         unregisterHost(io);
@@ -317,7 +324,7 @@ export class BTreeStore<K = string, V = unknown> {
       }
     }
 
-    const pages = await backend.open(options.path, { create });
+    const pages = await backend.open(options.path, { create, wait: options.wait === true });
     let pageBuf = 0;
     let tree = 0;
     const release = () => {
