@@ -213,7 +213,7 @@ describe('opfs backend in headless Chromium', () => {
     applyModel(model, committed);
     await run(page, { op: 'commit', id });
     // Many uncommitted writes: with a 1 MiB pool some dirty pages spill to the log before any commit.
-    const lost = randomOps(6000, 22).map(([k, v]): Op => [k, v && { ...v, s: v.s + 'lost' }]);
+    const lost = randomOps(6000, 22).map(([k, v]): Op => [k, v && { ...v, s: 'lost'.repeat(400) }]);
     await run(page, { op: 'apply', id, ops: lost });
     const st = await run<{ spills: number }>(page, { op: 'stats', id });
     expect(st.spills).toBeGreaterThan(0);

@@ -134,29 +134,33 @@ function splitPath(path: string): string[] {
   return parts;
 }
 
-/** Resolves when the lock of a store closed in this context is really released (the lock
- * manager lets it go asynchronously, after close() returned): a reopen here waits for it. */
+/** Locks of stores closed in this context that the lock manager has not let go of yet (it
+ * releases asynchronously, after close() returned): a reopen here waits for them, rather
+ * than seeing its own closed store as open elsewhere. */
 const releasing = new Map<string, Promise<void>>();
 
 /** Takes the Web Lock `name`; resolves with its release function, or throws LockedError. */
 async function takeLock(locks: LockManager, name: string, wait: boolean, path: string): Promise<() => void> {
   await releasing.get(name);
-  let release!: () => void;
-  let whenReleased!: Promise<void>;
-  const held = new Promise<void>((r) => (release = r));
+  let unlock!: () => void;
+  const held = new Promise<void>((r) => (unlock = r));
+  let done!: Promise<void>;
   const granted = await new Promise<boolean>((resolve, reject) => {
-    const done = locks.request(name, wait ? { mode: 'exclusive' } : { mode: 'exclusive', ifAvailable: true }, async (lock) => {
+    done = locks.request(name, wait ? { mode: 'exclusive' } : { mode: 'exclusive', ifAvailable: true }, async (lock) => {
       resolve(lock !== null);
       if (lock !== null) await held;
     });
     done.catch(reject);
-    // Only a granted request is this context's lock to wait for.
-    void done.then(() => { if (releasing.get(name) === whenReleased) releasing.delete(name); }, () => undefined);
-    whenReleased = done.catch(() => undefined);
   });
   if (!granted) throw new LockedError(`the store '${path}' is open in another tab or worker (Web Lock '${name}')`);
-  releasing.set(name, whenReleased);
-  return release;
+  return () => {
+    const gone = done.then(() => undefined, () => undefined);
+    releasing.set(name, gone);
+    void gone.then(() => {
+      if (releasing.get(name) === gone) releasing.delete(name);
+    });
+    unlock();
+  };
 }
 
 async function openHandle(dir: DirHandle, name: string, create: boolean, path: string): Promise<OpfsAccessHandle> {
