@@ -338,6 +338,7 @@ describe('opfs: SIGKILL of the browser mid-workload', () => {
     const b = await launch();
     try {
       const v = await b.page.evaluate((c) => call(c), { op: 'verify', path: 'killed/store', seed, batchSize, maxBatches: seen + 200 }) as { prefix: number; size: number };
+      console.log(`kill test: ${seen + 1} commits seen resolved, reopened at the state after batch ${v.prefix} (${v.size} keys)`);
       expect(v.prefix).not.toBe(-2); // exactly the state after some commit
       expect(v.prefix).toBeGreaterThanOrEqual(seen); // never less than a resolved commit
     } finally {
