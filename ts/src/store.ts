@@ -67,6 +67,7 @@ import { memoryStorage } from './storage/memory.js';
 import { nodeStorage } from './storage/node.js';
 import { denoStorage } from './storage/deno.js';
 import { opfsStorage, opfsSyncAvailable } from './storage/opfs.js';
+import { OpfsWorkerStore, linkOpfsWorkerStore, opfsRemoteAvailable } from './storage/opfs-remote.js';
 import { asyncMemoryStorage } from './storage/async-memory.js';
 
 export type StorageName = 'node' | 'deno' | 'opfs' | 'memory' | 'async-memory';
@@ -269,6 +270,10 @@ export class BTreeStore<K = string, V = unknown> {
     }
     if (options.wait !== undefined && typeof options.wait !== 'boolean') throw new InvalidArgumentError('wait must be a boolean');
     const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
+    if (backend === opfsStorage && !opfsSyncAvailable() && opfsRemoteAvailable()) {
+      // A browser's main thread: the store lives in a worker (storage/opfs-remote.ts).
+      return (await OpfsWorkerStore.open(options as unknown as Record<string, unknown> & { path: string })) as unknown as BTreeStore<K, V>;
+    }
     const wasm = options.wasm ?? getDefaultWasm() ?? (await (privateWasm ??= loadWasm()));
     const ex = wasm.exports;
     const needed = backend.kind === 'sync' ? STORE_FUNCTIONS : [...STORE_FUNCTIONS.filter((f) => f !== 'at_store_open'), ...ASYNC_STORE_FUNCTIONS];
@@ -549,6 +554,11 @@ export class BTreeStore<K = string, V = unknown> {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+
+  /** stats(), as a promise: what works on a store that lives in a worker (opfs on a main thread). */
+  async statsAsync(): Promise<StoreStats> {
+    return this.stats();
   }
 
   /** Pool and file figures (at_store_stats) plus the backend's name, path and fileBytes. */
@@ -888,3 +898,7 @@ function openError(st: number, path: string, cause: unknown): Error {
 if (typeof Symbol.asyncDispose !== 'symbol') {
   delete (BTreeStore.prototype as unknown as Record<string, unknown>)['undefined'];
 }
+
+// An opfs store opened on a browser's main thread is an OpfsWorkerStore: a BTreeStore whose
+// sync methods throw PageFaultError (its pages are in a worker).
+linkOpfsWorkerStore(BTreeStore);

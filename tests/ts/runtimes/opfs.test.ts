@@ -44,7 +44,7 @@ interface CallError { name: string; code?: string; message: string; causeName?: 
 declare const call: (cmd: Record<string, unknown>) => Promise<unknown>;
 declare const tryCall: (cmd: Record<string, unknown>) => Promise<{ result?: unknown; error?: CallError }>;
 declare const ready: Promise<void>;
-declare const openOnMainThread: () => Promise<{ opened?: boolean; error?: CallError }>;
+declare const mainThread: (path: string, ops: Op[]) => Promise<unknown>;
 
 /** n random sets (80%) and deletes over ~n/3 keys, values of random length. */
 function randomOps(n: number, seed: number): Op[] {
@@ -250,12 +250,27 @@ describe('opfs backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   });
 
-  it("opening 'opfs' on the main thread is a clear InvalidArgumentError (use a worker)", async () => {
+  it('on the main thread, opfs stores live in a worker the package starts: the async twins work, sync methods say NEED_PAGE', async () => {
     const page = await tab();
-    const r = await page.evaluate(() => openOnMainThread());
-    expect(r.error).toMatchObject({ name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT' });
-    expect(r.error!.message).toMatch(/worker/i);
+    await run(page, { op: 'remove', names: ['main'] });
+    const ops = randomOps(1200, 41);
+    const model = new Map<string, unknown>();
+    applyModel(model, ops);
+    const r = (await page.evaluate(([p, o]) => mainThread(p, o), ['main/store', ops] as const)) as Record<string, unknown>;
+    const want = sorted(model);
+    expect(r).toMatchObject({ isStore: true, isAsync: true, storage: 'opfs', size: model.size, stats: 'opfs', hasMissing: false, reopenedSize: model.size });
+    expect(r.syncGet).toMatchObject({ name: 'PageFaultError', code: 'NEED_PAGE' });
+    expect(r.first).toEqual(want[0]);
+    expect(r.getFirst).toEqual(want[0]![1]);
+    expect(r.many).toEqual(ops.slice(0, 3).map(([k]) => model.get(k)));
+    expect(r.range).toEqual(want.map(([k]) => k).filter((k) => k >= 'key:00010').slice(0, 5));
+    expect((r.workerOpen as { error: CallError }).error).toMatchObject({ name: 'LockedError', code: 'LOCKED' });
+    expect(r.badKey).toMatchObject({ name: 'InvalidKeyError', code: 'INVALID_KEY' });
+    expect(r.badClone).toMatchObject({ code: 'INVALID_VALUE' });
+    expect(r.afterClose).toMatchObject({ name: 'ClosedError', code: 'CLOSED' });
+    expect(r.entries).toEqual(want);
     await page.close();
+    expect(errors).toEqual([]);
   });
 });
 

@@ -34,15 +34,49 @@ window.call = (cmd) =>
 window.tryCall = (cmd) =>
   window.call(cmd).then((result) => ({ result }), (e) => ({ error: { name: e.name, code: e.code, message: e.message, causeName: e.causeName } }));
 
-/** Opening 'opfs' on the main thread: sync access handles do not exist here. */
-window.openOnMainThread = async () => {
-  try {
-    const s = await api.BTreeStore.open({ path: 'main-thread', storage: 'opfs' });
-    await s.close();
-    return { opened: true };
-  } catch (e) {
-    return { error: { name: e.name, code: e.code, message: e.message } };
+/** An 'opfs' store opened on the main thread (it lives in a worker the package starts):
+ * applies `ops` with the async twins in two commits, reads them back, closes, reopens. */
+window.mainThread = async (path, ops) => {
+  const out = {};
+  const err = (e) => ({ name: e.name, code: e.code, message: e.message });
+  let s = await api.BTreeStore.open({ path, storage: 'opfs' });
+  out.isStore = s instanceof api.BTreeStore;
+  out.isAsync = s.isAsync;
+  out.storage = s.storage;
+  const half = Math.floor(ops.length / 2);
+  for (const [i, [k, v]] of ops.entries()) {
+    if (v === null) await s.deleteAsync(k);
+    else await s.setAsync(k, v);
+    if (i === half) await s.commit();
   }
+  await s.commit();
+  out.size = s.size;
+  try {
+    s.get('x');
+    out.syncGet = 'returned';
+  } catch (e) {
+    out.syncGet = err(e);
+  }
+  out.first = await s.firstAsync();
+  out.getFirst = out.first === undefined ? undefined : await s.getAsync(out.first[0]);
+  out.hasMissing = await s.hasAsync('no such key');
+  out.many = await s.getManyAsync(ops.slice(0, 3).map(([k]) => k));
+  out.stats = (await s.statsAsync()).storage;
+  out.range = [];
+  for await (const k of s.keysAsync({ gte: 'key:00010', limit: 5 })) out.range.push(k);
+  // A dedicated worker of this page (another context of the origin) cannot open it meanwhile.
+  out.workerOpen = await tryCall({ op: 'open', path });
+  // A bad value is the same typed error as in a worker.
+  out.badKey = await s.setAsync(42, 1).then(() => 'ok', err);
+  out.badClone = await s.setAsync('f', () => 1).then(() => 'ok', err);
+  await s.close();
+  out.afterClose = await s.getAsync('a').then(() => 'ok', err);
+  s = await api.BTreeStore.open({ path, storage: 'opfs' });
+  out.entries = [];
+  for await (const e of s) out.entries.push(e);
+  out.reopenedSize = s.size;
+  await s.close();
+  return out;
 };
 
 window.ready = call({ op: 'ping' }).then(() => (document.getElementById('out').textContent = 'ready'));
