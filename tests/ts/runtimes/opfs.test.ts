@@ -198,6 +198,19 @@ describe('opfs backend in headless Chromium', () => {
     await run(a, { op: 'close', id: back.id });
     const re = await run<{ id: number }>(a, { op: 'open', path });
     await run(a, { op: 'close', id: re.id });
+    // A sync access handle held without the lock (its log file here): createSyncAccessHandle's
+    // NoModificationAllowedError is a LockedError too (after a short retry), and nothing stays held.
+    const c = await tab();
+    await run(c, { op: 'hold', path: path + '-log' });
+    const t1 = Date.now();
+    const foreign = await attempt(a, { op: 'open', path });
+    expect(Date.now() - t1).toBeLessThan(10_000);
+    expect(foreign.error).toMatchObject({ name: 'LockedError', code: 'LOCKED', causeName: 'NoModificationAllowedError' });
+    await run(c, { op: 'unhold', path: path + '-log' });
+    await c.close();
+    const after = await run<{ id: number }>(a, { op: 'open', path });
+    expect(await run(a, { op: 'dump', id: after.id })).toEqual(sorted(model));
+    await run(a, { op: 'close', id: after.id });
     await a.close();
     expect(errors).toEqual([]);
   });

@@ -175,13 +175,26 @@ async function openHandle(dir: DirHandle, name: string, create: boolean, path: s
   if (typeof fh.createSyncAccessHandle !== 'function') {
     throw new InvalidArgumentError("the 'opfs' storage needs a dedicated worker: sync access handles do not exist here");
   }
-  try {
-    return await fh.createSyncAccessHandle();
-  } catch (e) {
-    if (nameOf(e) === 'NoModificationAllowedError') throw new LockedError(`the store '${path}' is open elsewhere (its file '${name}' has an open access handle)`, { cause: e });
-    if (nameOf(e) === 'QuotaExceededError') throw new QuotaExceededError(`opfs: opening '${path}': ${(e as Error).message}`, { cause: e });
-    throw new IoError(`opfs: cannot open '${name}' of '${path}': ${(e as Error).message}`, { cause: e });
+  // We hold the lock, so a handle still open is most likely a previous holder's that is going
+  // away (a reloaded tab's worker: the browser may free its lock before its handles): retry
+  // for a while before calling it locked.
+  for (let delay = 10; ; delay *= 2) {
+    try {
+      return await fh.createSyncAccessHandle();
+    } catch (e) {
+      if (nameOf(e) !== 'NoModificationAllowedError' || delay > HANDLE_RETRY_MS) throw handleError(e, name, path);
+    }
+    await new Promise((r) => setTimeout(r, delay));
   }
+}
+
+/** Retries of createSyncAccessHandle on NoModificationAllowedError: after 10, 20, ..., 640 ms (1.3 s in all). */
+const HANDLE_RETRY_MS = 1000;
+
+function handleError(e: unknown, name: string, path: string): Error {
+  if (nameOf(e) === 'NoModificationAllowedError') return new LockedError(`the store '${path}' is open elsewhere (its file '${name}' has an open access handle)`, { cause: e });
+  if (nameOf(e) === 'QuotaExceededError') return new QuotaExceededError(`opfs: opening '${path}': ${(e as Error).message}`, { cause: e });
+  return new IoError(`opfs: cannot open '${name}' of '${path}': ${(e as Error).message}`, { cause: e });
 }
 
 export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles> } = {

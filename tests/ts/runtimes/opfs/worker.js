@@ -4,6 +4,7 @@
 import { BTreeStore, init, opfsStorage } from '/dist/index.js';
 
 const stores = new Map();
+const held = new Map();
 let nextId = 1;
 
 /** A sync backend over opfs whose writes fail once a byte budget is spent, with the
@@ -133,6 +134,20 @@ async function run(cmd) {
       }
       return {};
     }
+    case 'hold': {
+      // A sync access handle on a file, taken without the store's lock (code that does not
+      // play by the rules), held until 'unhold'.
+      let dir = await navigator.storage.getDirectory();
+      const parts = cmd.path.split('/');
+      for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p, { create: true });
+      const fh = await dir.getFileHandle(parts[parts.length - 1], { create: true });
+      held.set(cmd.path, await fh.createSyncAccessHandle());
+      return {};
+    }
+    case 'unhold':
+      held.get(cmd.path)?.close();
+      held.delete(cmd.path);
+      return {};
     case 'files': {
       // Names and sizes of the files in a directory of OPFS (to check where a store lives).
       let dir = await navigator.storage.getDirectory();
