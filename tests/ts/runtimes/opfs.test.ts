@@ -40,7 +40,7 @@ function server(): Server {
 }
 
 type Op = [key: string, value: { n: number; s: string } | null];
-interface CallError { name: string; code?: string; message: string; causeName?: string }
+interface CallError { name: string; code?: string; message: string; causeName?: string; causeCode?: string | number; domCause?: boolean }
 declare const call: (cmd: Record<string, unknown>) => Promise<unknown>;
 declare const tryCall: (cmd: Record<string, unknown>) => Promise<{ result?: unknown; error?: CallError }>;
 declare const ready: Promise<void>;
@@ -238,24 +238,31 @@ describe('opfs backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   });
 
-  it('a write refused for quota fails the commit with QUOTA_EXCEEDED, the store turns read-only, reopen shows the last commit', async () => {
+  it.each([
+    ['a test backend wrapper', false],
+    ['the access handles themselves (the backend maps it)', true],
+  ] as const)('a write refused for quota by %s fails the commit with QUOTA_EXCEEDED, the store turns read-only, reopen shows the last commit', async (_, handles) => {
     const page = await tab();
     const path = 'quota/store';
     await run(page, { op: 'remove', names: ['quota'] });
-    const { id } = await run<{ id: number }>(page, { op: 'open', path, quota: true });
+    const { id } = await run<{ id: number }>(page, { op: 'open', path, quota: !handles });
     const model = new Map<string, unknown>();
     const ops = randomOps(2000, 31);
     await run(page, { op: 'apply', id, ops });
     applyModel(model, ops);
     await run(page, { op: 'commit', id });
     // 64 KiB of budget; the next commit needs far more.
-    await run(page, { op: 'budget', id, bytes: 64 << 10 });
+    await run(page, { op: 'budget', id, bytes: 64 << 10, handles });
     await run(page, { op: 'apply', id, ops: randomOps(4000, 32) });
     const failed = await attempt(page, { op: 'commit', id });
-    expect(failed.error).toMatchObject({ name: 'QuotaExceededError', code: 'QUOTA_EXCEEDED', causeName: 'QuotaExceededError' });
+    expect(failed.error).toMatchObject({ name: 'QuotaExceededError', code: 'QUOTA_EXCEEDED', causeName: 'QuotaExceededError', domCause: true });
+    // The cause: the backend's own error (our QuotaExceededError, with the DOMException as its
+    // cause), or the wrapper's DOMException itself (whose legacy numeric code is 22).
+    expect(failed.error!.causeCode).toBe(handles ? 'QUOTA_EXCEEDED' : 22);
     const ro = await attempt(page, { op: 'set', id, key: 'x', value: 1 });
     expect(ro.error).toMatchObject({ name: 'ReadOnlyError', code: 'READ_ONLY' });
     await attempt(page, { op: 'close', id });
+    if (handles) await run(page, { op: 'budget', bytes: undefined, handles }); // the wrapper went with its store
     const again = await run<{ id: number }>(page, { op: 'open', path });
     expect(await run(page, { op: 'dump', id: again.id })).toEqual(sorted(model));
     await run(page, { op: 'close', id: again.id });

@@ -32,7 +32,7 @@ window.call = (cmd) =>
 
 /** Same as call, but resolves with { error: { name, code, message } } instead of rejecting. */
 window.tryCall = (cmd) =>
-  window.call(cmd).then((result) => ({ result }), (e) => ({ error: { name: e.name, code: e.code, message: e.message, causeName: e.causeName } }));
+  window.call(cmd).then((result) => ({ result }), (e) => ({ error: { name: e.name, code: e.code, message: e.message, causeName: e.causeName, causeCode: e.causeCode, domCause: e.domCause } }));
 
 /** An 'opfs' store opened on the main thread (it lives in a worker the package starts):
  * applies `ops` with the async twins in two commits, reads them back, closes, reopens. */

@@ -33,6 +33,18 @@ function quotaBackend(state) {
   };
 }
 
+/** The other way to run out of quota: the real access handles' write throws the browser's
+ * DOMException past a byte budget (so the opfs backend's own mapping is what is tested). */
+let handleBudget;
+const realWrite = FileSystemSyncAccessHandle.prototype.write;
+FileSystemSyncAccessHandle.prototype.write = function write(buffer, options) {
+  if (handleBudget !== undefined) {
+    if (buffer.byteLength > handleBudget) throw new DOMException('test quota exhausted', 'QuotaExceededError');
+    handleBudget -= buffer.byteLength;
+  }
+  return realWrite.call(this, buffer, options);
+};
+
 function store(id) {
   const s = stores.get(id);
   if (s === undefined) throw new Error(`no store ${id}`);
@@ -102,7 +114,8 @@ async function run(cmd) {
       return { size: s.size };
     }
     case 'budget':
-      store(cmd.id).quota.budget = cmd.bytes;
+      if (cmd.handles) handleBudget = cmd.bytes;
+      else store(cmd.id).quota.budget = cmd.bytes;
       return {};
     case 'commit':
       await store(cmd.id).s.commit();
@@ -199,6 +212,6 @@ onmessage = async (e) => {
   try {
     postMessage({ seq, result: await run(cmd) });
   } catch (err) {
-    postMessage({ seq, error: { name: err?.name, code: err?.code, message: String(err?.message ?? err), causeName: err?.cause?.name } });
+    postMessage({ seq, error: { name: err?.name, code: err?.code, message: String(err?.message ?? err), causeName: err?.cause?.name, causeCode: err?.cause?.code, domCause: [err?.cause, err?.cause?.cause].some((c) => c instanceof DOMException) } });
   }
 };
