@@ -278,7 +278,7 @@ describe('opfs backend in headless Chromium', () => {
     applyModel(model, ops);
     const r = (await page.evaluate(([p, o]) => mainThread(p, o), ['main/store', ops] as const)) as Record<string, unknown>;
     const want = sorted(model);
-    expect(r).toMatchObject({ isStore: true, isAsync: true, storage: 'opfs', size: model.size, stats: 'opfs', hasMissing: false, reopenedSize: model.size });
+    expect(r).toMatchObject({ isStore: true, isAsync: true, storage: 'opfs', size: model.size, stats: 'opfs', hasMissing: false, reopenedSize: model.size, cycles: 5 });
     expect(r.syncGet).toMatchObject({ name: 'PageFaultError', code: 'NEED_PAGE' });
     expect(r.first).toEqual(want[0]);
     expect(r.getFirst).toEqual(want[0]![1]);

@@ -11,6 +11,7 @@
  * { items, done }), 'return' ([id]).
  */
 import { BTreeStore, type StoreOptions } from '../store.js';
+import { opfsLocksReleased } from './opfs.js';
 
 interface Scope {
   onmessage: ((e: { data: { seq: number; op: string; args: unknown[] } }) => void) | null;
@@ -55,6 +56,7 @@ async function handle(op: string, args: unknown[]): Promise<unknown> {
         await s.close(args[0] as { commit?: boolean } | undefined);
       } finally {
         store = undefined;
+        await opfsLocksReleased();
       }
       return undefined;
     }

@@ -139,6 +139,12 @@ function splitPath(path: string): string[] {
  * than seeing its own closed store as open elsewhere. */
 const releasing = new Map<string, Promise<void>>();
 
+/** Resolves once the locks of every store closed in this context are released (the worker
+ * behind a main-thread store answers close() only then, so a reopen never finds them held). */
+export async function opfsLocksReleased(): Promise<void> {
+  await Promise.all(releasing.values());
+}
+
 /** Takes the Web Lock `name`; resolves with its release function, or throws LockedError. */
 async function takeLock(locks: LockManager, name: string, wait: boolean, path: string): Promise<() => void> {
   await releasing.get(name);

@@ -76,6 +76,14 @@ window.mainThread = async (path, ops) => {
   for await (const e of s) out.entries.push(e);
   out.reopenedSize = s.size;
   await s.close();
+  // Close and reopen right away, again and again: never LOCKED by the store just closed.
+  out.cycles = 0;
+  for (let i = 0; i < 5; i++) {
+    const t = await api.BTreeStore.open({ path, storage: 'opfs' });
+    await t.setAsync(`cycle${i}`, i);
+    await t.close();
+    out.cycles++;
+  }
   return out;
 };
 
