@@ -1,7 +1,9 @@
 /**
  * BTreeStore: a persistent BTreeMap. Its 4 KiB pages live in a buffer pool in wasm memory over
- * a storage backend (storage/*.ts): files in Node or Deno, an in-process memory volume, or an
- * asynchronous backend (IndexedDB-like; storage/async-memory.ts is the test one).
+ * a storage backend (storage/*.ts): files in Node or Deno, OPFS in a browser's dedicated
+ * worker (on a main thread the store runs in a worker the package starts: storage/opfs-remote.ts),
+ * an in-process memory volume, or an asynchronous backend (IndexedDB-like;
+ * storage/async-memory.ts is the test one).
  *
  * ```ts
  * await using s = await BTreeStore.open('data/index.db');   // node files; recovers if needed
@@ -367,7 +369,7 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#path;
   }
 
-  /** The backend's name: 'node', 'deno', 'memory', 'async-memory', or yours. */
+  /** The backend's name: 'node', 'deno', 'opfs', 'memory', 'async-memory', or yours. */
   get storage(): string {
     return this.#storage;
   }
