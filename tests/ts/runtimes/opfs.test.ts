@@ -348,34 +348,38 @@ describe('opfs: SIGKILL of the browser mid-workload', () => {
     };
   }
 
-  it('reopens to exactly a committed state that includes every commit the page saw resolve', async () => {
-    const seed = 5, batchSize = 400, batches = 100_000;
-    let lastResolved = -1;
-    {
-      const b = await launch();
-      await b.page.evaluate(() => call({ op: 'remove', names: ['killed'] }));
-      b.page.on('console', (m) => {
-        const t = m.text();
-        if (!t.startsWith('adaptree-event ')) return;
-        const ev = JSON.parse(t.slice('adaptree-event '.length)) as { committed?: number };
-        if (ev.committed !== undefined) lastResolved = Math.max(lastResolved, ev.committed);
-      });
-      void b.page.evaluate((c) => call(c), { op: 'workload', path: 'killed/store', seed, batchSize, batches }).catch(() => undefined);
-      const t0 = Date.now();
-      while (lastResolved < 30 && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 50));
-      expect(lastResolved).toBeGreaterThanOrEqual(30);
-      // Mid-workload: the next commit is being built or flushed. Kill the browser process.
-      await new Promise((r) => setTimeout(r, 37));
-      b.proc.kill('SIGKILL');
-      await new Promise((r) => b.proc.once('exit', r));
-    }
-    const seen = lastResolved;
-    const b = await launch();
+  it('reopens to exactly a committed state that includes every commit the page saw resolve (3 kills)', async () => {
+    const seed = 5, batchSize = 400;
+    let prefix = -1; // the store holds batches 0..prefix
+    let b = await launch();
+    await b.page.evaluate(() => call({ op: 'remove', names: ['killed'] }));
     try {
-      const v = await b.page.evaluate((c) => call(c), { op: 'verify', path: 'killed/store', seed, batchSize, maxBatches: seen + 200 }) as { prefix: number; size: number };
-      console.log(`kill test: ${seen + 1} commits seen resolved, reopened at the state after batch ${v.prefix} (${v.size} keys)`);
-      expect(v.prefix).not.toBe(-2); // exactly the state after some commit
-      expect(v.prefix).toBeGreaterThanOrEqual(seen); // never less than a resolved commit
+      for (const [round, delay] of [0, 37, 113].entries()) {
+        let lastResolved = -1;
+        b.page.on('console', (m) => {
+          const t = m.text();
+          if (!t.startsWith('adaptree-event ')) return;
+          const ev = JSON.parse(t.slice('adaptree-event '.length)) as { committed?: number };
+          if (ev.committed !== undefined) lastResolved = Math.max(lastResolved, ev.committed);
+        });
+        // The workload goes on from the state recovered: batches prefix+1, prefix+2, ...
+        const from = prefix + 1;
+        void b.page.evaluate((c) => call(c), { op: 'workload', path: 'killed/store', seed, batchSize, from, batches: from + 100_000 }).catch(() => undefined);
+        const t0 = Date.now();
+        while (lastResolved < from + 20 && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 20));
+        expect(lastResolved).toBeGreaterThanOrEqual(from + 20);
+        // Mid-workload: a commit is being built or flushed. Kill the browser process.
+        await new Promise((r) => setTimeout(r, delay));
+        b.proc.kill('SIGKILL');
+        await new Promise((r) => b.proc.once('exit', r));
+        const seen = lastResolved;
+        b = await launch();
+        const v = (await b.page.evaluate((c) => call(c), { op: 'verify', path: 'killed/store', seed, batchSize, maxBatches: seen + 200 })) as { prefix: number; size: number };
+        console.log(`kill ${round + 1}: batches ${from}..${seen} seen committed, reopened at the state after batch ${v.prefix} (${v.size} keys)`);
+        expect(v.prefix).not.toBe(-2); // exactly the state after some commit, no mix
+        expect(v.prefix).toBeGreaterThanOrEqual(seen); // never less than a resolved commit
+        prefix = v.prefix;
+      }
     } finally {
       await b.close();
     }

@@ -173,7 +173,7 @@ async function run(cmd) {
       // Commits batch after batch until told to stop (or killed); reports every resolved commit.
       const s = await BTreeStore.open({ path: cmd.path, storage: 'opfs', poolSize: cmd.poolSize ?? 1 << 20 });
       postMessage({ event: { opened: true } });
-      for (let i = 0; i < cmd.batches; i++) {
+      for (let i = cmd.from ?? 0; i < cmd.batches; i++) {
         apply(s, batch(cmd.seed, i, cmd.batchSize));
         await s.commit();
         postMessage({ event: { committed: i } });
