@@ -71,6 +71,7 @@ export type {
 export { memoryStorage, MemoryFile, type MemoryStorage } from './storage/memory.js';
 export { nodeStorage } from './storage/node.js';
 export { denoStorage } from './storage/deno.js';
+export { opfsStorage } from './storage/opfs.js';
 export { asyncMemoryStorage, createAsyncMemoryStorage, type AsyncMemoryStorage } from './storage/async-memory.js';
 export {
   ADAPTREE_ERROR,

@@ -1,7 +1,9 @@
 /**
  * BTreeStore: a persistent BTreeMap. Its 4 KiB pages live in a buffer pool in wasm memory over
- * a storage backend (storage/*.ts): files in Node or Deno, an in-process memory volume, or an
- * asynchronous backend (IndexedDB-like; storage/async-memory.ts is the test one).
+ * a storage backend (storage/*.ts): files in Node or Deno, OPFS in a browser's dedicated
+ * worker (on a main thread the store runs in a worker the package starts: storage/opfs-remote.ts),
+ * an in-process memory volume, or an asynchronous backend (IndexedDB-like;
+ * storage/async-memory.ts is the test one).
  *
  * ```ts
  * await using s = await BTreeStore.open('data/index.db');   // node files; recovers if needed
@@ -66,14 +68,16 @@ import type { AsyncStorePages, StorageBackend, SyncStoreFiles } from './storage/
 import { memoryStorage } from './storage/memory.js';
 import { nodeStorage } from './storage/node.js';
 import { denoStorage } from './storage/deno.js';
+import { opfsStorage, opfsSyncAvailable } from './storage/opfs.js';
+import { OpfsWorkerStore, linkOpfsWorkerStore, opfsRemoteAvailable } from './storage/opfs-remote.js';
 import { asyncMemoryStorage } from './storage/async-memory.js';
 
-export type StorageName = 'node' | 'deno' | 'memory' | 'async-memory';
+export type StorageName = 'node' | 'deno' | 'opfs' | 'memory' | 'async-memory';
 
 export interface StoreOptions<K, V> {
   /** Where the store is: a file path (node, deno) or a name (memory backends). */
   path: string;
-  /** The backend; default `'node'` in Node, `'deno'` in Deno. */
+  /** The backend; default `'node'` in Node, `'deno'` in Deno, `'opfs'` in a browser's dedicated worker. */
   storage?: StorageName | StorageBackend;
   /** Layout of a new store (an existing store keeps its own); default 'adaptive'. */
   layout?: LayoutName;
@@ -87,6 +91,9 @@ export interface StoreOptions<K, V> {
   autoCommit?: { ms?: number; writes?: number };
   /** Create the store if it does not exist (default true). */
   create?: boolean;
+  /** If the store is open elsewhere: false (default) throws LockedError at once, true waits
+   * until it is closed there (opfs: queues for its Web Lock; node, deno, memory: no effect). */
+  wait?: boolean;
   /** The wasm instance; default the one init() loaded, else a private one loaded now. */
   wasm?: AdaptreeWasm;
   /** Called while opening (recovery reads the log): bytes read so far of about `totalBytes`.
@@ -96,7 +103,7 @@ export interface StoreOptions<K, V> {
   onError?: (e: Error) => void;
 }
 
-const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wasm', 'onProgress', 'onError']);
+const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wait', 'wasm', 'onProgress', 'onError']);
 const DEFAULT_POOL = 64 << 20;
 const PAGE_SIZE = 4096;
 /** Pages read ahead (by id) when a scan faults on an async backend. */
@@ -140,19 +147,21 @@ function resolveStorage(s: StoreOptions<unknown, unknown>['storage']): StorageBa
     if (typeof (globalThis as { Deno?: unknown }).Deno !== 'undefined') return denoStorage;
     const p = (globalThis as { process?: { versions?: { node?: string } } }).process;
     if (p?.versions?.node !== undefined) return nodeStorage;
+    if (opfsSyncAvailable()) return opfsStorage;
     throw new InvalidArgumentError("no default storage in this runtime: pass options.storage (a backend object, or 'memory')");
   }
   if (typeof s === 'string') {
     switch (s) {
       case 'node': return nodeStorage;
       case 'deno': return denoStorage;
+      case 'opfs': return opfsStorage;
       case 'memory': return memoryStorage;
       case 'async-memory': return asyncMemoryStorage;
-      default: throw new InvalidArgumentError(`unknown storage '${s}' (node, deno, memory, async-memory, or a backend object)`);
+      default: throw new InvalidArgumentError(`unknown storage '${s}' (node, deno, opfs, memory, async-memory, or a backend object)`);
     }
   }
   if (s !== null && typeof s === 'object' && (s.kind === 'sync' || s.kind === 'async') && typeof s.open === 'function') return s;
-  throw new InvalidArgumentError("options.storage must be 'node', 'deno', 'memory', 'async-memory' or a backend object");
+  throw new InvalidArgumentError("options.storage must be 'node', 'deno', 'opfs', 'memory', 'async-memory' or a backend object");
 }
 
 interface Deferred {
@@ -261,7 +270,12 @@ export class BTreeStore<K = string, V = unknown> {
     if (ac !== undefined && (ac === null || typeof ac !== 'object' || (ac.ms !== undefined && !(ac.ms >= 0)) || (ac.writes !== undefined && !(ac.writes >= 1)))) {
       throw new InvalidArgumentError('autoCommit must be { ms?: number >= 0, writes?: number >= 1 }');
     }
+    if (options.wait !== undefined && typeof options.wait !== 'boolean') throw new InvalidArgumentError('wait must be a boolean');
     const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
+    if (backend === opfsStorage && !opfsSyncAvailable() && opfsRemoteAvailable()) {
+      // A browser's main thread: the store lives in a worker (storage/opfs-remote.ts).
+      return (await OpfsWorkerStore.open(options as unknown as Record<string, unknown> & { path: string })) as unknown as BTreeStore<K, V>;
+    }
     const wasm = options.wasm ?? getDefaultWasm() ?? (await (privateWasm ??= loadWasm()));
     const ex = wasm.exports;
     const needed = backend.kind === 'sync' ? STORE_FUNCTIONS : [...STORE_FUNCTIONS.filter((f) => f !== 'at_store_open'), ...ASYNC_STORE_FUNCTIONS];
@@ -280,7 +294,7 @@ export class BTreeStore<K = string, V = unknown> {
     const aux = () => wasm.dv().getInt32(wasm.result + Result.AUX, true);
 
     if (backend.kind === 'sync') {
-      const files = await backend.open(options.path, { create });
+      const files = await backend.open(options.path, { create, wait: options.wait === true });
       const { io, entry } = registerHost(files);
       const release = () => {
         unregisterHost(io);
@@ -317,7 +331,7 @@ export class BTreeStore<K = string, V = unknown> {
       }
     }
 
-    const pages = await backend.open(options.path, { create });
+    const pages = await backend.open(options.path, { create, wait: options.wait === true });
     let pageBuf = 0;
     let tree = 0;
     const release = () => {
@@ -355,7 +369,7 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#path;
   }
 
-  /** The backend's name: 'node', 'deno', 'memory', 'async-memory', or yours. */
+  /** The backend's name: 'node', 'deno', 'opfs', 'memory', 'async-memory', or yours. */
   get storage(): string {
     return this.#storage;
   }
@@ -542,6 +556,11 @@ export class BTreeStore<K = string, V = unknown> {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+
+  /** stats(), as a promise: what works on a store that lives in a worker (opfs on a main thread). */
+  async statsAsync(): Promise<StoreStats> {
+    return this.stats();
   }
 
   /** Pool and file figures (at_store_stats) plus the backend's name, path and fileBytes. */
@@ -881,3 +900,7 @@ function openError(st: number, path: string, cause: unknown): Error {
 if (typeof Symbol.asyncDispose !== 'symbol') {
   delete (BTreeStore.prototype as unknown as Record<string, unknown>)['undefined'];
 }
+
+// An opfs store opened on a browser's main thread is an OpfsWorkerStore: a BTreeStore whose
+// sync methods throw PageFaultError (its pages are in a worker).
+linkOpfsWorkerStore(BTreeStore);

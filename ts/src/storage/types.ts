@@ -1,6 +1,6 @@
 /**
  * The storage interface: what a persistent store needs from the place its pages live.
- * One file per backend in this folder implements it (memory.ts, node.ts, deno.ts,
+ * One file per backend in this folder implements it (memory.ts, node.ts, deno.ts, opfs.ts,
  * async-memory.ts); your own backend is an object of one of the two shapes below, passed as
  * `BTreeStore.open({ storage: yourBackend, path })`.
  *
@@ -50,6 +50,9 @@ export interface OpenStorageOptions {
   /** Create the store's files when they do not exist (default true). Without, a missing store
    * is an InvalidArgumentError. */
   create: boolean;
+  /** When the store is locked elsewhere: false (default) throws LockedError at once; true
+   * waits until the lock is free. Backends that cannot wait (node, deno, memory) ignore it. */
+  wait?: boolean;
 }
 
 export interface SyncBackend {

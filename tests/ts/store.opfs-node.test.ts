@@ -1,0 +1,190 @@
+// The 'opfs' backend without a browser: in Node it refuses clearly; over a small fake of
+// OPFS (directories, sync access handles on MemoryFiles, a Web Lock manager) it behaves as a
+// file backend, maps errors (QuotaExceededError DOMException → QuotaExceededError, others →
+// IoError, a held handle → LockedError), locks, waits, and holds a real store. The browser
+// itself is tested in tests/ts/runtimes/opfs.test.ts.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../../ts/src/errors.js';
+import { MemoryFile } from '../../ts/src/storage/memory.js';
+import { opfsStorage } from '../../ts/src/storage/opfs.js';
+import { BTreeStore } from '../../ts/src/store.js';
+
+const dom = (name: string) => new DOMException(`fake ${name}`, name);
+
+class FakeHandle {
+  closed = false;
+  constructor(private readonly file: FakeFile) {}
+  read(buf: Uint8Array, o: { at: number }): number {
+    return this.file.bytes.read(buf, o.at);
+  }
+  write(buf: Uint8Array, o: { at: number }): number {
+    if (this.file.failWrites !== undefined) throw dom(this.file.failWrites);
+    this.file.bytes.write(buf, o.at);
+    return buf.length;
+  }
+  flush(): void {}
+  getSize(): number {
+    return this.file.bytes.size();
+  }
+  truncate(n: number): void {
+    this.file.bytes.truncate(n);
+  }
+  close(): void {
+    this.closed = true;
+    this.file.handle = undefined;
+  }
+}
+
+class FakeFile {
+  kind = 'file' as const;
+  bytes = new MemoryFile();
+  handle: FakeHandle | undefined;
+  failWrites: string | undefined;
+  async createSyncAccessHandle(): Promise<FakeHandle> {
+    if (this.handle !== undefined) throw dom('NoModificationAllowedError');
+    return (this.handle = new FakeHandle(this));
+  }
+}
+
+class FakeDir {
+  kind = 'directory' as const;
+  entries = new Map<string, FakeDir | FakeFile>();
+  async getDirectoryHandle(name: string, o?: { create?: boolean }): Promise<FakeDir> {
+    let e = this.entries.get(name);
+    if (e === undefined) {
+      if (!o?.create) throw dom('NotFoundError');
+      this.entries.set(name, (e = new FakeDir()));
+    }
+    if (e.kind !== 'directory') throw dom('TypeMismatchError');
+    return e;
+  }
+  async getFileHandle(name: string, o?: { create?: boolean }): Promise<FakeFile> {
+    let e = this.entries.get(name);
+    if (e === undefined) {
+      if (!o?.create) throw dom('NotFoundError');
+      this.entries.set(name, (e = new FakeFile()));
+    }
+    if (e.kind !== 'file') throw dom('TypeMismatchError');
+    return e;
+  }
+}
+
+/** Exclusive locks by name, with ifAvailable and a FIFO queue, released when the callback settles. */
+class FakeLocks {
+  held = new Set<string>();
+  queue = new Map<string, (() => void)[]>();
+  request(name: string, o: { ifAvailable?: boolean }, cb: (lock: unknown) => Promise<void>): Promise<void> {
+    const run = async () => {
+      this.held.add(name);
+      try {
+        await cb({ name });
+      } finally {
+        this.held.delete(name);
+        this.queue.get(name)?.shift()?.();
+      }
+    };
+    if (!this.held.has(name)) return run();
+    if (o.ifAvailable) return cb(null);
+    return new Promise<void>((res, rej) => {
+      const q = this.queue.get(name) ?? [];
+      q.push(() => void run().then(res, rej));
+      this.queue.set(name, q);
+    });
+  }
+}
+
+function fakeOpfs(): { root: FakeDir; locks: FakeLocks } {
+  const root = new FakeDir(), locks = new FakeLocks();
+  vi.stubGlobal('navigator', { storage: { getDirectory: async () => root }, locks });
+  vi.stubGlobal('FileSystemFileHandle', FakeFile);
+  return { root, locks };
+}
+
+afterEach(() => vi.unstubAllGlobals());
+
+describe('opfs backend in Node (no OPFS)', () => {
+  it('opening is a clear InvalidArgumentError, and wait must be a boolean', async () => {
+    await expect(opfsStorage.open('x', { create: true })).rejects.toThrow(InvalidArgumentError);
+    await expect(BTreeStore.open({ path: 'x', storage: 'opfs' })).rejects.toThrow(/Origin Private File System/);
+    await expect(BTreeStore.open({ path: 'x', storage: 'memory', wait: 'yes' as never })).rejects.toThrow(InvalidArgumentError);
+  });
+});
+
+describe('opfs backend over a fake OPFS', () => {
+  it('two files per store in nested directories; reads, writes, sizes, truncation; create: false; bad paths', async () => {
+    const { root } = fakeOpfs();
+    const files = await opfsStorage.open('a//b/store', { create: true });
+    const dir = (await (await root.getDirectoryHandle('a')).getDirectoryHandle('b'));
+    expect([...dir.entries.keys()]).toEqual(['store', 'store-log']);
+    const a = new Uint8Array(4096).map((_, i) => i & 255);
+    files.data.write(a, 8192);
+    expect(files.data.size()).toBe(12288);
+    const back = new Uint8Array(4096);
+    expect(files.data.read(back, 8192)).toBe(4096);
+    expect(back).toEqual(a);
+    expect(files.data.read(new Uint8Array(100), 12288 - 10)).toBe(10);
+    files.data.truncate(4096);
+    expect(files.data.size()).toBe(4096);
+    files.log.sync();
+    files.close();
+    expect((await dir.getFileHandle('store')).handle).toBeUndefined();
+    await expect(opfsStorage.open('a/none', { create: false })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(opfsStorage.open('zz/none', { create: false })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    for (const bad of ['', '/', 'a/../b', './x']) await expect(opfsStorage.open(bad, { create: true })).rejects.toThrow(InvalidArgumentError);
+  });
+
+  it('maps a quota DOMException to QuotaExceededError and other failures to IoError, with the DOMException as cause', async () => {
+    const { root } = fakeOpfs();
+    const files = await opfsStorage.open('q', { create: true });
+    (await root.getFileHandle('q')).failWrites = 'QuotaExceededError';
+    let e: unknown;
+    try {
+      files.data.write(new Uint8Array(10), 0);
+    } catch (x) {
+      e = x;
+    }
+    expect(e).toBeInstanceOf(QuotaExceededError);
+    expect((e as Error).cause).toBeInstanceOf(DOMException);
+    (await root.getFileHandle('q-log')).failWrites = 'InvalidStateError';
+    expect(() => files.log.write(new Uint8Array(10), 0)).toThrow(IoError);
+    files.close();
+  });
+
+  it('locks: a second open is LockedError at once; wait: true gets it after close; a foreign handle is LockedError; reopen right after close works', async () => {
+    const { root, locks } = fakeOpfs();
+    const first = await opfsStorage.open('d/s', { create: true });
+    await expect(opfsStorage.open('d/s', { create: true })).rejects.toMatchObject({ name: 'LockedError', code: 'LOCKED' });
+    await expect(opfsStorage.open('d//s', { create: true })).rejects.toThrow(LockedError);
+    let got = false;
+    const waiting = opfsStorage.open('d/s', { create: true, wait: true }).then((f) => ((got = true), f));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(got).toBe(false);
+    first.close();
+    const second = await waiting;
+    second.close();
+    // Right after close, in the same context: the lock being released is waited for.
+    const third = await opfsStorage.open('d/s', { create: true });
+    third.close();
+    // A handle held without the lock: LockedError after a short retry, and the lock is given back.
+    const log = await (await root.getDirectoryHandle('d')).getFileHandle('s-log');
+    const foreign = await log.createSyncAccessHandle();
+    await expect(opfsStorage.open('d/s', { create: true })).rejects.toMatchObject({ code: 'LOCKED', cause: { name: 'NoModificationAllowedError' } });
+    foreign.close();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(locks.held.size).toBe(0);
+    (await opfsStorage.open('d/s', { create: true })).close();
+  });
+
+  it('holds a store: commit, close, reopen', async () => {
+    fakeOpfs();
+    const s = await BTreeStore.open<string, number>({ path: 'db/x', storage: 'opfs' });
+    expect(s.storage).toBe('opfs');
+    for (let i = 0; i < 2000; i++) s.set(`k${i}`, i);
+    await s.commit();
+    await s.close();
+    const r = await BTreeStore.open<string, number>({ path: 'db/x', storage: 'opfs', create: false });
+    expect(r.size).toBe(2000);
+    expect(r.get('k1234')).toBe(1234);
+    await r.close();
+  });
+});

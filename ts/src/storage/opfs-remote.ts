@@ -1,0 +1,317 @@
+/**
+ * An 'opfs' store opened on a browser's main thread. OPFS sync access handles exist only in
+ * dedicated workers, so the store lives in a worker the package ships (opfs-worker.ts, one
+ * per store) and this object forwards calls to it. It is a BTreeStore (store.ts links the
+ * prototypes) with `isAsync: true`: the async twins (`getAsync`, `setAsync`, ...,
+ * `entriesAsync`), `commit`, `close`, `statsAsync`, `treeStatsAsync` work, and so do `size`
+ * (the worker sends it with every reply), `path`, `storage` and `closed`. The sync methods
+ * throw PageFaultError (NEED_PAGE, pageId -1): no page is ever on this thread.
+ *
+ * Keys and values cross the thread boundary by structured clone, so only named encodings
+ * (`keys: 'utf8'`, `values: 'json'`, ...) can be used, not codec objects, and `wasm` is
+ * ignored (the worker loads its own module).
+ */
+import {
+  AdaptreeError,
+  ClosedError,
+  CorruptionError,
+  InvalidArgumentError,
+  InvalidKeyError,
+  InvalidValueError,
+  IoError,
+  KeyTooLargeError,
+  LockedError,
+  OutOfMemoryError,
+  PageFaultError,
+  QuotaExceededError,
+  ReadOnlyError,
+  ValueTooLargeError,
+  type AdaptreeErrorCode,
+} from '../errors.js';
+
+interface WorkerLike {
+  postMessage(m: unknown): void;
+  terminate(): void;
+  onmessage: ((e: { data: Reply }) => void) | null;
+  onerror: ((e: { message?: string }) => void) | null;
+}
+interface Reply {
+  seq: number;
+  value?: unknown;
+  size: number;
+  error?: { name: string; code?: AdaptreeErrorCode; message: string; pageId?: number };
+}
+
+/** True on a thread that can start a module worker over OPFS but has no sync handles itself. */
+export function opfsRemoteAvailable(): boolean {
+  const g = globalThis as { Worker?: unknown; navigator?: { storage?: { getDirectory?: unknown } } };
+  return typeof g.Worker === 'function' && typeof g.navigator?.storage?.getDirectory === 'function';
+}
+
+/** The typed error for an error the worker reported (same class and code as in the worker). */
+function rebuild(e: NonNullable<Reply['error']>): Error {
+  const m = e.message;
+  switch (e.code) {
+    case 'INVALID_KEY': return new InvalidKeyError(m);
+    case 'INVALID_VALUE': return new InvalidValueError(m);
+    case 'INVALID_ARGUMENT': return new InvalidArgumentError(m);
+    case 'KEY_TOO_LARGE': return new KeyTooLargeError(m);
+    case 'VALUE_TOO_LARGE': return new ValueTooLargeError(m);
+    case 'CLOSED': return new ClosedError(m);
+    case 'CORRUPT': return new CorruptionError(m);
+    case 'OUT_OF_MEMORY': return new OutOfMemoryError(m);
+    case 'QUOTA_EXCEEDED': return new QuotaExceededError(m);
+    case 'LOCKED': return new LockedError(m);
+    case 'IO_ERROR': return new IoError(m);
+    case 'READ_ONLY': return new ReadOnlyError(m);
+    case 'NEED_PAGE': return new PageFaultError(e.pageId ?? -1, m);
+    case undefined: {
+      const err = e.name === 'TypeError' ? new TypeError(m) : e.name === 'RangeError' ? new RangeError(m) : new Error(m);
+      if (err.name !== e.name) Object.defineProperty(err, 'name', { value: e.name, configurable: true, writable: true });
+      return err;
+    }
+    default: return new AdaptreeError(m, e.code);
+  }
+}
+
+const ITER_BATCH = 256;
+
+export class OpfsWorkerStore {
+  readonly #worker: WorkerLike;
+  readonly #pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
+  readonly #path: string;
+  readonly #keyEncoding: string;
+  readonly #valueEncoding: string;
+  #seq = 1;
+  #size = 0;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+  /** Set when the worker died: every call rejects with it. */
+  #dead: Error | undefined;
+
+  private constructor(worker: WorkerLike, path: string, keys: string, values: string) {
+    this.#worker = worker;
+    this.#path = path;
+    this.#keyEncoding = keys;
+    this.#valueEncoding = values;
+    worker.onmessage = (e) => {
+      const r = e.data;
+      const p = this.#pending.get(r.seq);
+      if (p === undefined) return;
+      this.#pending.delete(r.seq);
+      this.#size = r.size;
+      if (r.error !== undefined) p.reject(rebuild(r.error));
+      else p.resolve(r.value);
+    };
+    worker.onerror = (e) => {
+      this.#dead = new IoError(`the worker of the opfs store '${path}' failed: ${e.message ?? 'error'}`);
+      for (const p of this.#pending.values()) p.reject(this.#dead);
+      this.#pending.clear();
+    };
+  }
+
+  /** Starts the worker and opens the store in it (its errors are this promise's). */
+  static async open(options: Record<string, unknown> & { path: string }): Promise<OpfsWorkerStore> {
+    for (const k of ['keys', 'values'] as const) {
+      if (options[k] !== undefined && typeof options[k] !== 'string') {
+        throw new InvalidArgumentError(`an opfs store opened on the main thread runs in a worker: '${k}' must be an encoding name, not a codec object (or open the store in your own worker)`);
+      }
+    }
+    const forwarded: Record<string, unknown> = {};
+    for (const k of ['path', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wait']) {
+      if (options[k] !== undefined) forwarded[k] = options[k];
+    }
+    // Written as bundlers recognise it (vite, webpack 5, ...): they bundle the worker with it.
+    const worker = new Worker(new URL('./opfs-worker.js', import.meta.url), { type: 'module', name: `adaptree opfs ${options.path}` }) as unknown as WorkerLike;
+    const s = new OpfsWorkerStore(worker, options.path, (options.keys as string) ?? 'utf8', (options.values as string) ?? 'json');
+    try {
+      await s.#send('open', [forwarded]);
+    } catch (e) {
+      worker.terminate();
+      throw e;
+    }
+    return s;
+  }
+
+  #send(op: string, args: unknown[]): Promise<unknown> {
+    if (this.#dead !== undefined) return Promise.reject(this.#dead);
+    return new Promise((resolve, reject) => {
+      const seq = this.#seq++;
+      this.#pending.set(seq, { resolve, reject });
+      try {
+        this.#worker.postMessage({ seq, op, args });
+      } catch (e) {
+        // A key or value structured clone cannot copy (a function, a symbol, ...).
+        this.#pending.delete(seq);
+        reject(new InvalidValueError(`cannot send to the store's worker: ${(e as Error).message}`, { cause: e }));
+      }
+    });
+  }
+
+  #call<T>(method: string, ...args: unknown[]): Promise<T> {
+    if (this.#closed) return Promise.reject(new ClosedError('the store is closed'));
+    return this.#send('call', [method, ...args]) as Promise<T>;
+  }
+
+  get path(): string {
+    return this.#path;
+  }
+  get storage(): string {
+    return 'opfs';
+  }
+  get isAsync(): boolean {
+    return true;
+  }
+  get closed(): boolean {
+    return this.#closed;
+  }
+  /** The number of entries as of the last reply from the worker (every write replies). */
+  get size(): number {
+    if (this.#closed) throw new ClosedError('the store is closed');
+    return this.#size;
+  }
+  get keyEncoding(): string {
+    return this.#keyEncoding;
+  }
+  get valueEncoding(): string {
+    return this.#valueEncoding;
+  }
+  get [Symbol.toStringTag](): string {
+    return 'BTreeStore';
+  }
+
+  commit(): Promise<void> {
+    if (this.#closed && this.#closing === undefined) return Promise.reject(new ClosedError('the store is closed'));
+    return this.#send('commit', []) as Promise<void>;
+  }
+
+  close(options?: { commit?: boolean }): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
+    this.#closed = true;
+    const o = options?.commit === undefined ? undefined : { commit: options.commit };
+    this.#closing = (this.#send('close', [o]) as Promise<void>).finally(() => this.#worker.terminate());
+    return this.#closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  getAsync(key: unknown): Promise<unknown> {
+    return this.#call('get', key);
+  }
+  hasAsync(key: unknown): Promise<boolean> {
+    return this.#call('has', key);
+  }
+  async setAsync(key: unknown, value: unknown): Promise<this> {
+    await this.#call('set', key, value);
+    return this;
+  }
+  deleteAsync(key: unknown): Promise<boolean> {
+    return this.#call('delete', key);
+  }
+  clearAsync(): Promise<void> {
+    return this.#call('clear');
+  }
+  firstAsync(): Promise<unknown> {
+    return this.#call('first');
+  }
+  lastAsync(): Promise<unknown> {
+    return this.#call('last');
+  }
+  nextHigherAsync(key: unknown): Promise<unknown> {
+    return this.#call('nextHigher', key);
+  }
+  nextLowerAsync(key: unknown): Promise<unknown> {
+    return this.#call('nextLower', key);
+  }
+  getManyAsync(keys: Iterable<unknown>): Promise<unknown[]> {
+    return this.#call('getMany', Array.from(keys));
+  }
+  async setManyAsync(entries: Iterable<readonly [unknown, unknown]>): Promise<this> {
+    await this.#call('setMany', Array.from(entries));
+    return this;
+  }
+  deleteRangeAsync(range: object): Promise<number> {
+    return this.#call('deleteRange', range);
+  }
+  checkInvariantsAsync(): Promise<void> {
+    return this.#call('checkInvariants');
+  }
+  treeStatsAsync(): Promise<unknown> {
+    return this.#call('treeStats');
+  }
+  statsAsync(): Promise<unknown> {
+    return this.#call('stats');
+  }
+
+  entriesAsync(range?: object): AsyncIterableIterator<unknown> {
+    return this.#iter('entries', range);
+  }
+  keysAsync(range?: object): AsyncIterableIterator<unknown> {
+    return this.#iter('keys', range);
+  }
+  valuesAsync(range?: object): AsyncIterableIterator<unknown> {
+    return this.#iter('values', range);
+  }
+  [Symbol.asyncIterator](): AsyncIterableIterator<unknown> {
+    return this.entriesAsync();
+  }
+
+  /** Pulls a worker-side iterator in batches of ITER_BATCH items. The worker creates it at
+   * the first next(), in message order with the writes sent before. */
+  #iter(kind: 'entries' | 'keys' | 'values', range: object | undefined): AsyncIterableIterator<unknown> {
+    let id: Promise<number> | undefined;
+    let buf: unknown[] = [];
+    let ended = false;
+    const done = { done: true, value: undefined } as IteratorReturnResult<undefined>;
+    const ai: AsyncIterableIterator<unknown> = {
+      next: async () => {
+        if (buf.length === 0 && !ended) {
+          if (this.#closed) throw new ClosedError('the store is closed');
+          id ??= this.#send('iter', [kind, range]) as Promise<number>;
+          const r = (await this.#send('next', [await id, ITER_BATCH])) as { items: unknown[]; done: boolean };
+          buf = r.items;
+          ended = r.done;
+        }
+        if (buf.length > 0) return { done: false, value: buf.shift() };
+        return done;
+      },
+      return: async () => {
+        const wasOpen = !ended;
+        ended = true;
+        buf = [];
+        if (wasOpen && id !== undefined && !this.#closed) await this.#send('return', [await id]).catch(() => undefined);
+        return done;
+      },
+      [Symbol.asyncIterator]() {
+        return ai;
+      },
+    };
+    return ai;
+  }
+}
+
+/** Makes OpfsWorkerStore a BTreeStore: instanceof holds, and every BTreeStore method it does
+ * not define (the sync ones) throws PageFaultError. Called once by store.ts. */
+export function linkOpfsWorkerStore(storeClass: { prototype: object }): void {
+  const proto = OpfsWorkerStore.prototype as unknown as Record<string | symbol, unknown>;
+  Object.setPrototypeOf(proto, storeClass.prototype);
+  for (const name of Reflect.ownKeys(storeClass.prototype)) {
+    if (name === 'constructor' || Object.prototype.hasOwnProperty.call(proto, name)) continue;
+    const d = Object.getOwnPropertyDescriptor(storeClass.prototype, name)!;
+    if (typeof d.value !== 'function') continue;
+    const label = typeof name === 'symbol' ? name.toString() : name;
+    Object.defineProperty(proto, name, {
+      configurable: true,
+      writable: true,
+      value() {
+        throw new PageFaultError(-1, `${label}: this opfs store was opened on the main thread and lives in a worker; use the ...Async methods (or open the store in your own worker for the synchronous API)`);
+      },
+    });
+  }
+}
+
+if (typeof Symbol.asyncDispose !== 'symbol') {
+  delete (OpfsWorkerStore.prototype as unknown as Record<string, unknown>)['undefined'];
+}

@@ -1,0 +1,256 @@
+/**
+ * `opfs`: a synchronous backend on the browser's Origin Private File System, through
+ * `FileSystemSyncAccessHandle` (read/write at an offset, flush, getSize, truncate). Those
+ * handles exist only in dedicated workers, so a store on `opfs` is opened inside a Worker;
+ * there the whole API is synchronous, as on Node files. The store at `path` ('db/x') is the
+ * file `x` and the log `x-log` in the directory `db/` of the origin's OPFS root (nested
+ * directories are created as needed; `.`/`..` and empty parts are refused).
+ *
+ * Errors: a write the browser refuses for quota (a DOMException named QuotaExceededError)
+ * becomes our QuotaExceededError, any other failure an IoError; the DOMException is `cause`.
+ *
+ * Locking: a Web Lock named `adaptree:opfs:<path>` (`navigator.locks`, shared by every tab
+ * and worker of the origin), requested with `ifAvailable` and held until close: a second open
+ * anywhere in the origin throws LockedError at once and touches nothing. With `wait: true` the
+ * open queues for the lock instead. The browser drops the lock when the tab or worker that
+ * holds it goes away (reload, crash), so there are no stale locks. The sync access handles
+ * are exclusive too; a NoModificationAllowedError from createSyncAccessHandle (a handle open
+ * by code that does not take the lock) is also a LockedError.
+ */
+import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
+import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
+
+/** The part of FileSystemSyncAccessHandle used here (the package builds with the DOM lib only). */
+export interface OpfsAccessHandle {
+  read(buffer: Uint8Array, options?: { at?: number }): number;
+  write(buffer: Uint8Array, options?: { at?: number }): number;
+  flush(): void;
+  getSize(): number;
+  truncate(size: number): void;
+  close(): void;
+}
+interface FileHandle {
+  createSyncAccessHandle?(): Promise<OpfsAccessHandle>;
+}
+interface DirHandle {
+  getDirectoryHandle(name: string, options?: { create?: boolean }): Promise<DirHandle>;
+  getFileHandle(name: string, options?: { create?: boolean }): Promise<FileHandle>;
+}
+interface LockManager {
+  request(name: string, options: { ifAvailable?: boolean; mode?: 'exclusive' }, callback: (lock: unknown) => Promise<void>): Promise<void>;
+}
+interface Nav {
+  storage?: { getDirectory?(): Promise<DirHandle> };
+  locks?: LockManager;
+}
+
+const nav = () => (globalThis as { navigator?: Nav }).navigator;
+
+/** True where OPFS sync access handles can be created: a dedicated worker with OPFS. */
+export function opfsSyncAvailable(): boolean {
+  const n = nav();
+  const fh = (globalThis as { FileSystemFileHandle?: { prototype: FileHandle } }).FileSystemFileHandle;
+  return typeof n?.storage?.getDirectory === 'function' && typeof fh?.prototype.createSyncAccessHandle === 'function';
+}
+
+const nameOf = (e: unknown) => (e as { name?: unknown } | null)?.name;
+
+/** Shared memory (the mt build's) goes through a private buffer: not every browser takes it. */
+function isShared(u: Uint8Array): boolean {
+  return typeof SharedArrayBuffer !== 'undefined' && u.buffer instanceof SharedArrayBuffer;
+}
+
+class OpfsFile implements SyncFile {
+  constructor(private readonly h: OpfsAccessHandle, private readonly what: string) {}
+
+  read(dst: Uint8Array, offset: number): number {
+    const buf = isShared(dst) ? new Uint8Array(dst.length) : dst;
+    let done = 0;
+    try {
+      while (done < buf.length) {
+        const n = this.h.read(buf.subarray(done), { at: offset + done });
+        if (n === 0) break;
+        done += n;
+      }
+    } catch (e) {
+      throw this.error('read', e);
+    }
+    if (buf !== dst) dst.set(buf.subarray(0, done));
+    return done;
+  }
+
+  write(src: Uint8Array, offset: number): void {
+    const buf = isShared(src) ? src.slice() : src;
+    let done = 0;
+    try {
+      while (done < buf.length) {
+        const n = this.h.write(buf.subarray(done), { at: offset + done });
+        if (n <= 0) throw new IoError(`writing ${this.what}: no progress at offset ${offset + done}`);
+        done += n;
+      }
+    } catch (e) {
+      throw this.error('write', e);
+    }
+  }
+
+  sync(): void {
+    try {
+      this.h.flush();
+    } catch (e) {
+      throw this.error('flush', e);
+    }
+  }
+
+  size(): number {
+    try {
+      return this.h.getSize();
+    } catch (e) {
+      throw this.error('getSize', e);
+    }
+  }
+
+  truncate(size: number): void {
+    try {
+      this.h.truncate(size);
+    } catch (e) {
+      throw this.error('truncate', e);
+    }
+  }
+
+  private error(op: string, e: unknown): Error {
+    if (e instanceof IoError || e instanceof QuotaExceededError) return e;
+    const msg = `${op} ${this.what}: ${e instanceof Error ? e.message : String(e)}`;
+    if (nameOf(e) === 'QuotaExceededError') return new QuotaExceededError(msg, { cause: e });
+    return new IoError(msg, { cause: e });
+  }
+}
+
+/** 'db//x/' → ['db', 'x']; refuses '.', '..' and an empty name. */
+function splitPath(path: string): string[] {
+  const parts = path.split('/').filter((p) => p !== '');
+  if (parts.length === 0 || parts.some((p) => p === '.' || p === '..' || p.includes('\\'))) {
+    throw new InvalidArgumentError(`opfs: '${path}' is not a usable store path (names separated by '/', no '.' or '..')`);
+  }
+  return parts;
+}
+
+/** Locks of stores closed in this context that the lock manager has not let go of yet (it
+ * releases asynchronously, after close() returned): a reopen here waits for them, rather
+ * than seeing its own closed store as open elsewhere. */
+const releasing = new Map<string, Promise<void>>();
+
+/** Resolves once the locks of every store closed in this context are released (the worker
+ * behind a main-thread store answers close() only then, so a reopen never finds them held). */
+export async function opfsLocksReleased(): Promise<void> {
+  await Promise.all(releasing.values());
+}
+
+/** Takes the Web Lock `name`; resolves with its release function, or throws LockedError. */
+async function takeLock(locks: LockManager, name: string, wait: boolean, path: string): Promise<() => void> {
+  await releasing.get(name);
+  let unlock!: () => void;
+  const held = new Promise<void>((r) => (unlock = r));
+  let done!: Promise<void>;
+  const granted = await new Promise<boolean>((resolve, reject) => {
+    done = locks.request(name, wait ? { mode: 'exclusive' } : { mode: 'exclusive', ifAvailable: true }, async (lock) => {
+      resolve(lock !== null);
+      if (lock !== null) await held;
+    });
+    done.catch(reject);
+  });
+  if (!granted) throw new LockedError(`the store '${path}' is open in another tab or worker (Web Lock '${name}')`);
+  return () => {
+    const gone = done.then(() => undefined, () => undefined);
+    releasing.set(name, gone);
+    void gone.then(() => {
+      if (releasing.get(name) === gone) releasing.delete(name);
+    });
+    unlock();
+  };
+}
+
+async function openHandle(dir: DirHandle, name: string, create: boolean, path: string): Promise<OpfsAccessHandle> {
+  let fh: FileHandle;
+  try {
+    fh = await dir.getFileHandle(name, { create });
+  } catch (e) {
+    if (nameOf(e) === 'NotFoundError') throw new InvalidArgumentError(`no store at '${path}' (opfs, create: false)`, { cause: e });
+    if (nameOf(e) === 'TypeMismatchError') throw new InvalidArgumentError(`opfs: '${name}' in '${path}' is a directory`, { cause: e });
+    throw new IoError(`opfs: cannot open '${name}' of '${path}': ${(e as Error).message}`, { cause: e });
+  }
+  if (typeof fh.createSyncAccessHandle !== 'function') {
+    throw new InvalidArgumentError("the 'opfs' storage needs a dedicated worker: sync access handles do not exist here");
+  }
+  // We hold the lock, so a handle still open is most likely a previous holder's that is going
+  // away (a reloaded tab's worker: the browser may free its lock before its handles): retry
+  // for a while before calling it locked.
+  for (let delay = 10; ; delay *= 2) {
+    try {
+      return await fh.createSyncAccessHandle();
+    } catch (e) {
+      if (nameOf(e) !== 'NoModificationAllowedError' || delay > HANDLE_RETRY_MS) throw handleError(e, name, path);
+    }
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
+
+/** Retries of createSyncAccessHandle on NoModificationAllowedError: after 10, 20, ..., 640 ms (1.3 s in all). */
+const HANDLE_RETRY_MS = 1000;
+
+function handleError(e: unknown, name: string, path: string): Error {
+  if (nameOf(e) === 'NoModificationAllowedError') return new LockedError(`the store '${path}' is open elsewhere (its file '${name}' has an open access handle)`, { cause: e });
+  if (nameOf(e) === 'QuotaExceededError') return new QuotaExceededError(`opfs: opening '${path}': ${(e as Error).message}`, { cause: e });
+  return new IoError(`opfs: cannot open '${name}' of '${path}': ${(e as Error).message}`, { cause: e });
+}
+
+export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles> } = {
+  kind: 'sync',
+  name: 'opfs',
+  async open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles> {
+    const n = nav();
+    if (typeof n?.storage?.getDirectory !== 'function') throw new InvalidArgumentError("the 'opfs' storage needs a browser with the Origin Private File System");
+    if (!opfsSyncAvailable()) throw new InvalidArgumentError("the 'opfs' storage works in a dedicated worker only (sync access handles do not exist on the main thread): open the store in a Worker");
+    if (n.locks === undefined) throw new InvalidArgumentError("the 'opfs' storage needs Web Locks (navigator.locks; a secure context)");
+    const parts = splitPath(path);
+    const lockName = 'adaptree:opfs:' + parts.join('/');
+    const release = await takeLock(n.locks, lockName, options.wait === true, path);
+    const handles: OpfsAccessHandle[] = [];
+    try {
+      let dir: DirHandle;
+      try {
+        dir = await n.storage.getDirectory();
+        for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p, { create: options.create });
+      } catch (e) {
+        if (nameOf(e) === 'NotFoundError') throw new InvalidArgumentError(`no store at '${path}' (opfs, create: false)`, { cause: e });
+        if (nameOf(e) === 'TypeMismatchError') throw new InvalidArgumentError(`opfs: a part of '${path}' is a file, not a directory`, { cause: e });
+        throw new IoError(`opfs: cannot open the directory of '${path}': ${(e as Error).message}`, { cause: e });
+      }
+      const base = parts[parts.length - 1]!;
+      handles.push(await openHandle(dir, base, options.create, path));
+      handles.push(await openHandle(dir, base + '-log', options.create, path));
+    } catch (e) {
+      for (const h of handles) h.close();
+      release();
+      throw e;
+    }
+    let closed = false;
+    return {
+      data: new OpfsFile(handles[0]!, `'${path}'`),
+      log: new OpfsFile(handles[1]!, `'${path}-log'`),
+      close() {
+        if (closed) return;
+        closed = true;
+        let err: unknown;
+        for (const h of handles) {
+          try {
+            h.close();
+          } catch (e) {
+            err ??= e;
+          }
+        }
+        release();
+        if (err !== undefined) throw new IoError(`closing '${path}': ${(err as Error).message}`, { cause: err });
+      },
+    };
+  },
+};
