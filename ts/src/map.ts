@@ -68,6 +68,8 @@ declare global {
      * runtime lacks it, the classes simply have no such method (see the end of this file).
      */
     readonly dispose: unique symbol;
+    /** Likewise for BTreeStore (`await using s = ...`), which is `AsyncDisposable`. */
+    readonly asyncDispose: unique symbol;
   }
 }
 
