@@ -2,6 +2,10 @@
 // distribution, through the C ABI (the same calls TypeScript makes).
 // ADAPTREE_DIFF_OPS sets the operations per case (default 2M), and
 // ADAPTREE_DIFF_CHECK the interval of full invariant checks (default 10k).
+// The TinyPool suite runs the same operations on a persistent store whose
+// buffer pool (1 MiB, 256 frames) is a small fraction of the tree, so pages are
+// evicted, spilled and re-read every few operations, with a commit every 20k
+// operations and a reopen at the end (an eighth of the operations per case).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,9 +15,13 @@
 #include <vector>
 
 #include "bindings/adaptree.h"
+#include "core/buffer/storage.h"
 #include "core/config.h"
 #include "key_distributions.h"
 
+namespace adaptree {
+void register_native_host(uint32_t io, Storage* s);  // bindings/native_host.cc
+}
 
 namespace adaptree::testing {
 namespace {
@@ -45,14 +53,35 @@ struct Harness {
   std::string live_last;
   bool live_done = false;
 
+  // A store on in-memory files (io number io_) instead of an in-memory tree.
+  uint32_t io_ = 0;
+  MemoryStorage files;
+  uint64_t commit_every = 0;
+
   Harness(LayoutConfig cfg, Dist d, uint64_t seed) : ks(d), rng(seed) {
     t = at_tree_new(static_cast<uint32_t>(cfg));
     c = at_ctx_new();
+  }
+  Harness(LayoutConfig cfg, Dist d, uint64_t seed, uint32_t io, uint64_t pool_bytes) : ks(d), rng(seed), io_(io) {
+    register_native_host(io, &files);
+    c = at_ctx_new();
+    t = at_store_open(io, static_cast<uint32_t>(cfg), static_cast<double>(pool_bytes), AT_OPEN_CREATE, c);
+    commit_every = 20000;
+  }
+  // Closes the store without committing and opens it again: what a crash
+  // after the last commit leaves. The model must be the committed state.
+  void reopen(LayoutConfig cfg, uint64_t pool_bytes) {
+    if (live) at_cursor_free(live);
+    live = nullptr;
+    live_started = false;
+    at_tree_free(t);
+    t = at_store_open(io_, static_cast<uint32_t>(cfg), static_cast<double>(pool_bytes), 0, c);
   }
   ~Harness() {
     if (live) at_cursor_free(live);
     at_ctx_free(c);
     at_tree_free(t);
+    if (io_) register_native_host(io_, nullptr);
   }
 
   void check(uint64_t op) {
@@ -286,8 +315,22 @@ struct Harness {
         check(op);
         if (::testing::Test::HasFatalFailure()) return;
       }
+      if (commit_every && (op + 1) % commit_every == 0) {
+        ASSERT_EQ(at_store_commit(t), 0) << "op " << op;
+        committed = model;
+      }
     }
     check(ops);
+    full_compare();
+  }
+
+  // Store mode: the operations since the last commit are dropped by a reopen.
+  std::map<std::string, std::string> committed;
+  void crash_and_reopen(LayoutConfig cfg, uint64_t pool_bytes) {
+    reopen(cfg, pool_bytes);
+    ASSERT_NE(t, nullptr);
+    model = committed;
+    check(0);
     full_compare();
   }
 };
@@ -302,6 +345,23 @@ TEST_P(Differential, MatchesStdMap) {
   Harness h(cs.cfg, cs.dist, 0x5eed0000 + static_cast<uint64_t>(cs.cfg) * 131 + static_cast<uint64_t>(cs.dist));
   h.run(ops, every);
 }
+
+class TinyPool : public ::testing::TestWithParam<ConfigCase> {};
+
+TEST_P(TinyPool, MatchesStdMap) {
+  ConfigCase cs = GetParam();
+  uint64_t ops = env_or("ADAPTREE_DIFF_OPS", 2000000) / 8;
+  uint64_t every = env_or("ADAPTREE_DIFF_CHECK", 10000);
+  constexpr uint64_t kPool = 1 << 20;
+  Harness h(cs.cfg, cs.dist, 0x7e570000 + static_cast<uint64_t>(cs.cfg) * 131 + static_cast<uint64_t>(cs.dist), 1000 + static_cast<uint32_t>(cs.cfg) * 16 + static_cast<uint32_t>(cs.dist), kPool);
+  h.run(ops, every);
+  if (::testing::Test::HasFatalFailure()) return;
+  h.crash_and_reopen(cs.cfg, kPool);
+}
+
+// Every configuration on the dense, URL and overflow-value distributions.
+INSTANTIATE_TEST_SUITE_P(Store, TinyPool, ::testing::ValuesIn(config_cases({Dist::kDense, Dist::kUrls, Dist::kOverflow})),
+                         [](const ::testing::TestParamInfo<ConfigCase>& i) { return case_name(i.param); });
 
 INSTANTIATE_TEST_SUITE_P(AllConfigs, Differential,
                          ::testing::ValuesIn(config_cases({Dist::kDense, Dist::kSparse, Dist::kPartitioned, Dist::kDense64,
