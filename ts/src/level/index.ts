@@ -11,11 +11,14 @@
  *
  * Manifest: implicit and explicit snapshots (copy-on-write per key, see snapshot.ts), seek,
  * has/hasMany, getMany, getSync (synchronous stores), every encoding (the store holds bytes:
- * the private API speaks `view`), deferred open, permanence false (memory). Keys are at most
- * 1024 bytes (a longer key is a `KeyTooLargeError`, code `KEY_TOO_LARGE`).
+ * the private API speaks `view`), deferred open; permanence, createIfMissing and
+ * errorIfExists with a location. Keys are at most 1024 bytes (a longer key is a
+ * `KeyTooLargeError`, code `KEY_TOO_LARGE`).
  *
- * The data lives behind `LevelStore` (store.ts): the in-memory `BTreeMap` by default; a
- * persistent store plugs in through the `store` option.
+ * The data lives behind `LevelStore` (store.ts): the in-memory `BTreeMap` by default, a
+ * `BTreeStore` at `location` (persistent.ts), or any store given through the `store` option.
+ *
+ * @module
  */
 import {
   AbstractIterator,
@@ -31,25 +34,39 @@ import type { LayoutName } from '../abi.js';
 import { compareBytes } from '../encoding/codec.js';
 import { InvalidArgumentError } from '../errors.js';
 import { MemoryStore, type Awaitable, type LevelStore, type StoreEntry, type StoreRange } from './store.js';
+import { persistentStore, type LevelStoreFactory } from './persistent.js';
+import type { StorageName } from '../store.js';
+import type { StorageBackend } from '../storage/types.js';
 import { NOT_IN_OVERLAY, Version, Versions, mergeBatch } from './snapshot.js';
 
-export { MemoryStore, type Awaitable, type LevelStore, type MemoryStoreOptions, type StoreEntry, type StoreRange } from './store.js';
+export {
+  BytesMapStore,
+  MemoryStore,
+  type Awaitable,
+  type BytesMap,
+  type LevelStore,
+  type MemoryStoreOptions,
+  type StoreEntry,
+  type StoreRange,
+} from './store.js';
+export { persistentStore, type LevelStoreFactory, type PersistentStoreOptions, type StoreOpenOptions } from './persistent.js';
 
-/** How the level gets its store: at every open (a closed db may be opened again). */
-export interface LevelStoreFactory {
-  /** Whether the stores it opens are synchronous (decides `supports.getSync`). */
-  readonly sync: boolean;
-  /** Whether data outlives the process (`supports.permanence`). */
-  readonly permanence: boolean;
-  open(wasm: AdaptreeWasm): Awaitable<LevelStore>;
-}
-
+/** Options of `new AdaptreeLevel(options)`: abstract-level's, and where the data lives. */
 export interface AdaptreeLevelOptions<K, V> extends AbstractDatabaseOptions<K, V> {
-  /** Node layout of the in-memory tree (default `'adaptive'`). */
+  /** Node layout of the tree (default `'adaptive'`; a persistent store keeps the layout it was created with). */
   layout?: LayoutName;
   /** The wasm instance (default: the one `init()` loaded, loading it on open if needed). */
   wasm?: AdaptreeWasm;
-  /** Where the data lives (default: in memory). */
+  /**
+   * A path (or a name, for the `memory` storage): the data lives in a `BTreeStore` there and
+   * outlives the process. Without it (and without `store`) the data lives in memory.
+   */
+  location?: string;
+  /** With `location`: BTreeStore's backend (default `'node'` in Node, `'deno'` in Deno). */
+  storage?: StorageName | StorageBackend;
+  /** With `location`: buffer pool bytes (default 64 MiB). */
+  poolSize?: number;
+  /** Where the data lives, as a factory (`persistentStore(...)`, `memoryStore()`, your own). */
   store?: LevelStoreFactory;
 }
 
@@ -88,7 +105,10 @@ interface BatchOp {
   value?: Uint8Array;
 }
 
-/** An abstract-level database whose data lives in adaptree. */
+/**
+ * An abstract-level database whose data lives in adaptree: in memory by default, in a
+ * `BTreeStore` with a location (`new AdaptreeLevel('data/db')` or `{ location }`).
+ */
 export class AdaptreeLevel<KDefault = string, VDefault = string> extends AbstractLevel<Uint8Array, KDefault, VDefault> {
   readonly #factory: LevelStoreFactory;
   readonly #wasmOption: AdaptreeWasm | undefined;
@@ -97,9 +117,31 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
   /** Tail of the write queue (async stores: writes never overlap). */
   #tail: Promise<unknown> = Promise.resolve();
 
-  constructor(options: AdaptreeLevelOptions<KDefault, VDefault> = {}) {
+  /** An in-memory database, or a persistent one if `options.location` is given. */
+  constructor(options?: AdaptreeLevelOptions<KDefault, VDefault>);
+  /** A persistent database at `location` (classic-level's signature). */
+  constructor(location: string, options?: Omit<AdaptreeLevelOptions<KDefault, VDefault>, 'location'>);
+  constructor(
+    locationOrOptions: string | AdaptreeLevelOptions<KDefault, VDefault> = {},
+    maybeOptions: Omit<AdaptreeLevelOptions<KDefault, VDefault>, 'location'> = {},
+  ) {
+    if (maybeOptions === null || typeof maybeOptions !== 'object') throw new InvalidArgumentError('options must be an object');
+    const options: AdaptreeLevelOptions<KDefault, VDefault> =
+      typeof locationOrOptions === 'string' ? { ...maybeOptions, location: locationOrOptions } : locationOrOptions;
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options must be an object');
-    const factory = options.store ?? memoryStore(options.layout !== undefined ? { layout: options.layout } : {});
+    if (options.store !== undefined && options.location !== undefined) {
+      throw new InvalidArgumentError('give either location or store, not both');
+    }
+    const factory =
+      options.store ??
+      (options.location !== undefined
+        ? persistentStore({
+            location: options.location,
+            ...(options.storage !== undefined ? { storage: options.storage } : {}),
+            ...(options.layout !== undefined ? { layout: options.layout } : {}),
+            ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
+          })
+        : memoryStore(options.layout !== undefined ? { layout: options.layout } : {}));
     // `getSync` is in abstract-level 3.1's manifest but not in level-supports' types.
     const manifest: Record<string, unknown> = {
       implicitSnapshots: true,
@@ -108,12 +150,12 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
       getSync: factory.sync,
       seek: true,
       permanence: factory.permanence,
-      createIfMissing: false,
-      errorIfExists: false,
+      createIfMissing: !!factory.createIfMissing,
+      errorIfExists: !!factory.createIfMissing,
       encodings: { view: true },
     };
     // Our own options stay out of what abstract-level forwards to open() and its hooks.
-    const { layout: _layout, wasm: _wasm, store: _store, ...forward } = options;
+    const { layout: _layout, wasm: _wasm, store: _store, location: _location, storage: _storage, poolSize: _poolSize, ...forward } = options;
     super(manifest, forward);
     this.#factory = factory;
     this.#wasmOption = options.wasm;
@@ -130,9 +172,9 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     return this.#versions?.size ?? 0;
   }
 
-  async _open(): Promise<void> {
+  async _open(options: { createIfMissing?: boolean; errorIfExists?: boolean } = {}): Promise<void> {
     const wasm = this.#wasmOption ?? initialized() ?? (await init());
-    const store = await this.#factory.open(wasm);
+    const store = await this.#factory.open(wasm, { createIfMissing: options.createIfMissing !== false, errorIfExists: !!options.errorIfExists });
     this.#versions ??= new Versions(wasm);
     this.#store = store;
   }
@@ -226,7 +268,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     const snap = options.snapshot ?? null;
     const range = rangeOf(options);
     if (s.sync && snap === null && options.limit < 0 && vs.size === 0) {
-      s.deleteRange(range);
+      await s.deleteRange(range); // applied at once; a persistent store resolves on commit
       return;
     }
     // Delete the keys the reader sees (in the snapshot if one is given), `limit` of them.
@@ -250,15 +292,12 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
 
   /**
    * Applies a write: first the old values of its keys go into every open version, then the
-   * store is written. Synchronous stores: all of it now (returns undefined). Async stores:
-   * queued behind the previous write.
+   * store is written. Synchronous stores: all of it now (returns undefined, or the store's
+   * promise that the write is durable). Async stores: queued behind the previous write.
    */
   #write(puts: [Uint8Array, Uint8Array][], dels: Uint8Array[]): Awaitable<void> {
     const s = this.#store!;
-    if (s.sync) {
-      this.#writeNow(s, puts, dels);
-      return undefined;
-    }
+    if (s.sync) return this.#writeNow(s, puts, dels);
     const run = this.#tail.then(() => this.#writeNow(s, puts, dels));
     this.#tail = run.catch(() => {});
     return run;
@@ -280,10 +319,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
   }
 
   #apply(s: LevelStore, vs: Versions, puts: [Uint8Array, Uint8Array][], dels: Uint8Array[]): Awaitable<void> {
-    if (s.sync) {
-      s.write(puts, dels);
-      return undefined;
-    }
+    if (s.sync) return s.write(puts, dels); // applied now; a promise only for durability
     vs.setPending({ puts, dels });
     let done: Promise<void>;
     try {
