@@ -136,6 +136,20 @@ function isSyncBackend(storage: PersistentStoreOptions['storage']): boolean {
 }
 
 /**
+ * With file storage and createIfMissing, makes the location's parent directory (classic-level
+ * creates its location too). `node:fs` is loaded only then, under a name bundlers do not follow.
+ */
+async function makeParentDir(location: string, storage: PersistentStoreOptions['storage']): Promise<void> {
+  const g = globalThis as { Deno?: unknown; process?: { versions?: { node?: string } } };
+  const files = storage === 'node' || storage === 'deno' || (storage === undefined && (g.Deno !== undefined || g.process?.versions?.node !== undefined));
+  const cut = Math.max(location.lastIndexOf('/'), location.lastIndexOf('\\'));
+  if (!files || cut <= 0) return;
+  const fsName = 'node:fs/promises';
+  const fs = (await import(/* @vite-ignore */ fsName)) as { mkdir(p: string, o: { recursive: boolean }): Promise<unknown> };
+  await fs.mkdir(location.slice(0, cut), { recursive: true });
+}
+
+/**
  * The persistent store factory: opens a `BTreeStore` at `location` at every open of the db
  * and closes it (commit + checkpoint + unlock) at every close. Permanence: yes.
  */
@@ -173,6 +187,7 @@ export function persistentStore(options: PersistentStoreOptions): LevelStoreFact
           throw new InvalidArgumentError(`the store at '${location}' already exists (errorIfExists)`);
         }
       }
+      if (create) await makeParentDir(location, storage);
       try {
         store = await BTreeStore.open<Uint8Array, Uint8Array>({ ...base, create });
       } catch (e) {
