@@ -18,7 +18,7 @@
  * The data lives behind `LevelStore` (store.ts): the in-memory `BTreeMap` by default, a
  * `BTreeStore` at `location` (persistent.ts), or any store given through the `store` option.
  *
- * @module
+ * @module adaptree/level
  */
 import {
   AbstractIterator,
@@ -172,6 +172,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     return this.#versions?.size ?? 0;
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _open(options: { createIfMissing?: boolean; errorIfExists?: boolean } = {}): Promise<void> {
     const wasm = this.#wasmOption ?? initialized() ?? (await init());
     const store = await this.#factory.open(wasm, { createIfMissing: options.createIfMissing !== false, errorIfExists: !!options.errorIfExists });
@@ -179,6 +180,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     this.#store = store;
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _close(): Promise<void> {
     const s = this.#store;
     if (s === null) return;
@@ -190,6 +192,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
 
   // ----------------------------------------------------------------- reads
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _get(key: Uint8Array, options: ReadOptions): Promise<Uint8Array | undefined> {
     const s = this.#store!;
     const snap = options.snapshot ?? null;
@@ -203,6 +206,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     }
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _getSync(key: Uint8Array, options: ReadOptions): Uint8Array | undefined {
     const s = this.#store!;
     // abstract-level's own LEVEL_NOT_SUPPORTED error (supports.getSync is false then).
@@ -210,6 +214,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     return readOne(s.get(key) as Uint8Array | undefined, options.snapshot?.version, key);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _getMany(keys: Uint8Array[], options: ReadOptions): Promise<(Uint8Array | undefined)[]> {
     const s = this.#store!;
     const snap = options.snapshot ?? null;
@@ -222,6 +227,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     }
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _has(key: Uint8Array, options: ReadOptions): Promise<boolean> {
     const s = this.#store!;
     const snap = options.snapshot ?? null;
@@ -234,6 +240,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     }
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _hasMany(keys: Uint8Array[], options: ReadOptions): Promise<boolean[]> {
     const s = this.#store!;
     const snap = options.snapshot ?? null;
@@ -249,19 +256,23 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
 
   // ----------------------------------------------------------------- writes
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _put(key: Uint8Array, value: Uint8Array): Promise<void> {
     await this.#write([[key, value]], []);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _del(key: Uint8Array): Promise<void> {
     await this.#write([], [key]);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _batch(operations: BatchOp[]): Promise<void> {
     const { puts, dels } = fold(operations);
     await this.#write(puts, dels);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _clear(options: RangeOptions): Promise<void> {
     const s = this.#store!;
     const vs = this.#versions!;
@@ -333,18 +344,22 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
 
   // ----------------------------------------------------------------- iterators, snapshots
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _iterator(options: IteratorOptions): AdaptreeIterator<KDefault, VDefault> {
     return new AdaptreeIterator(this, options, this.#reader(options, options.values !== false));
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _keys(options: RangeOptions): AdaptreeKeyIterator<KDefault, VDefault> {
     return new AdaptreeKeyIterator(this, options, this.#reader(options, false));
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _values(options: RangeOptions): AdaptreeValueIterator<KDefault, VDefault> {
     return new AdaptreeValueIterator(this, options, this.#reader(options, true));
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _snapshot(options: object): AdaptreeSnapshot {
     return new AdaptreeSnapshot(options, this.#versions!);
   }
@@ -599,6 +614,7 @@ function remaining(it: { limit: number; count: number }): number {
   return it.limit === Infinity ? Infinity : it.limit - it.count;
 }
 
+/** @hidden What `db.iterator()`/`keys()`/`values()` return: abstract-level's iterator over a version of the store. */
 export class AdaptreeIterator<K, V> extends AbstractIterator<AdaptreeLevel<K, V>, Uint8Array, Uint8Array> {
   readonly #r: Reader;
   readonly #keys: boolean;
@@ -615,28 +631,34 @@ export class AdaptreeIterator<K, V> extends AbstractIterator<AdaptreeLevel<K, V>
     return [(this.#keys ? e[0] : undefined) as Uint8Array, e[1] as Uint8Array];
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _next(): Promise<[Uint8Array, Uint8Array] | undefined> {
     const e = await this.#r.next();
     return e === undefined ? undefined : this.#entry(e);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _nextv(size: number): Promise<[Uint8Array, Uint8Array][]> {
     return (await this.#r.nextv(size)).map((e) => this.#entry(e));
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _all(): Promise<[Uint8Array, Uint8Array][]> {
     return (await this.#r.all(remaining(this))).map((e) => this.#entry(e));
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _seek(target: Uint8Array): void {
     this.#r.seek(target);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _close(): Promise<void> {
     this.#r.close();
   }
 }
 
+/** @hidden What `db.iterator()`/`keys()`/`values()` return: abstract-level's iterator over a version of the store. */
 export class AdaptreeKeyIterator<K, V> extends AbstractKeyIterator<AdaptreeLevel<K, V>, Uint8Array> {
   readonly #r: Reader;
 
@@ -645,27 +667,33 @@ export class AdaptreeKeyIterator<K, V> extends AbstractKeyIterator<AdaptreeLevel
     this.#r = reader;
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _next(): Promise<Uint8Array | undefined> {
     return (await this.#r.next())?.[0];
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _nextv(size: number): Promise<Uint8Array[]> {
     return (await this.#r.nextv(size)).map((e) => e[0]);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _all(): Promise<Uint8Array[]> {
     return (await this.#r.all(remaining(this))).map((e) => e[0]);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _seek(target: Uint8Array): void {
     this.#r.seek(target);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _close(): Promise<void> {
     this.#r.close();
   }
 }
 
+/** @hidden What `db.iterator()`/`keys()`/`values()` return: abstract-level's iterator over a version of the store. */
 export class AdaptreeValueIterator<K, V> extends AbstractValueIterator<AdaptreeLevel<K, V>, Uint8Array, Uint8Array> {
   readonly #r: Reader;
 
@@ -674,22 +702,27 @@ export class AdaptreeValueIterator<K, V> extends AbstractValueIterator<AdaptreeL
     this.#r = reader;
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _next(): Promise<Uint8Array | undefined> {
     return (await this.#r.next())?.[1];
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _nextv(size: number): Promise<Uint8Array[]> {
     return (await this.#r.nextv(size)).map((e) => e[1]!);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _all(): Promise<Uint8Array[]> {
     return (await this.#r.all(remaining(this))).map((e) => e[1]!);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _seek(target: Uint8Array): void {
     this.#r.seek(target);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _close(): Promise<void> {
     this.#r.close();
   }
@@ -709,6 +742,7 @@ export class AdaptreeSnapshot extends SnapshotBase {
     this.version = versions.acquire();
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _close(): Promise<void> {
     this.#versions.release(this.version);
   }
