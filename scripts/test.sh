@@ -39,7 +39,10 @@ fi
 step "wasm artifacts: SIMD, imports, exports; npm package contents"
 node scripts/check-wasm.mjs
 node scripts/check-pack.mjs
-node tests/ts/level-suite.mjs && node tests/package/e2e.mjs   # adaptree/level: abstract-level's suite; the packed tarball in Node and Deno
+node tests/ts/level-suite.mjs   # adaptree/level: abstract-level's suite on the memory, async and persistent (node files) stores
+node tests/package/e2e.mjs          # the packed tarball installed in a fresh project: Node (also a persistent level across processes) and Deno
+node tests/package/e2e-vite.mjs     # ... built by vite, in headless Chromium: main thread and module worker (st, mt)
+node tests/package/e2e-workerd.mjs  # ... bundled as a Cloudflare Worker (wasm as a module) under workerd
 
 step "vitest: TypeScript API against the st and mt builds, runtimes"
 npx vitest run

@@ -1,100 +1,53 @@
 // The package as users get it: `npm pack`, install the tarball into a fresh temporary
 // project, and run one scenario there through the package's own names ('adaptree',
 // 'adaptree/level') in plain ESM Node, then the same file in Deno (local node_modules).
+// The scenario and the packing are in common.mjs (shared with e2e-vite.mjs, e2e-workerd.mjs).
 // Needs dist/ built (scripts/build.sh wasm && scripts/build.sh ts).
 //   node tests/package/e2e.mjs [--keep]
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EXPECTED, cleanup, expect, failures, packAndInstall, root, run, same } from './common.mjs';
 
-const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const dir = mkdtempSync(join(tmpdir(), 'adaptree-e2e-'));
-const run = (cmd, args, opts = {}) => execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...opts });
-let failed = 0;
-function expect(ok, what) {
-  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
-  if (!ok) failed++;
-}
-
-// The scenario, written into the temporary project: only package names, nothing relative.
-const SCENARIO = `
-import { init, BTreeMap, isAdaptreeError } from 'adaptree';
+const MAIN = `import { scenario } from './scenario.mjs';\nconsole.log(JSON.stringify(await scenario()));\n`;
+// adaptree/level on files: the first run writes and closes, the second reopens and reads.
+const PERSIST = `
 import { AdaptreeLevel } from 'adaptree/level';
-
-const out = {};
-const w = await init();
-out.build = w.build;
-const m = new BTreeMap();
-for (let i = 0; i < 1000; i++) m.set('k' + String(i).padStart(4, '0'), { i });
-out.size = m.size;
-out.range = [...m.keys({ gte: 'k0010', lt: 'k0013' })];
-out.last = m.last();
-try { m.set('x'.repeat(2000), 1); } catch (e) { out.error = isAdaptreeError(e) && e.code; }
-m.free();
-
-const db = new AdaptreeLevel({ valueEncoding: 'json' });
-await db.batch([{ type: 'put', key: 'b', value: { n: 2 } }, { type: 'put', key: 'a', value: { n: 1 } }]);
-const snap = db.snapshot();
-await db.put('c', { n: 3 });
-await db.del('a');
-out.level = await db.iterator().all();
-out.levelSnapshot = await db.iterator({ snapshot: snap }).all();
-out.levelReverse = await db.keys({ reverse: true, limit: 2 }).all();
-out.levelSupports = { snapshots: db.supports.explicitSnapshots, seek: db.supports.seek, permanence: db.supports.permanence };
-await snap.close();
+const db = new AdaptreeLevel('data/db', { valueEncoding: 'json' });
+if (process.argv[2] === 'write') await db.batch([{ type: 'put', key: 'a', value: { n: 1 } }, { type: 'put', key: 'b', value: [2] }]);
+const out = { permanence: db.supports.permanence, entries: await db.iterator().all() };
 await db.close();
 console.log(JSON.stringify(out));
 `;
-
-const EXPECTED = {
-  build: 'st',
-  size: 1000,
-  range: ['k0010', 'k0011', 'k0012'],
-  last: ['k0999', { i: 999 }],
-  error: 'KEY_TOO_LARGE',
-  level: [['b', { n: 2 }], ['c', { n: 3 }]],
-  levelSnapshot: [['a', { n: 1 }], ['b', { n: 2 }]],
-  levelReverse: ['c', 'b'],
-  levelSupports: { snapshots: true, seek: true, permanence: false },
-};
-
+let dir = '';
 try {
-  // 1. Pack (no prepack build: the caller built dist/).
-  const [info] = JSON.parse(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { cwd: root }));
-  const tarball = join(dir, info.filename);
-  expect(existsSync(tarball), `packed ${info.filename} (${info.files.length} files)`);
+  // 1. Pack, and a fresh project that depends on the tarball (abstract-level is the level's peer).
+  const p = packAndInstall([], 'e2e');
+  dir = p.dir;
+  writeFileSync(join(p.app, 'main.mjs'), MAIN);
 
-  // 2. A fresh project that depends on the tarball (abstract-level is the level's peer).
-  const app = join(dir, 'app');
-  run('mkdir', ['-p', app]);
-  const lockedLevel = JSON.parse(readFileSync(join(root, 'node_modules/abstract-level/package.json'), 'utf8')).version;
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'e2e-app', private: true, type: 'module' }, null, 2));
-  run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', tarball, `abstract-level@${lockedLevel}`], { cwd: app });
-  writeFileSync(join(app, 'main.mjs'), SCENARIO);
-  const installed = JSON.parse(readFileSync(join(app, 'node_modules/adaptree/package.json'), 'utf8'));
-  expect(installed.version === info.version, `installed adaptree@${installed.version} from the tarball`);
+  // 2. Plain ESM Node.
+  const nodeOut = JSON.parse(run(process.execPath, ['main.mjs'], { cwd: p.app }));
+  expect(same(nodeOut, EXPECTED), `node: scenario from the installed package ${JSON.stringify(nodeOut)}`);
+  writeFileSync(join(p.app, 'persist.mjs'), PERSIST);
+  run(process.execPath, ['persist.mjs', 'write'], { cwd: p.app });
+  const reopened = JSON.parse(run(process.execPath, ['persist.mjs'], { cwd: p.app }));
+  expect(same(reopened, { permanence: true, entries: [['a', { n: 1 }], ['b', [2]]] }),
+    `node: adaptree/level at a location keeps its data across processes ${JSON.stringify(reopened)}`);
 
-  // 3. Plain ESM Node.
-  const nodeOut = JSON.parse(run(process.execPath, ['main.mjs'], { cwd: app }));
-  expect(JSON.stringify(nodeOut) === JSON.stringify(EXPECTED), `node: scenario from the installed package ${JSON.stringify(nodeOut)}`);
-
-  // 4. Deno on the same project (its node_modules, package names resolved through package.json).
+  // 3. Deno on the same project (its node_modules, package names resolved through package.json).
   const deno = join(root, 'node_modules/.bin/deno');
   if (existsSync(deno)) {
     const denoOut = JSON.parse(run(deno, ['run', '--quiet', '--allow-read', '--allow-env', '--no-prompt', 'main.mjs'], {
-      cwd: app,
+      cwd: p.app,
       env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
     }));
-    expect(JSON.stringify(denoOut) === JSON.stringify(EXPECTED), `deno: scenario from the installed package ${JSON.stringify(denoOut)}`);
+    expect(same(denoOut, EXPECTED), `deno: scenario from the installed package ${JSON.stringify(denoOut)}`);
   } else {
     expect(false, 'deno: node_modules/.bin/deno is missing (npm devDependency deno)');
   }
 } catch (e) {
   expect(false, `${e.message}\n${e.stderr ?? ''}`);
 } finally {
-  if (process.argv.includes('--keep')) console.log(`kept ${dir}`);
-  else rmSync(dir, { recursive: true, force: true });
+  cleanup(dir);
 }
-if (failed) process.exit(1);
+if (failures()) process.exit(1);

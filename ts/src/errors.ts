@@ -75,7 +75,9 @@ function brand(e: Error, name: string): void {
 /** Base class of the errors that have no natural built-in parent. `instanceof AdaptreeError`
  * is true for every adaptree error (also KeyTooLargeError, InvalidKeyError, ...). */
 export class AdaptreeError extends Error implements AdaptreeErrorLike {
+  /** Stable machine-readable code ('KEY_TOO_LARGE', 'LOCKED', ...): match on this, not on the message. */
   readonly code: AdaptreeErrorCode;
+  /** Brand that `isAdaptreeError` checks (works across realms and for the TypeError/RangeError subclasses). */
   readonly [ADAPTREE_ERROR] = true as const;
   constructor(message: string, code: AdaptreeErrorCode = 'INTERNAL', options?: { cause?: unknown }) {
     super(message, options);

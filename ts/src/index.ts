@@ -42,8 +42,12 @@
  *   never make a key appear twice, never make a surviving key be skipped.
  * - The memory lives in wasm: call `free()` (a FinalizationRegistry is only a safety net).
  *
- * Errors: see errors.ts (every error has a stable `code`; `isAdaptreeError(e)`).
- * Encodings: see encoding/*.ts (each file documents its byte layout and order).
+ * Errors: every error has a stable `code` and `isAdaptreeError(e)` recognises them all
+ * (errors.ts). Encodings: `utf8Key`, `bytesKey`, `numberKey`, `bigintKey`, `tupleKey`,
+ * `jsonValue`, `utf8Value`, `bytesValue` (each source file documents its byte layout and order).
+ * Persistent stores: `BTreeStore` (docs/STORE.md). The abstract-level database: `adaptree/level`.
+ *
+ * @module adaptree
  */
 import { loadWasm, type AdaptreeWasm, type LoadOptions } from './wasm.js';
 import { getDefaultWasm, setDefaultWasm } from './map.js';

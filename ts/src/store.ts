@@ -198,6 +198,22 @@ function storeError(st: number, what: string, cause: unknown): Error {
 type Sync = { kind: 'sync'; files: SyncStoreFiles; io: number; entry: HostEntry };
 type Async = { kind: 'async'; pages: AsyncStorePages };
 
+/**
+ * A `BTreeMap` whose 4 KiB pages live in a buffer pool over a storage backend (files in Node
+ * and Deno, an in-process volume, or your own backend), with atomic durable commits and
+ * recovery on open. Open one with `await BTreeStore.open(path | options)`; close it with
+ * `await close()` (or `await using`).
+ *
+ * Every `BTreeMap` method is here with the same meaning and errors (`stats()` is `treeStats()`).
+ * On synchronous backends (`node`, `deno`, `memory`) they answer at once. Each also has an
+ * async twin named `...Async` (`getAsync`, `setManyAsync`, `entriesAsync`, ...) that works on
+ * every backend: on an asynchronous one it awaits the pages a call needs and retries.
+ *
+ * Writes are visible at once and durable once a `commit()` requested after them resolves
+ * (commits requested in the same turn of the event loop share one flush). Errors:
+ * `LockedError` (open elsewhere), `CorruptionError`, `IoError`, `QuotaExceededError`,
+ * `ReadOnlyError` (after a failed commit), `ClosedError`. Reference: docs/STORE.md.
+ */
 export class BTreeStore<K = string, V = unknown> {
   readonly #map: BTreeMap<K, V>;
   readonly #wasm: AdaptreeWasm;
@@ -591,16 +607,19 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#map.size;
   }
 
+  /** {@inheritDoc BTreeMap.get} */
   get(key: K): V | undefined {
     this.#open();
     return this.#map.get(key);
   }
 
+  /** {@inheritDoc BTreeMap.has} */
   has(key: K): boolean {
     this.#open();
     return this.#map.has(key);
   }
 
+  /** {@inheritDoc BTreeMap.set} */
   set(key: K, value: V): this {
     this.#writable();
     this.#map.set(key, value);
@@ -608,6 +627,7 @@ export class BTreeStore<K = string, V = unknown> {
     return this;
   }
 
+  /** {@inheritDoc BTreeMap.delete} */
   delete(key: K): boolean {
     this.#writable();
     const r = this.#map.delete(key);
@@ -615,6 +635,7 @@ export class BTreeStore<K = string, V = unknown> {
     return r;
   }
 
+  /** {@inheritDoc BTreeMap.clear} */
   clear(): void {
     this.#writable();
     try {
@@ -624,16 +645,19 @@ export class BTreeStore<K = string, V = unknown> {
     }
   }
 
+  /** {@inheritDoc BTreeMap.entries} */
   entries(range?: Range<K>): MapIterator<[K, V]> {
     this.#open();
     return this.#map.entries(range);
   }
 
+  /** {@inheritDoc BTreeMap.keys} */
   keys(range?: Range<K>): MapIterator<K> {
     this.#open();
     return this.#map.keys(range);
   }
 
+  /** {@inheritDoc BTreeMap.values} */
   values(range?: Range<K>): MapIterator<V> {
     this.#open();
     return this.#map.values(range);
@@ -644,31 +668,37 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#map.entries();
   }
 
+  /** {@inheritDoc BTreeMap.forEach} */
   forEach(callbackfn: (value: V, key: K, store: BTreeStore<K, V>) => void, thisArg?: unknown): void {
     if (typeof callbackfn !== 'function') throw new TypeError('forEach: callback is not a function');
     for (const [k, v] of this.entries()) callbackfn.call(thisArg, v, k, this);
   }
 
+  /** {@inheritDoc BTreeMap.first} */
   first(): [K, V] | undefined {
     this.#open();
     return this.#map.first();
   }
 
+  /** {@inheritDoc BTreeMap.last} */
   last(): [K, V] | undefined {
     this.#open();
     return this.#map.last();
   }
 
+  /** {@inheritDoc BTreeMap.nextHigher} */
   nextHigher(key: K): [K, V] | undefined {
     this.#open();
     return this.#map.nextHigher(key);
   }
 
+  /** {@inheritDoc BTreeMap.nextLower} */
   nextLower(key: K): [K, V] | undefined {
     this.#open();
     return this.#map.nextLower(key);
   }
 
+  /** {@inheritDoc BTreeMap.deleteRange} */
   deleteRange(range: DeleteRange<K>): number {
     this.#writable();
     if (this.#b.kind === 'async') {
@@ -687,11 +717,13 @@ export class BTreeStore<K = string, V = unknown> {
     return n;
   }
 
+  /** {@inheritDoc BTreeMap.getMany} */
   getMany(keys: Iterable<K>): (V | undefined)[] {
     this.#open();
     return this.#map.getMany(keys);
   }
 
+  /** {@inheritDoc BTreeMap.setMany} */
   setMany(entries: Iterable<readonly [K, V]>): this {
     this.#writable();
     try {
@@ -709,15 +741,18 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#map.stats();
   }
 
+  /** {@inheritDoc BTreeMap.checkInvariants} */
   checkInvariants(): void {
     this.#open();
     this.#map.checkInvariants();
   }
 
+  /** {@inheritDoc BTreeMap.keyEncoding} */
   get keyEncoding(): string {
     return this.#map.keyEncoding;
   }
 
+  /** {@inheritDoc BTreeMap.valueEncoding} */
   get valueEncoding(): string {
     return this.#map.valueEncoding;
   }

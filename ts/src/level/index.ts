@@ -11,11 +11,14 @@
  *
  * Manifest: implicit and explicit snapshots (copy-on-write per key, see snapshot.ts), seek,
  * has/hasMany, getMany, getSync (synchronous stores), every encoding (the store holds bytes:
- * the private API speaks `view`), deferred open, permanence false (memory). Keys are at most
- * 1024 bytes (a longer key is a `KeyTooLargeError`, code `KEY_TOO_LARGE`).
+ * the private API speaks `view`), deferred open; permanence, createIfMissing and
+ * errorIfExists with a location. Keys are at most 1024 bytes (a longer key is a
+ * `KeyTooLargeError`, code `KEY_TOO_LARGE`).
  *
- * The data lives behind `LevelStore` (store.ts): the in-memory `BTreeMap` by default; a
- * persistent store plugs in through the `store` option.
+ * The data lives behind `LevelStore` (store.ts): the in-memory `BTreeMap` by default, a
+ * `BTreeStore` at `location` (persistent.ts), or any store given through the `store` option.
+ *
+ * @module adaptree/level
  */
 import {
   AbstractIterator,
@@ -31,25 +34,39 @@ import type { LayoutName } from '../abi.js';
 import { compareBytes } from '../encoding/codec.js';
 import { InvalidArgumentError } from '../errors.js';
 import { MemoryStore, type Awaitable, type LevelStore, type StoreEntry, type StoreRange } from './store.js';
+import { persistentStore, type LevelStoreFactory } from './persistent.js';
+import type { StorageName } from '../store.js';
+import type { StorageBackend } from '../storage/types.js';
 import { NOT_IN_OVERLAY, Version, Versions, mergeBatch } from './snapshot.js';
 
-export { MemoryStore, type Awaitable, type LevelStore, type MemoryStoreOptions, type StoreEntry, type StoreRange } from './store.js';
+export {
+  BytesMapStore,
+  MemoryStore,
+  type Awaitable,
+  type BytesMap,
+  type LevelStore,
+  type MemoryStoreOptions,
+  type StoreEntry,
+  type StoreRange,
+} from './store.js';
+export { persistentStore, type LevelStoreFactory, type PersistentStoreOptions, type StoreOpenOptions } from './persistent.js';
 
-/** How the level gets its store: at every open (a closed db may be opened again). */
-export interface LevelStoreFactory {
-  /** Whether the stores it opens are synchronous (decides `supports.getSync`). */
-  readonly sync: boolean;
-  /** Whether data outlives the process (`supports.permanence`). */
-  readonly permanence: boolean;
-  open(wasm: AdaptreeWasm): Awaitable<LevelStore>;
-}
-
+/** Options of `new AdaptreeLevel(options)`: abstract-level's, and where the data lives. */
 export interface AdaptreeLevelOptions<K, V> extends AbstractDatabaseOptions<K, V> {
-  /** Node layout of the in-memory tree (default `'adaptive'`). */
+  /** Node layout of the tree (default `'adaptive'`; a persistent store keeps the layout it was created with). */
   layout?: LayoutName;
   /** The wasm instance (default: the one `init()` loaded, loading it on open if needed). */
   wasm?: AdaptreeWasm;
-  /** Where the data lives (default: in memory). */
+  /**
+   * A path (or a name, for the `memory` storage): the data lives in a `BTreeStore` there and
+   * outlives the process. Without it (and without `store`) the data lives in memory.
+   */
+  location?: string;
+  /** With `location`: BTreeStore's backend (default `'node'` in Node, `'deno'` in Deno). */
+  storage?: StorageName | StorageBackend;
+  /** With `location`: buffer pool bytes (default 64 MiB). */
+  poolSize?: number;
+  /** Where the data lives, as a factory (`persistentStore(...)`, `memoryStore()`, your own). */
   store?: LevelStoreFactory;
 }
 
@@ -88,7 +105,10 @@ interface BatchOp {
   value?: Uint8Array;
 }
 
-/** An abstract-level database whose data lives in adaptree. */
+/**
+ * An abstract-level database whose data lives in adaptree: in memory by default, in a
+ * `BTreeStore` with a location (`new AdaptreeLevel('data/db')` or `{ location }`).
+ */
 export class AdaptreeLevel<KDefault = string, VDefault = string> extends AbstractLevel<Uint8Array, KDefault, VDefault> {
   readonly #factory: LevelStoreFactory;
   readonly #wasmOption: AdaptreeWasm | undefined;
@@ -97,9 +117,31 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
   /** Tail of the write queue (async stores: writes never overlap). */
   #tail: Promise<unknown> = Promise.resolve();
 
-  constructor(options: AdaptreeLevelOptions<KDefault, VDefault> = {}) {
+  /** An in-memory database, or a persistent one if `options.location` is given. */
+  constructor(options?: AdaptreeLevelOptions<KDefault, VDefault>);
+  /** A persistent database at `location` (classic-level's signature). */
+  constructor(location: string, options?: Omit<AdaptreeLevelOptions<KDefault, VDefault>, 'location'>);
+  constructor(
+    locationOrOptions: string | AdaptreeLevelOptions<KDefault, VDefault> = {},
+    maybeOptions: Omit<AdaptreeLevelOptions<KDefault, VDefault>, 'location'> = {},
+  ) {
+    if (maybeOptions === null || typeof maybeOptions !== 'object') throw new InvalidArgumentError('options must be an object');
+    const options: AdaptreeLevelOptions<KDefault, VDefault> =
+      typeof locationOrOptions === 'string' ? { ...maybeOptions, location: locationOrOptions } : locationOrOptions;
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options must be an object');
-    const factory = options.store ?? memoryStore(options.layout !== undefined ? { layout: options.layout } : {});
+    if (options.store !== undefined && options.location !== undefined) {
+      throw new InvalidArgumentError('give either location or store, not both');
+    }
+    const factory =
+      options.store ??
+      (options.location !== undefined
+        ? persistentStore({
+            location: options.location,
+            ...(options.storage !== undefined ? { storage: options.storage } : {}),
+            ...(options.layout !== undefined ? { layout: options.layout } : {}),
+            ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
+          })
+        : memoryStore(options.layout !== undefined ? { layout: options.layout } : {}));
     // `getSync` is in abstract-level 3.1's manifest but not in level-supports' types.
     const manifest: Record<string, unknown> = {
       implicitSnapshots: true,
@@ -108,12 +150,12 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
       getSync: factory.sync,
       seek: true,
       permanence: factory.permanence,
-      createIfMissing: false,
-      errorIfExists: false,
+      createIfMissing: !!factory.createIfMissing,
+      errorIfExists: !!factory.createIfMissing,
       encodings: { view: true },
     };
     // Our own options stay out of what abstract-level forwards to open() and its hooks.
-    const { layout: _layout, wasm: _wasm, store: _store, ...forward } = options;
+    const { layout: _layout, wasm: _wasm, store: _store, location: _location, storage: _storage, poolSize: _poolSize, ...forward } = options;
     super(manifest, forward);
     this.#factory = factory;
     this.#wasmOption = options.wasm;
@@ -130,13 +172,15 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     return this.#versions?.size ?? 0;
   }
 
-  async _open(): Promise<void> {
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
+  async _open(options: { createIfMissing?: boolean; errorIfExists?: boolean } = {}): Promise<void> {
     const wasm = this.#wasmOption ?? initialized() ?? (await init());
-    const store = await this.#factory.open(wasm);
+    const store = await this.#factory.open(wasm, { createIfMissing: options.createIfMissing !== false, errorIfExists: !!options.errorIfExists });
     this.#versions ??= new Versions(wasm);
     this.#store = store;
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _close(): Promise<void> {
     const s = this.#store;
     if (s === null) return;
@@ -148,6 +192,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
 
   // ----------------------------------------------------------------- reads
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _get(key: Uint8Array, options: ReadOptions): Promise<Uint8Array | undefined> {
     const s = this.#store!;
     const snap = options.snapshot ?? null;
@@ -161,6 +206,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     }
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _getSync(key: Uint8Array, options: ReadOptions): Uint8Array | undefined {
     const s = this.#store!;
     // abstract-level's own LEVEL_NOT_SUPPORTED error (supports.getSync is false then).
@@ -168,6 +214,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     return readOne(s.get(key) as Uint8Array | undefined, options.snapshot?.version, key);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _getMany(keys: Uint8Array[], options: ReadOptions): Promise<(Uint8Array | undefined)[]> {
     const s = this.#store!;
     const snap = options.snapshot ?? null;
@@ -180,6 +227,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     }
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _has(key: Uint8Array, options: ReadOptions): Promise<boolean> {
     const s = this.#store!;
     const snap = options.snapshot ?? null;
@@ -192,6 +240,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     }
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _hasMany(keys: Uint8Array[], options: ReadOptions): Promise<boolean[]> {
     const s = this.#store!;
     const snap = options.snapshot ?? null;
@@ -207,26 +256,30 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
 
   // ----------------------------------------------------------------- writes
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _put(key: Uint8Array, value: Uint8Array): Promise<void> {
     await this.#write([[key, value]], []);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _del(key: Uint8Array): Promise<void> {
     await this.#write([], [key]);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _batch(operations: BatchOp[]): Promise<void> {
     const { puts, dels } = fold(operations);
     await this.#write(puts, dels);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _clear(options: RangeOptions): Promise<void> {
     const s = this.#store!;
     const vs = this.#versions!;
     const snap = options.snapshot ?? null;
     const range = rangeOf(options);
     if (s.sync && snap === null && options.limit < 0 && vs.size === 0) {
-      s.deleteRange(range);
+      await s.deleteRange(range); // applied at once; a persistent store resolves on commit
       return;
     }
     // Delete the keys the reader sees (in the snapshot if one is given), `limit` of them.
@@ -250,15 +303,12 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
 
   /**
    * Applies a write: first the old values of its keys go into every open version, then the
-   * store is written. Synchronous stores: all of it now (returns undefined). Async stores:
-   * queued behind the previous write.
+   * store is written. Synchronous stores: all of it now (returns undefined, or the store's
+   * promise that the write is durable). Async stores: queued behind the previous write.
    */
   #write(puts: [Uint8Array, Uint8Array][], dels: Uint8Array[]): Awaitable<void> {
     const s = this.#store!;
-    if (s.sync) {
-      this.#writeNow(s, puts, dels);
-      return undefined;
-    }
+    if (s.sync) return this.#writeNow(s, puts, dels);
     const run = this.#tail.then(() => this.#writeNow(s, puts, dels));
     this.#tail = run.catch(() => {});
     return run;
@@ -280,10 +330,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
   }
 
   #apply(s: LevelStore, vs: Versions, puts: [Uint8Array, Uint8Array][], dels: Uint8Array[]): Awaitable<void> {
-    if (s.sync) {
-      s.write(puts, dels);
-      return undefined;
-    }
+    if (s.sync) return s.write(puts, dels); // applied now; a promise only for durability
     vs.setPending({ puts, dels });
     let done: Promise<void>;
     try {
@@ -297,18 +344,22 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
 
   // ----------------------------------------------------------------- iterators, snapshots
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _iterator(options: IteratorOptions): AdaptreeIterator<KDefault, VDefault> {
     return new AdaptreeIterator(this, options, this.#reader(options, options.values !== false));
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _keys(options: RangeOptions): AdaptreeKeyIterator<KDefault, VDefault> {
     return new AdaptreeKeyIterator(this, options, this.#reader(options, false));
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _values(options: RangeOptions): AdaptreeValueIterator<KDefault, VDefault> {
     return new AdaptreeValueIterator(this, options, this.#reader(options, true));
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _snapshot(options: object): AdaptreeSnapshot {
     return new AdaptreeSnapshot(options, this.#versions!);
   }
@@ -563,6 +614,7 @@ function remaining(it: { limit: number; count: number }): number {
   return it.limit === Infinity ? Infinity : it.limit - it.count;
 }
 
+/** @hidden What `db.iterator()`/`keys()`/`values()` return: abstract-level's iterator over a version of the store. */
 export class AdaptreeIterator<K, V> extends AbstractIterator<AdaptreeLevel<K, V>, Uint8Array, Uint8Array> {
   readonly #r: Reader;
   readonly #keys: boolean;
@@ -579,28 +631,34 @@ export class AdaptreeIterator<K, V> extends AbstractIterator<AdaptreeLevel<K, V>
     return [(this.#keys ? e[0] : undefined) as Uint8Array, e[1] as Uint8Array];
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _next(): Promise<[Uint8Array, Uint8Array] | undefined> {
     const e = await this.#r.next();
     return e === undefined ? undefined : this.#entry(e);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _nextv(size: number): Promise<[Uint8Array, Uint8Array][]> {
     return (await this.#r.nextv(size)).map((e) => this.#entry(e));
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _all(): Promise<[Uint8Array, Uint8Array][]> {
     return (await this.#r.all(remaining(this))).map((e) => this.#entry(e));
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _seek(target: Uint8Array): void {
     this.#r.seek(target);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _close(): Promise<void> {
     this.#r.close();
   }
 }
 
+/** @hidden What `db.iterator()`/`keys()`/`values()` return: abstract-level's iterator over a version of the store. */
 export class AdaptreeKeyIterator<K, V> extends AbstractKeyIterator<AdaptreeLevel<K, V>, Uint8Array> {
   readonly #r: Reader;
 
@@ -609,27 +667,33 @@ export class AdaptreeKeyIterator<K, V> extends AbstractKeyIterator<AdaptreeLevel
     this.#r = reader;
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _next(): Promise<Uint8Array | undefined> {
     return (await this.#r.next())?.[0];
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _nextv(size: number): Promise<Uint8Array[]> {
     return (await this.#r.nextv(size)).map((e) => e[0]);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _all(): Promise<Uint8Array[]> {
     return (await this.#r.all(remaining(this))).map((e) => e[0]);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _seek(target: Uint8Array): void {
     this.#r.seek(target);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _close(): Promise<void> {
     this.#r.close();
   }
 }
 
+/** @hidden What `db.iterator()`/`keys()`/`values()` return: abstract-level's iterator over a version of the store. */
 export class AdaptreeValueIterator<K, V> extends AbstractValueIterator<AdaptreeLevel<K, V>, Uint8Array, Uint8Array> {
   readonly #r: Reader;
 
@@ -638,22 +702,27 @@ export class AdaptreeValueIterator<K, V> extends AbstractValueIterator<AdaptreeL
     this.#r = reader;
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _next(): Promise<Uint8Array | undefined> {
     return (await this.#r.next())?.[1];
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _nextv(size: number): Promise<Uint8Array[]> {
     return (await this.#r.nextv(size)).map((e) => e[1]!);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _all(): Promise<Uint8Array[]> {
     return (await this.#r.all(remaining(this))).map((e) => e[1]!);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   _seek(target: Uint8Array): void {
     this.#r.seek(target);
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _close(): Promise<void> {
     this.#r.close();
   }
@@ -673,6 +742,7 @@ export class AdaptreeSnapshot extends SnapshotBase {
     this.version = versions.acquire();
   }
 
+  /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _close(): Promise<void> {
     this.#versions.release(this.version);
   }

@@ -15,9 +15,9 @@
  * - reads may run while a write is in flight and may see either side of it: the adapter's
  *   snapshots (see snapshot.ts) do not depend on what such a read returns.
  *
- * How a store with Map-like async methods fits (the coming `BTreeStore`: get/set/delete/
- * entries/commit/close): `write` is set/delete for each entry, then one `commit()`;
- * `scan` collects at most `limit` entries from `entries(range)`; `close` is `close()`.
+ * How a store with Map-like methods fits (`BTreeStore`, see persistent.ts): `write` is
+ * set/delete for each entry, then one `commit()`; `scan` collects at most `limit` entries
+ * from `entries(range)`; `close` is `close()`.
  */
 import { BTreeMap } from '../map.js';
 import type { AdaptreeWasm } from '../wasm.js';
@@ -40,7 +40,11 @@ export interface StoreRange {
 export type StoreEntry = [key: Uint8Array, value: Uint8Array | undefined];
 
 export interface LevelStore {
-  /** True when no method ever returns a promise. Enables `db.getSync()`. */
+  /**
+   * True when every method answers at once (enables `db.getSync()`). Exception: `write` and
+   * `deleteRange` of a sync store may return a promise, but only to say when the change is
+   * durable; the change itself must be applied (visible) before they return.
+   */
   readonly sync: boolean;
   /** Longest key the store accepts (bytes). Longer keys cannot be present. */
   readonly maxKeySize: number;
@@ -66,22 +70,92 @@ export interface MemoryStoreOptions {
 }
 
 /**
+ * The synchronous calls the level stores make on what holds their data: a `BTreeMap` or a
+ * `BTreeStore` on a synchronous backend, both with `bytes` keys and values.
+ */
+export interface BytesMap {
+  get(key: Uint8Array): Uint8Array | undefined;
+  has(key: Uint8Array): boolean;
+  getMany(keys: Iterable<Uint8Array>): (Uint8Array | undefined)[];
+  setMany(entries: Iterable<readonly [Uint8Array, Uint8Array]>): unknown;
+  delete(key: Uint8Array): boolean;
+  deleteRange(range: { gt?: Uint8Array; gte?: Uint8Array; lt?: Uint8Array; lte?: Uint8Array }): number;
+  entries(range?: StoreRange & { limit?: number }): Iterator<[Uint8Array, Uint8Array]>;
+  keys(range?: StoreRange & { limit?: number }): Iterator<Uint8Array>;
+}
+
+/**
+ * A `LevelStore` over a synchronous `BytesMap`: every method answers at once. Keys longer than
+ * `MAX_KEY_SIZE` cannot be present (reads answer "absent", deletes do nothing) and range bounds
+ * of any length are clamped to an equivalent storable bound.
+ */
+export class BytesMapStore implements LevelStore {
+  readonly sync: boolean = true;
+  readonly maxKeySize = MAX_KEY_SIZE;
+  readonly #target: BytesMap;
+
+  constructor(target: BytesMap) {
+    this.#target = target;
+  }
+
+  get(key: Uint8Array): Uint8Array | undefined {
+    return key.length > MAX_KEY_SIZE ? undefined : this.#target.get(key);
+  }
+
+  getMany(keys: Uint8Array[]): (Uint8Array | undefined)[] {
+    if (keys.every((k) => k.length <= MAX_KEY_SIZE)) return this.#target.getMany(keys);
+    return keys.map((k) => this.get(k));
+  }
+
+  has(key: Uint8Array): boolean {
+    return key.length <= MAX_KEY_SIZE && this.#target.has(key);
+  }
+
+  write(puts: [Uint8Array, Uint8Array][], dels: Uint8Array[]): Awaitable<void> {
+    // setMany checks every entry before it writes anything: a bad one throws, map unchanged.
+    // Deletes cannot fail after that (a key too long to store cannot be present).
+    if (puts.length > 0) this.#target.setMany(puts);
+    for (const k of dels) if (k.length <= MAX_KEY_SIZE) this.#target.delete(k);
+  }
+
+  deleteRange(range: StoreRange): Awaitable<void> {
+    const r = clampRange(range);
+    this.#target.deleteRange({ gt: r.gt, gte: r.gte, lt: r.lt, lte: r.lte });
+  }
+
+  scan(range: StoreRange, limit: number, values: boolean): StoreEntry[] {
+    const r = clampRange(range);
+    const out: StoreEntry[] = [];
+    if (values) {
+      const it = this.#target.entries({ ...r, limit });
+      for (let e = it.next(); !e.done; e = it.next()) out.push(e.value);
+    } else {
+      const it = this.#target.keys({ ...r, limit });
+      for (let e = it.next(); !e.done; e = it.next()) out.push([e.value, undefined]);
+    }
+    return out;
+  }
+
+  close(): Awaitable<void> {}
+}
+
+/**
  * The in-memory store: one `BTreeMap` with `bytes` keys and values. Synchronous. `close()`
  * keeps the data (as memory-level does: a closed and reopened db sees its entries); `free()`
  * releases the wasm memory for good.
  */
-export class MemoryStore implements LevelStore {
-  readonly sync = true;
-  readonly maxKeySize = MAX_KEY_SIZE;
+export class MemoryStore extends BytesMapStore {
   readonly #map: BTreeMap<Uint8Array, Uint8Array>;
 
   constructor(options: MemoryStoreOptions = {}) {
-    this.#map = new BTreeMap<Uint8Array, Uint8Array>(null, {
+    const map = new BTreeMap<Uint8Array, Uint8Array>(null, {
       keys: 'bytes',
       values: 'bytes',
       ...(options.layout !== undefined ? { layout: options.layout } : {}),
       ...(options.wasm !== undefined ? { wasm: options.wasm } : {}),
     });
+    super(map);
+    this.#map = map;
   }
 
   /** The map underneath (for stats and tests). */
@@ -89,43 +163,15 @@ export class MemoryStore implements LevelStore {
     return this.#map;
   }
 
-  get(key: Uint8Array): Uint8Array | undefined {
-    return key.length > MAX_KEY_SIZE ? undefined : this.#map.get(key);
+  override write(puts: [Uint8Array, Uint8Array][], dels: Uint8Array[]): void {
+    super.write(puts, dels);
   }
 
-  getMany(keys: Uint8Array[]): (Uint8Array | undefined)[] {
-    if (keys.every((k) => k.length <= MAX_KEY_SIZE)) return this.#map.getMany(keys);
-    return keys.map((k) => this.get(k));
+  override deleteRange(range: StoreRange): void {
+    super.deleteRange(range);
   }
 
-  has(key: Uint8Array): boolean {
-    return key.length <= MAX_KEY_SIZE && this.#map.has(key);
-  }
-
-  write(puts: [Uint8Array, Uint8Array][], dels: Uint8Array[]): void {
-    // setMany checks every entry before it writes anything: a bad one throws, map unchanged.
-    // Deletes cannot fail after that (a key too long to store cannot be present).
-    if (puts.length > 0) this.#map.setMany(puts);
-    for (const k of dels) if (k.length <= MAX_KEY_SIZE) this.#map.delete(k);
-  }
-
-  deleteRange(range: StoreRange): void {
-    const r = clampRange(range);
-    this.#map.deleteRange({ gt: r.gt, gte: r.gte, lt: r.lt, lte: r.lte });
-  }
-
-  scan(range: StoreRange, limit: number, values: boolean): StoreEntry[] {
-    const r = clampRange(range);
-    const out: StoreEntry[] = [];
-    if (values) {
-      for (const e of this.#map.entries({ ...r, limit })) out.push(e);
-    } else {
-      for (const k of this.#map.keys({ ...r, limit })) out.push([k, undefined]);
-    }
-    return out;
-  }
-
-  close(): void {}
+  override close(): void {}
 
   /** Releases the tree's wasm memory; the store cannot be used afterwards. */
   free(): void {
@@ -138,7 +184,7 @@ export class MemoryStore implements LevelStore {
  * `MAX_KEY_SIZE` bytes (t = the bound's first MAX_KEY_SIZE bytes): for keys k of at most that
  * length, k > b ⟺ k > t and k < b ⟺ k ≤ t. Undefined bounds are dropped.
  */
-function clampRange(range: StoreRange): StoreRange {
+export function clampRange(range: StoreRange): StoreRange {
   const out: StoreRange = { reverse: !!range.reverse };
   const lo = range.gte ?? range.gt;
   if (lo !== undefined) {

@@ -1,0 +1,112 @@
+// adaptree/level over a BTreeStore on node files: data outlives close and the process, writes
+// resolve once committed, snapshots still hold while the store is persistent, and the open
+// options (createIfMissing, errorIfExists) and locking behave like classic-level's.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { init } from '../../ts/src/index.js';
+import { AdaptreeLevel, persistentStore } from '../../ts/src/level/index.js';
+
+let dir = '';
+let n = 0;
+const loc = () => join(dir, `db${++n}`);
+
+beforeAll(async () => {
+  await init();
+  dir = mkdtempSync(join(tmpdir(), 'adaptree-level-persistent-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('AdaptreeLevel with a location', () => {
+  it('keeps its data across close and reopen (put, batch, del, clear)', async () => {
+    const path = loc();
+    let db = new AdaptreeLevel<string, unknown>(path, { valueEncoding: 'json' });
+    expect(db.supports.permanence).toBe(true);
+    expect(db.supports.getSync).toBe(true);
+    await db.put('a', { n: 1 });
+    await db.batch([{ type: 'put', key: 'b', value: [2] }, { type: 'put', key: 'c', value: 'three' }, { type: 'del', key: 'a' }]);
+    for (let i = 0; i < 2000; i++) await db.put(`k${String(i).padStart(5, '0')}`, i);
+    await db.clear({ gte: 'k01000' });
+    expect(db.getSync('b')).toEqual([2]);
+    await db.close();
+    expect(existsSync(path)).toBe(true);
+
+    db = new AdaptreeLevel<string, unknown>({ location: path, storage: 'node', valueEncoding: 'json' });
+    expect(await db.get('a')).toBeUndefined();
+    expect(await db.get('b')).toEqual([2]);
+    expect(await db.get('c')).toBe('three');
+    const keys = await db.keys({ gte: 'k' }).all();
+    expect(keys.length).toBe(1000);
+    expect(keys.at(-1)).toBe('k00999');
+    await db.close();
+  });
+
+  it('a write is durable once its promise resolves: a process that exits without close() loses nothing', () => {
+    const path = loc();
+    // The child puts, then exits at once (no close, no checkpoint): recovery must replay the log.
+    const child = `
+      const { AdaptreeLevel } = await import(${JSON.stringify(new URL('../../dist/level/index.js', import.meta.url).href)});
+      const db = new AdaptreeLevel(${JSON.stringify(path)}, { valueEncoding: 'json' });
+      await Promise.all([db.put('x', 1), db.put('y', 2), db.batch([{ type: 'put', key: 'z', value: 3 }])]);
+      process.exit(0);
+    `;
+    execFileSync(process.execPath, ['--input-type=module', '-e', child], { stdio: 'pipe' });
+    return (async () => {
+      const db = new AdaptreeLevel<string, number>(path, { valueEncoding: 'json' });
+      expect(await db.iterator().all()).toEqual([['x', 1], ['y', 2], ['z', 3]]);
+      await db.close();
+    })();
+  });
+
+  it('snapshots and iterators see the state they were taken in', async () => {
+    const db = new AdaptreeLevel(loc());
+    await db.batch([{ type: 'put', key: 'a', value: '1' }, { type: 'put', key: 'b', value: '2' }]);
+    const snapshot = db.snapshot();
+    const it = db.iterator();
+    await db.put('a', 'changed');
+    await db.del('b');
+    expect(await db.get('a', { snapshot })).toBe('1');
+    expect(await it.all()).toEqual([['a', '1'], ['b', '2']]);
+    expect(await db.iterator().all()).toEqual([['a', 'changed']]);
+    await snapshot.close();
+    await db.close();
+  });
+
+  it('createIfMissing: false and errorIfExists: true', async () => {
+    const path = loc();
+    const missing = new AdaptreeLevel(path, { createIfMissing: false });
+    await expect(missing.open()).rejects.toMatchObject({ code: 'LEVEL_DATABASE_NOT_OPEN', cause: { message: expect.stringMatching(/does not exist/) } });
+    expect(existsSync(path)).toBe(false);
+    const db = new AdaptreeLevel(path);
+    await db.put('k', 'v');
+    await db.close();
+    await expect(db.open({ errorIfExists: true })).rejects.toMatchObject({ cause: { message: expect.stringMatching(/already exists/) } });
+    await db.open();
+    expect(await db.get('k')).toBe('v');
+    await db.close();
+  });
+
+  it('a second open of the same location is refused (LockedError) until the first closes', async () => {
+    const path = loc();
+    const a = new AdaptreeLevel(path);
+    await a.open();
+    const b = new AdaptreeLevel(path);
+    await expect(b.open()).rejects.toMatchObject({ code: 'LEVEL_DATABASE_NOT_OPEN', cause: { code: 'LOCKED' } });
+    await a.close();
+    await b.open();
+    await b.close();
+  });
+
+  it('runs on the in-process memory backend too, and through the persistentStore factory', async () => {
+    const name = `mem-${++n}`;
+    let db = new AdaptreeLevel({ store: persistentStore({ location: name, storage: 'memory' }) });
+    await db.put('m', 'v');
+    await db.close();
+    db = new AdaptreeLevel({ location: name, storage: 'memory' });
+    expect(await db.get('m')).toBe('v');
+    await db.close();
+    expect(() => new AdaptreeLevel({ location: 'x', store: persistentStore({ location: 'y' }) })).toThrow(/either location or store/);
+  });
+});
