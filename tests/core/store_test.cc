@@ -352,7 +352,8 @@ TEST(Store, PosixFilesAndLocking) {
 
 // A store many times larger than its pool, on real files: a 1 MiB pool (256
 // frames) under ADAPTREE_BIG_STORE_KEYS keys (default 300,000: about 17 times
-// the pool; at least 100,000; set 10000000 for the 10M-key run). Keys go in in random order with
+// the pool; at least 100,000; set 10000000 for the 10M-key run, and
+// ADAPTREE_BIG_STORE_POOL=33554432 for the 32 MiB pool). Keys go in in random order with
 // commits; the page table stays sized by the pool, not by the store; after a
 // reopen every key is found with its value and a full scan is in order.
 TEST(Store, LargerThanPoolOnFiles) {
@@ -362,7 +363,8 @@ TEST(Store, LargerThanPoolOnFiles) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   std::string path = std::string(tmpl) + "/db";
   StoreOptions o;
-  o.pool_bytes = 1 << 20;
+  const char* pool_env = std::getenv("ADAPTREE_BIG_STORE_POOL");  // bytes; default 1 MiB
+  o.pool_bytes = pool_env ? std::strtoull(pool_env, nullptr, 10) : 1 << 20;
   // Key i is a permutation of i (odd multiplier mod 2^32), value depends on i.
   auto key = [](uint64_t i) { return "key:" + std::to_string(static_cast<uint32_t>(i * 2654435761u)); };
   auto value = [](uint64_t i) { return "value-" + std::to_string(i) + std::string(i % 17, '.'); };
