@@ -80,6 +80,8 @@ const DEFAULT_CHUNK = 16384;
 /** Buffered bytes per file that make a write go to SQL before the next sync. */
 const MAX_BUFFERED = 4 << 20;
 const DATA = 0, LOG = 1;
+/** Stored chunks kept per file after a read. */
+const CLEAN_CHUNKS = 4;
 
 /** Open paths per storage object (an isolate can host several objects of a class). */
 const openStores = new WeakMap<object, Set<string>>();
@@ -133,6 +135,8 @@ function ensureSchema(sql: Sql): void {
 class ChunkFile implements SyncFile {
   /** Chunks written since the last flush: their full current content (may be shorter than `chunk`). */
   private readonly dirty = new Map<number, Uint8Array>();
+  /** A few stored chunks read lately (never also in `dirty`). */
+  private readonly clean = new Map<number, Uint8Array>();
   private buffered = 0;
   /** The size recorded in adaptree_files. */
   private storedSize: number;
@@ -150,8 +154,18 @@ class ChunkFile implements SyncFile {
 
   /** The stored content of chunk `idx` (empty if there is none). */
   private stored(idx: number): Uint8Array {
+    const hit = this.clean.get(idx);
+    if (hit !== undefined) return hit;
     const rows = this.sql.exec(`read ${this.what}`, 'SELECT data FROM adaptree_chunks WHERE store = ? AND file = ? AND idx = ?', this.store, this.file, idx);
     return rows.length === 0 ? new Uint8Array(0) : toBytes(rows[0]!.data);
+  }
+
+  /** Remembers a stored chunk just read (the last few: sequential reads of log records and
+   * their headers hit the same chunk). */
+  private remember(idx: number, c: Uint8Array): void {
+    this.clean.delete(idx);
+    this.clean.set(idx, c);
+    if (this.clean.size > CLEAN_CHUNKS) this.clean.delete(this.clean.keys().next().value!);
   }
 
   read(dst: Uint8Array, offset: number): number {
@@ -162,13 +176,14 @@ class ChunkFile implements SyncFile {
     const stored = new Map<number, Uint8Array>();
     // One query for the chunks not in the buffer.
     let need = false;
-    for (let i = first; i <= last; i++) if (!this.dirty.has(i)) need = true;
+    for (let i = first; i <= last; i++) if (!this.dirty.has(i) && !this.clean.has(i)) need = true;
     if (need) {
       const rows = this.sql.exec(`read ${this.what}`, 'SELECT idx, data FROM adaptree_chunks WHERE store = ? AND file = ? AND idx >= ? AND idx <= ?', this.store, this.file, first, last);
       for (const r of rows) stored.set(Number(r.idx), toBytes(r.data));
+      for (let i = first; i <= last; i++) if (!this.dirty.has(i)) this.remember(i, stored.get(i) ?? new Uint8Array(0));
     }
     for (let i = first; i <= last; i++) {
-      const c = this.dirty.get(i) ?? stored.get(i);
+      const c = this.dirty.get(i) ?? this.clean.get(i) ?? stored.get(i);
       const start = i * this.chunk;
       const from = Math.max(offset, start), to = Math.min(offset + n, start + this.chunk);
       const out = dst.subarray(from - offset, to - offset);
@@ -193,6 +208,7 @@ class ChunkFile implements SyncFile {
         const old = whole ? undefined : this.stored(idx);
         c = new Uint8Array(Math.max(need, old?.length ?? 0));
         if (old !== undefined) c.set(old);
+        this.clean.delete(idx);
         this.dirty.set(idx, c);
         this.buffered += c.length;
       } else if (c.length < need) {
@@ -238,6 +254,7 @@ class ChunkFile implements SyncFile {
   }
 
   truncate(size: number): void {
+    this.clean.clear();
     if (size >= this.length) {
       // Growing: the new bytes are zeros (missing or short chunks read as zeros).
       this.length = size;
