@@ -7,6 +7,8 @@
 //   GET  /second-open            opens the same path again: { name, code } of the error
 //   GET  /stats                  store stats and the object's SQLite database size
 //   POST /close                  closes the store (the next request reopens it)
+//   POST /quota                  caps the database just above its size, writes until a commit
+//                 fails, reports the errors (if the runtime has not reset the object by then)
 import { DurableObject } from 'cloudflare:workers';
 import wasmModule from './adaptree-st.wasm';
 import { BTreeStore, durableObjectStorage, init } from '../../../dist/index.js';
@@ -54,6 +56,28 @@ export class IndexObject extends DurableObject {
         case '/stats': {
           const st = s.stats();
           return Response.json({ ...st, databaseSize: this.ctx.storage.sql.databaseSize });
+        }
+        case '/quota': {
+          // Caps the database just above its size (sql.setMaxPageCountForTest: the
+          // `experimental` flag) and writes until a commit fails.
+          const sql = this.ctx.storage.sql;
+          if (typeof sql.setMaxPageCountForTest !== 'function') return Response.json({ unsupported: true });
+          sql.setMaxPageCountForTest(Math.ceil(sql.databaseSize / 4096) + 8);
+          const out = {};
+          try {
+            for (let i = 0; i < 20000; i++) s.set(`z${String(i).padStart(6, '0')}`, 'x'.repeat(200));
+            await s.commit();
+            out.committed = true;
+          } catch (e) {
+            out.commitError = { name: e?.name, code: e?.code, message: String(e?.message) };
+          }
+          try {
+            s.set('after', 1);
+          } catch (e) {
+            out.writeError = { name: e?.name, code: e?.code };
+          }
+          sql.setMaxPageCountForTest(1 << 30);
+          return Response.json(out);
         }
         case '/close':
           this.store = undefined;

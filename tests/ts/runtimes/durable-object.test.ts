@@ -33,7 +33,7 @@ let proc: ChildProcess | undefined;
 let log = '';
 
 async function start(): Promise<void> {
-  proc = spawn(join(repo, 'node_modules/.bin/workerd'), ['serve', join(dir, 'config.capnp')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  proc = spawn(join(repo, 'node_modules/.bin/workerd'), ['serve', '--experimental', join(dir, 'config.capnp')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   log = '';
   proc.stdout?.on('data', (d) => (log += d));
   proc.stderr?.on('data', (d) => (log += d));
@@ -124,6 +124,7 @@ const worker :Workerd.Worker = (
     (name = "adaptree-st.wasm", wasm = embed "adaptree-st.wasm"),
   ],
   compatibilityDate = "2025-06-01",
+  compatibilityFlags = ["experimental"],  # only for sql.setMaxPageCountForTest (the quota test)
   durableObjectNamespaces = [ (className = "IndexObject", uniqueKey = "adaptree-durable-object-test", enableSql = true) ],
   durableObjectStorage = (localDisk = "do-storage"),
   bindings = [ (name = "INDEX", durableObjectNamespace = "IndexObject") ],
@@ -183,6 +184,30 @@ const worker :Workerd.Worker = (
     await stop('SIGKILL');
     await start();
     await expectModel('after kill -9 right after a commit');
+  });
+
+  it('a full database (SQLITE_FULL): the commit fails, the last commit stays', async () => {
+    const quota = new Map<string, number | string>();
+    await call('/apply?obj=quota', { ops: randomOps(500, 1000, quota), commit: true });
+    const res = await fetch(`http://127.0.0.1:${port}/quota?obj=quota`, { method: 'POST', body: '{}' });
+    const text = await res.text();
+    console.log(`durable-object SQLITE_FULL: HTTP ${res.status}: ${text.slice(0, 300)}`);
+    if (res.status === 200) {
+      // The object survived the error: our mapping is visible.
+      const r = JSON.parse(text) as Record<string, { name?: string; code?: string; message?: string }>;
+      expect(r.unsupported).toBeUndefined();
+      expect(r.commitError).toMatchObject({ name: 'QuotaExceededError', code: 'QUOTA_EXCEEDED' });
+      expect(r.writeError).toMatchObject({ name: 'ReadOnlyError', code: 'READ_ONLY' });
+    } else {
+      // workerd resets an object whose SQL hit SQLITE_FULL: the request fails, the writes of
+      // that event are rolled back, and the next request gets a fresh instance.
+      expect(res.status).toBe(500);
+      expect(log).toMatch(/SQLITE_FULL/);
+    }
+    // Reopened (in the same or a fresh instance, the cap gone): exactly the last commit.
+    await expectModel('after SQLITE_FULL', quota, 'quota');
+    await call('/apply?obj=quota', { ops: randomOps(500, 1000, quota), commit: true });
+    await expectModel('writable again', quota, 'quota');
   });
 
   it('a store 10x its pool: page faults, spills and commits through SQL; kill -9 during uncommitted spills', async () => {
