@@ -17,10 +17,11 @@ type Db = {
   exec(o: { sql: string; bind?: unknown[]; rowMode: 'object'; returnValue: 'resultRows' }): Record<string, unknown>[];
   exec(sql: string): unknown;
 };
-let sqlite3: { oo1: { DB: new (name: string) => Db } };
+let sqlite3: { oo1: { DB: new (name: string) => Db }; config: { warn: (...a: unknown[]) => void } };
 
 beforeAll(async () => {
   sqlite3 = (await sqlite3InitModule({ print() {}, printErr() {} } as never)) as never;
+  sqlite3.config.warn = () => {}; // the expected SQLITE_FULL would be logged on every step that fails
 });
 
 /** expect(a).toEqual(b) for long byte arrays, fast, naming the first difference. */
