@@ -145,6 +145,10 @@ const worker :Workerd.Worker = (
       expect(r).toEqual({ size: model.size, uncommittedWrites: 0 });
     }
     await expectModel('after the commits');
+    // Small transactions, one request each: the latency of a request that writes and commits.
+    const t0 = performance.now();
+    for (let i = 0; i < 30; i++) await call('/apply', { ops: randomOps(1, 30000, model), commit: true });
+    console.log(`durable-object: 30 requests of 1 write + commit, ${((performance.now() - t0) / 30).toFixed(1)} ms each`);
     expect(await call('/second-open')).toMatchObject({ name: 'LockedError', code: 'LOCKED' });
     // Another object of the namespace is another database: its store is empty and open.
     expect(await call('/entries?obj=other')).toEqual([]);
