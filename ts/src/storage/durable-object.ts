@@ -195,6 +195,7 @@ class ChunkFile implements SyncFile {
   }
 
   write(src: Uint8Array, offset: number): void {
+    if (src.length === 0) return; // as pwrite: an empty write does not extend the file
     const end = offset + src.length;
     let pos = offset;
     while (pos < end) {
