@@ -76,6 +76,14 @@ export { memoryStorage, MemoryFile, type MemoryStorage } from './storage/memory.
 export { nodeStorage } from './storage/node.js';
 export { denoStorage } from './storage/deno.js';
 export { opfsStorage } from './storage/opfs.js';
+export {
+  durableObjectStorage,
+  type DurableObjectBackend,
+  type DurableObjectBackendOptions,
+  type DurableObjectSqlCursorLike,
+  type DurableObjectSqlLike,
+  type DurableObjectStorageLike,
+} from './storage/durable-object.js';
 export { asyncMemoryStorage, createAsyncMemoryStorage, type AsyncMemoryStorage } from './storage/async-memory.js';
 export {
   ADAPTREE_ERROR,

@@ -2,7 +2,7 @@
  * BTreeStore: a persistent BTreeMap. Its 4 KiB pages live in a buffer pool in wasm memory over
  * a storage backend (storage/*.ts): files in Node or Deno, OPFS in a browser's dedicated
  * worker (on a main thread the store runs in a worker the package starts: storage/opfs-remote.ts),
- * an in-process memory volume, or an asynchronous backend (IndexedDB-like;
+ * a Cloudflare Durable Object's SQLite (storage/durable-object.ts), an in-process memory volume, or an asynchronous backend (IndexedDB-like;
  * storage/async-memory.ts is the test one).
  *
  * ```ts
@@ -77,7 +77,8 @@ export type StorageName = 'node' | 'deno' | 'opfs' | 'memory' | 'async-memory';
 export interface StoreOptions<K, V> {
   /** Where the store is: a file path (node, deno) or a name (memory backends). */
   path: string;
-  /** The backend; default `'node'` in Node, `'deno'` in Deno, `'opfs'` in a browser's dedicated worker. */
+  /** The backend; default `'node'` in Node, `'deno'` in Deno, `'opfs'` in a browser's dedicated worker.
+   * A backend object otherwise, e.g. `durableObjectStorage(ctx.storage)` in a Durable Object. */
   storage?: StorageName | StorageBackend;
   /** Layout of a new store (an existing store keeps its own); default 'adaptive'. */
   layout?: LayoutName;

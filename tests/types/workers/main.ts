@@ -1,5 +1,15 @@
 // A Cloudflare Workers project: lib es2022 + @cloudflare/workers-types, no DOM, no @types/node.
-import { init, BTreeMap, type AdaptreeWasm, type WasmMemory, type WasmModule, type WasmResponse } from 'adaptree';
+import {
+  init,
+  BTreeMap,
+  BTreeStore,
+  durableObjectStorage,
+  type AdaptreeWasm,
+  type DurableObjectBackend,
+  type WasmMemory,
+  type WasmModule,
+  type WasmResponse,
+} from 'adaptree';
 // Workers forbid compiling wasm at run time; wrangler hands out a precompiled module.
 import wasm from 'adaptree/wasm/adaptree-st.wasm';
 
@@ -21,3 +31,24 @@ export default {
 type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 const exact: [Same<WasmModule, WebAssembly.Module>, Same<WasmMemory, WebAssembly.Memory>, Same<WasmResponse, Response>] = [true, true, true];
 console.log(exact);
+
+// A SQLite-backed Durable Object holding a store: the platform's DurableObjectStorage fits
+// the backend's structural interface without adaptree depending on workers-types.
+export class Index implements DurableObject {
+  readonly store: Promise<BTreeStore<string, number>>;
+  constructor(readonly ctx: DurableObjectState) {
+    const backend: DurableObjectBackend = durableObjectStorage(ctx.storage, { chunkSize: 65536 });
+    this.store = ctx.blockConcurrencyWhile(async () =>
+      BTreeStore.open<string, number>({ path: 'main', storage: backend, wasm: await init({ wasm }), poolSize: 16 << 20 }));
+  }
+  async fetch(): Promise<Response> {
+    const s = await this.store;
+    s.set('hits', (s.get('hits') ?? 0) + 1);
+    await s.commit();
+    await this.ctx.storage.sync();
+    const paths: string[] = durableObjectStorage(this.ctx.storage).list();
+    // @ts-expect-error the backend takes the storage, not the state
+    durableObjectStorage(this.ctx);
+    return new Response(`${s.size} ${paths.length}`);
+  }
+}

@@ -1,11 +1,11 @@
 /**
  * The storage interface: what a persistent store needs from the place its pages live.
  * One file per backend in this folder implements it (memory.ts, node.ts, deno.ts, opfs.ts,
- * async-memory.ts); your own backend is an object of one of the two shapes below, passed as
+ * durable-object.ts, async-memory.ts); your own backend is an object of one of the two shapes below, passed as
  * `BTreeStore.open({ storage: yourBackend, path })`.
  *
  * **Synchronous backends** (`kind: 'sync'`: files you can read and write without awaiting,
- * e.g. Node and Deno files, OPFS sync access handles). The core reads and writes them from
+ * e.g. Node and Deno files, OPFS sync access handles, a Durable Object's synchronous SQL). The core reads and writes them from
  * inside a wasm call, through the `at_host_*` imports (bindings/adaptree.h), so reads of
  * resident or not-yet-resident pages alike are synchronous and the whole `BTreeMap` API works
  * synchronously. A store is two files: `data` (pages at `id * 4096`, the superblock at 0)
@@ -14,7 +14,7 @@
  * `'ENOSPC'`, `'EDQUOT'` or `'QUOTA_EXCEEDED'`) for a full disk, anything else counts as an
  * I/O error (`IoError` at the API, with the backend's error as `cause`).
  *
- * **Asynchronous backends** (`kind: 'async'`: IndexedDB, Durable Objects, a network). The core
+ * **Asynchronous backends** (`kind: 'async'`: IndexedDB, a key-value Durable Object, a network). The core
  * never calls them: an operation that needs a page that is not in the buffer pool stops with
  * NEED_PAGE, the store awaits `readPage(id)`, hands the image to the core and retries. A commit
  * hands `writePages` every changed page image (the superblock, page 0, first), which must be

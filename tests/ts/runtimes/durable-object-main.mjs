@@ -1,0 +1,100 @@
+// A Worker with a SQLite-backed Durable Object that holds a BTreeStore on the
+// durable-object backend (bundled into one module by durable-object.test.ts).
+// The Worker routes every request to the object named by ?obj= (default 'a').
+// Object routes (JSON in, JSON out):
+//   POST /apply   { ops: [[key, value | null], ...], commit: boolean }  set/delete, then commit if asked
+//   GET  /entries                all entries of the store, in key order
+//   GET  /second-open            opens the same path again: { name, code } of the error
+//   GET  /stats                  store stats and the object's SQLite database size
+//   POST /close                  closes the store (the next request reopens it)
+//   POST /quota                  caps the database just above its size, writes until a commit
+//                 fails, reports the errors (if the runtime has not reset the object by then)
+import { DurableObject } from 'cloudflare:workers';
+import wasmModule from './adaptree-st.wasm';
+import { BTreeStore, durableObjectStorage, init } from '../../../dist/index.js';
+
+const PATH = 'main';
+let wasmReady;
+const wasm = () => (wasmReady ??= init({ wasm: wasmModule }));
+
+export class IndexObject extends DurableObject {
+  /** @type {Promise<import('../../../dist/index.js').BTreeStore<string, number>> | undefined} */
+  store;
+
+  open() {
+    // blockConcurrencyWhile: no other request runs in the object until the store is open.
+    this.store ??= this.ctx.blockConcurrencyWhile(async () => {
+      return BTreeStore.open({ path: PATH, storage: durableObjectStorage(this.ctx.storage), wasm: await wasm(), poolSize: 1 << 20 });
+    });
+    return this.store;
+  }
+
+  async fetch(request) {
+    try {
+      const url = new URL(request.url);
+      const s = await this.open();
+      switch (url.pathname) {
+        case '/apply': {
+          const { ops, commit } = await request.json();
+          for (const [k, v] of ops) {
+            if (v === null) s.delete(k);
+            else s.set(k, v);
+          }
+          if (commit) await s.commit();
+          return Response.json({ size: s.size, uncommittedWrites: s.stats().uncommittedWrites });
+        }
+        case '/entries':
+          s.checkInvariants();
+          return Response.json([...s.entries()]);
+        case '/second-open':
+          try {
+            await BTreeStore.open({ path: PATH, storage: durableObjectStorage(this.ctx.storage), wasm: await wasm() });
+            return Response.json({ opened: true });
+          } catch (e) {
+            return Response.json({ name: e?.name, code: e?.code, message: String(e?.message) });
+          }
+        case '/stats': {
+          const st = s.stats();
+          return Response.json({ ...st, databaseSize: this.ctx.storage.sql.databaseSize });
+        }
+        case '/quota': {
+          // Caps the database just above its size (sql.setMaxPageCountForTest: the
+          // `experimental` flag) and writes until a commit fails.
+          const sql = this.ctx.storage.sql;
+          if (typeof sql.setMaxPageCountForTest !== 'function') return Response.json({ unsupported: true });
+          sql.setMaxPageCountForTest(Math.ceil(sql.databaseSize / 4096) + 8);
+          const out = {};
+          try {
+            for (let i = 0; i < 20000; i++) s.set(`z${String(i).padStart(6, '0')}`, 'x'.repeat(200));
+            await s.commit();
+            out.committed = true;
+          } catch (e) {
+            out.commitError = { name: e?.name, code: e?.code, message: String(e?.message) };
+          }
+          try {
+            s.set('after', 1);
+          } catch (e) {
+            out.writeError = { name: e?.name, code: e?.code };
+          }
+          sql.setMaxPageCountForTest(1 << 30);
+          return Response.json(out);
+        }
+        case '/close':
+          this.store = undefined;
+          await s.close();
+          return Response.json({ closed: true });
+        default:
+          return new Response('not found', { status: 404 });
+      }
+    } catch (e) {
+      return new Response(String(e && e.stack ? e.stack : e), { status: 500 });
+    }
+  }
+}
+
+export default {
+  fetch(request, env) {
+    const obj = new URL(request.url).searchParams.get('obj') ?? 'a';
+    return env.INDEX.get(env.INDEX.idFromName(obj)).fetch(request);
+  },
+};

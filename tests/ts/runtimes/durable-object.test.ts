@@ -1,0 +1,244 @@
+// The durable-object backend in a real local workerd: a Worker with a SQLite-backed Durable
+// Object namespace whose storage is a directory on disk (localDisk). The object holds a
+// BTreeStore (durable-object-main.mjs) with a 1 MiB pool, so reads fault pages in through SQL.
+// The test keeps the model: committed writes survive stopping and killing workerd (SIGTERM,
+// SIGKILL) and restarting it on the same directory; uncommitted writes are visible before a
+// kill -9 and gone after it, the last commit intact; a second open in the object is LOCKED.
+// Needs the built package (dist/), which `npm test` builds first.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createNetServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SplitMix } from '../store-rng.js';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const repo = resolve(here, '../../..');
+
+async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createNetServer();
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => (a && typeof a === 'object' ? res(a.port) : rej(new Error('no port'))));
+    });
+  });
+}
+
+let dir = '';
+let port = 0;
+let proc: ChildProcess | undefined;
+let log = '';
+
+async function start(): Promise<void> {
+  proc = spawn(join(repo, 'node_modules/.bin/workerd'), ['serve', '--experimental', join(dir, 'config.capnp')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  log = '';
+  proc.stdout?.on('data', (d) => (log += d));
+  proc.stderr?.on('data', (d) => (log += d));
+  for (let i = 0; i < 150; i++) {
+    try {
+      await fetch(`http://127.0.0.1:${port}/nothing`);
+      return;
+    } catch {
+      if (proc.exitCode !== null) throw new Error(`workerd exited: ${log}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  throw new Error(`workerd did not start: ${log}`);
+}
+
+async function stop(signal: NodeJS.Signals): Promise<void> {
+  const p = proc;
+  proc = undefined;
+  if (p === undefined || p.exitCode !== null || p.signalCode !== null) return;
+  const exited = new Promise<void>((r) => p.once('exit', () => r()));
+  p.kill(signal);
+  await exited;
+}
+
+async function call<T = unknown>(path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, body === undefined ? {} : { method: 'POST', body: JSON.stringify(body) });
+  const text = await res.text();
+  expect(res.status, `${path}: ${text.slice(0, 2000)}\n${log.slice(-2000)}`).toBe(200);
+  return JSON.parse(text) as T;
+}
+
+type Op = [string, number | string | null];
+const model = new Map<string, number | string>();
+const rng = new SplitMix(20251117);
+
+/** n random sets (4 in 5) and deletes over a key space of `space`; applied to `m` if given.
+ * Values are numbers, or strings of about `text` bytes. */
+function randomOps(n: number, space: number, m?: Map<string, number | string>, text = 0): Op[] {
+  const ops: Op[] = [];
+  for (let i = 0; i < n; i++) {
+    const k = `key:${String(rng.int(space)).padStart(6, '0')}`;
+    const v = text > 0 ? `${rng.next().toString(36)}:`.padEnd(text - 20 + rng.int(40), 'x') : rng.next();
+    const op: Op = rng.int(5) === 0 ? [k, null] : [k, v];
+    ops.push(op);
+    if (m !== undefined) {
+      if (op[1] === null) m.delete(k);
+      else m.set(k, op[1]);
+    }
+  }
+  return ops;
+}
+
+const sorted = (m: Map<string, number | string>) => [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+
+async function expectModel(what: string, m = model, obj = 'a'): Promise<void> {
+  const entries = await call<[string, number | string][]>(`/entries?obj=${obj}`);
+  expect(entries.length, what).toBe(m.size);
+  expect(entries, what).toEqual(sorted(m));
+}
+
+describe('workerd Durable Object (SQLite storage on local disk)', () => {
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'adaptree-do-'));
+    mkdirSync(join(dir, 'do-storage'));
+    const { rolldown } = await import('rolldown');
+    const bundle = await rolldown({
+      input: join(here, 'durable-object-main.mjs'),
+      external: [/\.wasm$/, /^cloudflare:/],
+      platform: 'neutral',
+      logLevel: 'silent',
+    });
+    await bundle.write({ file: join(dir, 'worker.mjs'), format: 'es' });
+    copyFileSync(join(repo, 'dist/wasm/adaptree-st.wasm'), join(dir, 'adaptree-st.wasm'));
+    port = await freePort();
+    writeFileSync(
+      join(dir, 'config.capnp'),
+      `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .worker),
+    (name = "do-storage", disk = (path = "${join(dir, 'do-storage')}", writable = true)),
+  ],
+  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
+);
+const worker :Workerd.Worker = (
+  modules = [
+    (name = "worker.mjs", esModule = embed "worker.mjs"),
+    (name = "adaptree-st.wasm", wasm = embed "adaptree-st.wasm"),
+  ],
+  compatibilityDate = "2025-06-01",
+  compatibilityFlags = ["experimental"],  # only for sql.setMaxPageCountForTest (the quota test)
+  durableObjectNamespaces = [ (className = "IndexObject", uniqueKey = "adaptree-durable-object-test", enableSql = true) ],
+  durableObjectStorage = (localDisk = "do-storage"),
+  bindings = [ (name = "INDEX", durableObjectNamespace = "IndexObject") ],
+);
+`,
+    );
+    await start();
+  });
+
+  afterAll(async () => {
+    await stop('SIGKILL');
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('commits random ops and reads them back; a second open in the object is LOCKED', async () => {
+    for (let batch = 0; batch < 4; batch++) {
+      const r = await call<{ size: number; uncommittedWrites: number }>('/apply', { ops: randomOps(5000, 30000, model), commit: true });
+      expect(r).toEqual({ size: model.size, uncommittedWrites: 0 });
+    }
+    await expectModel('after the commits');
+    // Small transactions, one request each: the latency of a request that writes and commits.
+    const t0 = performance.now();
+    for (let i = 0; i < 30; i++) await call('/apply', { ops: randomOps(1, 30000, model), commit: true });
+    console.log(`durable-object: 30 requests of 1 write + commit, ${((performance.now() - t0) / 30).toFixed(1)} ms each`);
+    expect(await call('/second-open')).toMatchObject({ name: 'LockedError', code: 'LOCKED' });
+    // Another object of the namespace is another database: its store is empty and open.
+    expect(await call('/entries?obj=other')).toEqual([]);
+    const stats = await call<{ storage: string; commits: number }>('/stats');
+    expect(stats.storage).toBe('durable-object');
+    expect(stats.commits).toBeGreaterThanOrEqual(4);
+    expect(readdirSync(join(dir, 'do-storage')).length).toBeGreaterThan(0);
+  });
+
+  it('survives stopping workerd (SIGTERM) and a restart on the same directory', async () => {
+    await stop('SIGTERM');
+    await start();
+    await expectModel('after a restart');
+    const stats = await call<{ misses: number; reads: number }>('/stats');
+    expect(stats.misses).toBeGreaterThan(0); // the reopened store read its pages through SQL
+    await call('/apply', { ops: randomOps(3000, 30000, model), commit: true });
+    await expectModel('after more commits');
+  });
+
+  it('kill -9: the uncommitted writes are gone, the last commit is intact', async () => {
+    await call('/apply', { ops: randomOps(2000, 30000, model), commit: true });
+    const uncommitted = new Map(model);
+    const r = await call<{ size: number; uncommittedWrites: number }>('/apply', { ops: randomOps(4000, 30000, uncommitted), commit: false });
+    expect(r.size).toBe(uncommitted.size);
+    expect(r.uncommittedWrites).toBeGreaterThan(3000); // (a delete of a missing key is no write)
+    const visible = await call<[string, number | string][]>('/entries');
+    expect(visible).toEqual(sorted(uncommitted)); // visible before the crash
+    await stop('SIGKILL');
+    await start();
+    await expectModel('after kill -9');
+  });
+
+  it('close, reopen in the same process; kill -9 right after a commit keeps it', async () => {
+    expect(await call('/close', {})).toEqual({ closed: true });
+    await expectModel('after close and reopen');
+    await call('/apply', { ops: randomOps(1000, 30000, model), commit: true });
+    await stop('SIGKILL');
+    await start();
+    await expectModel('after kill -9 right after a commit');
+  });
+
+  it('a full database (SQLITE_FULL): the commit fails, the last commit stays', async () => {
+    const quota = new Map<string, number | string>();
+    await call('/apply?obj=quota', { ops: randomOps(500, 1000, quota), commit: true });
+    const res = await fetch(`http://127.0.0.1:${port}/quota?obj=quota`, { method: 'POST', body: '{}' });
+    const text = await res.text();
+    console.log(`durable-object SQLITE_FULL: HTTP ${res.status}: ${text.slice(0, 300)}`);
+    if (res.status === 200) {
+      // The object survived the error: our mapping is visible.
+      const r = JSON.parse(text) as Record<string, { name?: string; code?: string; message?: string }>;
+      expect(r.unsupported).toBeUndefined();
+      expect(r.commitError).toMatchObject({ name: 'QuotaExceededError', code: 'QUOTA_EXCEEDED' });
+      expect(r.writeError).toMatchObject({ name: 'ReadOnlyError', code: 'READ_ONLY' });
+    } else {
+      // workerd resets an object whose SQL hit SQLITE_FULL: the request fails, the writes of
+      // that event are rolled back, and the next request gets a fresh instance.
+      expect(res.status).toBe(500);
+      expect(log).toMatch(/SQLITE_FULL/);
+    }
+    // Reopened (in the same or a fresh instance, the cap gone): exactly the last commit.
+    await expectModel('after SQLITE_FULL', quota, 'quota');
+    await call('/apply?obj=quota', { ops: randomOps(500, 1000, quota), commit: true });
+    await expectModel('writable again', quota, 'quota');
+  });
+
+  it('a store 10x its pool: page faults, spills and commits through SQL; kill -9 during uncommitted spills', async () => {
+    const big = new Map<string, number | string>();
+    const t0 = performance.now();
+    for (let batch = 0; batch < 4; batch++) {
+      await call('/apply?obj=big', { ops: randomOps(3000, 40000, big, 300), commit: true });
+    }
+    const tCommits = performance.now() - t0;
+    await expectModel('big store', big, 'big');
+    const stats = await call<{ misses: number; spills: number; data_bytes: number; log_bytes: number; fileBytes: number; databaseSize: number }>('/stats?obj=big');
+    expect(stats.fileBytes).toBeGreaterThan(8 << 20); // the pool is 1 MiB
+    expect(stats.misses).toBeGreaterThan(100);
+    // Uncommitted writes large enough to spill dirty pages to the log, then kill -9.
+    await call('/apply?obj=big', { ops: randomOps(4000, 40000, undefined, 300), commit: false });
+    const after = await call<{ spills: number }>('/stats?obj=big');
+    expect(after.spills).toBeGreaterThan(stats.spills);
+    await stop('SIGKILL');
+    await start();
+    const t1 = performance.now();
+    await expectModel('big store after kill -9 with spilled uncommitted pages', big, 'big');
+    const tReopen = performance.now() - t1;
+    await expectModel('the small store beside it', model, 'a');
+    console.log(
+      `durable-object big store: ${big.size} entries, 4 commits of 3000 ops in ${tCommits.toFixed(0)} ms, ` +
+        `reopen + recovery + full read in ${tReopen.toFixed(0)} ms; data ${stats.data_bytes} B + log ${stats.log_bytes} B, ` +
+        `SQLite database ${stats.databaseSize} B`,
+    );
+  });
+});
