@@ -57,6 +57,18 @@ describe('memory backend', () => {
     memoryStorage.remove(name);
   });
 
+  it('a write past the end after a shrinking truncate leaves a zeroed gap, as a file does', () => {
+    const f = new MemoryFile();
+    f.write(new Uint8Array(100).fill(7), 0);
+    f.truncate(10);
+    f.write(new Uint8Array([1]), 50);
+    const got = new Uint8Array(51);
+    expect(f.read(got, 0)).toBe(51);
+    expect([...got.subarray(0, 10)]).toEqual(new Array(10).fill(7));
+    expect([...got.subarray(10, 50)]).toEqual(new Array(40).fill(0));
+    expect(got[50]).toBe(1);
+  });
+
   it('refuses a second open (LockedError) and a missing store without create', () => {
     const name = uniqueName('mem');
     const files = memoryStorage.open(name, { create: true });

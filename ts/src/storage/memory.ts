@@ -8,7 +8,8 @@
 import { InvalidArgumentError, LockedError } from '../errors.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
-/** A file as a byte array that grows by doubling; `length` is the file size. */
+/** A file as a byte array that grows by doubling; `length` is the file size; the bytes past
+ * it are always zero. */
 export class MemoryFile implements SyncFile {
   bytes = new Uint8Array(0);
   length = 0;
@@ -37,6 +38,9 @@ export class MemoryFile implements SyncFile {
     if (size > this.length) {
       this.ensure(size);
       this.bytes.fill(0, this.length, size);
+    } else {
+      // Bytes past the end stay zero, so a later write past the end leaves a zeroed gap (as a file does).
+      this.bytes.fill(0, size, this.length);
     }
     this.length = size;
   }
