@@ -66,6 +66,7 @@ class BufferPool {
   PageId missing_page() const { return missing_; }
   void clear_failure() { failure_ = Status::kOk; }
 
+
   // The page's bytes for reading (or for changes that may be lost, such as
   // the adaptive operation counter: a clean page is dropped, not written).
   uint8_t* page(PageId id) {
@@ -93,12 +94,37 @@ class BufferPool {
   Status view(PageId id, uint8_t* scratch, const uint8_t** out);
   bool resident(PageId id) const { return !backend_ || table_.find(id) != kNoFrame; }
 
+  // Installs an image an asynchronous host fetched (after a kNeedPage): kOk
+  // if the page is resident already (it is newer than any stored image) or
+  // was installed clean; kCorrupt if the trailer (page id, CRC-32C) does not
+  // match; kInvalidArgument for an id that is not a page of the store.
+  Status supply(PageId id, const uint8_t* image);
+
+  // The free-page list is not read yet (an async store opens with page 0
+  // alone): load_free_list() reads its chain through page() before the first
+  // write (it may return kNeedPage). live_pages() counts it already.
+  void defer_free_list(PageId head, uint32_t count) {
+    pending_free_head_ = head;
+    pending_free_count_ = count;
+    free_pending_ = count != 0 || head != kInvalidPageId;
+  }
+  bool free_list_pending() const { return free_pending_; }
+  Status load_free_list();
+
+  // Async commits (core/buffer/async_pager.h): begin_writing() marks every
+  // dirty frame clean and "being written" (still not evictable: the host may
+  // not have the image yet); a change meanwhile dirties it again.
+  // end_writing(durable): done; if the write failed, those frames are dirty
+  // again (their images are not stored).
+  void begin_writing();
+  void end_writing(bool durable);
+
   // A new page (contents undefined, dirty) or kOutOfMemory.
   Status allocate(PageId* out);
   // Returns the page to the free list.
   void release(PageId id);
   bool valid(PageId id) const { return id != kInvalidPageId && id < page_count_; }
-  uint64_t live_pages() const { return page_count_ - 1 - free_.size(); }
+  uint64_t live_pages() const { return page_count_ - 1 - free_.size() - (free_pending_ ? pending_free_count_ : 0); }
   PageId page_count() const { return page_count_; }
   uint64_t allocated_bytes() const { return uint64_t{chunks_.size()} * kChunkFrames * kPageSize; }
   // Every page free (memory mode: memory returned).
@@ -153,6 +179,9 @@ class BufferPool {
   PageId page_count_ = 1;  // page 0 is the superblock
   std::vector<PageId> free_;
   bool free_changed_ = false;
+  bool free_pending_ = false;
+  PageId pending_free_head_ = kInvalidPageId;
+  uint32_t pending_free_count_ = 0;
   PoolStats stats_;
 };
 

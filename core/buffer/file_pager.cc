@@ -211,15 +211,8 @@ Status FilePager::read_free_list(const StoreMeta& m, std::vector<PageId>* out) {
   while (id != kInvalidPageId) {
     if (id >= m.page_count || ++guard > m.page_count) return Status::kCorrupt;
     Status s = load(id, pg);
+    if (s == Status::kOk) s = decode_free_list_page(pg, m.page_count, out, &id);
     if (s != Status::kOk) return s;
-    uint32_t n = load32(pg + 8);
-    if (pg[0] != kFreeListTag || n > kFreeListCapacity) return Status::kCorrupt;
-    for (uint32_t i = 0; i < n; i++) {
-      PageId f = load32(pg + kFreeListHeader + 4 * i);
-      if (f == kInvalidPageId || f >= m.page_count) return Status::kCorrupt;
-      out->push_back(f);
-    }
-    id = load32(pg + 4);
   }
   if (out->size() != m.free_count) return Status::kCorrupt;
   return Status::kOk;
@@ -312,23 +305,9 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   // themselves (the last ones of the list), and list themselves.
   const std::vector<PageId>& free_ids = pool.free_ids();
   if (pool.free_list_changed() || meta_.free_count != free_ids.size()) {
-    size_t n = free_ids.size();
-    size_t chain = (n + kFreeListCapacity - 1) / kFreeListCapacity;
-    alignas(16) uint8_t pg[kPageSize];
-    PageId next = kInvalidPageId;
-    for (size_t c = chain; c-- > 0;) {
-      PageId id = free_ids[n - 1 - c];
-      memset(pg, 0, kPageSize);
-      pg[0] = kFreeListTag;
-      store32(pg + 4, next);
-      size_t from = c * kFreeListCapacity, to = std::min(n, from + kFreeListCapacity);
-      store32(pg + 8, static_cast<uint32_t>(to - from));
-      for (size_t i = from; i < to; i++) store32(pg + kFreeListHeader + 4 * (i - from), free_ids[i]);
-      put_page(id, pg);
-      next = id;
-    }
+    PageId next = encode_free_list(free_ids, put_page);
     meta.free_head = next;
-    meta.free_count = static_cast<uint32_t>(n);
+    meta.free_count = static_cast<uint32_t>(free_ids.size());
   } else {
     meta.free_head = meta_.free_head;
     meta.free_count = meta_.free_count;
