@@ -14,7 +14,6 @@ Status AsyncPager::open(const uint8_t* superblock, uint8_t layout, StoreMeta* me
     meta_ = StoreMeta{};
     meta_.layout = layout;
     seq_ = 0;
-    sb_slot_ = 1;  // the first commit writes slot 0
     *meta = meta_;
     return Status::kOk;
   }
@@ -27,7 +26,6 @@ Status AsyncPager::open(const uint8_t* superblock, uint8_t layout, StoreMeta* me
     if (st[i] == SlotState::kValid && (best < 0 || seq[i] > seq[best])) best = i;
   if (best < 0) return Status::kCorrupt;  // not a store, or both slots damaged
   memcpy(page0_, superblock, kPageSize);
-  sb_slot_ = best;
   seq_ = seq[best];
   meta_ = m[best];
   *meta = meta_;
@@ -65,11 +63,14 @@ Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<ui
     meta.free_count = meta_.free_count;
   }
   meta.page_count = pool.page_count();
-  // Page 0: the older slot gets the new superblock, the other keeps the
-  // previous one (as a checkpoint does on files).
+  // Page 0: both slots get the new superblock. Unlike a checkpoint on files
+  // (older slot only: a torn write there leaves the other, and the log
+  // replays the rest) the host writes page 0 whole with the pages it names,
+  // which overwrite the previous commit's pages in place: falling back to a
+  // previous superblock (one slot damaged) would mix two commits.
   memcpy(pending_page0_, page0_, kPageSize);
-  int target = 1 - sb_slot_;
-  encode_superblock(pending_page0_ + (target == 0 ? 0 : kSuperblockSlot), seq_ + 1, meta);
+  encode_superblock(pending_page0_, seq_ + 1, meta);
+  encode_superblock(pending_page0_ + kSuperblockSlot, seq_ + 1, meta);
   store32(out->data(), 0);
   memcpy(out->data() + 4, pending_page0_, kPageSize);
   pending_meta_ = meta;
@@ -90,7 +91,6 @@ Status AsyncPager::commit_end(BufferPool& pool, Status host) {
   pool.end_writing(true);
   if (pending_free_written_) pool.set_free_list_unchanged();
   memcpy(page0_, pending_page0_, kPageSize);
-  sb_slot_ = 1 - sb_slot_;
   seq_++;
   meta_ = pending_meta_;
   stats_.commits++;

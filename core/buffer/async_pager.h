@@ -14,8 +14,8 @@
 // - commit: commit_begin emits page 0 (superblock) and then every dirty page
 //   and the free-list chain if it changed, each sealed (page_trailer.h); the
 //   host writes them all or none; commit_end says which. Page 0 holds two
-//   superblock slots as on files (superblock.h): a commit writes the older
-//   slot and keeps the other, so the pages are the same as a data file's.
+//   superblock slots as on files (superblock.h), both written with the new
+//   superblock (see commit_begin), so the pages are those of a data file.
 // - open: page 0 alone (the newest valid slot); the free-page list is read
 //   before the first write (BufferPool::load_free_list).
 #pragma once
@@ -61,7 +61,6 @@ class AsyncPager : public PageBackend {
 
  private:
   alignas(16) uint8_t page0_[kPageSize] = {};  // the stored page 0
-  int sb_slot_ = 1;                            // slot of the newest superblock
   uint64_t seq_ = 0;                           // newest durable commit
   StoreMeta meta_;                             // its meta
   bool committing_ = false;

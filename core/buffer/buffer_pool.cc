@@ -38,6 +38,7 @@ bool BufferPool::grow() {
 void BufferPool::attach(PageBackend* backend, uint32_t frames, PageId page_count, std::vector<PageId> free_ids) {
   free_memory();
   backend_ = backend;
+  async_ = backend && backend->asynchronous();
   target_frames_ = frames < kChunkFrames ? kChunkFrames : frames;
   table_.reserve(target_frames_);
   page_count_ = page_count;
@@ -136,7 +137,7 @@ uint8_t* BufferPool::fix_backed(PageId id) {
   if (!valid(id)) return poison(Status::kCorrupt, id);
   stats_.misses++;
   // An asynchronous host answers later: take no frame (nothing is evicted).
-  if (backend_->asynchronous()) return poison(Status::kNeedPage, id);
+  if (async_) return poison(Status::kNeedPage, id);
   f = take_frame();
   if (f == kNoFrame) return poison(failure_ != Status::kOk ? failure_ : Status::kOutOfMemory, id);
   uint8_t* d = data_of(f);

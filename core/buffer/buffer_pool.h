@@ -58,8 +58,15 @@ class BufferPool {
     failure_ = Status::kOk;
   }
   // Ends the protection of the frames fixed so far without starting a new
-  // operation (the caller holds no page pointers).
-  void end_protection() { epoch_++; }
+  // operation (the caller holds no page pointers). Not over an asynchronous
+  // host: there a page evicted in the middle of an operation comes back only
+  // after the operation has returned kNeedPage, so a write (which must not
+  // fault once it changes something) and a retried read (which must get
+  // further than its last attempt) keep every page they fixed; the pool
+  // grows past its size for such an operation instead.
+  void end_protection() {
+    if (!async_) epoch_++;
+  }
   // kOk, or why a page() since begin_op() returned the poison frame;
   // missing_page() names the page for kNeedPage.
   Status failure() const { return failure_; }
@@ -164,6 +171,7 @@ class BufferPool {
   void free_memory();
 
   PageBackend* backend_ = nullptr;
+  bool async_ = false;  // backend_->asynchronous()
   std::vector<uint8_t*> chunks_;
   std::deque<FrameMeta> frames_;  // backed mode only (deque: FrameMeta does not move)
   uint32_t frame_count_ = 0;
