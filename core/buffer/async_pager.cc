@@ -58,6 +58,7 @@ Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<ui
     meta.free_head = encode_free_list(free_ids, put);
     meta.free_count = static_cast<uint32_t>(free_ids.size());
     pending_free_written_ = true;
+    pool.set_free_list_unchanged();  // as the frames: a change from now on is the next commit's
   } else {
     meta.free_head = meta_.free_head;
     meta.free_count = meta_.free_count;
@@ -86,10 +87,10 @@ Status AsyncPager::commit_end(BufferPool& pool, Status host) {
   committing_ = false;
   if (host != Status::kOk) {
     pool.end_writing(false);
+    if (pending_free_written_) pool.set_free_list_changed();
     return is_error(host) ? host : Status::kIoError;
   }
   pool.end_writing(true);
-  if (pending_free_written_) pool.set_free_list_unchanged();
   memcpy(page0_, pending_page0_, kPageSize);
   seq_++;
   meta_ = pending_meta_;

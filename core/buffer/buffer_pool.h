@@ -9,7 +9,8 @@
 // - backed (a PageBackend): a pool of a fixed number of frames; a page is
 //   found through the hash page table, loaded on a miss, and frames are
 //   reused by the clock (second chance). Dirty victims are spilled through the
-//   backend first.
+//   backend first; a backend that refuses (the async pager: no-steal) keeps
+//   them, and pages come in through supply() instead of load().
 //
 // Operations and eviction. Callers hold raw frame pointers for the length of
 // one tree operation. The tree opens each operation with begin_op(); every
@@ -154,6 +155,7 @@ class BufferPool {
   size_t free_count() const { return free_.size(); }
   bool free_list_changed() const { return free_changed_; }
   void set_free_list_unchanged() { free_changed_ = false; }
+  void set_free_list_changed() { free_changed_ = true; }
   const PoolStats& stats() const { return stats_; }
   uint64_t page_table_bytes() const { return table_.bytes(); }
 
