@@ -26,6 +26,7 @@ import {
 } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
 import { countingBackend, quotaBackend, sortedEntries, tempDir, uniqueName } from './store-helpers.js';
+import { REAL_BUILDS, wasmFor } from './builds.js';
 
 const repo = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const tmp = tempDir('store');
@@ -514,6 +515,31 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
       if (k === 5000) await s.setAsync(5000.5, 'value 5000.5');
     }
     expect(n).toBe(20001);
+    await s.close();
+  });
+
+  it.each(REAL_BUILDS)('the page-fault protocol on the %s build: faults, supply, commits, reopen', async (build) => {
+    const wasm = await wasmFor(build);
+    const storage = createAsyncMemoryStorage();
+    const open = () => BTreeStore.open<number, string>({ storage, path: 'b', keys: 'number', values: 'utf8', poolSize: 1 << 20, wasm });
+    let s = await open();
+    for (let i = 0; i < 8000; i++) await s.setAsync(i * 3, `v${i}`.repeat(1 + (i % 7)));
+    await s.commit();
+    await s.close();
+    s = await open();
+    expect(await caught(() => s.get(3000))).toBeInstanceOf(PageFaultError);
+    expect(await s.getAsync(3000)).toBe('v1000'.repeat(1 + (1000 % 7)));
+    let n = 0;
+    for await (const [k, v] of s.entriesAsync({ gte: 6000, lt: 12000 })) {
+      expect(v).toBe(`v${k / 3}`.repeat(1 + ((k / 3) % 7)));
+      n++;
+    }
+    expect(n).toBe(2000);
+    expect(await s.deleteRangeAsync({ lt: 300 })).toBe(100);
+    await s.close();
+    s = await open();
+    expect(s.size).toBe(7900);
+    await s.checkInvariantsAsync();
     await s.close();
   });
 
