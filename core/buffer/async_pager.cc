@@ -91,6 +91,7 @@ Status AsyncPager::commit_end(BufferPool& pool, Status host) {
     return is_error(host) ? host : Status::kIoError;
   }
   pool.end_writing(true);
+  pool.shrink_to_target();  // no-steal growth is over: its pages are clean now
   memcpy(page0_, pending_page0_, kPageSize);
   seq_++;
   meta_ = pending_meta_;

@@ -1,5 +1,6 @@
 #include "core/buffer/buffer_pool.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -281,6 +282,29 @@ void BufferPool::end_writing(bool durable) {
     if (!m.writing) continue;
     m.writing = false;
     if (!durable) m.dirty = true;
+  }
+}
+
+void BufferPool::shrink_to_target() {
+  if (!backend_) return;
+  while (chunks_.size() > 1 && frame_count_ - kChunkFrames >= target_frames_) {
+    FrameId first = frame_count_ - kChunkFrames;
+    for (FrameId f = first; f < frame_count_; f++) {
+      const FrameMeta& m = frames_[f];
+      if (m.pid != kInvalidPageId && (m.dirty || m.writing || m.epoch == epoch_)) return;
+    }
+    for (FrameId f = first; f < frame_count_; f++) {
+      if (frames_[f].pid == kInvalidPageId) continue;
+      table_.erase(frames_[f].pid);
+      stats_.evictions++;
+    }
+    free_frames_.erase(std::remove_if(free_frames_.begin(), free_frames_.end(), [&](FrameId f) { return f >= first; }),
+                       free_frames_.end());
+    for (uint32_t i = 0; i < kChunkFrames; i++) frames_.pop_back();
+    free(chunks_.back());
+    chunks_.pop_back();
+    frame_count_ = first;
+    if (hand_ >= frame_count_) hand_ = 0;
   }
 }
 

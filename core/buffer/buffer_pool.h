@@ -126,6 +126,10 @@ class BufferPool {
   // again (their images are not stored).
   void begin_writing();
   void end_writing(bool durable);
+  // Gives back the frames grown past the pool's size (whole chunks from the
+  // end) whose pages are clean and not in use: after an async commit, the
+  // dirty pages that made the pool grow are clean again.
+  void shrink_to_target();
 
   // A new page (contents undefined, dirty) or kOutOfMemory.
   Status allocate(PageId* out);

@@ -219,8 +219,16 @@ TEST(AsyncStore, DirtyPagesNeverEvictedPoolGrows) {
   EXPECT_GT(pool.dirty_count(), pool.target_frames());
   EXPECT_GT(pool.frame_count(), pool.target_frames());
   EXPECT_EQ(h.faults, 0u);  // nothing was ever evicted, so nothing refaulted
+  uint32_t grown = pool.frame_count();
   ASSERT_EQ(commit(*st, h), Status::kOk);
   EXPECT_EQ(pool.dirty_count(), 0u);
+  // The growth was for the dirty pages only: the pool is back to its size.
+  EXPECT_LT(pool.frame_count(), grown);
+  EXPECT_LT(pool.frame_count(), pool.target_frames() + 64);
+  EXPECT_EQ(pool.resident_count() <= pool.frame_count(), true);
+  Model mid;
+  ASSERT_EQ(dump(*st, h, &mid), Status::kOk);  // frames given back are refaulted
+  EXPECT_EQ(mid.size(), 5000u);
   // Reads walk more pages than the pool's size: clean pages are evicted.
   uint64_t ev = pool.stats().evictions;
   st.reset();
