@@ -160,7 +160,9 @@ int32_t at_store_commit(at_tree* t);
  *   supplied (read-ahead); clean pages are evicted as the pool needs frames.
  * - No-steal: a changed page stays in the pool until a commit has stored it (there is
  *   no log to put it in). When every frame is changed, the pool grows past pool_bytes
- *   (OUT_OF_MEMORY only when memory cannot grow): commit to bound it.
+ *   (OUT_OF_MEMORY only when memory cannot grow); the commit that stores them gives the
+ *   extra frames back. One operation over many pages (a large value, at_check,
+ *   at_stats) keeps all it read for its length, so it also grows the pool for a while.
  * - at_store_commit_begin: the images of every page changed since the last commit, as
  *   result.aux (count) times [u32 page id][4096-byte image] at result.value (page 0, the
  *   superblock, first; then changed pages and the free-page list chain). Valid until the

@@ -10,7 +10,8 @@
 // - spill: always refused (no-steal). There is no log to put a dirty page in
 //   before its commit, and its home must keep the committed image until the
 //   commit lands, so dirty pages stay in the pool; when every frame is dirty
-//   the pool grows past its size (OUT_OF_MEMORY only when memory cannot grow).
+//   the pool grows past its size (OUT_OF_MEMORY only when memory cannot grow)
+//   and shrinks back when commit_end has made them clean.
 // - commit: commit_begin emits page 0 (superblock) and then every dirty page
 //   and the free-list chain if it changed, each sealed (page_trailer.h); the
 //   host writes them all or none; commit_end says which. Page 0 holds two
