@@ -162,7 +162,7 @@ int32_t at_store_commit(at_tree* t);
  *   no log to put it in). When every frame is changed, the pool grows past pool_bytes
  *   (OUT_OF_MEMORY only when memory cannot grow); the commit that stores them gives the
  *   extra frames back. One operation over many pages (a large value, at_check,
- *   at_stats) keeps all it read for its length, so it also grows the pool for a while.
+ *   at_stats) keeps all it read for its length: it grows the pool too, until a commit.
  * - at_store_commit_begin: the images of every page changed since the last commit, as
  *   result.aux (count) times [u32 page id][4096-byte image] at result.value (page 0, the
  *   superblock, first; then changed pages and the free-page list chain). Valid until the
