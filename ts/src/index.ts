@@ -72,6 +72,7 @@ export { memoryStorage, MemoryFile, type MemoryStorage } from './storage/memory.
 export { nodeStorage } from './storage/node.js';
 export { denoStorage } from './storage/deno.js';
 export { opfsStorage } from './storage/opfs.js';
+export { indexedDBStorage, type IndexedDBStorageOptions, type IndexedDBDurability } from './storage/indexeddb.js';
 export { asyncMemoryStorage, createAsyncMemoryStorage, type AsyncMemoryStorage } from './storage/async-memory.js';
 export {
   ADAPTREE_ERROR,
