@@ -37,6 +37,7 @@ struct at_tree {
   std::unique_ptr<adaptree::Store> store;       // ... and the store on them
   BTree& tree;
   std::vector<at_cursor*> cursors;  // detached when the tree is freed
+  at_ctx* ctx = nullptr;            // the context of the last call that had one (NEED_PAGE of cursor seeks)
 };
 
 struct at_cursor {
@@ -68,6 +69,17 @@ void set_result(at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* 
   c->result[2] = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(value));
   c->result[3] = value_len;
   c->result[4] = aux;
+}
+
+// The status of a tree call; NEED_PAGE (a store on an async host) puts the
+// missing page's id in result.aux of c (or of the tree's last context).
+int32_t ret(at_tree* t, at_ctx* c, Status s) {
+  if (c) t->ctx = c;
+  if (s == Status::kNeedPage) {
+    at_ctx* x = c ? c : t->ctx;
+    if (x) x->result[4] = t->tree.store().missing_page();
+  }
+  return st(s);
 }
 
 // Appends to a context buffer without per-record resize/zero-fill: the
@@ -145,8 +157,7 @@ void at_tree_free(at_tree* t) {
 
 int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value, uint32_t value_len) {
   if (!t) return st(Status::kClosed);
-  (void)c;
-  return st(t->tree.set({key, key_len}, {value, value_len}));
+  return ret(t, c, t->tree.set({key, key_len}, {value, value_len}));
 }
 
 int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
@@ -155,24 +166,22 @@ int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   Status s = t->tree.get({key, key_len}, &v);
   if (s != Status::kOk) {
     set_result(c, nullptr, 0, nullptr, 0, 0);
-    return st(s);
+    return ret(t, c, s);
   }
   Slice out;
   s = t->tree.read_value(v, &c->buf, &out);
   set_result(c, key, key_len, out.data, out.len, 0);
-  return st(s);
+  return ret(t, c, s);
 }
 
 int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
-  (void)c;
-  return st(t->tree.contains({key, key_len}));
+  return ret(t, c, t->tree.contains({key, key_len}));
 }
 
 int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
-  (void)c;
-  return st(t->tree.remove({key, key_len}));
+  return ret(t, c, t->tree.remove({key, key_len}));
 }
 
 double at_count(at_tree* t) { return t ? static_cast<double>(t->tree.count()) : 0.0; }
@@ -204,6 +213,10 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
         set_result(c, nullptr, 0, nullptr, 0, count);
         return st(s);
       }
+      if (s == Status::kNeedPage || s == Status::kBusy || s == Status::kReadOnly) {
+        set_result(c, nullptr, 0, nullptr, 0, 0);
+        return ret(t, c, s);
+      }
       // An oversized key or value: apply one by one to report how far we got.
     }
   }
@@ -219,7 +232,7 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
     p += 8 + kl + vl;
   }
   set_result(c, nullptr, 0, nullptr, 0, applied);
-  return st(s);
+  return ret(t, c, s);
 }
 
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) {
@@ -234,12 +247,12 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
     Status s = t->tree.get({p + 4, kl}, &v);
     if (s == Status::kOk) {
       s = append_value(t->tree, w, v);
-      if (s != Status::kOk) return st(s);
+      if (s != Status::kOk) return ret(t, c, s);
       found++;
     } else if (s == Status::kNotFound || s == Status::kKeyTooLarge) {
       w.u32(0xFFFFFFFFu);
     } else {
-      return st(s);
+      return ret(t, c, s);
     }
     p += 4 + kl;
   }
@@ -250,17 +263,25 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
 double at_delete_range(at_tree* t, at_ctx* c, const uint8_t* lo, uint32_t lo_len, const uint8_t* hi, uint32_t hi_len,
                        uint32_t flags) {
   if (!t) return st(Status::kClosed);
-  (void)c;
   uint64_t removed = 0;
   Status s = t->tree.delete_range({lo, lo_len}, flags & AT_RANGE_LO_NONE, flags & AT_RANGE_LO_EXCLUSIVE,
                                   {hi, hi_len}, flags & AT_RANGE_HI_NONE, flags & AT_RANGE_HI_EXCLUSIVE, &removed);
+  if (s == Status::kNeedPage) {
+    if (c) set_result(c, nullptr, 0, nullptr, 0, 0);
+    ret(t, c, s);
+    return AT_RANGE_NEED_PAGE;
+  }
   if (adaptree::is_error(s)) return st(s);
   return static_cast<double>(removed);
 }
 
 int32_t at_stats(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
-  std::string json = adaptree::stats_json(t->tree, adaptree::collect_stats(t->tree));
+  // The walk reads every page: on an async store one may need fetching first.
+  if (t->store) t->tree.store().begin_op();
+  adaptree::TreeStats ts = adaptree::collect_stats(t->tree);
+  if (t->store && t->tree.store().failure() != Status::kOk) return ret(t, c, t->tree.store().failure());
+  std::string json = adaptree::stats_json(t->tree, ts);
   c->buf.assign(json.begin(), json.end());
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(c->buf.size()), 0);
   return st(Status::kOk);
@@ -269,6 +290,7 @@ int32_t at_stats(at_tree* t, at_ctx* c) {
 int32_t at_check(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
   std::string err = t->tree.check();
+  if (t->store && t->tree.store().failure() == Status::kNeedPage) return ret(t, c, Status::kNeedPage);
   c->buf.assign(err.begin(), err.end());
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(c->buf.size()), 0);
   return st(err.empty() ? Status::kOk : Status::kCorrupt);
@@ -298,7 +320,7 @@ void at_cursor_free(at_cursor* cur) {
 
 int32_t at_cursor_seek(at_cursor* cur, const uint8_t* key, uint32_t key_len, uint32_t flags) {
   if (!cur || !cur->owner) return st(Status::kClosed);
-  return st(cur->cur.seek({key, key_len}, flags));
+  return ret(cur->owner, nullptr, cur->cur.seek({key, key_len}, flags));
 }
 
 int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
@@ -307,12 +329,12 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
   Status s = cur->cur.next(&c->key, &v);
   if (s != Status::kOk) {
     set_result(c, nullptr, 0, nullptr, 0, 0);
-    return st(s);
+    return ret(cur->owner, c, s);
   }
   Slice out{};
   if (want_value) {
     s = cur->owner->tree.read_value(v, &c->buf, &out);
-    if (s != Status::kOk) return st(s);
+    if (s != Status::kOk) return ret(cur->owner, c, s);
   }
   set_result(c, c->key.data, c->key.len, out.data, out.len, 0);
   return st(Status::kOk);
@@ -342,8 +364,8 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     n++;
     return n < max_records && w.used < max_bytes;
   });
-  if (err != Status::kOk) return st(err);
-  if (s != Status::kOk && s != Status::kNotFound) return st(s);
+  if (err != Status::kOk) return ret(cur->owner, c, err);
+  if (s != Status::kOk && s != Status::kNotFound) return ret(cur->owner, c, s);
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), n);
   return st(n ? Status::kOk : Status::kNotFound);
 }
@@ -415,6 +437,50 @@ at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, u
   return t;
 }
 
+at_tree* at_store_open_async(const uint8_t* superblock, uint32_t layout_config, double pool_bytes, at_ctx* c) {
+  auto fail = [&](Status s) -> at_tree* {
+    if (c) set_result(c, nullptr, 0, nullptr, 0, static_cast<uint32_t>(st(s)));
+    return nullptr;
+  };
+  if (layout_config >= adaptree::kLayoutConfigCount) return fail(Status::kInvalidArgument);
+  adaptree::StoreOptions o;
+  o.layout = static_cast<LayoutConfig>(layout_config);
+  o.pool_bytes = pool_bytes < (1 << 20) ? (1 << 20) : static_cast<uint64_t>(pool_bytes);
+  std::unique_ptr<adaptree::Store> store;
+  Status s = adaptree::Store::open_async(superblock, o, &store);
+  if (s != Status::kOk) return fail(s);
+  at_tree* t = new (std::nothrow) at_tree(nullptr, std::move(store));
+  if (!t) return fail(Status::kOutOfMemory);
+  t->ctx = c;
+  if (c) set_result(c, nullptr, 0, nullptr, 0, 0);
+  return t;
+}
+
+int32_t at_store_supply(at_tree* t, uint32_t page_id, const uint8_t* image) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store || !image) return st(Status::kInvalidArgument);
+  return st(t->store->supply(page_id, image));
+}
+
+int32_t at_store_commit_begin(at_tree* t, at_ctx* c) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store || !c) return st(Status::kInvalidArgument);
+  uint32_t count = 0;
+  Status s = t->store->commit_begin(&c->buf, &count);
+  if (s != Status::kOk) {
+    set_result(c, nullptr, 0, nullptr, 0, 0);
+    return st(s);
+  }
+  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(c->buf.size()), count);
+  return st(Status::kOk);
+}
+
+int32_t at_store_commit_end(at_tree* t, int32_t host_status) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  return st(t->store->commit_end(static_cast<Status>(host_status)));
+}
+
 int32_t at_store_commit(at_tree* t) {
   if (!t) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
@@ -431,7 +497,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
   const adaptree::BufferPool& pool = t->tree.store();
-  adaptree::PagerStats ps = t->store->pager().stats();
+  adaptree::PagerStats ps = t->store->pager_stats();
   std::string j = "{";
   auto num = [&](const char* k, uint64_t v) {
     if (j.size() > 1) j += ",";
@@ -456,7 +522,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("syncs", ps.syncs);
   num("commits", ps.commits);
   num("checkpoints", ps.checkpoints);
-  num("commit_sequence", t->store->pager().sequence());
+  num("commit_sequence", t->store->sequence());
   num("data_bytes", ps.data_bytes);
   num("log_bytes", ps.log_bytes);
   j += "}";

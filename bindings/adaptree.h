@@ -5,7 +5,8 @@
  * Conventions
  * - Pointers are offsets into wasm linear memory (32-bit in wasm).
  * - int32_t results are adaptree::Status values (core/status.h):
- *   0 OK, 1 NOT_FOUND, 2 RESTART, 3 NEED_PAGE, negative = error.
+ *   0 OK, 1 NOT_FOUND, 2 RESTART, 3 NEED_PAGE, negative = error (... -10 READ_ONLY,
+ *   -11 BUSY: a write while an async commit is being written).
  * - A context (at_ctx) belongs to one JS instance/thread. Every call that
  *   returns bytes fills the context's result block; the bytes stay valid only
  *   until the next call on the same tree or context: an inline value points
@@ -74,7 +75,11 @@ int32_t at_clear(at_tree* t);
 int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count);
 /* Output (see above) in the context's buffer: result.value/value_len. */
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count);
-/* Removes every key within the bounds; returns the number removed (>= 0) or a negative status. */
+/* Removes every key within the bounds; returns the number removed (>= 0) or a negative status.
+ * On a store on an async host, AT_RANGE_NEED_PAGE with the page id in result.aux: keys
+ * removed before the fault stay removed (at_count tells how many); supply the page and
+ * call again for the rest. */
+#define AT_RANGE_NEED_PAGE (-1003)
 double at_delete_range(at_tree* t, at_ctx* c, const uint8_t* lo, uint32_t lo_len, const uint8_t* hi,
                        uint32_t hi_len, uint32_t flags);
 /* Writes a JSON object (layout counts, height, bytes, fill, ...) -> result.value. */
@@ -108,9 +113,7 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
  * file 0 = data file, file 1 = log. Offsets are doubles (exact up to 2^53).
  * The imports return a Status (0 OK, negative error: IO_ERROR, QUOTA_EXCEEDED).
  *
- * Async backends (IndexedDB, Durable Objects) will answer NEED_PAGE (3) with the
- * page id in result.aux (the core's read paths and BTree::prefetch_for_write
- * are ready for it); their pager and its calls are not in this ABI yet. */
+ * Async backends (IndexedDB, Durable Objects): see at_store_open_async below. */
 #define AT_FILE_DATA 0u
 #define AT_FILE_LOG 1u
 #define AT_OPEN_CREATE 1u /* a new store when there is none; else NOT_FOUND */
@@ -139,6 +142,40 @@ at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, u
  * new is durable, the last commit is intact, and the store refuses writes
  * until reopened (the status says why). */
 int32_t at_store_commit(at_tree* t);
+/* Async backends (IndexedDB, Durable Objects' async API, a network): the core never
+ * calls the host. The host keeps 4096-byte page images by page id; page 0 is the
+ * superblock (docs/FORMAT.md: the same pages as a data file).
+ * - at_store_open_async: superblock = the stored page 0 (4096 bytes), or 0 for a new
+ *   store (nothing is stored before its first commit). Returns the tree, or 0 with the
+ *   status in result.aux (CORRUPT: neither superblock slot is valid).
+ * - Page faults: any tree call (at_get, at_set, cursors, at_get_many, at_stats, ...)
+ *   that needs a page that is not in the pool returns NEED_PAGE (3) with the page id in
+ *   result.aux of its context (cursor seeks: of the last context used with the tree),
+ *   having changed nothing (at_delete_range: see there). The host fetches the page,
+ *   hands it in with at_store_supply and calls again.
+ * - at_store_supply: installs the image of page_id (4096 bytes, copied). OK also when the
+ *   page is resident already (then the resident one is newer and is kept); CORRUPT when
+ *   its trailer (page id, CRC-32C) does not match, and then nothing is installed;
+ *   INVALID_ARGUMENT for an id that is not a page of the store. Any page may be
+ *   supplied (read-ahead); clean pages are evicted as the pool needs frames.
+ * - No-steal: a changed page stays in the pool until a commit has stored it (there is
+ *   no log to put it in). When every frame is changed, the pool grows past pool_bytes
+ *   (OUT_OF_MEMORY only when memory cannot grow): commit to bound it.
+ * - at_store_commit_begin: the images of every page changed since the last commit, as
+ *   result.aux (count) times [u32 page id][4096-byte image] at result.value (page 0, the
+ *   superblock, first; then changed pages and the free-page list chain). Valid until the
+ *   next call with c. The host must write all of them or none.
+ *   Between begin and end, writes (at_set, at_remove, at_clear, at_set_many,
+ *   at_delete_range) return BUSY (-11) and change nothing; reads work.
+ * - at_store_commit_end: host_status 0 = every image is durable: the commit is current.
+ *   Else (a negative status: IO_ERROR, QUOTA_EXCEEDED, ...) none is: the store stays at
+ *   the previous commit, keeps this one's changes in the pool for reading and refuses
+ *   writes (READ_ONLY) until reopened; returns host_status. A crash between begin and
+ *   end leaves what the host's write left: the previous commit, or this one. */
+at_tree* at_store_open_async(const uint8_t* superblock, uint32_t layout_config, double pool_bytes, at_ctx* c);
+int32_t at_store_supply(at_tree* t, uint32_t page_id, const uint8_t* image);
+int32_t at_store_commit_begin(at_tree* t, at_ctx* c);
+int32_t at_store_commit_end(at_tree* t, int32_t host_status);
 /* JSON: pool frames, resident, dirty, hits, misses, evictions, reads, writes,
  * syncs, commit sequence, data and log bytes -> result.value. */
 int32_t at_store_stats(at_tree* t, at_ctx* c);

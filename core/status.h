@@ -23,6 +23,7 @@ enum class Status : int32_t {
   kQuotaExceeded = -8,  // the storage is full (ENOSPC, browser quota)
   kLocked = -9,         // another process or tab has the store open
   kReadOnly = -10,      // the store refuses writes (a failed commit; reopen it)
+  kBusy = -11,          // a write while an async commit's images are being written: wait for it
 };
 
 inline bool is_error(Status s) { return static_cast<int32_t>(s) < 0; }

@@ -2,20 +2,28 @@
 
 namespace adaptree {
 
-Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Store>* out) {
-  std::unique_ptr<Store> st(new Store(storage, o));
-  StoreMeta meta;
-  std::vector<PageId> free_ids;
-  Status s = st->pager_.open(o.create, static_cast<uint8_t>(o.layout), o.progress, &meta, &free_ids);
-  if (s != Status::kOk) return s;
+Status Store::adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_bytes) {
   if (meta.layout >= kLayoutConfigCount || meta.page_count == 0 ||
       (meta.root != kInvalidPageId && (meta.root >= meta.page_count || meta.height == 0 || meta.height >= BTree::kMaxHeight)))
     return Status::kCorrupt;
-  st->tree_.reset(new BTree(static_cast<LayoutConfig>(meta.layout)));
-  uint64_t frames = o.pool_bytes / kPageSize;
+  tree_.reset(new BTree(static_cast<LayoutConfig>(meta.layout)));
+  uint64_t frames = pool_bytes / kPageSize;
   if (frames < 64) frames = 64;  // the C ABI raises pools below 1 MiB to 1 MiB; tests go lower
   if (frames > (1u << 30)) frames = 1u << 30;
-  st->tree_->store().attach(&st->pager_, static_cast<uint32_t>(frames), meta.page_count, std::move(free_ids));
+  tree_->store().attach(backend, static_cast<uint32_t>(frames), meta.page_count, {});
+  return Status::kOk;
+}
+
+Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Store>* out) {
+  std::unique_ptr<Store> st(new Store());
+  st->file_.reset(new FilePager(storage, o.checkpoint_bytes));
+  StoreMeta meta;
+  std::vector<PageId> free_ids;
+  Status s = st->file_->open(o.create, static_cast<uint8_t>(o.layout), o.progress, &meta, &free_ids);
+  if (s != Status::kOk) return s;
+  s = st->adopt(meta, st->file_.get(), o.pool_bytes);
+  if (s != Status::kOk) return s;
+  st->tree_->store().free_ids() = std::move(free_ids);
   if (meta.root == kInvalidPageId) {
     st->tree_->store().begin_op();
     s = st->tree_->init();
@@ -28,16 +36,79 @@ Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Stor
   return Status::kOk;
 }
 
-Status Store::commit() {
-  BTree& t = *tree_;
-  if (t.broken() != Status::kOk) return t.broken();
+Status Store::open_async(const uint8_t* superblock, const StoreOptions& o, std::unique_ptr<Store>* out) {
+  std::unique_ptr<Store> st(new Store());
+  st->async_.reset(new AsyncPager());
+  StoreMeta meta;
+  Status s = st->async_->open(superblock, static_cast<uint8_t>(o.layout), &meta);
+  if (s != Status::kOk) return s;
+  s = st->adopt(meta, st->async_.get(), o.pool_bytes);
+  if (s != Status::kOk) return s;
+  if (meta.free_head != kInvalidPageId && meta.free_head >= meta.page_count) return Status::kCorrupt;
+  if (meta.root == kInvalidPageId) {
+    // Nothing committed: the tree starts in the pool (its first commit
+    // stores it). A page 0 without a tree lists no free pages.
+    if (meta.free_count != 0) return Status::kCorrupt;
+    st->tree_->store().begin_op();
+    s = st->tree_->init();
+    if (s != Status::kOk) return s;
+  } else {
+    st->tree_->store().defer_free_list(meta.free_head, meta.free_count);
+    st->tree_->adopt(meta.root, meta.height, meta.count);
+  }
+  *out = std::move(st);
+  return Status::kOk;
+}
+
+StoreMeta Store::current_meta() const {
+  const BTree& t = *tree_;
   StoreMeta m;
   m.root = t.root();
   m.height = t.height();
   m.count = t.count();
   m.layout = static_cast<uint8_t>(t.layout());
+  return m;
+}
+
+Status Store::commit() {
+  if (!file_) return Status::kInvalidArgument;
+  BTree& t = *tree_;
+  if (t.broken() != Status::kOk) return t.broken();
   t.store().begin_op();
-  Status s = pager_.commit(t.store(), m);
+  Status s = file_->commit(t.store(), current_meta());
+  if (s != Status::kOk) t.refuse_writes(s);
+  return s;
+}
+
+Status Store::checkpoint() { return file_ ? file_->checkpoint() : Status::kOk; }
+
+Status Store::supply(PageId id, const uint8_t* image) {
+  if (!async_) return Status::kInvalidArgument;
+  Status s = tree_->store().supply(id, image);
+  if (s == Status::kOk) async_->count_supply();
+  return s;
+}
+
+Status Store::commit_begin(std::vector<uint8_t>* out, uint32_t* count) {
+  if (!async_) return Status::kInvalidArgument;
+  BTree& t = *tree_;
+  if (t.broken() != Status::kOk) return t.broken();
+  // After a failed commit the pool holds writes the host does not have, on
+  // top of a state it may or may not have: reopen instead.
+  Status w = t.writable();
+  if (w == Status::kReadOnly) return w;
+  t.store().begin_op();
+  Status s = async_->commit_begin(t.store(), current_meta(), out, count);
+  if (s == Status::kOk) t.hold_writes(true);
+  return s;
+}
+
+Status Store::commit_end(Status host) {
+  if (!async_) return Status::kInvalidArgument;
+  BTree& t = *tree_;
+  if (!async_->committing()) return Status::kInvalidArgument;
+  t.hold_writes(false);
+  Status s = async_->commit_end(t.store(), host);
   if (s != Status::kOk) t.refuse_writes(s);
   return s;
 }

@@ -1,9 +1,15 @@
-// A persistent store: a BTree on a buffer pool backed by a FilePager over
-// Storage. The top of the core: it knows the tree and the pager, and what a
-// commit must record of the tree (root, height, count, layout).
+// A persistent store: a BTree on a buffer pool backed by a pager. The top of
+// the core: it knows the tree and the pagers, and what a commit must record
+// of the tree (root, height, count, layout). Two kinds:
+// - on Storage (files; sync): FilePager, commit() makes writes durable.
+// - on an asynchronous host: AsyncPager; pages come in through supply() after
+//   an operation returned kNeedPage, and commits go out through
+//   commit_begin()/commit_end() (core/buffer/async_pager.h).
 #pragma once
 #include <memory>
+#include <vector>
 
+#include "core/buffer/async_pager.h"
 #include "core/buffer/file_pager.h"
 #include "core/tree/btree.h"
 
@@ -21,18 +27,37 @@ class Store {
  public:
   // Opens and recovers the store in storage (which must outlive it).
   static Status open(Storage* storage, const StoreOptions& o, std::unique_ptr<Store>* out);
+  // Opens a store on an asynchronous host from its page 0 (kPageSize bytes),
+  // or a new one (superblock null; nothing is stored before its first
+  // commit). o.create and o.progress do not apply.
+  static Status open_async(const uint8_t* superblock, const StoreOptions& o, std::unique_ptr<Store>* out);
 
   BTree& tree() { return *tree_; }
+  bool is_async() const { return async_ != nullptr; }
   // Every write so far durable (one log flush). On failure the last commit
-  // stays intact and the store refuses writes until reopened.
+  // stays intact and the store refuses writes until reopened. Sync only.
   Status commit();
-  // Commits nothing: checkpoints what is committed (used at close).
-  Status checkpoint() { return pager_.checkpoint(); }
-  const FilePager& pager() const { return pager_; }
+  // Commits nothing: checkpoints what is committed (used at close). Sync only.
+  Status checkpoint();
+
+  // Async: installs a page the host fetched (BufferPool::supply).
+  Status supply(PageId id, const uint8_t* image);
+  // Async: the page images of a commit of every write so far (AsyncPager);
+  // writes are refused with kBusy until commit_end. commit_end(host status):
+  // kOk makes the commit current; a failure keeps the previous one and the
+  // store refuses writes (kReadOnly) until reopened.
+  Status commit_begin(std::vector<uint8_t>* out, uint32_t* count);
+  Status commit_end(Status host);
+
+  PagerStats pager_stats() const { return async_ ? async_->stats() : file_->stats(); }
+  uint64_t sequence() const { return async_ ? async_->sequence() : file_->sequence(); }
 
  private:
-  Store(Storage* s, const StoreOptions& o) : pager_(s, o.checkpoint_bytes) {}
-  FilePager pager_;
+  Store() = default;
+  Status adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_bytes);
+  StoreMeta current_meta() const;
+  std::unique_ptr<FilePager> file_;
+  std::unique_ptr<AsyncPager> async_;
   std::unique_ptr<BTree> tree_;
 };
 

@@ -1,9 +1,10 @@
 // Checks the built wasm modules: both contain SIMD128 instructions, st imports
 // exactly the five host file I/O functions of persistent stores (at_host_* from
-// "env"), mt those plus one shared memory, and both export the whole C ABI.
+// "env"), mt those plus one shared memory, and both export the whole C ABI (with the
+// persistent-store functions of sync and async backends).
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { ABI_FUNCTIONS, HOST_IMPORTS, STORE_FUNCTIONS } from '../dist/abi.js';
+import { ABI_FUNCTIONS, ASYNC_STORE_FUNCTIONS, HOST_IMPORTS, STORE_FUNCTIONS } from '../dist/abi.js';
 
 let failed = 0;
 function expect(ok, what) {
@@ -31,7 +32,7 @@ for (const build of ['st', 'mt']) {
     expect(imports.length === HOST_IMPORTS.length + 1 && hostOk && mems.length === 1 && memImport, `mt: imports the host I/O functions and one shared memory (${JSON.stringify(imports)})`);
     expect(exports.has('__stack_pointer'), 'mt: exports __stack_pointer for per-instance stacks');
   }
-  const missing = [...ABI_FUNCTIONS, ...STORE_FUNCTIONS].filter((f) => !exports.has(f));
+  const missing = [...ABI_FUNCTIONS, ...STORE_FUNCTIONS, ...ASYNC_STORE_FUNCTIONS].filter((f) => !exports.has(f));
   expect(missing.length === 0, `${build}: exports the C ABI (${missing.length ? 'missing ' + missing.join(',') : ABI_FUNCTIONS.length + ' functions'})`);
 }
 if (failed) {

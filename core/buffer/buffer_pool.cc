@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/buffer/page_trailer.h"
+#include "core/buffer/superblock.h"
 #include "core/page.h"
 
 namespace adaptree {
@@ -38,11 +40,13 @@ bool BufferPool::grow() {
 void BufferPool::attach(PageBackend* backend, uint32_t frames, PageId page_count, std::vector<PageId> free_ids) {
   free_memory();
   backend_ = backend;
+  async_ = backend && backend->asynchronous();
   target_frames_ = frames < kChunkFrames ? kChunkFrames : frames;
   table_.reserve(target_frames_);
   page_count_ = page_count;
   free_ = std::move(free_ids);
   free_changed_ = false;
+  free_pending_ = false;
   memset(poison_, 0, sizeof poison_);
 }
 
@@ -55,12 +59,14 @@ void BufferPool::clear() {
   }
   // Persistent: every page becomes free; frames are dropped unwritten.
   free_.clear();
+  free_pending_ = false;
   for (PageId id = page_count_; id-- > 1;) free_.push_back(id);
   free_changed_ = true;
   for (FrameId f = 0; f < frame_count_; f++) {
     if (frames_[f].pid == kInvalidPageId) continue;
     frames_[f].pid = kInvalidPageId;
     frames_[f].dirty = false;
+    frames_[f].writing = false;
     frames_[f].bump();
   }
   table_.clear();
@@ -91,6 +97,7 @@ FrameId BufferPool::take_frame() {
     FrameMeta& m = frames_[f];
     if (m.pid == kInvalidPageId) return f;
     if (m.epoch == epoch_) continue;  // in use by this operation
+    if (m.writing) continue;          // an async commit is writing its image
     if (m.referenced) {
       m.referenced = false;
       continue;
@@ -131,6 +138,8 @@ uint8_t* BufferPool::fix_backed(PageId id) {
   }
   if (!valid(id)) return poison(Status::kCorrupt, id);
   stats_.misses++;
+  // An asynchronous host answers later: take no frame (nothing is evicted).
+  if (async_) return poison(Status::kNeedPage, id);
   f = take_frame();
   if (f == kNoFrame) return poison(failure_ != Status::kOk ? failure_ : Status::kOutOfMemory, id);
   uint8_t* d = data_of(f);
@@ -161,13 +170,20 @@ Status BufferPool::view(PageId id, uint8_t* scratch, const uint8_t** out) {
   }
   FrameId f = table_.find(id);
   if (f != kNoFrame) {
+    // Protected like a fixed page: a chain read again after a fault keeps
+    // what it has read (an async host supplies one page per fault).
+    frames_[f].epoch = epoch_;
+    frames_[f].referenced = true;
     stats_.hits++;
     *out = data_of(f);
     return Status::kOk;
   }
   stats_.misses++;
   *out = scratch;
-  return backend_->load(id, scratch);
+  Status s = backend_->load(id, scratch);
+  // The caller returns kNeedPage; missing_page() names the page.
+  if (s == Status::kNeedPage && failure_ == Status::kOk) missing_ = id;
+  return s;
 }
 
 Status BufferPool::allocate(PageId* out) {
@@ -209,12 +225,65 @@ void BufferPool::release(PageId id) {
       table_.erase(id);
       frames_[f].pid = kInvalidPageId;
       frames_[f].dirty = false;
+      frames_[f].writing = false;
       frames_[f].bump();
       free_frames_.push_back(f);
     }
   }
   free_.push_back(id);
   free_changed_ = true;
+}
+
+Status BufferPool::supply(PageId id, const uint8_t* image) {
+  if (!backend_ || !valid(id)) return Status::kInvalidArgument;
+  if (table_.find(id) != kNoFrame) return Status::kOk;  // resident: newer than any stored image
+  if (!page_intact(image, id)) return Status::kCorrupt;
+  // No begin_op: the frames of the operation that faulted stay protected, so
+  // its retry finds them and gets at least one page further.
+  FrameId f = take_frame();
+  if (f == kNoFrame) return failure_ != Status::kOk ? failure_ : Status::kOutOfMemory;
+  memcpy(data_of(f), image, kPageSize);
+  install(f, id, false);
+  table_.insert(id, f);
+  return Status::kOk;
+}
+
+Status BufferPool::load_free_list() {
+  if (!free_pending_) return Status::kOk;
+  std::vector<PageId> ids;
+  ids.reserve(pending_free_count_);
+  PageId id = pending_free_head_;
+  uint64_t guard = 0;
+  while (id != kInvalidPageId) {
+    if (!valid(id) || ++guard > page_count_) return Status::kCorrupt;
+    const uint8_t* pg = page(id);
+    if (failure_ != Status::kOk) return failure_;
+    Status s = decode_free_list_page(pg, page_count_, &ids, &id);
+    if (s != Status::kOk) return s;
+  }
+  if (ids.size() != pending_free_count_) return Status::kCorrupt;
+  free_ = std::move(ids);
+  free_pending_ = false;
+  return Status::kOk;
+}
+
+void BufferPool::begin_writing() {
+  for (FrameId i = 0; i < frame_count_; i++) {
+    FrameMeta& m = frames_[i];
+    if (m.dirty && m.pid != kInvalidPageId) {
+      m.dirty = false;
+      m.writing = true;
+    }
+  }
+}
+
+void BufferPool::end_writing(bool durable) {
+  for (FrameId i = 0; i < frame_count_; i++) {
+    FrameMeta& m = frames_[i];
+    if (!m.writing) continue;
+    m.writing = false;
+    if (!durable) m.dirty = true;
+  }
 }
 
 uint32_t BufferPool::dirty_count() const {

@@ -9,7 +9,8 @@
 // - backed (a PageBackend): a pool of a fixed number of frames; a page is
 //   found through the hash page table, loaded on a miss, and frames are
 //   reused by the clock (second chance). Dirty victims are spilled through the
-//   backend first.
+//   backend first; a backend that refuses (the async pager: no-steal) keeps
+//   them, and pages come in through supply() instead of load().
 //
 // Operations and eviction. Callers hold raw frame pointers for the length of
 // one tree operation. The tree opens each operation with begin_op(); every
@@ -58,13 +59,21 @@ class BufferPool {
     failure_ = Status::kOk;
   }
   // Ends the protection of the frames fixed so far without starting a new
-  // operation (the caller holds no page pointers).
-  void end_protection() { epoch_++; }
+  // operation (the caller holds no page pointers). Not over an asynchronous
+  // host: there a page evicted in the middle of an operation comes back only
+  // after the operation has returned kNeedPage, so a write (which must not
+  // fault once it changes something) and a retried read (which must get
+  // further than its last attempt) keep every page they fixed; the pool
+  // grows past its size for such an operation instead.
+  void end_protection() {
+    if (!async_) epoch_++;
+  }
   // kOk, or why a page() since begin_op() returned the poison frame;
   // missing_page() names the page for kNeedPage.
   Status failure() const { return failure_; }
   PageId missing_page() const { return missing_; }
   void clear_failure() { failure_ = Status::kOk; }
+
 
   // The page's bytes for reading (or for changes that may be lost, such as
   // the adaptive operation counter: a clean page is dropped, not written).
@@ -96,12 +105,37 @@ class BufferPool {
   Status view(PageId id, uint8_t* scratch, const uint8_t** out);
   bool resident(PageId id) const { return !backend_ || table_.find(id) != kNoFrame; }
 
+  // Installs an image an asynchronous host fetched (after a kNeedPage): kOk
+  // if the page is resident already (it is newer than any stored image) or
+  // was installed clean; kCorrupt if the trailer (page id, CRC-32C) does not
+  // match; kInvalidArgument for an id that is not a page of the store.
+  Status supply(PageId id, const uint8_t* image);
+
+  // The free-page list is not read yet (an async store opens with page 0
+  // alone): load_free_list() reads its chain through page() before the first
+  // write (it may return kNeedPage). live_pages() counts it already.
+  void defer_free_list(PageId head, uint32_t count) {
+    pending_free_head_ = head;
+    pending_free_count_ = count;
+    free_pending_ = count != 0 || head != kInvalidPageId;
+  }
+  bool free_list_pending() const { return free_pending_; }
+  Status load_free_list();
+
+  // Async commits (core/buffer/async_pager.h): begin_writing() marks every
+  // dirty frame clean and "being written" (still not evictable: the host may
+  // not have the image yet); a change meanwhile dirties it again.
+  // end_writing(durable): done; if the write failed, those frames are dirty
+  // again (their images are not stored).
+  void begin_writing();
+  void end_writing(bool durable);
+
   // A new page (contents undefined, dirty) or kOutOfMemory.
   Status allocate(PageId* out);
   // Returns the page to the free list.
   void release(PageId id);
   bool valid(PageId id) const { return id != kInvalidPageId && id < page_count_; }
-  uint64_t live_pages() const { return page_count_ - 1 - free_.size(); }
+  uint64_t live_pages() const { return page_count_ - 1 - free_.size() - (free_pending_ ? pending_free_count_ : 0); }
   PageId page_count() const { return page_count_; }
   uint64_t allocated_bytes() const { return uint64_t{chunks_.size()} * kChunkFrames * kPageSize; }
   // Every page free (memory mode: memory returned).
@@ -124,6 +158,7 @@ class BufferPool {
   size_t free_count() const { return free_.size(); }
   bool free_list_changed() const { return free_changed_; }
   void set_free_list_unchanged() { free_changed_ = false; }
+  void set_free_list_changed() { free_changed_ = true; }
   const PoolStats& stats() const { return stats_; }
   uint64_t page_table_bytes() const { return table_.bytes(); }
 
@@ -143,6 +178,7 @@ class BufferPool {
   void free_memory();
 
   PageBackend* backend_ = nullptr;
+  bool async_ = false;  // backend_->asynchronous()
   std::vector<uint8_t*> chunks_;
   std::vector<uint8_t*> frame_data_;  // frame id -> its kPageSize bytes (in chunks_)
   std::deque<FrameMeta> frames_;  // backed mode only (deque: FrameMeta does not move)
@@ -159,6 +195,9 @@ class BufferPool {
   PageId page_count_ = 1;  // page 0 is the superblock
   std::vector<PageId> free_;
   bool free_changed_ = false;
+  bool free_pending_ = false;
+  PageId pending_free_head_ = kInvalidPageId;
+  uint32_t pending_free_count_ = 0;
   PoolStats stats_;
 };
 

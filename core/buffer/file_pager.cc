@@ -54,20 +54,35 @@ Status FilePager::reset_log() {
 }
 
 Status FilePager::create_files(uint8_t layout) {
-  alignas(16) uint8_t page0[kPageSize] = {};
+  // No superblock yet: the data file stays empty until the first checkpoint
+  // writes page 0 whole, so a file that bears the magic is never shorter
+  // than a page (a short one is damaged). Until then the log is the store.
   meta_ = StoreMeta{};
   meta_.layout = layout;
-  encode_superblock(page0, 0, meta_);
   Status s = s_->truncate(FileId::kData, 0);
-  if (s == Status::kOk) s = s_->write(FileId::kData, 0, page0, kPageSize);
   if (s == Status::kOk) s = s_->sync(FileId::kData);
   if (s != Status::kOk) return s;
   sb_seq_ = seq_ = 0;
-  sb_slot_ = 0;
+  sb_slot_ = 1;  // the first checkpoint writes slot 0
+  sb_written_ = false;
   s = reset_log();
   if (s == Status::kOk) s = s_->sync(FileId::kLog);
   stats_.syncs += 2;
   return s;
+}
+
+Status FilePager::log_checkpoint_seq(bool* valid, uint64_t* seq) {
+  *valid = false;
+  uint64_t lsize = 0;
+  Status s = s_->size(FileId::kLog, &lsize);
+  if (s != Status::kOk || lsize < kLogHeaderSize) return s;
+  uint8_t h[kLogHeaderSize];
+  s = s_->read_exact(FileId::kLog, 0, h, kLogHeaderSize);
+  if (s != Status::kOk) return s;
+  *valid = memcmp(h, kLogMagic, 8) == 0 && load32(h + 32) == checksum(h, 32) && load32(h + 8) == kFormatVersion &&
+           load32(h + 12) == kPageSize;
+  *seq = load64(h + 24);
+  return Status::kOk;
 }
 
 Status FilePager::open(bool create, uint8_t layout, const Progress& progress, StoreMeta* meta,
@@ -75,18 +90,53 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
   uint64_t dsize = 0;
   Status s = s_->size(FileId::kData, &dsize);
   if (s != Status::kOk) return s;
-  if (dsize < kPageSize) {
-    // Nothing was ever committed here (or creation was cut short before the
-    // superblock was flushed): a new store.
-    bool empty = true;
-    if (dsize > 0) {
-      alignas(16) uint8_t head[kPageSize] = {};
-      uint32_t got;
-      s = s_->read(FileId::kData, 0, head, static_cast<uint32_t>(dsize), &got);
+  if (dsize > 0 && dsize < kPageSize) {
+    // Never written by a store (creation leaves the data file empty, the
+    // first checkpoint writes page 0 whole): a truncated store or a foreign
+    // file. Fewer than 8 bytes cannot be either: as an empty file.
+    alignas(16) uint8_t head[8];
+    uint32_t got;
+    s = s_->read(FileId::kData, 0, head, 8, &got);
+    if (s != Status::kOk) return s;
+    if (got >= 8) return Status::kCorrupt;
+  }
+  int best = -1;
+  uint64_t seq[2] = {0, 0};
+  StoreMeta m[2];
+  if (dsize >= kPageSize) {
+    alignas(16) uint8_t page0[kPageSize];
+    s = s_->read_exact(FileId::kData, 0, page0, kPageSize);
+    stats_.reads++;
+    if (s != Status::kOk) return s;
+    SlotState st[2] = {decode_superblock(page0, &seq[0], &m[0]), decode_superblock(page0 + kSuperblockSlot, &seq[1], &m[1])};
+    for (int i = 0; i < 2; i++)
+      if (st[i] == SlotState::kValid && (best < 0 || seq[i] > seq[best])) best = i;
+    if (best < 0 && (st[0] == SlotState::kVersion || st[1] == SlotState::kVersion)) return Status::kCorrupt;
+  }
+  if (best < 0) {
+    // No superblock: nothing was checkpointed yet (or its first checkpoint
+    // was cut short before page 0 was complete), so the log, whose header
+    // then names checkpoint 0, holds every commit since creation. Without
+    // one: a new store if the data file is empty, else not a store.
+    bool log_ok;
+    uint64_t log_sb = 0;
+    s = log_checkpoint_seq(&log_ok, &log_sb);
+    if (s != Status::kOk) return s;
+    if (log_ok && log_sb != 0) return Status::kCorrupt;  // a checkpointed store that lost its superblock
+    if (log_ok) {
+      meta_ = StoreMeta{};
+      meta_.layout = layout;
+      sb_seq_ = seq_ = 0;
+      sb_slot_ = 1;
+      sb_written_ = false;
+      s = recover_log(0, progress, &meta_);
       if (s != Status::kOk) return s;
-      for (uint32_t i = 0; i < got && empty; i++) empty = head[i] == 0 || i < 8;
-      if (got >= 8 && memcmp(head, kStoreMagic, 8) != 0) return Status::kCorrupt;  // a foreign file
+      if (seq_ > 0) {
+        *meta = meta_;
+        return read_free_list(meta_, free_ids);
+      }
     }
+    if (dsize >= kPageSize) return Status::kCorrupt;  // foreign file, or both superblocks damaged
     if (!create) return Status::kNotFound;
     s = create_files(layout);
     if (s != Status::kOk) return s;
@@ -94,17 +144,7 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
     free_ids->clear();
     return Status::kOk;
   }
-  alignas(16) uint8_t page0[kPageSize];
-  s = s_->read_exact(FileId::kData, 0, page0, kPageSize);
-  stats_.reads++;
-  if (s != Status::kOk) return s;
-  uint64_t seq[2] = {0, 0};
-  StoreMeta m[2];
-  SlotState st[2] = {decode_superblock(page0, &seq[0], &m[0]), decode_superblock(page0 + kSuperblockSlot, &seq[1], &m[1])};
-  int best = -1;
-  for (int i = 0; i < 2; i++)
-    if (st[i] == SlotState::kValid && (best < 0 || seq[i] > seq[best])) best = i;
-  if (best < 0) return Status::kCorrupt;  // foreign file, or both superblocks damaged
+  sb_written_ = true;
   sb_slot_ = best;
   sb_seq_ = seq_ = seq[best];
   meta_ = m[best];
@@ -211,15 +251,8 @@ Status FilePager::read_free_list(const StoreMeta& m, std::vector<PageId>* out) {
   while (id != kInvalidPageId) {
     if (id >= m.page_count || ++guard > m.page_count) return Status::kCorrupt;
     Status s = load(id, pg);
+    if (s == Status::kOk) s = decode_free_list_page(pg, m.page_count, out, &id);
     if (s != Status::kOk) return s;
-    uint32_t n = load32(pg + 8);
-    if (pg[0] != kFreeListTag || n > kFreeListCapacity) return Status::kCorrupt;
-    for (uint32_t i = 0; i < n; i++) {
-      PageId f = load32(pg + kFreeListHeader + 4 * i);
-      if (f == kInvalidPageId || f >= m.page_count) return Status::kCorrupt;
-      out->push_back(f);
-    }
-    id = load32(pg + 4);
   }
   if (out->size() != m.free_count) return Status::kCorrupt;
   return Status::kOk;
@@ -312,23 +345,9 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   // themselves (the last ones of the list), and list themselves.
   const std::vector<PageId>& free_ids = pool.free_ids();
   if (pool.free_list_changed() || meta_.free_count != free_ids.size()) {
-    size_t n = free_ids.size();
-    size_t chain = (n + kFreeListCapacity - 1) / kFreeListCapacity;
-    alignas(16) uint8_t pg[kPageSize];
-    PageId next = kInvalidPageId;
-    for (size_t c = chain; c-- > 0;) {
-      PageId id = free_ids[n - 1 - c];
-      memset(pg, 0, kPageSize);
-      pg[0] = kFreeListTag;
-      store32(pg + 4, next);
-      size_t from = c * kFreeListCapacity, to = std::min(n, from + kFreeListCapacity);
-      store32(pg + 8, static_cast<uint32_t>(to - from));
-      for (size_t i = from; i < to; i++) store32(pg + kFreeListHeader + 4 * (i - from), free_ids[i]);
-      put_page(id, pg);
-      next = id;
-    }
+    PageId next = encode_free_list(free_ids, put_page);
     meta.free_head = next;
-    meta.free_count = static_cast<uint32_t>(n);
+    meta.free_count = static_cast<uint32_t>(free_ids.size());
   } else {
     meta.free_head = meta_.free_head;
     meta.free_count = meta_.free_count;
@@ -375,15 +394,23 @@ Status FilePager::checkpoint() {
   Status s = s_->sync(FileId::kData);
   stats_.syncs++;
   if (s != Status::kOk) return s;
-  uint8_t slot[kSuperblockSize];
-  encode_superblock(slot, seq_, meta_);
   int target = 1 - sb_slot_;
-  s = s_->write(FileId::kData, target == 0 ? 0 : kSuperblockSlot, slot, kSuperblockSize);
+  if (!sb_written_) {
+    // The first superblock: page 0 whole (the data file was empty).
+    alignas(16) uint8_t page0[kPageSize] = {};
+    encode_superblock(page0 + (target == 0 ? 0 : kSuperblockSlot), seq_, meta_);
+    s = s_->write(FileId::kData, 0, page0, kPageSize);
+  } else {
+    uint8_t slot[kSuperblockSize];
+    encode_superblock(slot, seq_, meta_);
+    s = s_->write(FileId::kData, target == 0 ? 0 : kSuperblockSlot, slot, kSuperblockSize);
+  }
   if (s == Status::kOk) s = s_->sync(FileId::kData);
   stats_.syncs++;
   if (s != Status::kOk) return s;
   sb_slot_ = target;
   sb_seq_ = seq_;
+  sb_written_ = true;
   stats_.checkpoints++;
   // The data file now holds everything: a new log generation (its header
   // reaches the disk with the next commit's flush; until then the old header

@@ -14,6 +14,11 @@
 // - recovery (open): newest valid superblock, then every complete commit of
 //   the log after it; the torn tail is cut off. A damaged frame followed by
 //   two or more complete commits cannot be a torn tail: kCorrupt.
+// - creation writes no superblock: the data file stays empty and the log
+//   holds the store until the first checkpoint writes page 0 whole. So a
+//   data file shorter than a page that is not empty is damaged or foreign
+//   (kCorrupt), and one without a valid superblock is read from the log
+//   alone if the log names checkpoint 0.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -58,6 +63,8 @@ class FilePager : public PageBackend {
   Status recover_log(uint64_t sb_seq, const Progress& progress, StoreMeta* meta);
   bool later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq);
   Status reset_log();
+  // Whether the log has a valid header, and the checkpoint it names.
+  Status log_checkpoint_seq(bool* valid, uint64_t* seq);
   Status read_log_image(uint64_t off, PageId id, uint8_t* frame);
   Status read_free_list(const StoreMeta& m, std::vector<PageId>* out);
   // Appends to the write buffer; flushes it to the log when large.
@@ -71,6 +78,7 @@ class FilePager : public PageBackend {
   uint64_t seq_ = 0;          // newest durable commit
   uint64_t sb_seq_ = 0;       // commit the data file holds
   int sb_slot_ = 0;           // slot holding sb_seq_
+  bool sb_written_ = false;   // the data file has page 0 (else the first checkpoint writes it whole)
   StoreMeta meta_;            // newest durable meta
   uint64_t log_end_ = 0;      // where the next frame goes (after the buffer)
   uint64_t buf_start_ = 0;    // log offset of buf_[0]

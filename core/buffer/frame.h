@@ -30,6 +30,7 @@ struct FrameMeta {
   uint32_t epoch = 0;           // the operation that last fixed it: not evictable during that operation
   bool dirty = false;           // modified since it was last written to storage
   bool referenced = false;      // clock's second chance
+  bool writing = false;         // its image is being written by an async commit: not evictable
 
   // Bumps the version (the frame now holds something else, or was written).
   void bump() {

@@ -19,6 +19,10 @@ class PageBackend {
   // Writes a dirty page out so that its frame can be reused. kNeedPage means
   // "not possible" (no-steal backends keep dirty pages until commit).
   virtual Status spill(PageId id, uint8_t* frame) = 0;
+  // True when load() can only answer kNeedPage (an asynchronous host hands
+  // pages in through BufferPool::supply): the pool then takes no frame for a
+  // miss, so a fault evicts nothing.
+  virtual bool asynchronous() const { return false; }
 };
 
 }  // namespace adaptree

@@ -32,8 +32,10 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/page.h"
+#include "core/status.h"
 #include "core/util/hash.h"
 
 namespace adaptree {
@@ -95,6 +97,44 @@ inline SlotState decode_superblock(const uint8_t* slot, uint64_t* seq, StoreMeta
   *seq = load64(slot + 16);
   m->decode(slot + 24);
   return SlotState::kValid;
+}
+
+// One chain page of the free-page list: appends its ids to *out and sets
+// *next. kCorrupt if it is not a chain page or names a page out of range.
+inline Status decode_free_list_page(const uint8_t* pg, PageId page_count, std::vector<PageId>* out, PageId* next) {
+  uint32_t n = load32(pg + 8);
+  if (pg[0] != kFreeListTag || n > kFreeListCapacity) return Status::kCorrupt;
+  for (uint32_t i = 0; i < n; i++) {
+    PageId f = load32(pg + kFreeListHeader + 4 * i);
+    if (f == kInvalidPageId || f >= page_count) return Status::kCorrupt;
+    out->push_back(f);
+  }
+  *next = load32(pg + 4);
+  return Status::kOk;
+}
+
+// Writes the chain of the free-page list ids: put(id, image) for each chain
+// page (unsealed, kPageSize bytes; the chain pages are the last ids of the
+// list, and list themselves). Returns the first chain page (0: empty list).
+// Both pagers write it this way, so their page images are the same.
+template <class Put>
+PageId encode_free_list(const std::vector<PageId>& ids, Put&& put) {
+  size_t n = ids.size();
+  size_t chain = (n + kFreeListCapacity - 1) / kFreeListCapacity;
+  alignas(16) uint8_t pg[kPageSize];
+  PageId next = kInvalidPageId;
+  for (size_t c = chain; c-- > 0;) {
+    PageId id = ids[n - 1 - c];
+    memset(pg, 0, kPageSize);
+    pg[0] = kFreeListTag;
+    store32(pg + 4, next);
+    size_t from = c * kFreeListCapacity, to = from + kFreeListCapacity < n ? from + kFreeListCapacity : n;
+    store32(pg + 8, static_cast<uint32_t>(to - from));
+    for (size_t i = from; i < to; i++) store32(pg + kFreeListHeader + 4 * (i - from), ids[i]);
+    put(id, pg);
+    next = id;
+  }
+  return next;
 }
 
 }  // namespace adaptree

@@ -68,8 +68,8 @@ Status BTree::copy_page(PageId id, uint8_t* out) const {
 }
 
 Status BTree::clear() {
-  if (broken_ != Status::kOk) return broken_;
-  if (read_only_ != Status::kOk) return Status::kReadOnly;
+  Status w = writable();
+  if (w != Status::kOk) return w;
   store_.begin_op();
   store_.clear();
   return end_write(init());
@@ -220,10 +220,13 @@ Status BTree::remove(Slice key) {
 // changes), and a failure in the middle of a change leaves the in-memory tree
 // unusable until the store is reopened from its last commit.
 Status BTree::begin_write(Slice key) {
-  if (broken_ != Status::kOk) return broken_;
-  if (read_only_ != Status::kOk) return Status::kReadOnly;
+  Status w = writable();
+  if (w != Status::kOk) return w;
   store_.begin_op();
   if (!store_.backed()) return Status::kOk;
+  // Allocation takes from the free-page list: an async store reads it first.
+  Status s = store_.load_free_list();
+  if (s != Status::kOk) return s;
   return prefetch_for_write(key);
 }
 
@@ -265,6 +268,20 @@ Status BTree::prefetch_for_write(Slice key) {
       uint8_t* op = page(c);
       if (store_.failure() != Status::kOk) return store_.failure();
       c = load32(op + 4);
+    }
+  }
+  // Removing the last record of a tree taller than one leaf releases every
+  // node (remove_attempt starts over from one leaf): all of them, then.
+  if (count_ <= 1 && height_ > 1) {
+    std::vector<PageId> todo{root_};
+    while (!todo.empty()) {
+      PageId n = todo.back();
+      todo.pop_back();
+      uint8_t* p = page(n);
+      if (store_.failure() != Status::kOk) return store_.failure();
+      if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) continue;
+      BasicNode b{p};
+      for (unsigned i = 0; i <= b.count(); i++) todo.push_back(b.child(i));
     }
   }
   return Status::kOk;
@@ -325,9 +342,14 @@ Status BTree::delete_range(Slice lo, bool lo_none, bool lo_exclusive, Slice hi, 
     int c = compare(lo, hi);
     if (c > 0 || (c == 0 && (lo_exclusive || hi_exclusive))) return Status::kOk;
   }
+  Status w = writable();
+  if (w != Status::kOk) return w;
   Cursor cur(this);
   uint32_t flags = lo_none ? kSeekEdge : (lo_exclusive ? kSeekExclusive : 0);
-  cur.seek(lo_none ? Slice{} : lo, flags);
+  Status ss = cur.seek(lo_none ? Slice{} : lo, flags);
+  // A page fault (async store) or an error ends the call: what was removed
+  // stays removed, and a call again removes the rest.
+  if (ss == Status::kNeedPage || is_error(ss)) return ss;
   std::vector<uint8_t> keys;
   std::vector<uint32_t> lens;
   for (;;) {
@@ -337,7 +359,12 @@ Status BTree::delete_range(Slice lo, bool lo_none, bool lo_exclusive, Slice hi, 
     ValueRef v;
     bool done = false;
     while (lens.size() < 256) {
-      if (cur.next(&k, &v) != Status::kOk) {
+      Status ns = cur.next(&k, &v);
+      if (ns == Status::kNeedPage || is_error(ns)) {
+        if (!lens.empty()) break;  // remove what was read first
+        return ns;
+      }
+      if (ns != Status::kOk) {
         done = true;
         break;
       }
@@ -355,7 +382,7 @@ Status BTree::delete_range(Slice lo, bool lo_none, bool lo_exclusive, Slice hi, 
     for (uint32_t len : lens) {
       Status s = remove({keys.data() + off, len});
       if (s == Status::kOk) (*removed)++;
-      else if (is_error(s)) return s;
+      else if (is_error(s) || s == Status::kNeedPage) return s;
       off += len;
     }
     if (done) return Status::kOk;

@@ -33,6 +33,15 @@ class BTree {
   void adopt(PageId root, unsigned height, uint64_t count);
   // Refuse writes from now on with kReadOnly (a failed commit: reopen).
   void refuse_writes(Status why) { read_only_ = why; }
+  // While held, writes return kBusy (an async commit's page images are being
+  // written: a change now would not be in them, and must not be lost).
+  void hold_writes(bool held) { held_ = held; }
+  // kOk, or why a write is refused now.
+  Status writable() const {
+    if (broken_ != Status::kOk) return broken_;
+    if (read_only_ != Status::kOk) return Status::kReadOnly;
+    return held_ ? Status::kBusy : Status::kOk;
+  }
   // kOk, or the failure that left the tree in memory unusable.
   Status broken() const { return broken_; }
 
@@ -148,6 +157,7 @@ class BTree {
   uint64_t version_ = 0;
   Status broken_ = Status::kOk;
   Status read_only_ = Status::kOk;
+  bool held_ = false;
   XorShift32 rng_;
 
   // Scratch space for structure modifications (no allocation per operation).

@@ -29,9 +29,17 @@ uint32_t lcp(const std::string& a, const KeyBuffer& b) {
 }  // namespace
 
 Status BTree::bulk_load(const Slice* keys, const Slice* values, size_t n) {
-  if (broken_ != Status::kOk) return broken_;
-  if (read_only_ != Status::kOk) return Status::kReadOnly;
+  Status w = writable();
+  if (w != Status::kOk) return w;
   store_.begin_op();
+  if (store_.backed()) {
+    // Fault in what a bulk load reads before it changes anything: the free
+    // list and the (empty) root.
+    Status s = store_.load_free_list();
+    if (s != Status::kOk) return s;
+    page(root_);
+    if (store_.failure() != Status::kOk) return store_.failure();
+  }
   return end_write(bulk_load_attempt(keys, values, n));
 }
 

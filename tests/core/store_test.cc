@@ -282,6 +282,41 @@ TEST(Store, ForeignAndTruncatedFilesAreCorrupt) {
   no_create.create = false;
   MemoryStorage empty;
   EXPECT_EQ(Store::open(&empty, no_create, &st), Status::kNotFound);
+  // A data file shorter than a page that bears the magic is a damaged store,
+  // not a creation cut short (creation leaves the data file empty until the
+  // first checkpoint writes page 0 whole).
+  for (uint32_t len : {8u, kSuperblockSize, 2048u + kSuperblockSize, kPageSize - 1}) {
+    MemoryStorage short_magic;
+    std::vector<uint8_t> head(kPageSize, 0);
+    encode_superblock(head.data(), 3, StoreMeta{});
+    short_magic.write(FileId::kData, 0, head.data(), len);
+    EXPECT_EQ(Store::open(&short_magic, StoreOptions{}, &st), Status::kCorrupt) << len;
+    EXPECT_EQ(short_magic.file(FileId::kData).size(), len);  // untouched
+  }
+}
+
+// A new store has no superblock until its first checkpoint: its commits are in
+// the log, and a reopen finds them there; the checkpoint writes page 0 whole.
+TEST(Store, NewStoreLivesInTheLogUntilItsFirstCheckpoint) {
+  MemoryStorage ms;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&ms, StoreOptions{}, &st), Status::kOk);
+  ASSERT_EQ(st->tree().set(sl("a"), sl("1")), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+  st.reset();
+  EXPECT_EQ(ms.file(FileId::kData).size(), 0u);
+  StoreOptions no_create;
+  no_create.create = false;
+  ASSERT_EQ(Store::open(&ms, no_create, &st), Status::kOk);
+  ValueRef v;
+  EXPECT_EQ(st->tree().get(sl("a"), &v), Status::kOk);
+  ASSERT_EQ(st->checkpoint(), Status::kOk);
+  st.reset();
+  ASSERT_GE(ms.file(FileId::kData).size(), 2 * kPageSize);
+  EXPECT_EQ(memcmp(ms.file(FileId::kData).data(), kStoreMagic, 8), 0);
+  ASSERT_EQ(Store::open(&ms, no_create, &st), Status::kOk);
+  EXPECT_EQ(st->tree().get(sl("a"), &v), Status::kOk);
+  EXPECT_EQ(st->tree().count(), 1u);
 }
 
 // A full disk: the write or commit that needs space fails with

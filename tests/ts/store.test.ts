@@ -417,6 +417,21 @@ describe('BTreeStore on sync backends', () => {
     expect(await openAndRead(cut)).toBeInstanceOf(CorruptionError);
     expect(readFileSync(cut).equals(before)).toBe(true);
 
+    // cut inside the superblock page: a short data file that bears the magic is a damaged
+    // store, not a creation cut short (creation writes no superblock before the first
+    // checkpoint), so it is a CorruptionError and is left as it is (it used to be re-created)
+    const short = join(tmp.dir, 'short.db');
+    const q = await BTreeStore.open<number, number>({ path: short, keys: 'number' });
+    for (let i = 0; i < 100; i++) q.set(i, i);
+    await q.close();
+    truncateSync(short, 2048 + 60);
+    truncateSync(short + '-log', 0);
+    const shortBefore = readFileSync(short);
+    expect(shortBefore.subarray(0, 8).toString('latin1')).toBe('ADAPTREE');
+    expect(await openAndRead(short)).toBeInstanceOf(CorruptionError);
+    expect(await caught(BTreeStore.open<number, number>({ path: short, keys: 'number' }))).toBeInstanceOf(CorruptionError);
+    expect(readFileSync(short).equals(shortBefore)).toBe(true);
+
     // a page cut in half in the middle of the data file
     const mid = join(tmp.dir, 'midcut.db');
     const m = await BTreeStore.open<number, number>({ path: mid, keys: 'number', poolSize: 1 << 20 });
@@ -499,6 +514,41 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
       if (k === 5000) await s.setAsync(5000.5, 'value 5000.5');
     }
     expect(n).toBe(20001);
+    await s.close();
+  });
+
+  it('deleteRangeAsync removes through page faults in the core and counts every key', async () => {
+    const storage = createAsyncMemoryStorage();
+    const open = () => BTreeStore.open<number, number>({ storage, path: 'ranges', keys: 'number', poolSize: 1 << 20 });
+    let s = await open();
+    await s.setManyAsync(Array.from({ length: 30000 }, (_, i) => [i, i] as const));
+    await s.close();
+    s = await open();
+    const reads0 = storage.counters.reads;
+    expect(await s.deleteRangeAsync({ gte: 1000, lt: 25000 })).toBe(24000);
+    expect(storage.counters.reads).toBeGreaterThan(reads0 + 10);
+    expect(s.size).toBe(6000);
+    expect(await s.getAsync(999)).toBe(999);
+    expect(await s.getAsync(1000)).toBeUndefined();
+    expect(await s.getAsync(25000)).toBe(25000);
+    expect(await s.deleteRangeAsync({ gt: 29990 })).toBe(9);
+    await s.close();
+    s = await open();
+    expect(s.size).toBe(5991);
+    await s.checkInvariantsAsync();
+    await s.close();
+  });
+
+  it('a transaction larger than the pool: changed pages stay in memory (no-steal) until the commit', async () => {
+    const storage = createAsyncMemoryStorage();
+    const s = await BTreeStore.open<number, string>({ storage, path: 'big-tx', keys: 'number', values: 'utf8', poolSize: 1 << 20 });
+    for (let i = 0; i < 20000; i++) await s.setAsync(i, 'x'.repeat(100));
+    const st = s.stats();
+    expect(st.dirty as number).toBeGreaterThan(st.frames as number);
+    expect(st.frames_allocated as number).toBeGreaterThan(st.frames as number);
+    await s.commit();
+    expect(s.stats().dirty).toBe(0);
+    expect(storage.pages('big-tx')!.size).toBeGreaterThan(st.frames as number);
     await s.close();
   });
 

@@ -17,11 +17,16 @@ export const Status = {
   QUOTA_EXCEEDED: -8,
   LOCKED: -9,
   READ_ONLY: -10,
+  /** A write while an async commit's page images are being written (the store gates them). */
+  BUSY: -11,
 } as const;
 export type StatusCode = (typeof Status)[keyof typeof Status];
 
 export const SeekFlags = { REVERSE: 1, EXCLUSIVE: 2, EDGE: 4 } as const;
 export const RangeFlags = { LO_NONE: 1, LO_EXCLUSIVE: 2, HI_NONE: 4, HI_EXCLUSIVE: 8 } as const;
+/** at_delete_range on an async store: a page fault (page id in result.aux); keys removed
+ * before it stay removed (the count tells how many). */
+export const RANGE_NEED_PAGE = -1003;
 
 /** Files of a store on a sync backend (at_host_* `file` argument). */
 export const StoreFile = { DATA: 0, LOG: 1 } as const;
@@ -112,8 +117,8 @@ export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
 
 /** The persistent-store functions of sync backends (checked when a store is opened). */
 export const STORE_FUNCTIONS: readonly (keyof AbiExports)[] = ['at_store_open', 'at_store_commit', 'at_store_checkpoint', 'at_store_stats'];
-/** The page-fault protocol of async backends (declared in the header, then withdrawn until the
- * async pager lands; checked when a store on an async backend is opened). */
+/** The page-fault protocol of async backends (bindings/adaptree.h, core/buffer/async_pager.h;
+ * checked when a store on an async backend is opened). */
 export const ASYNC_STORE_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_store_open_async', 'at_store_supply', 'at_store_commit_begin', 'at_store_commit_end',
 ];

@@ -31,7 +31,8 @@
  * | PageFaultError        | AdaptreeError  | NEED_PAGE         | sync call on an async store touched a page that is |
  * |                       |                |                   | not in memory (use the `...Async` method)         |
  * | NotInitializedError   | AdaptreeError  | NOT_INITIALIZED   | BTreeMap constructed before `await init()`        |
- * | ReentrancyError       | AdaptreeError  | REENTRANT         | a codec or toJSON called into adaptree mid-call   |
+ * | ReentrancyError       | AdaptreeError  | REENTRANT         | a codec or toJSON called into adaptree mid-call;  |
+ * |                       |                |                   | a sync write while an async commit is written     |
  * | AdaptreeError         | Error          | INTERNAL          | unexpected core status                            |
  */
 import { Status } from './abi.js';
@@ -226,6 +227,7 @@ export function errorFromStatus(status: number, what: string, detail?: string): 
     case Status.QUOTA_EXCEEDED: return new QuotaExceededError(`${what}: storage full or quota exceeded${d}`);
     case Status.LOCKED: return new LockedError(`${what}: the store is open elsewhere${d}`);
     case Status.READ_ONLY: return new ReadOnlyError(`${what}: the store refuses writes after a failed commit; reopen it${d}`);
+    case Status.BUSY: return new ReentrancyError(`${what}: a commit is being written: use the ...Async write methods on asynchronous backends${d}`);
     default: return new AdaptreeError(`${what}: unexpected core status ${status}${d}`, 'INTERNAL');
   }
 }

@@ -14,7 +14,7 @@
  * and re-seeks its cursor just after the last key it returned. So it never returns a key
  * twice, never skips a key that survives, and sees keys inserted ahead of it.
  */
-import { LayoutConfig, Result, SeekFlags, RangeFlags, type LayoutName } from './abi.js';
+import { LayoutConfig, Result, SeekFlags, RangeFlags, RANGE_NEED_PAGE, type LayoutName } from './abi.js';
 import type { AbiExports } from './abi.js';
 import type { AdaptreeWasm } from './wasm.js';
 import {
@@ -1065,7 +1065,14 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       hiLen = putKey(h, hi as K, rt.keyB);
       if (r.lt !== undefined) flags |= RangeFlags.HI_EXCLUSIVE;
     }
+    const before = rt.ex.at_count(h.tree);
     const n = rt.ex.at_delete_range(h.tree, rt.ctx, rt.keyA, loLen, rt.keyB, hiLen, flags);
+    if (n === RANGE_NEED_PAGE) {
+      // Async store: the keys removed before the fault stay removed; the caller supplies the
+      // page and calls again for the rest (BTreeStore.deleteRangeAsync counts both).
+      if (rt.ex.at_count(h.tree) !== before) h.mod++;
+      throw fail(h as Handle<unknown, unknown>, Status.NEED_PAGE, 'deleteRange');
+    }
     if (n < 0) throw errorFromStatus(n, 'deleteRange');
     if (n > 0) h.mod++;
     return n;

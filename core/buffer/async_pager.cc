@@ -1,0 +1,102 @@
+#include "core/buffer/async_pager.h"
+
+#include <cstring>
+
+#include "core/buffer/page_trailer.h"
+
+namespace adaptree {
+
+Status AsyncPager::open(const uint8_t* superblock, uint8_t layout, StoreMeta* meta) {
+  if (!superblock) {
+    // A new store: nothing is stored until its first commit (page 0 comes
+    // with it, so a store without page 0 has never committed).
+    memset(page0_, 0, kPageSize);
+    meta_ = StoreMeta{};
+    meta_.layout = layout;
+    seq_ = 0;
+    *meta = meta_;
+    return Status::kOk;
+  }
+  uint64_t seq[2] = {0, 0};
+  StoreMeta m[2];
+  SlotState st[2] = {decode_superblock(superblock, &seq[0], &m[0]),
+                     decode_superblock(superblock + kSuperblockSlot, &seq[1], &m[1])};
+  int best = -1;
+  for (int i = 0; i < 2; i++)
+    if (st[i] == SlotState::kValid && (best < 0 || seq[i] > seq[best])) best = i;
+  if (best < 0) return Status::kCorrupt;  // not a store, or both slots damaged
+  memcpy(page0_, superblock, kPageSize);
+  seq_ = seq[best];
+  meta_ = m[best];
+  *meta = meta_;
+  return Status::kOk;
+}
+
+Status AsyncPager::load(PageId, uint8_t*) { return Status::kNeedPage; }
+
+Status AsyncPager::spill(PageId, uint8_t*) { return Status::kNeedPage; }  // no-steal
+
+Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<uint8_t>* out, uint32_t* count) {
+  if (committing_) return Status::kInvalidArgument;
+  out->clear();
+  out->resize(4 + kPageSize);  // page 0 goes first, filled in below
+  uint32_t n = 1;
+  auto put = [&](PageId id, uint8_t* image) {
+    seal_page(image, id);
+    size_t at = out->size();
+    out->resize(at + 4 + kPageSize);
+    store32(out->data() + at, id);
+    memcpy(out->data() + at + 4, image, kPageSize);
+    n++;
+  };
+  pool.for_each_dirty(put);
+  // The free-page list as the file pager writes it (superblock.h). Not read
+  // yet (no write since open): unchanged.
+  const std::vector<PageId>& free_ids = pool.free_ids();
+  pending_free_written_ = false;
+  if (!pool.free_list_pending() && (pool.free_list_changed() || meta_.free_count != free_ids.size())) {
+    meta.free_head = encode_free_list(free_ids, put);
+    meta.free_count = static_cast<uint32_t>(free_ids.size());
+    pending_free_written_ = true;
+    pool.set_free_list_unchanged();  // as the frames: a change from now on is the next commit's
+  } else {
+    meta.free_head = meta_.free_head;
+    meta.free_count = meta_.free_count;
+  }
+  meta.page_count = pool.page_count();
+  // Page 0: both slots get the new superblock. Unlike a checkpoint on files
+  // (older slot only: a torn write there leaves the other, and the log
+  // replays the rest) the host writes page 0 whole with the pages it names,
+  // which overwrite the previous commit's pages in place: falling back to a
+  // previous superblock (one slot damaged) would mix two commits.
+  memcpy(pending_page0_, page0_, kPageSize);
+  encode_superblock(pending_page0_, seq_ + 1, meta);
+  encode_superblock(pending_page0_ + kSuperblockSlot, seq_ + 1, meta);
+  store32(out->data(), 0);
+  memcpy(out->data() + 4, pending_page0_, kPageSize);
+  pending_meta_ = meta;
+  pool.begin_writing();
+  committing_ = true;
+  *count = n;
+  stats_.writes += n;
+  return Status::kOk;
+}
+
+Status AsyncPager::commit_end(BufferPool& pool, Status host) {
+  if (!committing_) return Status::kInvalidArgument;
+  committing_ = false;
+  if (host != Status::kOk) {
+    pool.end_writing(false);
+    if (pending_free_written_) pool.set_free_list_changed();
+    return is_error(host) ? host : Status::kIoError;
+  }
+  pool.end_writing(true);
+  memcpy(page0_, pending_page0_, kPageSize);
+  seq_++;
+  meta_ = pending_meta_;
+  stats_.commits++;
+  stats_.syncs++;
+  return Status::kOk;
+}
+
+}  // namespace adaptree

@@ -1,0 +1,73 @@
+// The pager of a store on an asynchronous host (IndexedDB, Durable Objects'
+// async storage, a network): the host keeps page images by page id and the
+// core never calls it. It implements PageBackend for the buffer pool.
+//
+// Protocol (docs/DECISIONS.md, "Async commits: no-steal, whole page sets"):
+// - load: always kNeedPage. The operation stops having changed nothing
+//   (reads check failure(); writes run BTree::prefetch_for_write first), the
+//   host fetches the image and hands it in with BufferPool::supply, and the
+//   operation runs again.
+// - spill: always refused (no-steal). There is no log to put a dirty page in
+//   before its commit, and its home must keep the committed image until the
+//   commit lands, so dirty pages stay in the pool; when every frame is dirty
+//   the pool grows past its size (OUT_OF_MEMORY only when memory cannot grow).
+// - commit: commit_begin emits page 0 (superblock) and then every dirty page
+//   and the free-list chain if it changed, each sealed (page_trailer.h); the
+//   host writes them all or none; commit_end says which. Page 0 holds two
+//   superblock slots as on files (superblock.h), both written with the new
+//   superblock (see commit_begin), so the pages are those of a data file.
+// - open: page 0 alone (the newest valid slot); the free-page list is read
+//   before the first write (BufferPool::load_free_list).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/buffer/buffer_pool.h"
+#include "core/buffer/file_pager.h"
+#include "core/buffer/page_backend.h"
+#include "core/buffer/superblock.h"
+
+namespace adaptree {
+
+class AsyncPager : public PageBackend {
+ public:
+  // superblock: page 0's kPageSize bytes, or null for a new store. *meta is
+  // the newest committed state (root 0 for a new store). kCorrupt when
+  // neither slot is valid.
+  Status open(const uint8_t* superblock, uint8_t layout, StoreMeta* meta);
+
+  Status load(PageId id, uint8_t* frame) override;
+  Status spill(PageId id, uint8_t* frame) override;
+  bool asynchronous() const override { return true; }
+
+  // The images of a commit of meta into *out, `*count` times [u32 page id]
+  // [kPageSize image], page 0 first. Until commit_end the emitted frames are
+  // not evicted. kInvalidArgument if a commit is already in flight.
+  Status commit_begin(BufferPool& pool, StoreMeta meta, std::vector<uint8_t>* out, uint32_t* count);
+  // host: kOk if the host stored every image durably, else why not (then
+  // none of them counts: the pages are dirty again and the state stays at
+  // the previous commit). Returns host (kIoError for a non-error non-OK).
+  Status commit_end(BufferPool& pool, Status host);
+  bool committing() const { return committing_; }
+
+  uint64_t sequence() const { return seq_; }
+  // reads: pages supplied; writes: images emitted; data_bytes: committed pages.
+  PagerStats stats() const {
+    PagerStats s = stats_;
+    s.data_bytes = seq_ ? uint64_t{meta_.page_count} * kPageSize : 0;
+    return s;
+  }
+  void count_supply() { stats_.reads++; }
+
+ private:
+  alignas(16) uint8_t page0_[kPageSize] = {};  // the stored page 0
+  uint64_t seq_ = 0;                           // newest durable commit
+  StoreMeta meta_;                             // its meta
+  bool committing_ = false;
+  StoreMeta pending_meta_;
+  alignas(16) uint8_t pending_page0_[kPageSize] = {};
+  bool pending_free_written_ = false;
+  PagerStats stats_;
+};
+
+}  // namespace adaptree

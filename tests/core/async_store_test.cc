@@ -1,0 +1,507 @@
+// Stores on an asynchronous host (core/buffer/async_pager.h): a host loop
+// answers NEED_PAGE from a std::map "backend" of page images, against a
+// std::map model, with a tiny pool (evictions and refaults), commits that
+// succeed, fail or are cut short by a crash, corrupt images, and the C ABI.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bindings/adaptree.h"
+#include "core/buffer/page_trailer.h"
+#include "core/store.h"
+#include "core/tree/scan.h"
+
+using namespace adaptree;
+
+namespace {
+
+using Model = std::map<std::string, std::string>;
+using Pages = std::map<PageId, std::vector<uint8_t>>;
+
+Slice sl(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())}; }
+
+// The host: durable page images, and what it was asked for.
+struct Host {
+  Pages pages;
+  uint64_t supplied = 0;
+  uint64_t faults = 0;
+};
+
+// Runs f until it returns something other than kNeedPage, supplying each
+// missing page from the host. A page the host lacks is kCorrupt; a loop that
+// makes no progress is kRestart (a livelock would fail the test).
+template <class F>
+Status with_faults(Store& st, Host& h, F&& f) {
+  for (int i = 0; i < 200000; i++) {
+    Status s = f();
+    if (s != Status::kNeedPage) return s;
+    h.faults++;
+    PageId id = st.tree().store().missing_page();
+    auto it = h.pages.find(id);
+    if (it == h.pages.end()) return Status::kCorrupt;
+    Status ss = st.supply(id, it->second.data());
+    if (ss != Status::kOk) return ss;
+    h.supplied++;
+  }
+  return Status::kRestart;
+}
+
+Status open(Host& h, uint64_t pool_bytes, std::unique_ptr<Store>* out) {
+  StoreOptions o;
+  o.pool_bytes = pool_bytes;
+  auto it = h.pages.find(0);
+  return Store::open_async(it == h.pages.end() ? nullptr : it->second.data(), o, out);
+}
+
+// Parses a commit's images (page 0 first, ids distinct).
+bool parse(const std::vector<uint8_t>& out, uint32_t n, Pages* images) {
+  if (out.size() != size_t{n} * (4 + kPageSize)) return false;
+  for (uint32_t i = 0; i < n; i++) {
+    const uint8_t* p = out.data() + size_t{i} * (4 + kPageSize);
+    PageId id = load32(p);
+    if (i == 0 && id != 0) return false;
+    if (!images->emplace(id, std::vector<uint8_t>(p + 4, p + 4 + kPageSize)).second) return false;
+  }
+  return true;
+}
+
+// A whole commit; the host stores the images all or nothing.
+Status commit(Store& st, Host& h) {
+  std::vector<uint8_t> out;
+  uint32_t n = 0;
+  Status s = st.commit_begin(&out, &n);
+  if (s != Status::kOk) return s;
+  Pages images;
+  if (!parse(out, n, &images)) return Status::kInvalidArgument;
+  for (auto& e : images) h.pages[e.first] = std::move(e.second);
+  return st.commit_end(Status::kOk);
+}
+
+Status get(Store& st, Host& h, const std::string& k, std::string* v) {
+  std::vector<uint8_t> buf;
+  return with_faults(st, h, [&] {
+    ValueRef ref;
+    Status s = st.tree().get(sl(k), &ref);
+    if (s != Status::kOk) return s;
+    Slice out;
+    s = st.tree().read_value(ref, &buf, &out);
+    if (s == Status::kOk) v->assign(reinterpret_cast<const char*>(out.data), out.len);
+    return s;
+  });
+}
+
+// Every key by a cursor (faults re-position it), then every value by get.
+Status dump(Store& st, Host& h, Model* m) {
+  m->clear();
+  Cursor c(&st.tree());
+  Status s = with_faults(st, h, [&] { return c.seek({}, kSeekEdge); });
+  std::vector<std::string> keys;
+  while (s == Status::kOk) {
+    KeyBuffer k;
+    ValueRef v;
+    s = with_faults(st, h, [&] { return c.next(&k, &v); });
+    if (s == Status::kOk) keys.emplace_back(reinterpret_cast<const char*>(k.data), k.len);
+  }
+  if (s != Status::kNotFound) return s;
+  for (const std::string& k : keys) {
+    std::string v;
+    s = get(st, h, k, &v);
+    if (s != Status::kOk) return s;
+    (*m)[k] = v;
+  }
+  return Status::kOk;
+}
+
+std::string key_of(uint32_t i) {
+  char b[16];
+  snprintf(b, sizeof b, "k%08u", i);
+  return b;
+}
+
+std::string value_of(std::mt19937& rng) {
+  uint32_t r = rng() % 100;
+  size_t len = r < 85 ? rng() % 60 : r < 97 ? 200 + rng() % 1500 : 5000 + rng() % 20000;  // some overflow chains
+  std::string v(len, 'a');
+  for (size_t i = 0; i < len; i += 7) v[i] = static_cast<char>('a' + rng() % 26);
+  return v;
+}
+
+constexpr uint64_t kTinyPool = 64 * kPageSize;  // the smallest pool: 64 frames
+
+}  // namespace
+
+// Random sets, removes, range deletes and reads with a 64-frame pool over a
+// host map; commits and reopens; every reopen equals the committed model.
+class AsyncStoreSeeds : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(AsyncStoreSeeds, RandomOpsTinyPoolMatchModel) {
+  Host h;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  EXPECT_TRUE(h.pages.empty());  // nothing stored before the first commit
+  std::mt19937 rng(GetParam());
+  Model live, committed;
+  uint64_t evictions = 0;
+  int reopens = 0;
+  for (int op = 0; op < 20000; op++) {
+    uint32_t r = rng() % 100;
+    std::string k = key_of(rng() % 3000);
+    if (r < 55) {
+      std::string v = value_of(rng);
+      ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(k), sl(v)); }), Status::kOk);
+      live[k] = v;
+    } else if (r < 75) {
+      Status s = with_faults(*st, h, [&] { return st->tree().remove(sl(k)); });
+      ASSERT_EQ(s, live.erase(k) ? Status::kOk : Status::kNotFound);
+    } else if (r < 76) {
+      std::string hi = key_of(std::stoul(k.substr(1)) + rng() % 60);
+      uint64_t removed = 0, total = 0;
+      Status s = with_faults(*st, h, [&] {
+        Status x = st->tree().delete_range(sl(k), false, false, sl(hi), false, true, &removed);
+        total += removed;
+        return x;
+      });
+      ASSERT_EQ(s, Status::kOk);
+      auto a = live.lower_bound(k), b = live.lower_bound(hi);
+      size_t expect = static_cast<size_t>(std::distance(a, b));
+      live.erase(a, b);
+      ASSERT_EQ(total, expect);
+    } else {
+      std::string v;
+      Status s = get(*st, h, k, &v);
+      auto it = live.find(k);
+      ASSERT_EQ(s, it == live.end() ? Status::kNotFound : Status::kOk) << k;
+      if (it != live.end()) ASSERT_EQ(v, it->second);
+    }
+    ASSERT_EQ(st->tree().count(), live.size());
+    if (op % 700 == 699) {
+      ASSERT_EQ(commit(*st, h), Status::kOk);
+      committed = live;
+    }
+    if (op % 2900 == 2899) {
+      evictions += st->tree().store().stats().evictions;
+      // Uncommitted writes are lost, as in a crash.
+      st.reset();
+      ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+      live = committed;
+      Model got;
+      ASSERT_EQ(dump(*st, h, &got), Status::kOk);
+      ASSERT_TRUE(got == live) << "reopen " << reopens;
+      reopens++;
+    }
+  }
+  evictions += st->tree().store().stats().evictions;
+  EXPECT_GT(evictions, 1000u);  // the pool was far too small: pages came and went
+  EXPECT_GT(h.supplied, 1000u);
+  EXPECT_EQ(reopens, 6);
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  EXPECT_EQ(with_faults(*st, h, [&] { return st->tree().check().empty() ? Status::kOk : st->tree().store().failure() == Status::kNeedPage ? Status::kNeedPage : Status::kCorrupt; }),
+            Status::kOk);
+}
+
+INSTANTIATE_TEST_SUITE_P(AsyncStore, AsyncStoreSeeds, ::testing::Values(42u, 7u, 2026u));
+
+// No-steal: more dirty pages than frames grow the pool; after the commit
+// they are clean and evictable again, and reads refault them.
+TEST(AsyncStore, DirtyPagesNeverEvictedPoolGrows) {
+  Host h;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  std::string v(300, 'v');
+  for (uint32_t i = 0; i < 5000; i++)
+    ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(key_of(i)), sl(v)); }), Status::kOk);
+  BufferPool& pool = st->tree().store();
+  EXPECT_GT(pool.dirty_count(), pool.target_frames());
+  EXPECT_GT(pool.frame_count(), pool.target_frames());
+  EXPECT_EQ(h.faults, 0u);  // nothing was ever evicted, so nothing refaulted
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  EXPECT_EQ(pool.dirty_count(), 0u);
+  // Reads walk more pages than the pool's size: clean pages are evicted.
+  uint64_t ev = pool.stats().evictions;
+  st.reset();
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(*st, h, &got), Status::kOk);
+  EXPECT_EQ(got.size(), 5000u);
+  EXPECT_GT(st->tree().store().stats().evictions + ev, 0u);
+  EXPECT_LE(st->tree().store().frame_count(), st->tree().store().target_frames() + 64);
+}
+
+// A commit's writes are refused with kBusy between begin and end; reads work.
+TEST(AsyncStore, WritesBusyDuringCommit) {
+  Host h;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  ASSERT_EQ(st->tree().set(sl("a"), sl("1")), Status::kOk);
+  std::vector<uint8_t> out;
+  uint32_t n = 0;
+  ASSERT_EQ(st->commit_begin(&out, &n), Status::kOk);
+  EXPECT_GE(n, 2u);  // page 0 and the root
+  EXPECT_EQ(st->commit_begin(&out, &n), Status::kInvalidArgument);
+  EXPECT_EQ(st->tree().set(sl("b"), sl("2")), Status::kBusy);
+  EXPECT_EQ(st->tree().remove(sl("a")), Status::kBusy);
+  EXPECT_EQ(st->tree().clear(), Status::kBusy);
+  ValueRef v;
+  EXPECT_EQ(st->tree().get(sl("a"), &v), Status::kOk);
+  EXPECT_EQ(st->commit_end(Status::kOk), Status::kOk);
+  EXPECT_EQ(st->commit_end(Status::kOk), Status::kInvalidArgument);
+  EXPECT_EQ(st->tree().set(sl("b"), sl("2")), Status::kOk);
+}
+
+// A failed commit: READ_ONLY, reads still see the writes, and a reopen gives
+// the previous commit.
+TEST(AsyncStore, FailedCommitIsReadOnlyAndReopensAtPrevious) {
+  Host h;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  Model m;
+  std::mt19937 rng(7);
+  for (uint32_t i = 0; i < 2000; i++) {
+    std::string v = value_of(rng);
+    ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(key_of(i)), sl(v)); }), Status::kOk);
+    m[key_of(i)] = v;
+  }
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  Model before = m;
+  for (uint32_t i = 1000; i < 3000; i++) {
+    std::string v = value_of(rng);
+    ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(key_of(i)), sl(v)); }), Status::kOk);
+    m[key_of(i)] = v;
+  }
+  std::vector<uint8_t> out;
+  uint32_t n = 0;
+  ASSERT_EQ(st->commit_begin(&out, &n), Status::kOk);
+  EXPECT_EQ(st->commit_end(Status::kQuotaExceeded), Status::kQuotaExceeded);  // the host wrote nothing
+  EXPECT_EQ(st->tree().set(sl("x"), sl("y")), Status::kReadOnly);
+  EXPECT_EQ(st->commit_begin(&out, &n), Status::kReadOnly);
+  Model got;
+  ASSERT_EQ(dump(*st, h, &got), Status::kOk);  // the pages of the failed commit are still in the pool
+  EXPECT_TRUE(got == m);
+  st.reset();
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  ASSERT_EQ(dump(*st, h, &got), Status::kOk);
+  EXPECT_TRUE(got == before);
+}
+
+// A crash between commit_begin and commit_end: the host kept its old state
+// (or wrote all of the new one); a reopen gives that commit exactly.
+TEST(AsyncStore, CrashBetweenBeginAndEnd) {
+  for (bool host_wrote : {false, true}) {
+    Host h;
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+    Model m;
+    for (uint32_t i = 0; i < 3000; i += 2) {
+      ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(key_of(i)), sl(key_of(i * 3))); }), Status::kOk);
+      m[key_of(i)] = key_of(i * 3);
+    }
+    ASSERT_EQ(commit(*st, h), Status::kOk);
+    Model first = m;
+    for (uint32_t i = 0; i < 3000; i += 3) {
+      ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().remove(sl(key_of(i))); }) != Status::kNeedPage, true);
+      m.erase(key_of(i));
+    }
+    std::vector<uint8_t> out;
+    uint32_t n = 0;
+    ASSERT_EQ(st->commit_begin(&out, &n), Status::kOk);
+    if (host_wrote) {
+      Pages images;
+      ASSERT_TRUE(parse(out, n, &images));
+      for (auto& e : images) h.pages[e.first] = std::move(e.second);
+    }
+    st.reset();  // the crash: commit_end never comes
+    ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+    Model got;
+    ASSERT_EQ(dump(*st, h, &got), Status::kOk);
+    EXPECT_TRUE(got == (host_wrote ? m : first)) << host_wrote;
+    EXPECT_EQ(st->sequence(), host_wrote ? 2u : 1u);
+  }
+}
+
+// Damaged images are CORRUPT, never a wrong answer; page 0 damaged in one
+// slot still opens (both slots hold the same superblock).
+TEST(AsyncStore, CorruptImagesNeverGiveWrongAnswers) {
+  Host good;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(open(good, kTinyPool, &st), Status::kOk);
+  Model m;
+  std::mt19937 rng(3);
+  for (uint32_t i = 0; i < 3000; i++) {
+    std::string v = value_of(rng);
+    ASSERT_EQ(with_faults(*st, good, [&] { return st->tree().set(sl(key_of(i)), sl(v)); }), Status::kOk);
+    m[key_of(i)] = v;
+  }
+  ASSERT_EQ(commit(*st, good), Status::kOk);
+  st.reset();
+  // supply() itself checks the trailer.
+  ASSERT_EQ(open(good, kTinyPool, &st), Status::kOk);
+  {
+    std::vector<uint8_t> img = good.pages.rbegin()->second;
+    img[100] ^= 1;
+    EXPECT_EQ(st->supply(good.pages.rbegin()->first, img.data()), Status::kCorrupt);
+    EXPECT_FALSE(st->tree().store().resident(good.pages.rbegin()->first));
+    EXPECT_EQ(st->supply(0, img.data()), Status::kInvalidArgument);
+    EXPECT_EQ(st->supply(st->tree().store().page_count(), img.data()), Status::kInvalidArgument);
+  }
+  int detected = 0, clean = 0;
+  for (int trial = 0; trial < 60; trial++) {
+    Host h = good;
+    auto it = h.pages.begin();
+    std::advance(it, 1 + rng() % (h.pages.size() - 1));  // not page 0
+    it->second[rng() % kPageSize] ^= static_cast<uint8_t>(1 + rng() % 255);
+    ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+    bool corrupt = false;
+    for (uint32_t i = 0; i < 3000 && !corrupt; i += 1 + rng() % 20) {
+      std::string v;
+      Status s = get(*st, h, key_of(i), &v);
+      if (s == Status::kCorrupt) {
+        corrupt = true;
+        break;
+      }
+      ASSERT_EQ(s, Status::kOk) << key_of(i);
+      ASSERT_EQ(v, m[key_of(i)]);
+    }
+    Model got;
+    Status s = corrupt ? Status::kCorrupt : dump(*st, h, &got);
+    if (s == Status::kCorrupt) {
+      detected++;
+    } else {
+      ASSERT_EQ(s, Status::kOk);
+      ASSERT_TRUE(got == m);  // the flip hit a page nobody reads
+      clean++;
+    }
+  }
+  EXPECT_GT(detected, 40);
+  // Page 0: one slot damaged opens; both damaged is CORRUPT.
+  Host h = good;
+  h.pages[0][20] ^= 4;
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(*st, h, &got), Status::kOk);
+  EXPECT_TRUE(got == m);
+  h.pages[0][kSuperblockSlot + 20] ^= 4;
+  EXPECT_EQ(open(h, kTinyPool, &st), Status::kCorrupt);
+  std::vector<uint8_t> foreign(kPageSize, 'x');
+  StoreOptions o;
+  EXPECT_EQ(Store::open_async(foreign.data(), o, &st), Status::kCorrupt);
+}
+
+// The free-page list survives commits and reopens: pages freed by removes are
+// reused after a reopen (the file does not grow), in the file pager's format.
+TEST(AsyncStore, FreeListPersists) {
+  Host h;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  std::string big(20000, 'b');
+  for (uint32_t i = 0; i < 200; i++)
+    ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(key_of(i)), sl(big)); }), Status::kOk);
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  for (uint32_t i = 0; i < 200; i += 2)
+    ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().remove(sl(key_of(i))); }), Status::kOk);
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  PageId pages = st->tree().store().page_count();
+  size_t free_pages = st->tree().store().free_count();
+  EXPECT_GT(free_pages, 400u);
+  st.reset();
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  EXPECT_TRUE(st->tree().store().free_list_pending());
+  EXPECT_EQ(st->tree().store().live_pages(), pages - 1 - free_pages);
+  for (uint32_t i = 0; i < 200; i += 2)
+    ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(key_of(i)), sl(big)); }), Status::kOk);
+  EXPECT_FALSE(st->tree().store().free_list_pending());
+  EXPECT_LE(st->tree().store().page_count(), pages + 2);  // freed pages were reused
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  st.reset();
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(*st, h, &got), Status::kOk);
+  EXPECT_EQ(got.size(), 200u);
+  std::string c;
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().check().empty() ? Status::kOk : st->tree().store().failure() == Status::kNeedPage ? Status::kNeedPage : Status::kCorrupt; }),
+            Status::kOk);
+}
+
+// The C ABI: open, NEED_PAGE with the page id in result.aux, supply, commits,
+// and at_delete_range's AT_RANGE_NEED_PAGE.
+TEST(AsyncStore, CAbiRoundTrip) {
+  Pages host;
+  at_ctx* c = at_ctx_new();
+  uint32_t* res = at_ctx_result(c);
+  auto open_abi = [&] {
+    auto it = host.find(0);
+    return at_store_open_async(it == host.end() ? nullptr : it->second.data(), 7, 0, c);
+  };
+  auto serve = [&](at_tree* t, int32_t s) {
+    if (s != 3) return false;
+    auto it = host.find(res[4]);
+    EXPECT_NE(it, host.end());
+    EXPECT_EQ(at_store_supply(t, res[4], it->second.data()), 0);
+    return true;
+  };
+  auto commit_abi = [&](at_tree* t) {
+    ASSERT_EQ(at_store_commit_begin(t, c), 0);
+    uint32_t n = res[4];
+    const uint8_t* p = at_ctx_value_ptr(c);
+    ASSERT_EQ(res[3], n * (4 + kPageSize));
+    EXPECT_EQ(load32(p), 0u);
+    for (uint32_t i = 0; i < n; i++, p += 4 + kPageSize) host[load32(p)].assign(p + 4, p + 4 + kPageSize);
+    ASSERT_EQ(at_store_commit_end(t, 0), 0);
+  };
+  at_tree* t = open_abi();
+  ASSERT_NE(t, nullptr);
+  for (uint32_t i = 0; i < 20000; i++) {
+    std::string k = key_of(i), v = key_of(i * 7);
+    int32_t s;
+    while (serve(t, s = at_set(t, c, reinterpret_cast<const uint8_t*>(k.data()), 9, reinterpret_cast<const uint8_t*>(v.data()), 9))) {}
+    ASSERT_EQ(s, 0);
+  }
+  commit_abi(t);
+  at_tree_free(t);
+  t = open_abi();  // the smallest pool (1 MiB): 20000 records do not fit
+  ASSERT_NE(t, nullptr);
+  uint32_t faults = 0;
+  for (uint32_t i = 0; i < 20000; i += 97) {
+    std::string k = key_of(i);
+    int32_t s;
+    while (serve(t, s = at_get(t, c, reinterpret_cast<const uint8_t*>(k.data()), 9))) faults++;
+    ASSERT_EQ(s, 0);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(at_ctx_value_ptr(c)), res[3]), key_of(i * 7));
+  }
+  EXPECT_GT(faults, 10u);
+  // A cursor seek's fault lands in the tree's last context.
+  at_tree_free(t);
+  t = open_abi();
+  at_cursor* cur = at_cursor_new(t);
+  int32_t s;
+  std::string lo = key_of(15000);
+  while (serve(t, s = at_cursor_seek(cur, reinterpret_cast<const uint8_t*>(lo.data()), 9, 0))) {}
+  ASSERT_EQ(s, 0);
+  at_cursor_free(cur);
+  // deleteRange: AT_RANGE_NEED_PAGE until every page it needs is there.
+  std::string a = key_of(100), b = key_of(19000);
+  double r;
+  int rounds = 0;
+  while ((r = at_delete_range(t, c, reinterpret_cast<const uint8_t*>(a.data()), 9, reinterpret_cast<const uint8_t*>(b.data()), 9, AT_RANGE_HI_EXCLUSIVE)) == AT_RANGE_NEED_PAGE) {
+    ASSERT_TRUE(serve(t, 3));
+    rounds++;
+  }
+  ASSERT_GE(r, 0);
+  EXPECT_GT(rounds, 0);
+  EXPECT_EQ(at_count(t), 20000 - 18900);
+  commit_abi(t);
+  at_tree_free(t);
+  t = open_abi();
+  EXPECT_EQ(at_count(t), 20000 - 18900);
+  while (serve(t, s = at_check(t, c))) {}
+  EXPECT_EQ(s, 0) << std::string(reinterpret_cast<const char*>(at_ctx_value_ptr(c)), res[3]);
+  at_tree_free(t);
+  std::vector<uint8_t> junk(kPageSize, 1);
+  EXPECT_EQ(at_store_open_async(junk.data(), 7, 0, c), nullptr);
+  EXPECT_EQ(static_cast<int32_t>(res[4]), -4);
+  at_ctx_free(c);
+}
