@@ -84,6 +84,7 @@ export {
   type DurableObjectSqlLike,
   type DurableObjectStorageLike,
 } from './storage/durable-object.js';
+export { indexedDBStorage, type IndexedDBStorageOptions, type IndexedDBDurability } from './storage/indexeddb.js';
 export { asyncMemoryStorage, createAsyncMemoryStorage, type AsyncMemoryStorage } from './storage/async-memory.js';
 export {
   ADAPTREE_ERROR,

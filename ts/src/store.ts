@@ -69,10 +69,11 @@ import { memoryStorage } from './storage/memory.js';
 import { nodeStorage } from './storage/node.js';
 import { denoStorage } from './storage/deno.js';
 import { opfsStorage, opfsSyncAvailable } from './storage/opfs.js';
+import { indexedDBDefault } from './storage/indexeddb.js';
 import { OpfsWorkerStore, linkOpfsWorkerStore, opfsRemoteAvailable } from './storage/opfs-remote.js';
 import { asyncMemoryStorage } from './storage/async-memory.js';
 
-export type StorageName = 'node' | 'deno' | 'opfs' | 'memory' | 'async-memory';
+export type StorageName = 'node' | 'deno' | 'opfs' | 'indexeddb' | 'memory' | 'async-memory';
 
 export interface StoreOptions<K, V> {
   /** Where the store is: a file path (node, deno) or a name (memory backends). */
@@ -156,13 +157,14 @@ function resolveStorage(s: StoreOptions<unknown, unknown>['storage']): StorageBa
       case 'node': return nodeStorage;
       case 'deno': return denoStorage;
       case 'opfs': return opfsStorage;
+      case 'indexeddb': return indexedDBDefault;
       case 'memory': return memoryStorage;
       case 'async-memory': return asyncMemoryStorage;
-      default: throw new InvalidArgumentError(`unknown storage '${s}' (node, deno, opfs, memory, async-memory, or a backend object)`);
+      default: throw new InvalidArgumentError(`unknown storage '${s}' (node, deno, opfs, indexeddb, memory, async-memory, or a backend object)`);
     }
   }
   if (s !== null && typeof s === 'object' && (s.kind === 'sync' || s.kind === 'async') && typeof s.open === 'function') return s;
-  throw new InvalidArgumentError("options.storage must be 'node', 'deno', 'opfs', 'memory', 'async-memory' or a backend object");
+  throw new InvalidArgumentError("options.storage must be 'node', 'deno', 'opfs', 'indexeddb', 'memory', 'async-memory' or a backend object");
 }
 
 interface Deferred {
@@ -804,11 +806,18 @@ export class BTreeStore<K = string, V = unknown> {
    * find them here. Dropped at the next commit (they might be older than it). */
   #readAhead(b: Async, id: number): void {
     const gen = this.#gen;
+    const want: number[] = [];
     for (let i = 1; i <= READ_AHEAD; i++) {
       const q = id + i;
-      if (this.#ahead.has(q) || this.#faults.has(q)) continue;
-      const image = b.pages.readPage(q).catch(() => undefined);
-      this.#ahead.set(q, { gen, image });
+      if (!this.#ahead.has(q) && !this.#faults.has(q)) want.push(q);
+    }
+    if (want.length === 0) return;
+    if (b.pages.readPages !== undefined) {
+      // One request for the run (IndexedDB: one transaction).
+      const all = b.pages.readPages(want).catch(() => want.map(() => undefined));
+      want.forEach((q, i) => this.#ahead.set(q, { gen, image: all.then((r) => r[i]) }));
+    } else {
+      for (const q of want) this.#ahead.set(q, { gen, image: b.pages.readPage(q).catch(() => undefined) });
     }
     // Bound the cache: drop the oldest entries.
     if (this.#ahead.size > 8 * READ_AHEAD) {

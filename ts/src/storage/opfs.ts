@@ -19,6 +19,8 @@
  */
 import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
+import { takeLock, type LockManager } from './web-locks.js';
+export { webLocksReleased as opfsLocksReleased } from './web-locks.js';
 
 /** The part of FileSystemSyncAccessHandle used here (the package builds with the DOM lib only). */
 export interface OpfsAccessHandle {
@@ -35,9 +37,6 @@ interface FileHandle {
 interface DirHandle {
   getDirectoryHandle(name: string, options?: { create?: boolean }): Promise<DirHandle>;
   getFileHandle(name: string, options?: { create?: boolean }): Promise<FileHandle>;
-}
-interface LockManager {
-  request(name: string, options: { ifAvailable?: boolean; mode?: 'exclusive' }, callback: (lock: unknown) => Promise<void>): Promise<void>;
 }
 interface Nav {
   storage?: { getDirectory?(): Promise<DirHandle> };
@@ -132,41 +131,6 @@ function splitPath(path: string): string[] {
     throw new InvalidArgumentError(`opfs: '${path}' is not a usable store path (names separated by '/', no '.' or '..')`);
   }
   return parts;
-}
-
-/** Locks of stores closed in this context that the lock manager has not let go of yet (it
- * releases asynchronously, after close() returned): a reopen here waits for them, rather
- * than seeing its own closed store as open elsewhere. */
-const releasing = new Map<string, Promise<void>>();
-
-/** Resolves once the locks of every store closed in this context are released (the worker
- * behind a main-thread store answers close() only then, so a reopen never finds them held). */
-export async function opfsLocksReleased(): Promise<void> {
-  await Promise.all(releasing.values());
-}
-
-/** Takes the Web Lock `name`; resolves with its release function, or throws LockedError. */
-async function takeLock(locks: LockManager, name: string, wait: boolean, path: string): Promise<() => void> {
-  await releasing.get(name);
-  let unlock!: () => void;
-  const held = new Promise<void>((r) => (unlock = r));
-  let done!: Promise<void>;
-  const granted = await new Promise<boolean>((resolve, reject) => {
-    done = locks.request(name, wait ? { mode: 'exclusive' } : { mode: 'exclusive', ifAvailable: true }, async (lock) => {
-      resolve(lock !== null);
-      if (lock !== null) await held;
-    });
-    done.catch(reject);
-  });
-  if (!granted) throw new LockedError(`the store '${path}' is open in another tab or worker (Web Lock '${name}')`);
-  return () => {
-    const gone = done.then(() => undefined, () => undefined);
-    releasing.set(name, gone);
-    void gone.then(() => {
-      if (releasing.get(name) === gone) releasing.delete(name);
-    });
-    unlock();
-  };
 }
 
 async function openHandle(dir: DirHandle, name: string, create: boolean, path: string): Promise<OpfsAccessHandle> {

@@ -67,6 +67,8 @@ export interface SyncBackend {
 export interface AsyncStorePages {
   /** The stored image of page `id`, or undefined if there is none (a new store has no page 0). */
   readPage(id: number): Promise<Uint8Array | undefined>;
+  /** Optional: several pages in one request (read-ahead on scans uses it when present). */
+  readPages?(ids: readonly number[]): Promise<(Uint8Array | undefined)[]>;
   /** Writes every image given, all or nothing (the superblock, page 0, comes first). After the
    * promise resolves they are durable; if it rejects, none of them is visible on reopen. */
   writePages(pages: readonly (readonly [id: number, image: Uint8Array])[]): Promise<void>;

@@ -1,0 +1,282 @@
+// The 'indexeddb' backend in real headless Chromium, on the page's main thread: a store
+// written through the async twins and committed survives a page reload and equals a model
+// (st and mt builds, a pool small enough that reads fault and evict); a reload in the middle
+// of a workload reopens to exactly a committed state holding every commit the page saw
+// resolve; a second tab gets LockedError (or waits with `wait: true`); a transaction the
+// browser refuses for quota is a QuotaExceededError with the last commit intact; relaxed
+// durability works; create: false on a missing store is an InvalidArgumentError.
+// Needs the built package (dist/ with its wasm): scripts/build.sh wasm && scripts/build.sh ts.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { extname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BrowserContext, Page } from 'playwright-core';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const repo = resolve(here, '../../..');
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const MIME: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm' };
+
+function server(): Server {
+  return createServer((req, res) => {
+    const url = decodeURIComponent((req.url ?? '/').split('?')[0]!);
+    const path = join(repo, url);
+    if (!path.startsWith(repo) || !['/dist/', '/tests/ts/runtimes/idb/'].some((p) => url.startsWith(p)) || !existsSync(path)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, {
+      'content-type': MIME[extname(path)] ?? 'application/octet-stream',
+      'cross-origin-opener-policy': 'same-origin',
+      'cross-origin-embedder-policy': 'require-corp',
+    });
+    res.end(readFileSync(path));
+  });
+}
+
+type Op = [key: string, value: { n: number; s: string } | null];
+
+function randomOps(n: number, seed: number): Op[] {
+  let x = seed >>> 0 || 1;
+  const rnd = () => {
+    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    return x / 4294967296;
+  };
+  const ops: Op[] = [];
+  for (let i = 0; i < n; i++) {
+    const k = `key:${Math.floor(rnd() * (n / 3)).toString(36).padStart(5, '0')}`;
+    ops.push(rnd() < 0.2 ? [k, null] : [k, { n: i, s: 'v'.repeat(Math.floor(rnd() * 300)) }]);
+  }
+  return ops;
+}
+function applyModel(model: Map<string, unknown>, ops: Op[]): void {
+  for (const [k, v] of ops) {
+    if (v === null) model.delete(k);
+    else model.set(k, v);
+  }
+}
+const sorted = (model: Map<string, unknown>) => [...model.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+
+// What page.evaluate callbacks see (window.api = the package).
+declare const api: typeof import('../../../ts/src/index.js');
+declare const ready: Promise<void>;
+
+describe('indexeddb backend in headless Chromium', () => {
+  let srv: Server;
+  let base = '';
+  let profile = '';
+  let context: BrowserContext;
+  const errors: string[] = [];
+
+  beforeAll(async () => {
+    if (!existsSync(join(repo, 'dist/index.js'))) throw new Error('dist/ is not built: scripts/build.sh wasm && scripts/build.sh ts');
+    srv = server();
+    const port = await new Promise<number>((res) => srv.listen(0, '127.0.0.1', () => res((srv.address() as { port: number }).port)));
+    base = `http://127.0.0.1:${port}/tests/ts/runtimes/idb/index.html`;
+    profile = mkdtempSync(join(tmpdir(), 'adaptree-idb-'));
+    const { chromium } = await import('playwright-core');
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+  }, 60_000);
+
+  afterAll(async () => {
+    await context?.close();
+    srv?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  async function tab(): Promise<Page> {
+    const page = await context.newPage();
+    page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
+    await page.goto(base);
+    await page.evaluate(() => ready);
+    return page;
+  }
+
+  /** Opens `path` (storage 'indexeddb', small pool), applies ops with the async twins, commits
+   * after every `commitEvery` ops; returns nothing. The store stays open unless `close`. */
+  const write = (page: Page, a: { path: string; ops: Op[]; commitEvery: number; threads: boolean; close: boolean }) =>
+    page.evaluate(async ({ path, ops, commitEvery, threads, close }) => {
+      const wasm = await api.loadWasm({ threads });
+      const s = await api.BTreeStore.open<string, unknown>({ path, storage: 'indexeddb', poolSize: 1 << 20, wasm });
+      (window as unknown as { store: unknown }).store = s;
+      for (let i = 0; i < ops.length; i++) {
+        const [k, v] = ops[i]!;
+        if (v === null) await s.deleteAsync(k);
+        else await s.setAsync(k, v);
+        if ((i + 1) % commitEvery === 0) {
+          await s.commit();
+          console.log(`committed ${i + 1}`);
+        }
+      }
+      await s.commit();
+      if (close) await s.close();
+    }, a);
+
+  /** Reopens `path` and returns every entry (async iteration) and the store's invariant check. */
+  const readAll = (page: Page, path: string, threads = false) =>
+    page.evaluate(async ({ path, threads }) => {
+      const wasm = await api.loadWasm({ threads });
+      const s = await api.BTreeStore.open<string, unknown>({ path, storage: 'indexeddb', create: false, poolSize: 1 << 20, wasm });
+      const out: [string, unknown][] = [];
+      for await (const e of s.entriesAsync()) out.push(e);
+      const stats = await s.statsAsync();
+      await s.close();
+      return { entries: out, misses: stats.misses ?? 0 };
+    }, { path, threads });
+
+  it('commits survive a reload and equal the model (st and mt, 1 MiB pool)', async () => {
+    const page = await tab();
+    for (const threads of [false, true]) {
+      const path = `model-${threads ? 'mt' : 'st'}`;
+      const ops = randomOps(6000, threads ? 2 : 1);
+      await write(page, { path, ops, commitEvery: 2000, threads, close: true });
+      await page.reload();
+      await page.evaluate(() => ready);
+      const model = new Map<string, unknown>();
+      applyModel(model, ops);
+      const got = await readAll(page, path, threads);
+      expect(got.entries).toEqual(sorted(model));
+      expect(got.misses).toBeGreaterThan(0); // pages were faulted in through the async path
+    }
+    await page.close();
+    expect(errors).toEqual([]);
+  }, 120_000);
+
+  it('a reload mid-workload reopens to a committed state with every commit the page saw', async () => {
+    const page = await tab();
+    const path = 'midway';
+    const ops = randomOps(6000, 3);
+    const seen: number[] = [];
+    page.on('console', (m) => {
+      const r = /^committed (\d+)$/.exec(m.text());
+      if (r) seen.push(Number(r[1]));
+    });
+    const running = write(page, { path, ops, commitEvery: 500, threads: false, close: false }).catch(() => undefined);
+    // Let a few commits happen, then pull the page away under the workload.
+    for (let i = 0; i < 200 && seen.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+    await page.reload();
+    await running;
+    await page.evaluate(() => ready);
+    const got = (await readAll(page, path)).entries;
+    const last = seen.length ? seen[seen.length - 1]! : 0;
+    // The reopened store is the state after some commit point k >= the last one seen.
+    const points = [...new Set([...seen, ...Array.from({ length: 12 }, (_, i) => (i + 1) * 500)])].filter((k) => k >= last).sort((a, b) => a - b);
+    let match = -1;
+    for (const k of points) {
+      const model = new Map<string, unknown>();
+      applyModel(model, ops.slice(0, k));
+      if (JSON.stringify(sorted(model)) === JSON.stringify(got)) {
+        match = k;
+        break;
+      }
+    }
+    expect(seen.length).toBeGreaterThan(0);
+    expect(match).toBeGreaterThanOrEqual(last);
+    await page.close();
+  }, 120_000);
+
+  it('a second tab gets LockedError; with wait: true it opens once the first closes', async () => {
+    const a = await tab();
+    const b = await tab();
+    await write(a, { path: 'locked', ops: randomOps(300, 4), commitEvery: 1000, threads: false, close: false });
+    const second = await b.evaluate(async () => {
+      try {
+        await api.BTreeStore.open({ path: 'locked', storage: 'indexeddb' });
+        return 'opened';
+      } catch (e) {
+        return (e as { code?: string }).code;
+      }
+    });
+    expect(second).toBe('LOCKED');
+    // The first store is intact and still works.
+    expect(await a.evaluate(async () => (window as unknown as { store: { sizeAsync?: () => Promise<number>; size: number } }).store.size)).toBeGreaterThan(0);
+    const waiting = b.evaluate(async () => {
+      const s = await api.BTreeStore.open<string, unknown>({ path: 'locked', storage: 'indexeddb', wait: true });
+      const n = s.size;
+      await s.close();
+      return n;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const size = await a.evaluate(async () => {
+      const s = (window as unknown as { store: { size: number; close(): Promise<void> } }).store;
+      const n = s.size;
+      await s.close();
+      return n;
+    });
+    expect(await waiting).toBe(size);
+    await a.close();
+    await b.close();
+  }, 60_000);
+
+  it('a transaction refused for quota is QuotaExceededError; the store turns read-only; reopen shows the last commit', async () => {
+    const page = await tab();
+    const r = await page.evaluate(async () => {
+      const s = await api.BTreeStore.open<string, unknown>({ path: 'quota', storage: 'indexeddb' });
+      await s.setAsync('a', 1);
+      await s.commit();
+      // The browser refuses the next transaction's writes for quota.
+      const proto = IDBObjectStore.prototype;
+      const put = proto.put;
+      proto.put = function () {
+        throw new DOMException('quota reached (test)', 'QuotaExceededError');
+      };
+      await s.setAsync('b', 2);
+      let commit: unknown;
+      try {
+        await s.commit();
+      } catch (e) {
+        commit = { code: (e as { code?: string }).code, cause: ((e as { cause?: { name?: string } }).cause ?? {}).name };
+      }
+      proto.put = put;
+      let write: unknown;
+      try {
+        await s.setAsync('c', 3);
+      } catch (e) {
+        write = (e as { code?: string }).code;
+      }
+      await s.close().catch(() => undefined);
+      const t = await api.BTreeStore.open<string, unknown>({ path: 'quota', storage: 'indexeddb' });
+      const entries: [string, unknown][] = [];
+      for await (const e of t.entriesAsync()) entries.push(e);
+      await t.close();
+      return { commit, write, entries };
+    });
+    expect(r.commit).toEqual({ code: 'QUOTA_EXCEEDED', cause: 'QuotaExceededError' });
+    expect(r.write).toBe('READ_ONLY');
+    expect(r.entries).toEqual([['a', 1]]);
+    await page.close();
+  }, 60_000);
+
+  it('relaxed durability, create: false, and a bad durability option', async () => {
+    const page = await tab();
+    const r = await page.evaluate(async () => {
+      const relaxed = api.indexedDBStorage({ durability: 'relaxed' });
+      const s = await api.BTreeStore.open<string, unknown>({ path: 'relaxed', storage: relaxed });
+      for (let i = 0; i < 500; i++) await s.setAsync(`k${i}`, i);
+      await s.close();
+      const t = await api.BTreeStore.open<string, unknown>({ path: 'relaxed', storage: relaxed, create: false });
+      const size = t.size;
+      const v = await t.getAsync('k123');
+      await t.close();
+      let missing: unknown;
+      try {
+        await api.BTreeStore.open({ path: 'never-made', storage: 'indexeddb', create: false });
+      } catch (e) {
+        missing = (e as { code?: string }).code;
+      }
+      const dbs = (await indexedDB.databases()).map((d) => d.name);
+      let bad: unknown;
+      try {
+        api.indexedDBStorage({ durability: 'sometimes' as never });
+      } catch (e) {
+        bad = (e as { code?: string }).code;
+      }
+      return { size, v, missing, madeMissing: dbs.includes('adaptree:never-made'), bad };
+    });
+    expect(r).toEqual({ size: 500, v: 123, missing: 'INVALID_ARGUMENT', madeMissing: false, bad: 'INVALID_ARGUMENT' });
+    await page.close();
+  }, 60_000);
+});

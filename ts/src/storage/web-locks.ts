@@ -1,0 +1,53 @@
+/**
+ * Web Locks (`navigator.locks`) guarding the browser backends' stores (opfs, indexeddb): a
+ * lock per store, shared by every tab and worker of the origin, held from open to close. The
+ * browser drops a lock when the tab or worker holding it goes away (reload, crash), so there
+ * are no stale locks.
+ */
+import { LockedError } from '../errors.js';
+
+/** The part of the LockManager used here (the package builds without the DOM lib). */
+export interface LockManager {
+  request(name: string, options: { ifAvailable?: boolean; mode?: 'exclusive' }, callback: (lock: unknown) => Promise<void>): Promise<void>;
+}
+
+/** navigator.locks, where there is one. */
+export function webLocks(): LockManager | undefined {
+  return (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks;
+}
+
+/** Locks of stores closed in this context that the lock manager has not let go of yet (it
+ * releases asynchronously, after close() returned): a reopen here waits for them, rather
+ * than seeing its own closed store as open elsewhere. */
+const releasing = new Map<string, Promise<void>>();
+
+/** Resolves once the locks of every store closed in this context are released (the worker
+ * behind a main-thread store answers close() only then, so a reopen never finds them held). */
+export async function webLocksReleased(): Promise<void> {
+  await Promise.all(releasing.values());
+}
+
+/** Takes the Web Lock `name`; resolves with its release function, or throws LockedError. */
+export async function takeLock(locks: LockManager, name: string, wait: boolean, path: string): Promise<() => void> {
+  await releasing.get(name);
+  let unlock!: () => void;
+  const held = new Promise<void>((r) => (unlock = r));
+  let done!: Promise<void>;
+  const granted = await new Promise<boolean>((resolve, reject) => {
+    done = locks.request(name, wait ? { mode: 'exclusive' } : { mode: 'exclusive', ifAvailable: true }, async (lock) => {
+      resolve(lock !== null);
+      if (lock !== null) await held;
+    });
+    done.catch(reject);
+  });
+  if (!granted) throw new LockedError(`the store '${path}' is open in another tab or worker (Web Lock '${name}')`);
+  return () => {
+    const gone = done.then(() => undefined, () => undefined);
+    releasing.set(name, gone);
+    void gone.then(() => {
+      if (releasing.get(name) === gone) releasing.delete(name);
+    });
+    unlock();
+  };
+}
+
