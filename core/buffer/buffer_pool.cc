@@ -305,6 +305,7 @@ void BufferPool::shrink_to_target() {
     for (uint32_t i = 0; i < kChunkFrames; i++) frames_.pop_back();
     free(chunks_.back());
     chunks_.pop_back();
+    frame_data_.resize(first);
     frame_count_ = first;
     if (hand_ >= frame_count_) hand_ = 0;
   }
