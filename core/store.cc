@@ -1,9 +1,12 @@
 #include "core/store.h"
 
+#include <new>
+
 namespace adaptree {
 
 Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Store>* out) {
-  std::unique_ptr<Store> st(new Store(storage, o));
+  std::unique_ptr<Store> st(new (std::nothrow) Store(storage, o));
+  if (!st) return Status::kOutOfMemory;
   StoreMeta meta;
   std::vector<PageId> free_ids;
   Status s = st->pager_.open(o.create, static_cast<uint8_t>(o.layout), o.progress, &meta, &free_ids);
@@ -11,7 +14,8 @@ Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Stor
   if (meta.layout >= kLayoutConfigCount || meta.page_count == 0 ||
       (meta.root != kInvalidPageId && (meta.root >= meta.page_count || meta.height == 0 || meta.height >= BTree::kMaxHeight)))
     return Status::kCorrupt;
-  st->tree_.reset(new BTree(static_cast<LayoutConfig>(meta.layout)));
+  st->tree_.reset(new (std::nothrow) BTree(static_cast<LayoutConfig>(meta.layout)));
+  if (!st->tree_) return Status::kOutOfMemory;
   uint64_t frames = o.pool_bytes / kPageSize;
   if (frames < 64) frames = 64;  // the C ABI raises pools below 1 MiB to 1 MiB; tests go lower
   if (frames > (1u << 30)) frames = 1u << 30;

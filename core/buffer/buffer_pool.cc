@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/page.h"
+#include "core/util/checked.h"
 
 namespace adaptree {
 
@@ -20,6 +21,15 @@ void BufferPool::free_memory() {
 }
 
 bool BufferPool::grow() {
+  // The bookkeeping first (util/checked.h), so that nothing below can abort.
+  uint32_t frames = frame_count_ + kChunkFrames;
+  if (!reserve_checked(chunks_, chunks_.size() + 1)) return false;
+  if (backend_) {
+    // frames_ is a deque (it allocates blocks of a few KiB and its map): a probe only.
+    if (!reserve_checked(free_frames_, frames) || !table_.reserve(frames) ||
+        !can_allocate(kChunkFrames * sizeof(FrameMeta) + 8192))
+      return false;
+  }
   void* mem = nullptr;
   if (posix_memalign(&mem, kPageSize, size_t{kChunkFrames} * kPageSize) != 0 || !mem) return false;
   chunks_.push_back(static_cast<uint8_t*>(mem));
@@ -176,6 +186,8 @@ Status BufferPool::allocate(PageId* out) {
   } else {
     if (page_count_ == ~PageId{0}) return Status::kOutOfMemory;
     id = page_count_;
+    // release() pushes onto free_ without allocating: room for every page id.
+    if (!reserve_checked(free_, size_t{page_count_} + 1)) return Status::kOutOfMemory;
   }
   if (!backend_) {
     if (!reused && id >= frame_count_ && !grow()) return Status::kOutOfMemory;
