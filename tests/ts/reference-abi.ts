@@ -216,6 +216,10 @@ export function referenceWasm(): AdaptreeWasm {
     },
     at_atomic_add_u32: () => 0,
     at_checksum: () => 0,
+    at_set_memory_limit: () => 0,
+    at_memory_limit: () => 2 ** 31,
+    at_memory_available: () => 2 ** 31,
+    at_debug_trap: () => { throw new WebAssembly.RuntimeError('unreachable'); },
   };
   void INVALID;
   const ctx = ex.at_ctx_new();
@@ -231,5 +235,8 @@ export function referenceWasm(): AdaptreeWasm {
     dv,
     scratch(n: number) { if (n > scratchSize) { scratchPtr = alloc(n); scratchSize = n; } return scratchPtr; },
     attachHandle(): AttachHandle { throw new Error('not supported'); },
+    maxMemory: 2 ** 31,
+    setMaxMemory() {},
+    poisoned: false,
   };
 }

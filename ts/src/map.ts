@@ -161,6 +161,7 @@ const HUGE_STRING = 1 << 20;
 const ABSENT = 0xffffffff;
 /** A data area larger than this is freed after use (a one-off huge value keeps no memory). */
 const SHRINK_ABOVE = 4 << 20;
+const EMPTY = new Uint8Array(0);
 
 /** Per wasm instance: the exports, context, key areas, data area and memory views. */
 class Runtime {
@@ -201,7 +202,7 @@ class Runtime {
     this.u8 = new Uint8Array(this.buf);
     this.dv = new DataView(this.buf);
     this.keyAView = this.u8.subarray(this.keyA, this.keyA + this.maxKey);
-    this.dataView = this.u8.subarray(0, 0);
+    this.dataView = EMPTY;
   }
 
   /** Re-creates the views after memory growth. A plain buffer detaches on growth (its views
@@ -214,7 +215,7 @@ class Runtime {
       this.u8 = new Uint8Array(b);
       this.dv = new DataView(b);
       this.keyAView = this.u8.subarray(this.keyA, this.keyA + this.maxKey);
-      this.dataView = this.u8.subarray(this.data, this.data + this.dataCap);
+      this.dataView = this.dataCap === 0 ? EMPTY : this.u8.subarray(this.data, this.data + this.dataCap);
     }
   }
 
@@ -237,13 +238,15 @@ class Runtime {
     return this.data;
   }
 
-  /** Gives back a very large data area after a big value or batch. */
+  /** Gives back a very large data area after a big value or batch. Touches no view: the call
+   * before it may have grown memory (detaching them in st, leaving them short in mt); the
+   * next reserve()/refresh() re-creates them. */
   shrink(): void {
     if (this.dataCap > SHRINK_ABOVE) {
       this.ex.at_free(this.data);
       this.data = 0;
       this.dataCap = 0;
-      this.dataView = this.u8.subarray(0, 0);
+      this.dataView = EMPTY;
     }
   }
 }
@@ -700,9 +703,10 @@ class BTreeIterator<K, V, T> {
       st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, this.#mode === MODE_KEYS ? 0 : 1);
     }
     if (st !== Status.OK) {
-      if (st === Status.NEED_PAGE) {
+      if (st === Status.NEED_PAGE || st === Status.OUT_OF_MEMORY) {
         // Async store: nothing is lost. Drop any partial batch and re-seek after the last key
         // returned once the page is there (the caller supplies it and calls next() again).
+        // Out of memory: the same; next() tries again once memory was freed or the budget raised.
         this.#mod = -1;
         this.#i = this.#n = 0;
         throw fail(h as Handle<unknown, unknown>, st, 'iterate');

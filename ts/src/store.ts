@@ -525,10 +525,16 @@ export class BTreeStore<K = string, V = unknown> {
       // Sync backends: fold the log into the data file (committed pages only), so that the
       // next open has no log to replay. A failure here loses nothing: the log stays valid.
       // Skipped after a failed commit; a failing checkpoint goes to onError, not to close().
-      if (this.#b.kind === 'sync' && !this.#map.closed && !this.#failed) {
+      // On a poisoned instance (InstanceUnusableError) it is skipped too: the files and the
+      // lock are still released below, and what was committed is in the files.
+      if (this.#b.kind === 'sync' && !this.#map.closed && !this.#failed && !this.#wasm.poisoned) {
         this.#b.entry.lastError = undefined;
-        const st = this.#wasm.exports.at_store_checkpoint!(this.#tree);
-        if (st < 0) this.#onError?.(storeError(st, 'close (checkpoint)', this.#b.entry.lastError));
+        try {
+          const st = this.#wasm.exports.at_store_checkpoint!(this.#tree);
+          if (st < 0) this.#onError?.(storeError(st, 'close (checkpoint)', this.#b.entry.lastError));
+        } catch (e) {
+          err ??= e;
+        }
       }
       try {
         this.#map.free(); // releases the backend (onFree)
