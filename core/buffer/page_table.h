@@ -18,10 +18,12 @@ class PageTable {
     uint32_t cap = 16;
     while (cap < 2 * frames) cap <<= 1;
     if (cap <= slots_.size()) return true;
-    if (!can_allocate(size_t{cap} * sizeof(Slot) + 32)) return false;
     std::vector<Slot> old;
     old.swap(slots_);
-    slots_.assign(cap, Slot{});
+    if (!with_block(size_t{cap} * sizeof(Slot) + 32, [&] { slots_.assign(cap, Slot{}); })) {
+      slots_.swap(old);
+      return false;
+    }
     mask_ = cap - 1;
     size_ = 0;
     for (const Slot& s : old)

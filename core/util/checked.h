@@ -8,13 +8,16 @@
 // container's own call afterwards allocates nothing.
 //
 // How: malloc the block the container will ask for; if that fails, report
-// kOutOfMemory and change nothing. If it succeeds, free it and let the container
-// reserve exactly that capacity: the allocator (emmalloc in wasm, glibc natively)
-// hands the block just freed to the next request of the same size, so that
-// request cannot fail. (In the mt build another thread could take the block in
-// between; that thread would have to be allocating on the same heap at that
-// instant, and the fallback is the trap, which the TypeScript runtime turns into a
-// typed error: see DECISIONS.md, "Out of memory".)
+// kOutOfMemory and change nothing. If it succeeds, hand it to the container's own
+// request: it is parked in a one-block stash that operator new
+// (bindings/wasm_runtime.cc) takes before calling malloc. Freeing a probe and hoping
+// the allocator hands the same block out again does not work with emmalloc on a
+// nearly full heap (its size buckets do not always search the block just freed).
+// Natively operator new is the standard one, the stash is freed unused, and the
+// probe is only a probe (native tests do not run out of memory).
+// In the mt build another thread allocating at the same instant could take the
+// stash; it then allocates normally and the fallback is the trap, which the
+// TypeScript runtime turns into a typed error (DECISIONS.md, "Out of memory").
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +37,26 @@ inline bool can_allocate(size_t bytes) {
   return true;
 }
 
+// The stash (core/util/checked.cc): one block that the next operator new of at most
+// its size takes instead of calling malloc.
+void stash_block(void* p, size_t n);
+// Takes the stash if it holds a block of at least n bytes (operator new), else nullptr.
+void* take_stashed(size_t n);
+// Empties the stash; returns its block if nobody took it.
+void* unstash_block();
+
+// Runs fn (which makes exactly one allocation of at most `bytes`) with that block
+// allocated beforehand; false, fn not run, when the block cannot be had.
+template <class F>
+bool with_block(size_t bytes, F&& fn) {
+  void* p = malloc(bytes ? bytes : 1);
+  if (!p) return false;
+  stash_block(p, bytes);
+  fn();
+  if (void* left = unstash_block()) free(left);
+  return true;
+}
+
 // Capacity for at least n elements (geometric growth, like push_back's).
 template <class C>
 bool reserve_checked(C& c, size_t n) {
@@ -42,12 +65,12 @@ bool reserve_checked(C& c, size_t n) {
   if (cap < n) cap = n;
   using T = typename C::value_type;
   if (cap > SIZE_MAX / sizeof(T) - 64) return false;
-  if (!can_allocate(cap * sizeof(T) + 32)) {
+  // +32: std::string rounds its request up to 16 bytes and adds one for the terminator.
+  if (!with_block(cap * sizeof(T) + 32, [&] { c.reserve(cap); })) {
     // The doubled capacity does not fit: try exactly what is needed.
     cap = n;
-    if (!can_allocate(cap * sizeof(T) + 32)) return false;
+    if (!with_block(cap * sizeof(T) + 32, [&] { c.reserve(cap); })) return false;
   }
-  c.reserve(cap);
   return c.capacity() >= n;
 }
 

@@ -238,6 +238,17 @@ class Runtime {
     return this.data;
   }
 
+  /** Out of memory: frees the data area (idle during reads) so that a retry can use that memory
+   * for its output; true if there was one. Only on error paths. */
+  dropData(): boolean {
+    if (this.dataCap === 0) return false;
+    this.ex.at_free(this.data);
+    this.data = 0;
+    this.dataCap = 0;
+    this.dataView = EMPTY;
+    return true;
+  }
+
   /** Gives back a very large data area after a big value or batch. Touches no view: the call
    * before it may have grown memory (detaching them in st, leaving them short in mt); the
    * next reserve()/refresh() re-creates them. */
@@ -904,10 +915,12 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     rt.refresh();
     const len = putKeyA(h, key);
-    const st = rt.ex.at_get(h.tree, rt.ctx, rt.keyA, len);
+    let st = rt.ex.at_get(h.tree, rt.ctx, rt.keyA, len);
     if (st !== Status.OK) {
       if (st === Status.NOT_FOUND) return undefined;
-      throw fail(h as Handle<unknown, unknown>, st, 'get');
+      // A large value needs output room: the data area's memory may be all there is.
+      if (st === Status.OUT_OF_MEMORY && rt.dropData()) st = rt.ex.at_get(h.tree, rt.ctx, rt.keyA, len);
+      if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'get');
     }
     rt.refresh();
     const dv = rt.dv;
