@@ -480,7 +480,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   adaptree::PagerStats ps = t->store->pager().stats();
   std::string j;
   if (!adaptree::reserve_checked(j, 1024)) return st(Status::kOutOfMemory);  // the JSON is about 500 bytes
-  j = "{";
+  j.push_back('{');
   auto num = [&](const char* k, uint64_t v) {
     if (j.size() > 1) j += ",";
     j += "\"";

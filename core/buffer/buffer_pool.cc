@@ -86,7 +86,9 @@ uint8_t* BufferPool::poison(Status why, PageId id) {
 }
 
 FrameId BufferPool::take_frame() {
-  if (free_frames_.empty() && frame_count_ < target_frames_ && !grow()) return kNoFrame;
+  // Below its size the pool grows; when memory (the budget) refuses, it evicts instead,
+  // working as a smaller pool rather than failing the operation.
+  if (free_frames_.empty() && frame_count_ < target_frames_ && !grow() && frame_count_ == 0) return kNoFrame;
   if (!free_frames_.empty()) {
     FrameId f = free_frames_.back();
     free_frames_.pop_back();

@@ -383,8 +383,8 @@ unsigned BTree::extract(const uint8_t* src, unsigned slot, std::vector<RecordRef
   uint8_t* p = scratch_[slot];
   if (src != p) memcpy(p, src, kPageSize);
   unsigned n;
-  // Room for two more records than the node holds (merges append a separator and a
-  // neighbour: they call reserve_records first). kExtractFailed when there is no memory.
+  // The scratch grows only through checked calls (util/checked.h): kExtractFailed when
+  // there is no memory, nothing changed. (Merges append to recs_ and reserve that first.)
   auto room = [&](unsigned count, bool arena) {
     if (!resize_checked(*out, count)) return false;
     return !arena || resize_checked(arena_[slot], 4 * size_t{count} + 4);

@@ -329,6 +329,37 @@ describe.each(REAL_BUILDS)('%s build: out of memory inside each call path', (bui
     await t.close();
   });
 
+  it('a store whose pool cannot grow further (a map took the budget) evicts instead of failing', async () => {
+    const w = await fresh(build, 48 * MiB);
+    const path = uniqueName('oom-degrade');
+    const s = await BTreeStore.open<number, Uint8Array>({ storage: memoryStorage, path, poolSize: 16 * MiB, wasm: w, keys: 'number', values: 'bytes' });
+    // Headroom for the store's own bookkeeping, given back once a map has taken the rest.
+    const spare = new BTreeMap<number, Uint8Array>(null, { keys: 'number', values: 'bytes', wasm: w });
+    for (let i = 0; i < 8; i++) spare.set(i, blob(100 * 1024, i));
+    const hog = new BTreeMap<number, Uint8Array>(null, { keys: 'number', values: 'bytes', wasm: w });
+    let err: unknown;
+    try {
+      for (let i = 0; i < 100000; i++) hog.set(i, blob(64 * 1024, i));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(OutOfMemoryError);
+    spare.free();
+    // About 6 MiB of pages: more than the pool can still allocate, so the pool evicts.
+    for (let i = 0; i < 3000; i++) s.set(i, blob(2000, i));
+    await s.commit();
+    for (let i = 0; i < 3000; i += 7) expect(sameBytes(s.get(i), blob(2000, i))).toBe(true);
+    const st = s.stats();
+    expect((st.frames_allocated as number) * 4096).toBeLessThan(6 * MiB);
+    expect(st.evictions).toBeGreaterThan(0);
+    hog.free();
+    await s.close();
+    const again = await BTreeStore.open<number, Uint8Array>({ storage: memoryStorage, path, poolSize: 16 * MiB, wasm: w, keys: 'number', values: 'bytes' });
+    expect(again.size).toBe(3000);
+    expect(sameBytes(again.get(2999), blob(2000, 2999))).toBe(true);
+    await again.close();
+  });
+
   it('init-time budget: a map filled past maxMemory gets OutOfMemoryError and stays usable', async () => {
     const w = await fresh(build, 32 * MiB);
     const m = new BTreeMap<number, Uint8Array>(null, { keys: 'number', values: 'bytes', wasm: w });
