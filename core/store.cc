@@ -42,7 +42,9 @@ Status Store::commit() {
   m.layout = static_cast<uint8_t>(t.layout());
   t.store().begin_op();
   Status s = pager_.commit(t.store(), m);
-  if (s != Status::kOk) t.refuse_writes(s);
+  // Out of memory is found before anything is written (FilePager::commit reserves first):
+  // nothing happened, the writes stay pending and a later commit may succeed.
+  if (s != Status::kOk && s != Status::kOutOfMemory) t.refuse_writes(s);
   return s;
 }
 

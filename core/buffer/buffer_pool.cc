@@ -32,6 +32,15 @@ bool BufferPool::grow() {
   }
   void* mem = nullptr;
   if (posix_memalign(&mem, kPageSize, size_t{kChunkFrames} * kPageSize) != 0 || !mem) return false;
+  // A store's pool leaves 1 MiB of the heap to the rest (the pager's log index, at most
+  // 16 bytes per page in a 64 MiB log, record scratch, output buffers): under a memory
+  // budget it stops growing a little early and evicts, rather than taking the last bytes
+  // and failing the next small allocation. (In memory mode a page is a frame: there the
+  // pool takes what it can get.)
+  if (backend_ && frame_count_ > 0 && !can_allocate(size_t{1} << 20)) {
+    free(mem);
+    return false;
+  }
   chunks_.push_back(static_cast<uint8_t*>(mem));
   if (backend_) {
     for (uint32_t i = 0; i < kChunkFrames; i++) frames_.emplace_back();

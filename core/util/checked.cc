@@ -19,6 +19,19 @@ void* take_stashed(size_t n) {
   return __atomic_exchange_n(&g_stash, nullptr, __ATOMIC_SEQ_CST);
 }
 
+namespace {
+void* volatile g_probe_sink = nullptr;
+}  // namespace
+
+bool can_allocate(size_t bytes) {
+  void* p = malloc(bytes ? bytes : 1);
+  g_probe_sink = p;  // a volatile store: the allocation cannot be elided
+  if (!p) return false;
+  free(p);
+  g_probe_sink = nullptr;
+  return true;
+}
+
 void* unstash_block() { return __atomic_exchange_n(&g_stash, nullptr, __ATOMIC_SEQ_CST); }
 
 }  // namespace adaptree

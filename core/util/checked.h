@@ -11,8 +11,8 @@
 // kOutOfMemory and change nothing. If it succeeds, hand it to the container's own
 // request: it is parked in a one-block stash that operator new
 // (bindings/wasm_runtime.cc) takes before calling malloc. Freeing a probe and hoping
-// the allocator hands the same block out again does not work with emmalloc on a
-// nearly full heap (its size buckets do not always search the block just freed).
+// the allocator hands the same block out again guarantees nothing (and the optimiser
+// removes a malloc whose result is only freed: such a probe always "succeeds").
 // Natively operator new is the standard one, the stash is freed unused, and the
 // probe is only a probe (native tests do not run out of memory).
 // In the mt build another thread allocating at the same instant could take the
@@ -29,13 +29,11 @@
 
 namespace adaptree {
 
-// True when `bytes` (plus the allocator's header) can be allocated right now.
-inline bool can_allocate(size_t bytes) {
-  void* p = malloc(bytes ? bytes : 1);
-  if (!p) return false;
-  free(p);
-  return true;
-}
+// True when `bytes` (plus the allocator's header) can be allocated right now. A probe
+// only (nothing keeps the block): for heuristics, never to guarantee a later allocation.
+// Out of line (checked.cc), where the block is published to a volatile: a malloc whose
+// result is only freed is removed by the optimiser, and the probe would always succeed.
+bool can_allocate(size_t bytes);
 
 // The stash (core/util/checked.cc): one block that the next operator new of at most
 // its size takes instead of calling malloc.

@@ -42,6 +42,7 @@ import {
   CorruptionError,
   InvalidArgumentError,
   IoError,
+  OutOfMemoryError,
   PageFaultError,
   QuotaExceededError,
   ReentrancyError,
@@ -432,13 +433,17 @@ export class BTreeStore<K = string, V = unknown> {
       d.resolve(); // nothing written since the last commit
       return;
     }
+    const pending = this.#uncommitted;
     this.#uncommitted = 0;
     if (this.#b.kind === 'sync') {
       try {
         this.#flushSync(this.#b);
         d.resolve();
       } catch (e) {
-        this.#failed = true;
+        // Out of memory is found before the commit writes anything: the writes stay pending
+        // and the store stays writable (free memory or raise the budget, then commit again).
+        if (e instanceof OutOfMemoryError) this.#uncommitted += pending;
+        else this.#failed = true;
         d.reject(e);
       }
       return;

@@ -298,14 +298,16 @@ class Loaded implements AdaptreeWasm {
     return this.poison.dead;
   }
 
+  // Growth detaches a plain buffer (a DataView of it then throws on every access, even
+  // byteLength) and gives a shared memory a new, longer SharedArrayBuffer object: either way
+  // memory.buffer is another object than the one the views were made on.
   u8(): Uint8Array {
-    // Growth detaches a plain buffer; a shared one keeps its old length.
-    if (this.view.byteLength !== this.memory.buffer.byteLength) this.refresh();
+    if (this.view.buffer !== this.memory.buffer) this.refresh();
     return this.view;
   }
 
   dv(): DataView {
-    if (this.data.byteLength !== this.memory.buffer.byteLength) this.refresh();
+    if (this.data.buffer !== this.memory.buffer) this.refresh();
     return this.data;
   }
 
