@@ -6,6 +6,9 @@ import { describe, expect, it } from 'vitest';
 import {
   BTreeMap,
   BTreeStore,
+  InspectableMap,
+  inspectTree,
+  nodeDump,
   InstanceUnusableError,
   OutOfMemoryError,
   isAdaptreeError,
@@ -300,16 +303,27 @@ describe.each(REAL_BUILDS)('%s build: out of memory inside each call path', (bui
     m.free();
   });
 
-  it('stats and checkInvariants: typed error, then both work', async () => {
+  it('stats, checkInvariants and the inspection dumps: typed error, then all work', async () => {
     const w = await fresh(build);
     const model = new Map<string, Uint8Array>();
-    const m = filled(w, model, 3000);
+    const m = new InspectableMap<string, Uint8Array>(null, { values: 'bytes', wasm: w });
+    for (let i = 0; i < 3000; i++) {
+      const k = `k${String(i).padStart(5, '0')}`;
+      const v = blob(100, i);
+      m.set(k, v);
+      model.set(k, v);
+    }
     w.setMaxMemory(w.memory.buffer.byteLength);
     const held = exhaust(w);
     expectOom(() => m.stats());
     expectOom(() => m.checkInvariants());
+    expectOom(() => inspectTree(m));
+    expectOom(() => nodeDump(m, 1));
     release(w, held);
     expect(m.stats().count).toBe(3000);
+    const tree = inspectTree(m);
+    expect(tree.nodes.length).toBeGreaterThan(1);
+    expect(nodeDump(m, tree.root).id).toBe(tree.root);
     expectModel(m, model);
     m.free();
   });
