@@ -117,8 +117,17 @@ Status append_value(const BTree& t, Writer& w, const ValueRef& v) {
   return adaptree::overflow_read(t.store(), adaptree::load32(v.ptr), len, p + 4);
 }
 
+// The output buffer keeps what it grew to, except past this: a one-off huge value or
+// batch gives its memory back at the start of the next call that uses the buffer (its
+// bytes must stay valid until then). As the TypeScript data area does (map.ts SHRINK_ABOVE).
+constexpr size_t kKeepOutput = size_t{4} << 20;
+inline void trim_output(at_ctx* c) {
+  if (c->buf.capacity() > kKeepOutput) [[unlikely]] std::vector<uint8_t>().swap(c->buf);
+}
+
 // Copies a JSON or message string into the context's buffer as the result value.
 Status set_text_result(at_ctx* c, const std::string& text) {
+  trim_output(c);
   if (!adaptree::resize_checked(c->buf, text.size())) return Status::kOutOfMemory;
   memcpy(c->buf.data(), text.data(), text.size());
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(text.size()), 0);
@@ -187,6 +196,7 @@ int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
     return st(s);
   }
   Slice out;
+  if (v.is_overflow()) trim_output(c);
   s = t->tree.read_value(v, &c->buf, &out);
   set_result(c, key, key_len, out.data, out.len, 0);
   return st(s);
@@ -258,6 +268,7 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
 
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) {
   if (!t) return st(Status::kClosed);
+  trim_output(c);
   Writer w{c->buf};
   const uint8_t* p = keys;
   uint32_t found = 0;
@@ -349,6 +360,7 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
   }
   Slice out{};
   if (want_value) {
+    if (v.is_overflow()) trim_output(c);
     s = cur->owner->tree.read_value(v, &c->buf, &out);
     if (s != Status::kOk) return st(s);
   }
@@ -359,6 +371,7 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
+  trim_output(c);
   Writer w{c->buf};
   uint32_t n = 0;
   const BTree& t = cur->owner->tree;

@@ -421,6 +421,10 @@ describe.each(REAL_BUILDS)('%s build: memory grows inside the call (views re-rea
     const v = blob(50 * 1000 * 1000, 7);
     b.set('x', v);
     expect(sameBytes(b.get('x'), v)).toBe(true);
+    // The 50 MB output buffer is given back at the next read that uses the buffer.
+    const before = w.exports.at_memory_available();
+    expect(b.getMany(['absent'])).toEqual([undefined]);
+    expect(w.exports.at_memory_available() - before).toBeGreaterThan(49 * 1000 * 1000);
     const j = new BTreeMap<string, unknown>(null, { wasm: w });
     const s = 'a'.repeat(30 * 1000 * 1000);
     j.set('y', s);
