@@ -162,6 +162,9 @@ double at_memory_limit(void);
 double at_memory_available(void);
 /* Test-only: traps (wasm `unreachable`), as a bug would. */
 void at_debug_trap(void);
+/* A u32 in linear memory that the JavaScript runtime sets to 1 when a call trapped, so
+ * that every instance on the same (shared) memory refuses further calls. */
+uint32_t* at_poison_word(void);
 
 /* Stable hashes defined by this project (core/hash.h); same result natively and in wasm. */
 uint32_t at_checksum(const uint8_t* data, uint32_t len);

@@ -67,4 +67,8 @@ extern "C" int32_t at_set_memory_limit(double bytes) {
 extern "C" double at_memory_limit(void) { return g_native_limit ? g_native_limit : 9007199254740992.0; }
 extern "C" double at_memory_available(void) { return 9007199254740992.0; }
 extern "C" void at_debug_trap(void) { __builtin_trap(); }
+extern "C" uint32_t* at_poison_word(void) {
+  static uint32_t word = 0;
+  return &word;
+}
 #endif

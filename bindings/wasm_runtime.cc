@@ -80,6 +80,13 @@ extern "C" double at_memory_available(void) {
   return static_cast<double>(unclaimed + emmalloc_free_dynamic_memory());
 }
 
+// Set by the TypeScript runtime when a call into this memory trapped: a word in linear
+// memory, so that instances on the same shared memory in other workers see it (ts/src/wasm.ts).
+namespace {
+alignas(4) uint32_t g_poison = 0;
+}  // namespace
+extern "C" uint32_t* at_poison_word(void) { return &g_poison; }
+
 // Test-only: executes `unreachable`, the trap a bug (an abort, an out-of-bounds
 // access) would cause, so that the TypeScript runtime's handling of it can be tested.
 extern "C" void at_debug_trap(void) { __builtin_trap(); }

@@ -2,6 +2,7 @@
 // memory growth inside those calls (stale views), and traps (a poisoned instance).
 // Each test loads its own instance of the st and the mt build, so that budgets, fillers and
 // a poisoned instance stay there.
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import {
   BTreeMap,
@@ -499,6 +500,29 @@ describe.each(REAL_BUILDS)('%s build: memory grows inside the call (views re-rea
     })();
     await s.close();
     expectModel(m, model);
+    m.free();
+  });
+});
+
+describe.skipIf(!REAL_BUILDS.includes('mt'))('mt build: a trap in one worker poisons the memory for all', () => {
+  it('the parent\'s maps refuse calls after a worker on the same memory trapped', async () => {
+    const w = await fresh('mt');
+    const m = new BTreeMap<string, number>(null, { wasm: w });
+    m.set('a', 1);
+    const r = await new Promise<{ code: string; poisoned: boolean }>((resolve, reject) => {
+      const worker = new Worker(new URL('./fixtures/poison-worker.mjs', import.meta.url), { workerData: { handle: w.attachHandle() } });
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    expect(r).toEqual({ code: 'INSTANCE_POISONED', poisoned: true });
+    expect(w.poisoned).toBe(true);
+    let err: unknown;
+    try {
+      m.get('a');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(InstanceUnusableError);
     m.free();
   });
 });

@@ -54,6 +54,7 @@ export function referenceWasm(): AdaptreeWasm {
   const cursors = new Map<number, Cursor>();
   const ctxs = new Map<number, Ctx>();
   let nextId = 1;
+  let poisonWord = 0;
   const read = (p: number, n: number) => u8().slice(p, p + n);
   function lower(t: Tree, k: Uint8Array): number {
     let lo = 0, hi = t.keys.length;
@@ -220,6 +221,7 @@ export function referenceWasm(): AdaptreeWasm {
     at_memory_limit: () => 2 ** 31,
     at_memory_available: () => 2 ** 31,
     at_debug_trap: () => { throw new WebAssembly.RuntimeError('unreachable'); },
+    at_poison_word: () => (poisonWord ||= alloc(4)),
   };
   void INVALID;
   const ctx = ex.at_ctx_new();

@@ -130,6 +130,9 @@ export interface AdaptreeWasm {
 interface Poison {
   dead: boolean;
   cause: unknown;
+  /** mt: the poison word in the shared memory (at_poison_word), which instances of other
+   * workers set and read; null for st (one instance per memory: `dead` says it all). */
+  word: Int32Array | null;
 }
 
 const poisons = new WeakMap<object, Poison>();
@@ -148,6 +151,7 @@ function trapped(p: Poison, e: unknown): InstanceUnusableError {
     p.dead = true;
     p.cause = e;
   }
+  if (p.word !== null) Atomics.store(p.word, 0, 1);
   const m = e !== null && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string' ? (e as Error).message : String(e);
   return new InstanceUnusableError(`the wasm instance trapped (${m}) and is unusable from now on; load a new one (loadWasm) and reopen stores`, { cause: e });
 }
@@ -159,6 +163,7 @@ function wrap(f: Fn, p: Poison, release: boolean): Fn {
     if (release) return undefined;
     throw unusable(p);
   };
+  if (p.word !== null) return wrapShared(f, p, p.word, dead);
   switch (f.length) {
     case 0: return function () { if (p.dead) return dead(); try { return f(); } catch (e) { throw trapped(p, e); } };
     case 1: return function (a: number) { if (p.dead) return dead(); try { return f(a); } catch (e) { throw trapped(p, e); } };
@@ -171,6 +176,20 @@ function wrap(f: Fn, p: Poison, release: boolean): Fn {
   }
 }
 
+/** mt: the same, testing the shared poison word (set by a trap in any worker) on each call. */
+function wrapShared(f: Fn, p: Poison, w: Int32Array, dead: () => undefined): Fn {
+  switch (f.length) {
+    case 0: return function () { if (w[0] !== 0) return dead(); try { return f(); } catch (e) { throw trapped(p, e); } };
+    case 1: return function (a: number) { if (w[0] !== 0) return dead(); try { return f(a); } catch (e) { throw trapped(p, e); } };
+    case 2: return function (a: number, b: number) { if (w[0] !== 0) return dead(); try { return f(a, b); } catch (e) { throw trapped(p, e); } };
+    case 3: return function (a: number, b: number, c: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c); } catch (e) { throw trapped(p, e); } };
+    case 4: return function (a: number, b: number, c: number, d: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c, d); } catch (e) { throw trapped(p, e); } };
+    case 5: return function (a: number, b: number, c: number, d: number, g: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c, d, g); } catch (e) { throw trapped(p, e); } };
+    case 6: return function (a: number, b: number, c: number, d: number, g: number, h: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c, d, g, h); } catch (e) { throw trapped(p, e); } };
+    default: return function (...args: number[]) { if (w[0] !== 0) return dead(); try { return f(...args); } catch (e) { throw trapped(p, e); } };
+  }
+}
+
 /** The exports with every function guarded (see above). */
 function guard(raw: AbiExports, p: Poison): AbiExports {
   const out: Record<string, unknown> = {};
@@ -180,10 +199,13 @@ function guard(raw: AbiExports, p: Poison): AbiExports {
   return out as unknown as AbiExports;
 }
 
-function poisonOf(memory: object): Poison {
+function poisonOf(memory: WebAssembly.Memory, raw: AbiExports, shared: boolean): Poison {
   let p = poisons.get(memory);
   if (p === undefined) {
-    p = { dead: false, cause: undefined };
+    // A shared memory's buffer never detaches, and the word lies in the data segment: this
+    // view stays valid as the memory grows.
+    const word = shared ? new Int32Array(memory.buffer, raw.at_poison_word(), 1) : null;
+    p = { dead: false, cause: undefined, word };
     poisons.set(memory, p);
   }
   return p;
@@ -295,7 +317,7 @@ class Loaded implements AdaptreeWasm {
   }
 
   get poisoned(): boolean {
-    return this.poison.dead;
+    return this.poison.dead || (this.poison.word !== null && Atomics.load(this.poison.word, 0) !== 0);
   }
 
   // Growth detaches a plain buffer (a DataView of it then throws on every access, even
@@ -387,8 +409,9 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
     (raw._initialize as () => void)();
   }
   if (build === 'st') memory = raw.memory as WebAssembly.Memory;
-  const poison = poisonOf(memory!);
-  const exports = guard(check(raw), poison);
+  const abi = check(raw);
+  const poison = poisonOf(memory!, abi, build === 'mt');
+  const exports = guard(abi, poison);
   if (budget !== undefined) exports.at_set_memory_limit(budget);
   return new Loaded(build, module, exports, memory!, poison);
 }
