@@ -15,6 +15,7 @@
 #include "core/store.h"
 #include "core/tree/btree.h"
 #include "core/util/format.h"
+#include "core/util/checked.h"
 #include "core/util/hash.h"
 #include "core/tree/node_stats.h"
 #include "core/tree/overflow.h"
@@ -29,7 +30,7 @@ using adaptree::Status;
 using adaptree::ValueRef;
 
 struct at_tree {
-  explicit at_tree(LayoutConfig c) : own(new (std::nothrow) BTree(c)), tree(*own) {}
+  explicit at_tree(std::unique_ptr<BTree> t) : own(std::move(t)), tree(*own) {}
   at_tree(std::unique_ptr<adaptree::Storage> s, std::unique_ptr<adaptree::Store> st)
       : storage(std::move(s)), store(std::move(st)), tree(store->tree()) {}
   std::unique_ptr<BTree> own;                   // an in-memory map
@@ -84,16 +85,31 @@ int32_t ret(at_tree* t, at_ctx* c, Status s) {
 
 // Appends to a context buffer without per-record resize/zero-fill: the
 // buffer grows geometrically and `used` says how much of it is output.
+// room() is nullptr when the buffer cannot grow (out of memory; the output so
+// far stays as it was, and the caller reports kOutOfMemory).
 struct Writer {
   std::vector<uint8_t>& b;
   size_t used = 0;
   uint8_t* room(size_t n) {
-    if (used + n > b.size()) b.resize(std::max<size_t>(2 * b.size(), used + n + 4096));
+    if (used + n > b.size()) [[unlikely]] {
+      if (!grow(n)) return nullptr;
+    }
     uint8_t* p = b.data() + used;
     used += n;
     return p;
   }
-  void u32(uint32_t v) { memcpy(room(4), &v, 4); }
+  bool grow(size_t n) {
+    size_t want = std::max<size_t>(2 * b.size(), used + n + 4096);
+    // Doubling may not fit where the exact need does.
+    if (!adaptree::resize_checked(b, want) && !adaptree::resize_checked(b, used + n)) return false;
+    return true;
+  }
+  bool u32(uint32_t v) {
+    uint8_t* p = room(4);
+    if (!p) return false;
+    memcpy(p, &v, 4);
+    return true;
+  }
 };
 
 // Appends [u32 length][bytes] of a value, reading overflow chains straight in.
@@ -101,14 +117,33 @@ Status append_value(const BTree& t, Writer& w, const ValueRef& v) {
   if (!v.is_overflow()) {
     uint32_t len = v.field & adaptree::kValueLenMask;
     uint8_t* p = w.room(4 + len);
+    if (!p) return Status::kOutOfMemory;
     memcpy(p, &len, 4);
     adaptree::copy_small(p + 4, v.ptr, len);
     return Status::kOk;
   }
   uint32_t len = static_cast<uint32_t>(v.length());
-  w.u32(len);
-  uint8_t* p = w.room(len);
-  return adaptree::overflow_read(t.store(), adaptree::load32(v.ptr), len, p);
+  uint8_t* p = w.room(4 + size_t{len});
+  if (!p) return Status::kOutOfMemory;
+  memcpy(p, &len, 4);
+  return adaptree::overflow_read(t.store(), adaptree::load32(v.ptr), len, p + 4);
+}
+
+// The output buffer keeps what it grew to, except past this: a one-off huge value or
+// batch gives its memory back at the start of the next call that uses the buffer (its
+// bytes must stay valid until then). As the TypeScript data area does (map.ts SHRINK_ABOVE).
+constexpr size_t kKeepOutput = size_t{4} << 20;
+inline void trim_output(at_ctx* c) {
+  if (c->buf.capacity() > kKeepOutput) [[unlikely]] std::vector<uint8_t>().swap(c->buf);
+}
+
+// Copies a JSON or message string into the context's buffer as the result value.
+Status set_text_result(at_ctx* c, const std::string& text) {
+  trim_output(c);
+  if (!adaptree::resize_checked(c->buf, text.size())) return Status::kOutOfMemory;
+  memcpy(c->buf.data(), text.data(), text.size());
+  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(text.size()), 0);
+  return Status::kOk;
 }
 
 }  // namespace
@@ -137,7 +172,10 @@ const uint8_t* at_ctx_value_ptr(at_ctx* ctx) { return ctx->value_ptr; }
 
 at_tree* at_tree_new(uint32_t layout_config) {
   if (layout_config >= adaptree::kLayoutConfigCount) return nullptr;
-  at_tree* t = new (std::nothrow) at_tree(static_cast<LayoutConfig>(layout_config));
+  // The tree (its scratch pages) is a separate allocation that may fail on its own.
+  std::unique_ptr<BTree> own(new (std::nothrow) BTree(static_cast<LayoutConfig>(layout_config)));
+  if (!own) return nullptr;
+  at_tree* t = new (std::nothrow) at_tree(std::move(own));
   if (!t) return nullptr;
   if (t->tree.init() != Status::kOk) {
     delete t;
@@ -169,6 +207,7 @@ int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
     return ret(t, c, s);
   }
   Slice out;
+  if (v.is_overflow()) trim_output(c);
   s = t->tree.read_value(v, &c->buf, &out);
   set_result(c, key, key_len, out.data, out.len, 0);
   return ret(t, c, s);
@@ -194,8 +233,10 @@ int32_t at_clear(at_tree* t) {
 int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count) {
   if (!t) return st(Status::kClosed);
   // A strictly ascending batch into an empty tree is bulk loaded (dense nodes).
-  if (t->tree.count() == 0 && count > 1) {
-    std::vector<Slice> keys(count), values(count);
+  // Without memory for the two index arrays it goes one by one (which needs none).
+  std::vector<Slice> keys, values;
+  if (t->tree.count() == 0 && count > 1 && adaptree::resize_checked(keys, count) &&
+      adaptree::resize_checked(values, count)) {
     const uint8_t* p = batch;
     bool sorted = true;
     for (uint32_t i = 0; i < count && sorted; i++) {
@@ -217,9 +258,12 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
         set_result(c, nullptr, 0, nullptr, 0, 0);
         return ret(t, c, s);
       }
-      // An oversized key or value: apply one by one to report how far we got.
+      // An oversized key or value, or no memory for the bulk load's bookkeeping:
+      // apply one by one to report how far we got.
     }
   }
+  keys = {};
+  values = {};
   const uint8_t* p = batch;
   uint32_t applied = 0;
   Status s = Status::kOk;
@@ -237,6 +281,7 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
 
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) {
   if (!t) return st(Status::kClosed);
+  trim_output(c);
   Writer w{c->buf};
   const uint8_t* p = keys;
   uint32_t found = 0;
@@ -250,7 +295,7 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
       if (s != Status::kOk) return ret(t, c, s);
       found++;
     } else if (s == Status::kNotFound || s == Status::kKeyTooLarge) {
-      w.u32(0xFFFFFFFFu);
+      if (!w.u32(0xFFFFFFFFu)) return st(Status::kOutOfMemory);
     } else {
       return ret(t, c, s);
     }
@@ -279,25 +324,28 @@ int32_t at_stats(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
   // The walk reads every page: on an async store one may need fetching first.
   if (t->store) t->tree.store().begin_op();
-  adaptree::TreeStats ts = adaptree::collect_stats(t->tree);
+  adaptree::TreeStats stats;
+  std::string json;
+  Status s = adaptree::collect_stats(t->tree, &stats);
   if (t->store && t->tree.store().failure() != Status::kOk) return ret(t, c, t->tree.store().failure());
-  std::string json = adaptree::stats_json(t->tree, ts);
-  c->buf.assign(json.begin(), json.end());
-  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(c->buf.size()), 0);
-  return st(Status::kOk);
+  if (s == Status::kOk) s = adaptree::stats_json(t->tree, stats, &json);
+  if (s == Status::kOk) s = set_text_result(c, json);
+  return st(s);
 }
 
 int32_t at_check(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
-  std::string err = t->tree.check();
+  std::string err;
+  Status s = t->tree.check(&err);
   if (t->store && t->tree.store().failure() == Status::kNeedPage) return ret(t, c, Status::kNeedPage);
-  c->buf.assign(err.begin(), err.end());
-  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(c->buf.size()), 0);
-  return st(err.empty() ? Status::kOk : Status::kCorrupt);
+  if (s == Status::kOutOfMemory) return st(s);
+  Status s2 = set_text_result(c, err);
+  return st(s2 != Status::kOk ? s2 : s);
 }
 
 at_cursor* at_cursor_new(at_tree* t) {
   if (!t) return nullptr;
+  if (!adaptree::reserve_checked(t->cursors, t->cursors.size() + 1)) return nullptr;
   at_cursor* c = new (std::nothrow) at_cursor(t);
   if (!c) return nullptr;
   t->cursors.push_back(c);
@@ -333,6 +381,7 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
   }
   Slice out{};
   if (want_value) {
+    if (v.is_overflow()) trim_output(c);
     s = cur->owner->tree.read_value(v, &c->buf, &out);
     if (s != Status::kOk) return ret(cur->owner, c, s);
   }
@@ -343,6 +392,7 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
+  trim_output(c);
   Writer w{c->buf};
   uint32_t n = 0;
   const BTree& t = cur->owner->tree;
@@ -353,13 +403,18 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   Status err = Status::kOk;
   Status s = cur->cur.for_each([&](const KeyBuffer& k, const ValueRef& v) {
     uint8_t* p = w.room(4 + k.len);
+    if (!p) {
+      err = Status::kOutOfMemory;
+      return false;
+    }
     memcpy(p, &k.len, 4);
     adaptree::copy_small(p + 4, k.data, k.len);
     if (want_value) {
       err = append_value(t, w, v);
       if (err != Status::kOk) return false;
-    } else {
-      w.u32(0);
+    } else if (!w.u32(0)) {
+      err = Status::kOutOfMemory;
+      return false;
     }
     n++;
     return n < max_records && w.used < max_bytes;
@@ -427,6 +482,9 @@ at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, u
   adaptree::StoreOptions o;
   o.layout = static_cast<LayoutConfig>(layout_config);
   o.pool_bytes = pool_bytes < (1 << 20) ? (1 << 20) : static_cast<uint64_t>(pool_bytes);
+  // The pool's frames are allocated as pages are first used, so a pool the memory
+  // budget cannot hold would fail later, in the middle of some operation: refuse it here.
+  if (static_cast<double>(o.pool_bytes) > at_memory_available()) return fail(Status::kOutOfMemory);
   o.create = flags & AT_OPEN_CREATE;
   std::unique_ptr<adaptree::Store> store;
   Status s = adaptree::Store::open(storage.get(), o, &store);
@@ -498,7 +556,9 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   if (!t->store) return st(Status::kInvalidArgument);
   const adaptree::BufferPool& pool = t->tree.store();
   adaptree::PagerStats ps = t->store->pager_stats();
-  std::string j = "{";
+  std::string j;
+  if (!adaptree::reserve_checked(j, 1024)) return st(Status::kOutOfMemory);  // the JSON is about 500 bytes
+  j.push_back('{');
   auto num = [&](const char* k, uint64_t v) {
     if (j.size() > 1) j += ",";
     j += "\"";
@@ -526,9 +586,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("data_bytes", ps.data_bytes);
   num("log_bytes", ps.log_bytes);
   j += "}";
-  c->buf.assign(j.begin(), j.end());
-  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(c->buf.size()), 0);
-  return st(Status::kOk);
+  return st(set_text_result(c, j));
 }
 
 }  // extern "C"

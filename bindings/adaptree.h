@@ -190,6 +190,21 @@ int32_t at_store_checkpoint(at_tree* t);
  * it to prove that instances on one shared memory see each other's atomics. */
 uint32_t at_atomic_add_u32(uint32_t* p, uint32_t v);
 
+/* Memory budget (wasm; natively the limit is recorded and not enforced).
+ * at_set_memory_limit caps the growth of linear memory at `bytes` (rounded down to
+ * 64 KiB pages; 0 or >= the 2 GiB ceiling: the ceiling). Memory already grown is
+ * kept. Past the limit allocations fail and calls return OUT_OF_MEMORY. One limit
+ * per memory (mt instances on one memory share it). 0 or INVALID_ARGUMENT. */
+int32_t at_set_memory_limit(double bytes);
+double at_memory_limit(void);
+/* Bytes the heap could still hand out: free heap blocks plus the room below the limit. */
+double at_memory_available(void);
+/* Test-only: traps (wasm `unreachable`), as a bug would. */
+void at_debug_trap(void);
+/* A u32 in linear memory that the JavaScript runtime sets to 1 when a call trapped, so
+ * that every instance on the same (shared) memory refuses further calls. */
+uint32_t* at_poison_word(void);
+
 /* Stable hashes defined by this project (core/hash.h); same result natively and in wasm. */
 uint32_t at_checksum(const uint8_t* data, uint32_t len);
 

@@ -28,6 +28,7 @@
 #include "core/layouts/dense_keys.h"
 #include "core/layouts/leaf.h"
 #include "core/tree/node_stats.h"
+#include "core/util/checked.h"
 #include "core/util/format.h"
 
 using namespace adaptree;
@@ -36,9 +37,12 @@ namespace {
 
 constexpr int32_t st(Status s) { return static_cast<int32_t>(s); }
 
+// Appends never allocate on their own under a budget: callers make room first (room()),
+// for a whole node at a time, with a bound on what one node can add (util/checked.h).
 struct Json {
   std::string s;
   bool first = true;
+  bool room(size_t n) { return reserve_checked(s, s.size() + n); }
   void key(const char* k) {
     if (!first) s += ',';
     first = false;
@@ -286,6 +290,9 @@ Status dump_node(const BTree& t, PageId id, std::string* out) {
   if (s != Status::kOk) return s;
   if (!is_node(page)) return Status::kInvalidArgument;
   Json j;
+  // One node's dump: its keys and fences as hex, a few fields per slot (dense leaves: per
+  // position), well below 64 pages of text.
+  if (!j.room(64 * size_t{kPageSize})) return Status::kOutOfMemory;
   j.s += '{';
   common(j, id, page);
   switch (static_cast<PageTag>(page[0])) {
@@ -304,12 +311,17 @@ Status dump_node(const BTree& t, PageId id, std::string* out) {
 Status dump_tree(const BTree& t, std::string* out) {
   alignas(16) uint8_t page[kPageSize];  // on the stack: mt callers may run at once
   Json j;
+  // Per node at most: the fields (~250 bytes), two fences as hex (4 KiB) and the children
+  // (11 bytes each, at most one per 6 bytes of page).
+  constexpr size_t kNodeJson = 256 + 4 * kMaxKeySize + 11 * (kPageSize / 6 + 1);
+  if (!j.room(kNodeJson)) return Status::kOutOfMemory;
   j.s += '{';
   j.u("root", t.root());
   j.u("height", t.height());
   j.open("nodes", '[');
   // Breadth first: the root, then each level left to right.
-  std::vector<PageId> level{t.root()}, next;
+  std::vector<PageId> level, next;
+  if (!push_checked(level, t.root())) return Status::kOutOfMemory;
   for (unsigned depth = 0; !level.empty(); depth++) {
     if (depth >= t.height()) return Status::kCorrupt;
     next.clear();
@@ -318,6 +330,7 @@ Status dump_tree(const BTree& t, std::string* out) {
       if (s != Status::kOk) return s;
       if (!is_node(page)) return Status::kCorrupt;
       PageTag tag = static_cast<PageTag>(page[0]);
+      if (!j.room(kNodeJson)) return Status::kOutOfMemory;
       j.open('{');
       j.u("id", id);
       j.str("layout", page_tag_name(tag));
@@ -346,7 +359,7 @@ Status dump_tree(const BTree& t, std::string* out) {
           PageId child = n.child(i);
           if (i) j.s += ',';
           append_uint(j.s, child);
-          next.push_back(child);
+          if (!push_checked(next, child)) return Status::kOutOfMemory;
         }
         j.first = false;
         j.close(']');

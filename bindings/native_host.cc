@@ -53,4 +53,22 @@ int32_t at_host_truncate(uint32_t io, uint32_t file, double size) {
   return static_cast<int32_t>(s ? s->truncate(static_cast<FileId>(file), static_cast<uint64_t>(size)) : Status::kIoError);
 }
 }
+
+// The memory budget is a wasm feature (bindings/wasm_runtime.cc); natively the
+// limit is only recorded.
+namespace {
+double g_native_limit = 0;
+}
+extern "C" int32_t at_set_memory_limit(double bytes) {
+  if (!(bytes >= 0)) return -5;
+  g_native_limit = bytes;
+  return 0;
+}
+extern "C" double at_memory_limit(void) { return g_native_limit ? g_native_limit : 9007199254740992.0; }
+extern "C" double at_memory_available(void) { return 9007199254740992.0; }
+extern "C" void at_debug_trap(void) { __builtin_trap(); }
+extern "C" uint32_t* at_poison_word(void) {
+  static uint32_t word = 0;
+  return &word;
+}
 #endif

@@ -1,12 +1,15 @@
 #include "core/store.h"
 
+#include <new>
+
 namespace adaptree {
 
 Status Store::adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_bytes) {
   if (meta.layout >= kLayoutConfigCount || meta.page_count == 0 ||
       (meta.root != kInvalidPageId && (meta.root >= meta.page_count || meta.height == 0 || meta.height >= BTree::kMaxHeight)))
     return Status::kCorrupt;
-  tree_.reset(new BTree(static_cast<LayoutConfig>(meta.layout)));
+  tree_.reset(new (std::nothrow) BTree(static_cast<LayoutConfig>(meta.layout)));
+  if (!tree_) return Status::kOutOfMemory;
   uint64_t frames = pool_bytes / kPageSize;
   if (frames < 64) frames = 64;  // the C ABI raises pools below 1 MiB to 1 MiB; tests go lower
   if (frames > (1u << 30)) frames = 1u << 30;
@@ -15,8 +18,10 @@ Status Store::adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_b
 }
 
 Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Store>* out) {
-  std::unique_ptr<Store> st(new Store());
-  st->file_.reset(new FilePager(storage, o.checkpoint_bytes));
+  std::unique_ptr<Store> st(new (std::nothrow) Store());
+  if (!st) return Status::kOutOfMemory;
+  st->file_.reset(new (std::nothrow) FilePager(storage, o.checkpoint_bytes));
+  if (!st->file_) return Status::kOutOfMemory;
   StoreMeta meta;
   std::vector<PageId> free_ids;
   Status s = st->file_->open(o.create, static_cast<uint8_t>(o.layout), o.progress, &meta, &free_ids);
@@ -37,8 +42,10 @@ Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Stor
 }
 
 Status Store::open_async(const uint8_t* superblock, const StoreOptions& o, std::unique_ptr<Store>* out) {
-  std::unique_ptr<Store> st(new Store());
-  st->async_.reset(new AsyncPager());
+  std::unique_ptr<Store> st(new (std::nothrow) Store());
+  if (!st) return Status::kOutOfMemory;
+  st->async_.reset(new (std::nothrow) AsyncPager());
+  if (!st->async_) return Status::kOutOfMemory;
   StoreMeta meta;
   Status s = st->async_->open(superblock, static_cast<uint8_t>(o.layout), &meta);
   if (s != Status::kOk) return s;
@@ -76,7 +83,9 @@ Status Store::commit() {
   if (t.broken() != Status::kOk) return t.broken();
   t.store().begin_op();
   Status s = file_->commit(t.store(), current_meta());
-  if (s != Status::kOk) t.refuse_writes(s);
+  // Out of memory is found before anything is written (FilePager::commit reserves first):
+  // nothing happened, the writes stay pending and a later commit may succeed.
+  if (s != Status::kOk && s != Status::kOutOfMemory) t.refuse_writes(s);
   return s;
 }
 

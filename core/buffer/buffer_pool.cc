@@ -7,6 +7,7 @@
 #include "core/buffer/page_trailer.h"
 #include "core/buffer/superblock.h"
 #include "core/page.h"
+#include "core/util/checked.h"
 
 namespace adaptree {
 
@@ -24,8 +25,26 @@ void BufferPool::free_memory() {
 }
 
 bool BufferPool::grow() {
+  // The bookkeeping first (util/checked.h), so that nothing below can abort.
+  uint32_t frames = frame_count_ + kChunkFrames;
+  if (!reserve_checked(chunks_, chunks_.size() + 1)) return false;
+  if (backend_) {
+    // frames_ is a deque (it allocates blocks of a few KiB and its map): a probe only.
+    if (!reserve_checked(free_frames_, frames) || !table_.reserve(frames) ||
+        !can_allocate(kChunkFrames * sizeof(FrameMeta) + 8192))
+      return false;
+  }
   void* mem = nullptr;
   if (posix_memalign(&mem, kPageSize, size_t{kChunkFrames} * kPageSize) != 0 || !mem) return false;
+  // A store's pool leaves 1 MiB of the heap to the rest (the pager's log index, at most
+  // 16 bytes per page in a 64 MiB log, record scratch, output buffers): under a memory
+  // budget it stops growing a little early and evicts, rather than taking the last bytes
+  // and failing the next small allocation. (In memory mode a page is a frame: there the
+  // pool takes what it can get.)
+  if (backend_ && frame_count_ > 0 && !can_allocate(size_t{1} << 20)) {
+    free(mem);
+    return false;
+  }
   chunks_.push_back(static_cast<uint8_t*>(mem));
   for (uint32_t i = 0; i < kChunkFrames; i++) frame_data_.push_back(static_cast<uint8_t*>(mem) + size_t{i} * kPageSize);
   if (backend_) {
@@ -85,7 +104,9 @@ uint8_t* BufferPool::poison(Status why, PageId id) {
 }
 
 FrameId BufferPool::take_frame() {
-  if (free_frames_.empty() && frame_count_ < target_frames_ && !grow()) return kNoFrame;
+  // Below its size the pool grows; when memory (the budget) refuses, it evicts instead,
+  // working as a smaller pool rather than failing the operation.
+  if (free_frames_.empty() && frame_count_ < target_frames_ && !grow() && frame_count_ == 0) return kNoFrame;
   if (!free_frames_.empty()) {
     FrameId f = free_frames_.back();
     free_frames_.pop_back();
@@ -195,6 +216,8 @@ Status BufferPool::allocate(PageId* out) {
   } else {
     if (page_count_ == ~PageId{0}) return Status::kOutOfMemory;
     id = page_count_;
+    // release() pushes onto free_ without allocating: room for every page id.
+    if (!reserve_checked(free_, size_t{page_count_} + 1)) return Status::kOutOfMemory;
   }
   if (!backend_) {
     if (!reused && id >= frame_count_ && !grow()) return Status::kOutOfMemory;

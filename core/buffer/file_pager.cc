@@ -1,4 +1,5 @@
 #include "core/buffer/file_pager.h"
+#include "core/util/checked.h"
 
 #include <algorithm>
 
@@ -185,7 +186,8 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
   salt_ = load64(h + 16);
   uint64_t off = kLogHeaderSize, end = kLogHeaderSize;
   std::vector<std::pair<PageId, uint64_t>> batch;
-  std::vector<uint8_t> frame(kPageFrameSize);
+  std::vector<uint8_t> frame;
+  if (!resize_checked(frame, kPageFrameSize)) return Status::kOutOfMemory;
   uint64_t last_progress = 0;
   for (;;) {
     if (progress && off - last_progress >= (8u << 20)) {
@@ -207,7 +209,7 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
       crc = checksum_extend(crc, frame.data() + kPageFrameHeader, kPageSize);
       if (crc == load32(frame.data() + 24)) {
         ok = true;
-        batch.emplace_back(load32(frame.data() + 4), off);
+        if (!push_checked(batch, std::pair<PageId, uint64_t>(load32(frame.data() + 4), off))) return Status::kOutOfMemory;
         off += kPageFrameSize;
       }
     } else if (kind == kFrameCommit) {
@@ -219,7 +221,8 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
         uint64_t seq = load64(c + 16);
         if (seq > sb_seq) {
           if (seq != seq_ + 1) return Status::kCorrupt;  // a commit is missing
-          for (auto& e : batch) committed_[e.first] = e.second;
+          if (!committed_.reserve(committed_.size() + batch.size())) return Status::kOutOfMemory;
+          for (auto& e : batch) committed_.put(e.first, e.second);
           meta->decode(c + 24);
           seq_ = seq;
         }
@@ -276,10 +279,8 @@ Status FilePager::load(PageId id, uint8_t* frame) {
     Status s = flush_buffer();
     if (s != Status::kOk) return s;
   }
-  auto it = pending_.find(id);
-  if (it != pending_.end()) return read_log_image(it->second, id, frame);
-  it = committed_.find(id);
-  if (it != committed_.end()) return read_log_image(it->second, id, frame);
+  if (const uint64_t* at = pending_.find(id)) return read_log_image(*at, id, frame);
+  if (const uint64_t* at = committed_.find(id)) return read_log_image(*at, id, frame);
   uint32_t got;
   Status s = s_->read(FileId::kData, uint64_t{id} * kPageSize, frame, kPageSize, &got);
   stats_.reads++;
@@ -308,6 +309,17 @@ Status FilePager::flush_buffer() {
 }
 
 Status FilePager::append(const uint8_t* p, uint32_t n) {
+  if (!reserve_checked(buf_, buf_.size() + n)) {
+    // No memory for the write buffer: write through it (flush what it holds, then p).
+    Status s = flush_buffer();
+    if (s != Status::kOk) return s;
+    s = s_->write(FileId::kLog, buf_start_, p, n);
+    stats_.writes++;
+    if (s != Status::kOk) return s;
+    buf_start_ += n;
+    log_end_ += n;
+    return Status::kOk;
+  }
   buf_.insert(buf_.end(), p, p + n);
   log_end_ += n;
   return buf_.size() >= kWriteBuffer ? flush_buffer() : Status::kOk;
@@ -318,11 +330,12 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
   uint8_t h[kPageFrameHeader];
   page_frame_header(h, id, frame);
   uint64_t at = log_end_;
+  if (!pending_.reserve(pending_.size() + 1)) return Status::kOutOfMemory;  // before anything is written
   Status s = append(h, kPageFrameHeader);
   if (s == Status::kOk) s = append(frame, kPageSize);
   if (s == Status::kOk) s = flush_buffer();
   if (s != Status::kOk) return s;
-  pending_[id] = at;
+  pending_.put(id, at);  // reserved above: cannot fail
   frames_since_commit_++;
   return Status::kOk;
 }
@@ -330,12 +343,20 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
 Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   Status s = Status::kOk;
   std::vector<std::pair<PageId, uint64_t>> written;
+  // Every allocation of the commit happens here, before anything is written, so that
+  // a commit without memory fails with kOutOfMemory having changed nothing, and one
+  // that became durable can always record what it wrote.
+  {
+    size_t pages = size_t{pool.dirty_count()} + (pool.free_ids().size() + kFreeListCapacity - 1) / kFreeListCapacity;
+    if (!reserve_checked(written, pages) || !committed_.reserve(committed_.size() + pending_.size() + pages))
+      return Status::kOutOfMemory;
+  }
   auto put_page = [&](PageId id, uint8_t* image) {
     if (s != Status::kOk) return;
     seal_page(image, id);
     uint8_t h[kPageFrameHeader];
     page_frame_header(h, id, image);
-    written.emplace_back(id, log_end_);
+    written.emplace_back(id, log_end_);  // capacity reserved above
     s = append(h, kPageFrameHeader);
     if (s == Status::kOk) s = append(image, kPageSize);
     frames_since_commit_++;
@@ -370,19 +391,25 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   seq_++;
   stats_.commits++;
   meta_ = meta;
-  for (auto& e : pending_) committed_[e.first] = e.second;
-  for (auto& e : written) committed_[e.first] = e.second;
+  pending_.for_each([&](PageId id, uint64_t off) { committed_.put(id, off); });  // reserved above
+  for (auto& e : written) committed_.put(e.first, e.second);
   pending_.clear();
   frames_since_commit_ = 0;
   pool.mark_all_clean();
   pool.set_free_list_unchanged();
-  if (log_end_ >= checkpoint_bytes_) return checkpoint();
+  if (log_end_ >= checkpoint_bytes_) {
+    // The commit is durable; a checkpoint that finds no memory is simply left for later.
+    Status c = checkpoint();
+    return c == Status::kOutOfMemory ? Status::kOk : c;
+  }
   return Status::kOk;
 }
 
 Status FilePager::checkpoint() {
   if (committed_.empty() && sb_seq_ == seq_) return Status::kOk;
-  std::vector<std::pair<PageId, uint64_t>> pages(committed_.begin(), committed_.end());
+  std::vector<std::pair<PageId, uint64_t>> pages;
+  if (!reserve_checked(pages, committed_.size())) return Status::kOutOfMemory;
+  committed_.for_each([&](PageId id, uint64_t off) { pages.emplace_back(id, off); });
   std::sort(pages.begin(), pages.end());
   alignas(16) uint8_t img[kPageSize];
   for (auto& e : pages) {

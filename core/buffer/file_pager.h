@@ -22,7 +22,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <unordered_map>
+#include "core/buffer/offset_map.h"
 #include <vector>
 
 #include "core/buffer/buffer_pool.h"
@@ -84,8 +84,8 @@ class FilePager : public PageBackend {
   uint64_t buf_start_ = 0;    // log offset of buf_[0]
   std::vector<uint8_t> buf_;
   uint32_t frames_since_commit_ = 0;
-  std::unordered_map<PageId, uint64_t> committed_;  // page id -> newest committed image in the log
-  std::unordered_map<PageId, uint64_t> pending_;    // page id -> image appended for the coming commit
+  OffsetMap committed_;  // page id -> newest committed image in the log
+  OffsetMap pending_;    // page id -> image appended for the coming commit
   mutable PagerStats stats_;
 };
 

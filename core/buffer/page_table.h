@@ -7,22 +7,28 @@
 #include <vector>
 
 #include "core/buffer/frame.h"
+#include "core/util/checked.h"
 
 namespace adaptree {
 
 class PageTable {
  public:
-  void reserve(uint32_t frames) {
+  // False (table unchanged) when the memory for the larger table is not there.
+  bool reserve(uint32_t frames) {
     uint32_t cap = 16;
     while (cap < 2 * frames) cap <<= 1;
-    if (cap <= slots_.size()) return;
+    if (cap <= slots_.size()) return true;
     std::vector<Slot> old;
     old.swap(slots_);
-    slots_.assign(cap, Slot{});
+    if (!with_block(size_t{cap} * sizeof(Slot) + 32, [&] { slots_.assign(cap, Slot{}); })) {
+      slots_.swap(old);
+      return false;
+    }
     mask_ = cap - 1;
     size_ = 0;
     for (const Slot& s : old)
       if (s.pid != kInvalidPageId) insert(s.pid, s.frame);
+    return true;
   }
 
   FrameId find(PageId pid) const {

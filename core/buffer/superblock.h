@@ -36,6 +36,7 @@
 
 #include "core/page.h"
 #include "core/status.h"
+#include "core/util/checked.h"
 #include "core/util/hash.h"
 
 namespace adaptree {
@@ -107,7 +108,7 @@ inline Status decode_free_list_page(const uint8_t* pg, PageId page_count, std::v
   for (uint32_t i = 0; i < n; i++) {
     PageId f = load32(pg + kFreeListHeader + 4 * i);
     if (f == kInvalidPageId || f >= page_count) return Status::kCorrupt;
-    out->push_back(f);
+    if (!push_checked(*out, f)) return Status::kOutOfMemory;
   }
   *next = load32(pg + 4);
   return Status::kOk;

@@ -1,4 +1,5 @@
 #include "core/tree/btree.h"
+#include "core/util/checked.h"
 
 #include <climits>
 
@@ -149,7 +150,8 @@ Status BTree::read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* 
     return Status::kOk;
   }
   uint64_t len = ref.length();
-  if (buf->size() < len) buf->resize(len);
+  // A read that cannot get the memory fails typed and changes nothing.
+  if (buf->size() < len && !resize_checked(*buf, len)) return Status::kOutOfMemory;
   store_.end_protection();
   Status s = overflow_read(store_, load32(ref.ptr), len, buf->data());
   *out = {buf->data(), static_cast<uint32_t>(len)};
@@ -375,8 +377,8 @@ Status BTree::delete_range(Slice lo, bool lo_none, bool lo_exclusive, Slice hi, 
           break;
         }
       }
+      if (!reserve_checked(keys, keys.size() + k.len) || !push_checked(lens, k.len)) return Status::kOutOfMemory;
       keys.insert(keys.end(), k.data, k.data + k.len);
-      lens.push_back(k.len);
     }
     size_t off = 0;
     for (uint32_t len : lens) {
@@ -415,27 +417,31 @@ unsigned BTree::extract(const uint8_t* src, unsigned slot, std::vector<RecordRef
   uint8_t* p = scratch_[slot];
   if (src != p) memcpy(p, src, kPageSize);
   unsigned n;
+  // The scratch grows only through checked calls (util/checked.h): kExtractFailed when
+  // there is no memory, nothing changed. (Merges append to recs_ and reserve that first.)
+  auto room = [&](unsigned count, bool arena) {
+    if (!resize_checked(*out, count)) return false;
+    return !arena || resize_checked(arena_[slot], 4 * size_t{count} + 4);
+  };
   switch (static_cast<PageTag>(p[0])) {
     case PageTag::kBasicInner:
     case PageTag::kBasicLeaf:
       n = BasicNode{p}.count();
-      out->resize(n);
+      if (!room(n, false)) return kExtractFailed;
       BasicNode{p}.extract(out->data());
       return n;
     case PageTag::kFingerprintLeaf:
       n = FingerprintLeaf{p}.count();
-      out->resize(n);
+      if (!room(n, false)) return kExtractFailed;
       FingerprintLeaf{p}.extract(out->data());
       return n;
     case PageTag::kSemiDenseLeaf:
       n = SemiDenseLeaf{p}.count();
-      out->resize(n);
-      arena_[slot].resize(4 * n + 4);
+      if (!room(n, true)) return kExtractFailed;
       return SemiDenseLeaf{p}.extract(out->data(), arena_[slot].data());
     case PageTag::kFullyDenseLeaf:
       n = FullyDenseLeaf{p}.count();
-      out->resize(n);
-      arena_[slot].resize(4 * n + 4);
+      if (!room(n, true)) return kExtractFailed;
       return FullyDenseLeaf{p}.extract(out->data(), arena_[slot].data());
     default:
       out->clear();
@@ -475,6 +481,7 @@ bool BTree::dense_enough(const uint8_t* p) { return leaf::count(p) * 4 >= leaf::
 // by build_leaf without dense layouts). False, leaf unchanged, if it does not fit.
 bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t vfield) {
   unsigned n = extract(page(leaf), 0, &recs_);
+  if (n == kExtractFailed) return false;  // out of memory: the leaf stays as it is
   uint8_t* src = scratch_[0];
   uint8_t* dst = scratch_[1];
   Fences f = fences_of(src);
@@ -601,6 +608,7 @@ void BTree::insert_separator(PageId parent, Slice sep, PageId left_child) {
 Status BTree::split_inner(Path* path, unsigned idx) {
   PageId node = path->ids[idx];
   unsigned n = extract(page(node), 0, &recs_);
+  if (n == kExtractFailed) return Status::kOutOfMemory;
   if (n == 0) return Status::kCorrupt;  // an inner node without keys always has room
   const uint8_t* src = scratch_[0];
   Fences f = fences_of(src);
@@ -635,6 +643,7 @@ Status BTree::split_leaf(Path* path, Slice key) {
   unsigned d = path->depth;
   PageId leaf = path->ids[d - 1];
   unsigned n = extract(page(leaf), 0, &recs_);
+  if (n == kExtractFailed) return Status::kOutOfMemory;
   const uint8_t* src = scratch_[0];
   Fences f = fences_of(src);
   uint8_t counter = src[hdr::kCounter];
@@ -717,6 +726,7 @@ Status BTree::split_to_self(Path* path, Slice key, uint16_t vfield) {
     FullyDenseLeaf{scratch_[1]}.set_upper_fence(sep.slice());
   } else {
     unsigned n = extract(src, 0, &recs_);
+    if (n == kExtractFailed) return Status::kOutOfMemory;
     Fences lf = fences_of(scratch_[0]);
     lf.upper = sep.slice();
     lf.upper_inf = false;
@@ -783,7 +793,9 @@ bool BTree::merge_children(PageId parent, unsigned left_pos, bool any_fit) {
   bool inner = lp[0] == static_cast<uint8_t>(PageTag::kBasicInner);
   if (!any_fit && content_bytes(lp) + content_bytes(rp) > kMergeThreshold) return false;
   unsigned nl = extract(lp, 0, &recs_);
+  if (nl == kExtractFailed) return false;  // out of memory: no merge, the tree stays valid
   unsigned nr = extract(rp, 1, &recs2_);
+  if (nr == kExtractFailed || !reserve_checked(recs_, size_t{nl} + nr + 1)) return false;
   Fences lf = fences_of(scratch_[0]), rf = fences_of(scratch_[1]);
   Fences f{lf.lower, rf.upper, lf.lower_inf, rf.upper_inf};
   KeyBuffer sep;
@@ -829,7 +841,9 @@ bool BTree::rotate_children(PageId parent, unsigned left_pos) {
   PageId left = pn.child(left_pos), right = pn.child(left_pos + 1);
   if (page(left)[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return false;
   unsigned nl = extract(page(left), 0, &recs_);
+  if (nl == kExtractFailed) return false;
   unsigned nr = extract(page(right), 1, &recs2_);
+  if (nr == kExtractFailed || !reserve_checked(recs_, size_t{nl} + nr + 1)) return false;
   if (nl + nr < 2) return false;
   Fences lf = fences_of(scratch_[0]), rf = fences_of(scratch_[1]);
   KeyBuffer down;

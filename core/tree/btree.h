@@ -17,6 +17,7 @@
 namespace adaptree {
 
 class Cursor;
+struct SepList;  // bulk_load.cc
 
 class BTree {
  public:
@@ -61,6 +62,7 @@ class BTree {
 
   // Copies the value bytes of ref to out when it is an overflow reference, and
   // returns a slice of them (or of the page when inline).
+  // kOutOfMemory (nothing changed) when buf cannot grow to the value's length.
   Status read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* out) const;
 
   uint64_t count() const { return count_; }
@@ -77,6 +79,8 @@ class BTree {
 
   // Invariant checker (core/invariants.cc): empty string if the tree is sound.
   std::string check() const;
+  // The same with a status: kOk, kCorrupt with the violation in *err, or kOutOfMemory.
+  Status check(std::string* err) const;
 
  private:
   friend class Cursor;
@@ -123,14 +127,16 @@ class BTree {
   void fix_keyless_inner(Slice key);
   // Bulk load's inner levels above children (key order, seps[i] between
   // children i and i + 1); allocated pages are appended to *pages.
-  Status build_inner_levels(std::vector<PageId> children, std::vector<std::string> seps, std::vector<PageId>* pages,
+  Status build_inner_levels(std::vector<PageId>& children, SepList& seps, std::vector<PageId>* pages,
                             PageId* root, unsigned* levels);
 
   // Key-adaption: writes the best layout for these records into dst.
   bool build_leaf(uint8_t* dst, const Fences& f, const RecordRef* r, unsigned n, uint8_t counter);
   bool convert_leaf(PageId leaf, PageTag target, const Slice* key = nullptr, uint16_t vfield = 0);
   static bool dense_enough(const uint8_t* leaf);
-  // Records of a leaf or inner node (copied to scratch first), sorted.
+  // Records of a leaf or inner node (copied to scratch first), sorted; kExtractFailed
+  // when the record scratch cannot grow (out of memory; nothing changed).
+  static constexpr unsigned kExtractFailed = ~0u;
   unsigned extract(const uint8_t* page, unsigned scratch_slot, std::vector<RecordRef>* out);
   // Operation-adaption: counter step on a point op, or on the leaf where a scan starts.
   // The adaptive counter's point-operation step. Most leaves have no live

@@ -9,6 +9,7 @@
 
 #include "core/layouts/basic_node.h"
 #include "core/tree/btree.h"
+#include "core/util/checked.h"
 #include "core/layouts/fingerprint_leaf.h"
 #include "core/layouts/fully_dense_leaf.h"
 #include "core/tree/overflow.h"
@@ -16,15 +17,31 @@
 
 namespace adaptree {
 
+// The separators of one level back to back in one buffer: one allocation per
+// level rather than one per separator, and every growth checked (util/checked.h),
+// so a bulk load that runs out of memory fails with kOutOfMemory.
+struct SepList {
+  std::vector<uint8_t> bytes;
+  std::vector<uint32_t> ends;
+  size_t size() const { return ends.size(); }
+  uint32_t len(size_t i) const { return ends[i] - (i ? ends[i - 1] : 0); }
+  const uint8_t* ptr(size_t i) const { return bytes.data() + (i ? ends[i - 1] : 0); }
+  Slice at(size_t i) const { return {ptr(i), len(i)}; }
+  bool push(Slice s) {
+    if (!reserve_checked(bytes, bytes.size() + s.len) || !reserve_checked(ends, ends.size() + 1)) return false;
+    bytes.insert(bytes.end(), s.data, s.data + s.len);
+    ends.push_back(static_cast<uint32_t>(bytes.size()));
+    return true;
+  }
+  void swap(SepList& o) {
+    bytes.swap(o.bytes);
+    ends.swap(o.ends);
+  }
+};
+
 namespace {
 
-RecordRef key_record(const std::string& s, const uint8_t* val, uint16_t val_len) {
-  return RecordRef{reinterpret_cast<const uint8_t*>(s.data()), nullptr, val, static_cast<uint16_t>(s.size()), 0, val_len};
-}
-
-uint32_t lcp(const std::string& a, const KeyBuffer& b) {
-  return common_prefix(reinterpret_cast<const uint8_t*>(a.data()), static_cast<uint32_t>(a.size()), b.data, b.len);
-}
+uint32_t lcp(const KeyBuffer& a, const KeyBuffer& b) { return common_prefix(a.data, a.len, b.data, b.len); }
 
 }  // namespace
 
@@ -55,13 +72,17 @@ Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n
   static const uint8_t kNone[1] = {0};
   std::vector<PageId> pages;  // everything allocated, released again on failure
   std::vector<PageId> chains;
-  std::vector<uint8_t> refs(8 * n);
-  std::vector<RecordRef> recs(n);
+  std::vector<uint8_t> refs;
+  std::vector<RecordRef> recs;
   auto fail = [&](Status s) {
     for (PageId c : chains) overflow_free(store_, c);
     for (PageId p : pages) store_.release(p);
     return s;
   };
+  // Everything that grows with n, before any page is written (util/checked.h).
+  if (!resize_checked(refs, 8 * n) || !resize_checked(recs, n) || !reserve_checked(chains, n) ||
+      !reserve_checked(pages, n / 4 + 16))
+    return Status::kOutOfMemory;
   for (size_t i = 0; i < n; i++) {
     const uint8_t* k = keys[i].data ? keys[i].data : kNone;
     if (value_is_inline(keys[i].len, values[i].len)) {
@@ -71,7 +92,7 @@ Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n
       PageId c;
       Status s = overflow_write(store_, values[i].data, values[i].len, &c);
       if (s != Status::kOk) return fail(s);
-      chains.push_back(c);
+      chains.push_back(c);  // capacity n reserved above
       store32(&refs[8 * i], c);
       store32(&refs[8 * i + 4], values[i].len);
       recs[i] = RecordRef{k, nullptr, &refs[8 * i], static_cast<uint16_t>(keys[i].len), 0,
@@ -85,8 +106,8 @@ Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n
   unsigned base = fp_sizing ? FingerprintLeaf::kFingerprints + FingerprintLeaf::kFpGrain
                             : (cfg_.heads && cfg_.hints ? BasicNode::kSlotsHinted : BasicNode::kSlotsPlain);
   std::vector<PageId> children;
-  std::vector<std::string> seps;
-  std::string lower;
+  SepList seps;
+  KeyBuffer lower;
   bool lower_inf = true;
   KeyBuffer upper;
   for (size_t a = 0; a < n;) {
@@ -101,20 +122,20 @@ Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n
         if (cfg_.prefix_truncation && !lower_inf) prefix = lcp(lower, upper);
       }
       uint64_t cnt = b - a;
-      uint64_t size = base + lower.size() + ulen + cnt * ss + sum - cnt * prefix;
+      uint64_t size = base + lower.len + ulen + cnt * ss + sum - cnt * prefix;
       if (size > kNodeSize) break;
       best = b;
     }
     if (cfg_.fully_dense_leaves) {
       Fences df;
-      df.lower = {reinterpret_cast<const uint8_t*>(lower.data()), static_cast<uint32_t>(lower.size())};
+      df.lower = lower.slice();
       df.lower_inf = lower_inf;
       size_t d = FullyDenseLeaf::dense_prefix(df, recs.data() + a, static_cast<unsigned>(n - a));
       if (a + d > best) best = a + d;
     }
     size_t b = best;
     Fences f;
-    f.lower = {reinterpret_cast<const uint8_t*>(lower.data()), static_cast<uint32_t>(lower.size())};
+    f.lower = lower.slice();
     f.lower_inf = lower_inf;
     if (b < n) {
       separator_between(recs[b - 1], recs[b], &upper);
@@ -122,6 +143,8 @@ Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n
       f.upper_inf = false;
     }
     PageId id;
+    if (!reserve_checked(pages, pages.size() + 1) || !reserve_checked(children, children.size() + 1))
+      return fail(Status::kOutOfMemory);
     Status s = store_.allocate(&id);
     if (s != Status::kOk) return fail(s);
     pages.push_back(id);
@@ -130,8 +153,8 @@ Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n
     store_.end_protection();  // written once, never read back here: evictable
     children.push_back(id);
     if (b < n) {
-      seps.emplace_back(reinterpret_cast<const char*>(upper.data), upper.len);
-      lower = seps.back();
+      if (!seps.push(upper.slice())) return fail(Status::kOutOfMemory);
+      lower.assign(upper.slice());
       lower_inf = false;
     }
     a = b;
@@ -139,7 +162,7 @@ Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n
 
   PageId root;
   unsigned levels;
-  Status s = build_inner_levels(std::move(children), std::move(seps), &pages, &root, &levels);
+  Status s = build_inner_levels(children, seps, &pages, &root, &levels);
   if (s != Status::kOk) return fail(s);
   store_.release(root_);
   root_ = root;
@@ -154,8 +177,8 @@ Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n
 // one key: a node holding one key always fits (two fences and a key of at
 // most 1 KiB each), and the last node of a level takes the last two children
 // rather than one.
-Status BTree::build_inner_levels(std::vector<PageId> children, std::vector<std::string> seps,
-                                 std::vector<PageId>* pages, PageId* root, unsigned* levels) {
+Status BTree::build_inner_levels(std::vector<PageId>& children, SepList& seps, std::vector<PageId>* pages,
+                                 PageId* root, unsigned* levels) {
   unsigned height = 1;
   unsigned iss = (cfg_.heads ? 10 : 6) + 4;
   unsigned ibase = cfg_.heads && cfg_.hints ? BasicNode::kSlotsHinted : BasicNode::kSlotsPlain;
@@ -163,22 +186,20 @@ Status BTree::build_inner_levels(std::vector<PageId> children, std::vector<std::
   while (children.size() > 1) {
     if (height + 1 >= kMaxHeight) return Status::kOutOfMemory;
     std::vector<PageId> up_children;
-    std::vector<std::string> up_seps;
+    SepList up_seps;
     size_t m = children.size();
-    std::string lo;
+    KeyBuffer lo;
     bool lo_inf = true;
     auto fits = [&](size_t a, size_t b) {
       uint64_t sum = 0;
-      for (size_t i = a; i < b; i++) sum += seps[i].size();
+      for (size_t i = a; i < b; i++) sum += seps.len(i);
       uint32_t ulen = 0, prefix = 0;
       if (b < m - 1) {
-        ulen = static_cast<uint32_t>(seps[b].size());
-        if (cfg_.prefix_truncation && !lo_inf)
-          prefix = common_prefix(reinterpret_cast<const uint8_t*>(lo.data()), static_cast<uint32_t>(lo.size()),
-                                 reinterpret_cast<const uint8_t*>(seps[b].data()), ulen);
+        ulen = seps.len(b);
+        if (cfg_.prefix_truncation && !lo_inf) prefix = common_prefix(lo.data, lo.len, seps.ptr(b), ulen);
       }
       uint64_t cnt = b - a;
-      return ibase + lo.size() + ulen + cnt * iss + sum - cnt * prefix <= kNodeSize;
+      return ibase + lo.len + ulen + cnt * iss + sum - cnt * prefix <= kNodeSize;
     };
     for (size_t a = 0; a < m;) {
       size_t best = a;
@@ -190,15 +211,19 @@ Status BTree::build_inner_levels(std::vector<PageId> children, std::vector<std::
       }
       size_t b = best;
       Fences f;
-      f.lower = {reinterpret_cast<const uint8_t*>(lo.data()), static_cast<uint32_t>(lo.size())};
+      f.lower = lo.slice();
       f.lower_inf = lo_inf;
       if (b < m - 1) {
-        f.upper = {reinterpret_cast<const uint8_t*>(seps[b].data()), static_cast<uint32_t>(seps[b].size())};
+        f.upper = seps.at(b);
         f.upper_inf = false;
       }
       irecs.clear();
+      if (!reserve_checked(irecs, b - a) || !reserve_checked(*pages, pages->size() + 1) ||
+          !reserve_checked(up_children, up_children.size() + 1))
+        return Status::kOutOfMemory;
       for (size_t i = a; i < b; i++)
-        irecs.push_back(key_record(seps[i], reinterpret_cast<const uint8_t*>(&children[i]), 4));
+        irecs.push_back(RecordRef{seps.ptr(i), nullptr, reinterpret_cast<const uint8_t*>(&children[i]),
+                                  static_cast<uint16_t>(seps.len(i)), 0, 4});
       PageId id;
       Status s = store_.allocate(&id);
       if (s != Status::kOk) return s;
@@ -209,8 +234,8 @@ Status BTree::build_inner_levels(std::vector<PageId> children, std::vector<std::
       store_.end_protection();
       up_children.push_back(id);
       if (b < m - 1) {
-        up_seps.push_back(seps[b]);
-        lo = seps[b];
+        if (!up_seps.push(seps.at(b))) return Status::kOutOfMemory;
+        lo.assign(seps.at(b));
         lo_inf = false;
       }
       a = b + 1;

@@ -8,6 +8,7 @@
 #include "core/tree/btree.h"
 #include "core/layouts/dense_keys.h"
 #include "core/layouts/fingerprint_leaf.h"
+#include "core/util/checked.h"
 #include "core/util/format.h"
 #include "core/layouts/fully_dense_leaf.h"
 #include "core/util/hash.h"
@@ -136,14 +137,16 @@ struct Checker {
     if (leaf) return check_counter(id, p) && check_leaf_keys(id, p, f);
     if (p[hdr::kCounter] != kCounterDisabled) return fail(id, "inner node with operation counter");
     // Inner: separators ascending and inside the fences; recurse into children.
-    std::vector<KeyBuffer> keys(cnt);
+    // Two key buffers taking turns (no allocation: the check runs also when memory is short).
+    KeyBuffer keys[2];
     for (unsigned i = 0; i < cnt; i++) {
       Slice s = n.suffix(i);
-      memcpy(keys[i].data, n.prefix(), plen);
-      memcpy(keys[i].data + plen, s.data, s.len);
-      keys[i].len = plen + s.len;
-      if (!key_in_fences(f, keys[i].slice())) return fail(id, "separator outside fences", i);
-      if (i && compare(keys[i - 1].slice(), keys[i].slice()) >= 0) return fail(id, "separators not ascending", i);
+      KeyBuffer& k = keys[i & 1];
+      memcpy(k.data, n.prefix(), plen);
+      memcpy(k.data + plen, s.data, s.len);
+      k.len = plen + s.len;
+      if (!key_in_fences(f, k.slice())) return fail(id, "separator outside fences", i);
+      if (i && compare(keys[(i - 1) & 1].slice(), k.slice()) >= 0) return fail(id, "separators not ascending", i);
     }
     return true;
   }
@@ -280,8 +283,17 @@ struct Checker {
 }  // namespace
 
 std::string BTree::check() const {
+  std::string err;
+  if (check(&err) == Status::kOutOfMemory) return "out of memory";
+  return err;
+}
+
+Status BTree::check(std::string* err) const {
+  err->clear();
+  // The only allocation: room for a message (fail() writes at most one, well below this).
+  if (!reserve_checked(*err, 512)) return Status::kOutOfMemory;
   store_.begin_op();
-  Checker c{*this, {}};
+  Checker c{*this, std::move(*err)};
   c.walk(root_, Fences{}, 0);
   if (c.err.empty() && c.leaf_depth + 1 != static_cast<int>(height_))
     c.fail(root_, "height", c.leaf_depth + 1, height_);
@@ -290,7 +302,8 @@ std::string BTree::check() const {
   if (c.err.empty() && c.pages != store_.live_pages())
     c.fail(root_, "reachable pages differ from live pages (leak)", static_cast<long long>(c.pages),
            static_cast<long long>(store_.live_pages()));
-  return c.err;
+  *err = std::move(c.err);
+  return err->empty() ? Status::kOk : Status::kCorrupt;
 }
 
 }  // namespace adaptree

@@ -1,4 +1,5 @@
 #include "core/tree/node_stats.h"
+#include "core/util/checked.h"
 
 
 #include "core/layouts/dense_keys.h"
@@ -60,11 +61,18 @@ void visit_nodes(const BTree& tree, NodeVisitor visit, void* ctx) { walk(tree, t
 
 TreeStats collect_stats(const BTree& tree) {
   TreeStats s;
+  if (collect_stats(tree, &s) == Status::kOutOfMemory) s = TreeStats{};
+  return s;
+}
+
+Status collect_stats(const BTree& tree, TreeStats* out) {
+  TreeStats& s = *out;
+  s = TreeStats{};
   s.count = tree.count();
   s.height = tree.height();
   s.pages = tree.store().live_pages();
   s.bytes = s.pages * kPageSize;
-  s.levels.resize(tree.height());
+  if (!resize_checked(s.levels, tree.height())) return Status::kOutOfMemory;
   visit_nodes(
       tree,
       [](const NodeInfo& n, void* c) {
@@ -91,7 +99,7 @@ TreeStats collect_stats(const BTree& tree) {
       &s);
   uint64_t nodes = s.inner + s.basic_leaf + s.fingerprint_leaf + s.semi_dense_leaf + s.fully_dense_leaf;
   s.fill = nodes ? static_cast<double>(s.used_bytes) / (static_cast<double>(nodes) * kNodeSize) : 0;
-  return s;
+  return Status::kOk;
 }
 
 const char* layout_config_name(LayoutConfig c) {
@@ -123,6 +131,16 @@ const char* page_tag_name(PageTag t) {
 
 std::string stats_json(const BTree& tree, const TreeStats& s) {
   std::string o;
+  stats_json(tree, s, &o);
+  return o;
+}
+
+Status stats_json(const BTree& tree, const TreeStats& s, std::string* out) {
+  std::string& o = *out;
+  o.clear();
+  // Everything below fits in this (about 450 bytes plus at most 130 per level): the
+  // appends allocate nothing more.
+  if (!reserve_checked(o, 640 + 160 * s.levels.size())) return Status::kOutOfMemory;
   auto num = [&o](const char* name, uint64_t v) {
     o += ",\"";
     o += name;
@@ -163,7 +181,7 @@ std::string stats_json(const BTree& tree, const TreeStats& s) {
     o += "}";
   }
   o += "]}";
-  return o;
+  return Status::kOk;
 }
 
 }  // namespace adaptree

@@ -38,9 +38,13 @@ struct TreeStats {
 };
 
 TreeStats collect_stats(const BTree& tree);
+// The same, kOutOfMemory when the per-level table cannot be allocated.
+Status collect_stats(const BTree& tree, TreeStats* out);
 const char* layout_config_name(LayoutConfig c);
 const char* page_tag_name(PageTag t);
 // {"config":"adaptive","count":N,"height":H,"pages":P,"bytes":B,"fill":F,"layouts":{...},...}
 std::string stats_json(const BTree& tree, const TreeStats& s);
+// The same into *out; kOutOfMemory (nothing written) when out cannot hold it.
+Status stats_json(const BTree& tree, const TreeStats& s, std::string* out);
 
 }  // namespace adaptree

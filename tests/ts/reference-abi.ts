@@ -54,6 +54,7 @@ export function referenceWasm(): AdaptreeWasm {
   const cursors = new Map<number, Cursor>();
   const ctxs = new Map<number, Ctx>();
   let nextId = 1;
+  let poisonWord = 0;
   const read = (p: number, n: number) => u8().slice(p, p + n);
   function lower(t: Tree, k: Uint8Array): number {
     let lo = 0, hi = t.keys.length;
@@ -216,6 +217,11 @@ export function referenceWasm(): AdaptreeWasm {
     },
     at_atomic_add_u32: () => 0,
     at_checksum: () => 0,
+    at_set_memory_limit: () => 0,
+    at_memory_limit: () => 2 ** 31,
+    at_memory_available: () => 2 ** 31,
+    at_debug_trap: () => { throw new WebAssembly.RuntimeError('unreachable'); },
+    at_poison_word: () => (poisonWord ||= alloc(4)),
   };
   void INVALID;
   const ctx = ex.at_ctx_new();
@@ -231,5 +237,8 @@ export function referenceWasm(): AdaptreeWasm {
     dv,
     scratch(n: number) { if (n > scratchSize) { scratchPtr = alloc(n); scratchSize = n; } return scratchPtr; },
     attachHandle(): AttachHandle { throw new Error('not supported'); },
+    maxMemory: 2 ** 31,
+    setMaxMemory() {},
+    poisoned: false,
   };
 }

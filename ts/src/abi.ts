@@ -97,6 +97,14 @@ export interface AbiExports {
   at_store_commit_begin?(tree: Ptr, ctx: Ptr): number;
   at_store_commit_end?(tree: Ptr, hostStatus: number): number;
   at_checksum(data: Ptr, len: number): number;
+  // Memory budget (bindings/wasm_runtime.cc): 0 or INVALID_ARGUMENT; bytes; bytes.
+  at_set_memory_limit(bytes: number): number;
+  at_memory_limit(): number;
+  at_memory_available(): number;
+  /** Test-only: traps. */
+  at_debug_trap(): void;
+  /** Address of the poison word (a u32 set when a call trapped; shared by mt instances). */
+  at_poison_word(): Ptr;
   // Inspection (bindings/inspect.cc): pages read as copies; JSON into a caller buffer.
   at_inspect_root(tree: Ptr): number;
   at_inspect_height(tree: Ptr): number;
@@ -112,6 +120,7 @@ export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_remove', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
   'at_cursor_next_batch', 'at_atomic_add_u32', 'at_checksum',
+  'at_set_memory_limit', 'at_memory_limit', 'at_memory_available', 'at_debug_trap', 'at_poison_word',
   'at_inspect_root', 'at_inspect_height', 'at_inspect_page', 'at_inspect_node', 'at_inspect_tree',
 ];
 

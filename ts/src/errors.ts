@@ -23,7 +23,11 @@
  * | ValueTooLargeError    | RangeError     | VALUE_TOO_LARGE   | value longer than the core accepts (1 GiB)        |
  * | ClosedError           | AdaptreeError  | CLOSED            | map used after free() / [Symbol.dispose]         |
  * | CorruptionError       | AdaptreeError  | CORRUPT           | checksum or structural invariant broken          |
- * | OutOfMemoryError      | AdaptreeError  | OUT_OF_MEMORY     | wasm memory cannot grow                           |
+ * | OutOfMemoryError      | AdaptreeError  | OUT_OF_MEMORY     | wasm memory cannot grow (the 2 GiB ceiling or the  |
+ * |                       |                |                   | `maxMemory` budget); the map is as it was         |
+ * | InstanceUnusableError | AdaptreeError  | INSTANCE_POISONED | the wasm instance trapped (a bug): every map and   |
+ * |                       |                |                   | store on it refuses calls; committed store data is |
+ * |                       |                |                   | safe: reopen on a new instance (`loadWasm()`)      |
  * | QuotaExceededError    | AdaptreeError  | QUOTA_EXCEEDED    | storage quota exhausted (persistent maps)         |
  * | LockedError           | AdaptreeError  | LOCKED            | store open in another process or handle           |
  * | IoError               | AdaptreeError  | IO_ERROR          | the storage failed a read, write or flush         |
@@ -46,6 +50,7 @@ export type AdaptreeErrorCode =
   | 'CLOSED'
   | 'CORRUPT'
   | 'OUT_OF_MEMORY'
+  | 'INSTANCE_POISONED'
   | 'QUOTA_EXCEEDED'
   | 'LOCKED'
   | 'IO_ERROR'
@@ -155,6 +160,18 @@ export class OutOfMemoryError extends AdaptreeError {
   declare readonly code: 'OUT_OF_MEMORY';
   constructor(message = 'out of wasm memory', options?: { cause?: unknown }) {
     super(message, 'OUT_OF_MEMORY', options);
+  }
+}
+
+/** The wasm instance trapped (`WebAssembly.RuntimeError`: a bug in adaptree, never a normal
+ * condition) and its memory may be half-updated, so every map and store on that instance
+ * refuses further calls with this error (freeing them still works). What a store committed is
+ * in its files: reopen it on a fresh instance (`loadWasm()` or `init()` with other options).
+ * `cause` is the original trap. */
+export class InstanceUnusableError extends AdaptreeError {
+  declare readonly code: 'INSTANCE_POISONED';
+  constructor(message = 'the wasm instance trapped earlier and is unusable: load a new one (loadWasm)', options?: { cause?: unknown }) {
+    super(message, 'INSTANCE_POISONED', options);
   }
 }
 

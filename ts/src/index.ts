@@ -94,6 +94,7 @@ export {
   InvalidArgumentError,
   InvalidKeyError,
   InvalidValueError,
+  InstanceUnusableError,
   IoError,
   KeyTooLargeError,
   LockedError,
@@ -149,12 +150,15 @@ let pending: { key: string; promise: Promise<AdaptreeWasm> } | undefined;
 /**
  * Loads the wasm once and makes it the instance `new BTreeMap()` uses. Calling it again
  * with the same options returns the same instance; with other options (`threads`, `wasm`,
- * `attach`) it loads a new one and makes that the default (maps made before keep theirs).
+ * `attach`, `maxMemory`) it loads a new one and makes that the default (maps made before keep
+ * theirs). `maxMemory` caps wasm memory in bytes (README, "Memory"): past it calls throw
+ * OutOfMemoryError and leave the map as it was.
  * `threads: true` gives the mt build where SharedArrayBuffer is available, else st
  * (check `.build`).
  */
 export function init(options: LoadOptions = {}): Promise<AdaptreeWasm> {
-  const key = options.wasm === undefined && options.attach === undefined ? `threads:${!!options.threads}` : '';
+  const key =
+    options.wasm === undefined && options.attach === undefined ? `threads:${!!options.threads},maxMemory:${options.maxMemory ?? ''}` : '';
   if (key !== '' && pending !== undefined && pending.key === key) return pending.promise;
   const promise = loadWasm(options).then(
     (w) => {

@@ -141,6 +141,13 @@ function trackerOf(wasm: AdaptreeWasm): Tracker {
     dv: () => wasm.dv(),
     scratch: (size: number) => wasm.scratch(size),
     attachHandle: (stackSize?: number) => wasm.attachHandle(stackSize),
+    get maxMemory() {
+      return wasm.maxMemory;
+    },
+    setMaxMemory: (bytes: number) => wasm.setMaxMemory(bytes),
+    get poisoned() {
+      return wasm.poisoned;
+    },
   };
   trackers.set(wasm, tracker);
   t = tracker;

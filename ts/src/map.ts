@@ -163,6 +163,7 @@ const HUGE_STRING = 1 << 20;
 const ABSENT = 0xffffffff;
 /** A data area larger than this is freed after use (a one-off huge value keeps no memory). */
 const SHRINK_ABOVE = 4 << 20;
+const EMPTY = new Uint8Array(0);
 
 /** Per wasm instance: the exports, context, key areas, data area and memory views. */
 class Runtime {
@@ -203,7 +204,7 @@ class Runtime {
     this.u8 = new Uint8Array(this.buf);
     this.dv = new DataView(this.buf);
     this.keyAView = this.u8.subarray(this.keyA, this.keyA + this.maxKey);
-    this.dataView = this.u8.subarray(0, 0);
+    this.dataView = EMPTY;
   }
 
   /** Re-creates the views after memory growth. A plain buffer detaches on growth (its views
@@ -216,7 +217,7 @@ class Runtime {
       this.u8 = new Uint8Array(b);
       this.dv = new DataView(b);
       this.keyAView = this.u8.subarray(this.keyA, this.keyA + this.maxKey);
-      this.dataView = this.u8.subarray(this.data, this.data + this.dataCap);
+      this.dataView = this.dataCap === 0 ? EMPTY : this.u8.subarray(this.data, this.data + this.dataCap);
     }
   }
 
@@ -239,13 +240,26 @@ class Runtime {
     return this.data;
   }
 
-  /** Gives back a very large data area after a big value or batch. */
+  /** Out of memory: frees the data area (idle during reads) so that a retry can use that memory
+   * for its output; true if there was one. Only on error paths. */
+  dropData(): boolean {
+    if (this.dataCap === 0) return false;
+    this.ex.at_free(this.data);
+    this.data = 0;
+    this.dataCap = 0;
+    this.dataView = EMPTY;
+    return true;
+  }
+
+  /** Gives back a very large data area after a big value or batch. Touches no view: the call
+   * before it may have grown memory (detaching them in st, leaving them short in mt); the
+   * next reserve()/refresh() re-creates them. */
   shrink(): void {
     if (this.dataCap > SHRINK_ABOVE) {
       this.ex.at_free(this.data);
       this.data = 0;
       this.dataCap = 0;
-      this.dataView = this.u8.subarray(0, 0);
+      this.dataView = EMPTY;
     }
   }
 }
@@ -702,9 +716,10 @@ class BTreeIterator<K, V, T> {
       st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, this.#mode === MODE_KEYS ? 0 : 1);
     }
     if (st !== Status.OK) {
-      if (st === Status.NEED_PAGE) {
+      if (st === Status.NEED_PAGE || st === Status.OUT_OF_MEMORY) {
         // Async store: nothing is lost. Drop any partial batch and re-seek after the last key
         // returned once the page is there (the caller supplies it and calls next() again).
+        // Out of memory: the same; next() tries again once memory was freed or the budget raised.
         this.#mod = -1;
         this.#i = this.#n = 0;
         throw fail(h as Handle<unknown, unknown>, st, 'iterate');
@@ -902,10 +917,12 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     rt.refresh();
     const len = putKeyA(h, key);
-    const st = rt.ex.at_get(h.tree, rt.ctx, rt.keyA, len);
+    let st = rt.ex.at_get(h.tree, rt.ctx, rt.keyA, len);
     if (st !== Status.OK) {
       if (st === Status.NOT_FOUND) return undefined;
-      throw fail(h as Handle<unknown, unknown>, st, 'get');
+      // A large value needs output room: the data area's memory may be all there is.
+      if (st === Status.OUT_OF_MEMORY && rt.dropData()) st = rt.ex.at_get(h.tree, rt.ctx, rt.keyA, len);
+      if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'get');
     }
     rt.refresh();
     const dv = rt.dv;

@@ -44,6 +44,7 @@ import {
   CorruptionError,
   InvalidArgumentError,
   IoError,
+  OutOfMemoryError,
   PageFaultError,
   QuotaExceededError,
   ReentrancyError,
@@ -465,13 +466,17 @@ export class BTreeStore<K = string, V = unknown> {
       d.resolve(); // nothing written since the last commit
       return;
     }
+    const pending = this.#uncommitted;
     this.#uncommitted = 0;
     if (this.#b.kind === 'sync') {
       try {
         this.#flushSync(this.#b);
         d.resolve();
       } catch (e) {
-        this.#failed = true;
+        // Out of memory is found before the commit writes anything: the writes stay pending
+        // and the store stays writable (free memory or raise the budget, then commit again).
+        if (e instanceof OutOfMemoryError) this.#uncommitted += pending;
+        else this.#failed = true;
         d.reject(e);
       }
       return;
@@ -558,10 +563,16 @@ export class BTreeStore<K = string, V = unknown> {
       // Sync backends: fold the log into the data file (committed pages only), so that the
       // next open has no log to replay. A failure here loses nothing: the log stays valid.
       // Skipped after a failed commit; a failing checkpoint goes to onError, not to close().
-      if (this.#b.kind === 'sync' && !this.#map.closed && !this.#failed) {
+      // On a poisoned instance (InstanceUnusableError) it is skipped too: the files and the
+      // lock are still released below, and what was committed is in the files.
+      if (this.#b.kind === 'sync' && !this.#map.closed && !this.#failed && !this.#wasm.poisoned) {
         this.#b.entry.lastError = undefined;
-        const st = this.#wasm.exports.at_store_checkpoint!(this.#tree);
-        if (st < 0) this.#onError?.(storeError(st, 'close (checkpoint)', this.#b.entry.lastError));
+        try {
+          const st = this.#wasm.exports.at_store_checkpoint!(this.#tree);
+          if (st < 0) this.#onError?.(storeError(st, 'close (checkpoint)', this.#b.entry.lastError));
+        } catch (e) {
+          err ??= e;
+        }
       }
       try {
         this.#map.free(); // releases the backend (onFree)

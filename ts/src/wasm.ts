@@ -14,6 +14,7 @@
 // Response. Without one, the module next to this file in the package is used.
 import { ABI_FUNCTIONS, ABI_VERSION, Result, type AbiExports } from './abi.js';
 import { hostImports } from './storage/host.js';
+import { InstanceUnusableError, InvalidArgumentError, OutOfMemoryError } from './errors.js';
 
 // The public types name WebAssembly and fetch types through the aliases below, never the
 // global `WebAssembly` namespace directly: a Node-only project (lib es20xx + @types/node)
@@ -71,6 +72,16 @@ export interface LoadOptions {
   threads?: boolean;
   /** Attach to an existing mt instance (in a worker): see AdaptreeWasm.attachHandle(). */
   attach?: AttachHandle;
+  /**
+   * Memory budget in bytes: wasm memory grows no further than this (below the modules'
+   * 2 GiB ceiling), so adaptree stays inside a Cloudflare Worker's 128 MB or a page's
+   * budget. Past it, calls throw OutOfMemoryError and leave maps as they were. Every map,
+   * value, store pool and the scratch areas count against it (README, "Memory"). The
+   * instance starts with 16 MiB; a budget below what is already in use stops all growth.
+   * Change it later with `setMaxMemory()`. Default: the ceiling. With `attach`, the budget
+   * is the one set on the memory (mt instances on one memory share it).
+   */
+  maxMemory?: number;
 }
 
 /** Wasm pages (64 KiB) of the mt module's imported memory: 16 MiB initial, 2 GiB maximum. */
@@ -96,6 +107,115 @@ export interface AdaptreeWasm {
   scratch(size: number): number;
   /** mt only: reserves a stack for a worker and returns what it needs to attach. */
   attachHandle(stackSize?: number): AttachHandle;
+  /** The memory budget in bytes (the 2 GiB ceiling when none was set). */
+  readonly maxMemory: number;
+  /** Sets the memory budget (LoadOptions.maxMemory); raising it lets failed operations succeed. */
+  setMaxMemory(bytes: number): void;
+  /** True once a call into this instance trapped: every call now throws InstanceUnusableError. */
+  readonly poisoned: boolean;
+}
+
+// ----------------------------------------------------------------------------- traps
+//
+// A trap (WebAssembly.RuntimeError: `unreachable`, an out-of-bounds access) means a bug in
+// adaptree and leaves the memory in whatever state the call had reached. Every call into
+// wasm goes through the exports object below, whose functions catch what escapes the call,
+// mark the instance (in the mt build: the memory, which all its instances share in this
+// thread) unusable, and throw InstanceUnusableError; from then on they throw it at once. The
+// freeing functions become no-ops instead, so that free() and a store's close() still
+// release what lives outside wasm (a store's files and lock). The wrappers have the arity of
+// the function they wrap and a try/catch, which V8 optimises and inlines: the hot path pays
+// one flag test (bench: map get/set within noise).
+
+interface Poison {
+  dead: boolean;
+  cause: unknown;
+  /** mt: the poison word in the shared memory (at_poison_word), which instances of other
+   * workers set and read; null for st (one instance per memory: `dead` says it all). */
+  word: Int32Array | null;
+}
+
+const poisons = new WeakMap<object, Poison>();
+
+/** Calls that release memory: on a poisoned instance they do nothing rather than throw. */
+const RELEASES: ReadonlySet<string> = new Set(['at_free', 'at_tree_free', 'at_cursor_free', 'at_ctx_free']);
+
+function unusable(p: Poison): InstanceUnusableError {
+  const c = p.cause as { message?: unknown } | undefined;
+  const why = c !== null && typeof c === 'object' && typeof c.message === 'string' ? `: ${c.message}` : '';
+  return new InstanceUnusableError(`the wasm instance trapped earlier${why}; load a new one (loadWasm) and reopen stores`, { cause: p.cause });
+}
+
+function trapped(p: Poison, e: unknown): InstanceUnusableError {
+  if (!p.dead) {
+    p.dead = true;
+    p.cause = e;
+  }
+  if (p.word !== null) Atomics.store(p.word, 0, 1);
+  const m = e !== null && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string' ? (e as Error).message : String(e);
+  return new InstanceUnusableError(`the wasm instance trapped (${m}) and is unusable from now on; load a new one (loadWasm) and reopen stores`, { cause: e });
+}
+
+type Fn = (...args: number[]) => unknown;
+
+function wrap(f: Fn, p: Poison, release: boolean): Fn {
+  const dead = (): undefined => {
+    if (release) return undefined;
+    throw unusable(p);
+  };
+  if (p.word !== null) return wrapShared(f, p, p.word, dead);
+  switch (f.length) {
+    case 0: return function () { if (p.dead) return dead(); try { return f(); } catch (e) { throw trapped(p, e); } };
+    case 1: return function (a: number) { if (p.dead) return dead(); try { return f(a); } catch (e) { throw trapped(p, e); } };
+    case 2: return function (a: number, b: number) { if (p.dead) return dead(); try { return f(a, b); } catch (e) { throw trapped(p, e); } };
+    case 3: return function (a: number, b: number, c: number) { if (p.dead) return dead(); try { return f(a, b, c); } catch (e) { throw trapped(p, e); } };
+    case 4: return function (a: number, b: number, c: number, d: number) { if (p.dead) return dead(); try { return f(a, b, c, d); } catch (e) { throw trapped(p, e); } };
+    case 5: return function (a: number, b: number, c: number, d: number, g: number) { if (p.dead) return dead(); try { return f(a, b, c, d, g); } catch (e) { throw trapped(p, e); } };
+    case 6: return function (a: number, b: number, c: number, d: number, g: number, h: number) { if (p.dead) return dead(); try { return f(a, b, c, d, g, h); } catch (e) { throw trapped(p, e); } };
+    default: return function (...args: number[]) { if (p.dead) return dead(); try { return f(...args); } catch (e) { throw trapped(p, e); } };
+  }
+}
+
+/** mt: the same, testing the shared poison word (set by a trap in any worker) on each call. */
+function wrapShared(f: Fn, p: Poison, w: Int32Array, dead: () => undefined): Fn {
+  switch (f.length) {
+    case 0: return function () { if (w[0] !== 0) return dead(); try { return f(); } catch (e) { throw trapped(p, e); } };
+    case 1: return function (a: number) { if (w[0] !== 0) return dead(); try { return f(a); } catch (e) { throw trapped(p, e); } };
+    case 2: return function (a: number, b: number) { if (w[0] !== 0) return dead(); try { return f(a, b); } catch (e) { throw trapped(p, e); } };
+    case 3: return function (a: number, b: number, c: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c); } catch (e) { throw trapped(p, e); } };
+    case 4: return function (a: number, b: number, c: number, d: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c, d); } catch (e) { throw trapped(p, e); } };
+    case 5: return function (a: number, b: number, c: number, d: number, g: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c, d, g); } catch (e) { throw trapped(p, e); } };
+    case 6: return function (a: number, b: number, c: number, d: number, g: number, h: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c, d, g, h); } catch (e) { throw trapped(p, e); } };
+    default: return function (...args: number[]) { if (w[0] !== 0) return dead(); try { return f(...args); } catch (e) { throw trapped(p, e); } };
+  }
+}
+
+/** The exports with every function guarded (see above). */
+function guard(raw: AbiExports, p: Poison): AbiExports {
+  const out: Record<string, unknown> = {};
+  for (const [name, v] of Object.entries(raw as unknown as Record<string, unknown>)) {
+    out[name] = typeof v === 'function' ? wrap(v as Fn, p, RELEASES.has(name)) : v;
+  }
+  return out as unknown as AbiExports;
+}
+
+function poisonOf(memory: WebAssembly.Memory, raw: AbiExports, shared: boolean): Poison {
+  let p = poisons.get(memory);
+  if (p === undefined) {
+    // A shared memory's buffer never detaches, and the word lies in the data segment: this
+    // view stays valid as the memory grows.
+    const word = shared ? new Int32Array(memory.buffer, raw.at_poison_word(), 1) : null;
+    p = { dead: false, cause: undefined, word };
+    poisons.set(memory, p);
+  }
+  return p;
+}
+
+function checkBudget(bytes: unknown): number {
+  if (typeof bytes !== 'number' || !(bytes > 0) || Number.isNaN(bytes)) {
+    throw new InvalidArgumentError('maxMemory must be a positive number of bytes (Infinity: the 2 GiB ceiling)');
+  }
+  return bytes === Infinity ? 0 : bytes;
 }
 
 /** True where shared wasm memory can be created and posted (mt possible). */
@@ -179,22 +299,37 @@ class Loaded implements AdaptreeWasm {
     readonly module: WebAssembly.Module,
     readonly exports: AbiExports,
     readonly memory: WebAssembly.Memory,
+    private readonly poison: Poison,
   ) {
     this.view = new Uint8Array(memory.buffer);
     this.data = new DataView(memory.buffer);
     this.ctx = exports.at_ctx_new();
-    if (this.ctx === 0) throw new Error('adaptree: out of wasm memory creating a context');
+    if (this.ctx === 0) throw new OutOfMemoryError('adaptree: out of wasm memory creating a context');
     this.result = exports.at_ctx_result(this.ctx);
   }
 
+  get maxMemory(): number {
+    return this.exports.at_memory_limit();
+  }
+
+  setMaxMemory(bytes: number): void {
+    if (this.exports.at_set_memory_limit(checkBudget(bytes)) !== 0) throw new InvalidArgumentError(`maxMemory: ${bytes} bytes refused`);
+  }
+
+  get poisoned(): boolean {
+    return this.poison.dead || (this.poison.word !== null && Atomics.load(this.poison.word, 0) !== 0);
+  }
+
+  // Growth detaches a plain buffer (a DataView of it then throws on every access, even
+  // byteLength) and gives a shared memory a new, longer SharedArrayBuffer object: either way
+  // memory.buffer is another object than the one the views were made on.
   u8(): Uint8Array {
-    // Growth detaches a plain buffer; a shared one keeps its old length.
-    if (this.view.byteLength !== this.memory.buffer.byteLength) this.refresh();
+    if (this.view.buffer !== this.memory.buffer) this.refresh();
     return this.view;
   }
 
   dv(): DataView {
-    if (this.data.byteLength !== this.memory.buffer.byteLength) this.refresh();
+    if (this.data.buffer !== this.memory.buffer) this.refresh();
     return this.data;
   }
 
@@ -208,7 +343,7 @@ class Loaded implements AdaptreeWasm {
       let n = Math.max(SCRATCH_MIN, this.scratchSize);
       while (n < size) n *= 2;
       const p = this.exports.at_alloc(n);
-      if (p === 0) throw new RangeError(`adaptree: out of wasm memory (scratch of ${n} bytes)`);
+      if (p === 0) throw new OutOfMemoryError(`adaptree: out of wasm memory (scratch of ${n} bytes)`);
       if (this.scratchPtr !== 0) this.exports.at_free(this.scratchPtr);
       this.scratchPtr = p;
       this.scratchSize = n;
@@ -219,7 +354,7 @@ class Loaded implements AdaptreeWasm {
   attachHandle(stackSize = DEFAULT_STACK_SIZE): AttachHandle {
     if (this.build !== 'mt') throw new Error('adaptree: only the mt build can be shared with workers');
     const base = this.exports.at_alloc(stackSize);
-    if (base === 0) throw new RangeError('adaptree: out of wasm memory reserving a worker stack');
+    if (base === 0) throw new OutOfMemoryError('adaptree: out of wasm memory reserving a worker stack');
     return { module: this.module, memory: this.memory, stackBase: base, stackSize };
   }
 }
@@ -239,6 +374,7 @@ function check(exports: WebAssembly.Exports): AbiExports {
 /** Loads and instantiates an adaptree wasm module. */
 export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm> {
   const attach = options.attach;
+  const budget = options.maxMemory === undefined ? undefined : checkBudget(options.maxMemory);
   const build: WasmBuild = attach || (options.threads && threadsAvailable()) ? 'mt' : 'st';
   if (options.threads && build !== 'mt') {
     // Asked for threads where they are impossible: fall back, as documented.
@@ -273,7 +409,11 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
     (raw._initialize as () => void)();
   }
   if (build === 'st') memory = raw.memory as WebAssembly.Memory;
-  return new Loaded(build, module, check(raw), memory!);
+  const abi = check(raw);
+  const poison = poisonOf(memory!, abi, build === 'mt');
+  const exports = guard(abi, poison);
+  if (budget !== undefined) exports.at_set_memory_limit(budget);
+  return new Loaded(build, module, exports, memory!, poison);
 }
 
 export { Result };
