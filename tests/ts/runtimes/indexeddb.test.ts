@@ -6,59 +6,17 @@
 // browser refuses for quota is a QuotaExceededError with the last commit intact; relaxed
 // durability works; create: false on a missing store is an InvalidArgumentError.
 // Needs the built package (dist/ with its wasm): scripts/build.sh wasm && scripts/build.sh ts.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { type Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { extname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
+import { ARGS, CHROMIUM, applyModel, isolatedServer, listen, randomOps, sorted, type Op } from './browser-harness.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const MIME: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm' };
-
-function server(): Server {
-  return createServer((req, res) => {
-    const url = decodeURIComponent((req.url ?? '/').split('?')[0]!);
-    const path = join(repo, url);
-    if (!path.startsWith(repo) || !['/dist/', '/tests/ts/runtimes/idb/'].some((p) => url.startsWith(p)) || !existsSync(path)) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, {
-      'content-type': MIME[extname(path)] ?? 'application/octet-stream',
-      'cross-origin-opener-policy': 'same-origin',
-      'cross-origin-embedder-policy': 'require-corp',
-    });
-    res.end(readFileSync(path));
-  });
-}
-
-type Op = [key: string, value: { n: number; s: string } | null];
-
-function randomOps(n: number, seed: number): Op[] {
-  let x = seed >>> 0 || 1;
-  const rnd = () => {
-    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
-    return x / 4294967296;
-  };
-  const ops: Op[] = [];
-  for (let i = 0; i < n; i++) {
-    const k = `key:${Math.floor(rnd() * (n / 3)).toString(36).padStart(5, '0')}`;
-    ops.push(rnd() < 0.2 ? [k, null] : [k, { n: i, s: 'v'.repeat(Math.floor(rnd() * 300)) }]);
-  }
-  return ops;
-}
-function applyModel(model: Map<string, unknown>, ops: Op[]): void {
-  for (const [k, v] of ops) {
-    if (v === null) model.delete(k);
-    else model.set(k, v);
-  }
-}
-const sorted = (model: Map<string, unknown>) => [...model.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 
 // What page.evaluate callbacks see (window.api = the package).
 declare const api: typeof import('../../../ts/src/index.js');
@@ -73,8 +31,8 @@ describe('indexeddb backend in headless Chromium', () => {
 
   beforeAll(async () => {
     if (!existsSync(join(repo, 'dist/index.js'))) throw new Error('dist/ is not built: scripts/build.sh wasm && scripts/build.sh ts');
-    srv = server();
-    const port = await new Promise<number>((res) => srv.listen(0, '127.0.0.1', () => res((srv.address() as { port: number }).port)));
+    srv = isolatedServer(repo, ['/dist/', '/tests/ts/runtimes/idb/']);
+    const port = await listen(srv);
     base = `http://127.0.0.1:${port}/tests/ts/runtimes/idb/index.html`;
     profile = mkdtempSync(join(tmpdir(), 'adaptree-idb-'));
     const { chromium } = await import('playwright-core');

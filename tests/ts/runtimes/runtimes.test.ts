@@ -4,14 +4,15 @@
 // Needs the built package (dist/), which `npm test` builds first.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, copyFileSync, writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { mkdtempSync, copyFileSync, writeFileSync, rmSync } from 'node:fs';
+import { type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, extname, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { scenario, EXPECTED } from './scenario.mjs';
+import { isolatedServer, listen } from './browser-harness.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
@@ -110,37 +111,6 @@ const worker :Workerd.Worker = (
     expectScenario(JSON.parse(text), 'st');
   });
 });
-
-const MIME: Record<string, string> = {
-  '.html': 'text/html',
-  '.js': 'text/javascript',
-  '.mjs': 'text/javascript',
-  '.wasm': 'application/wasm',
-  '.json': 'application/json',
-};
-
-/** Serves files below `root` (only under the given prefixes) cross-origin isolated. */
-function isolatedServer(root: string, prefixes: string[]): Server {
-  // COOP + COEP make the page cross-origin isolated: SharedArrayBuffer and the mt build work.
-  return createServer((req, res) => {
-    const url = decodeURIComponent((req.url ?? '/').split('?')[0]!).replace(/\/$/, '/index.html');
-    const path = join(root, url);
-    if (!path.startsWith(root) || !prefixes.some((p) => url.startsWith(p)) || !existsSync(path)) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, {
-      'content-type': MIME[extname(path)] ?? 'application/octet-stream',
-      'cross-origin-opener-policy': 'same-origin',
-      'cross-origin-embedder-policy': 'require-corp',
-    });
-    res.end(readFileSync(path));
-  });
-}
-
-async function listen(server: Server): Promise<number> {
-  return new Promise<number>((res) => server.listen(0, '127.0.0.1', () => res((server.address() as { port: number }).port)));
-}
 
 /** Opens `url` in headless Chromium with a fresh persistent profile and returns window.__result. */
 async function runPage(url: string): Promise<{ result: Record<string, unknown>; errors: string[] }> {

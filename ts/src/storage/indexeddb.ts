@@ -105,7 +105,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
     kind: 'async',
     name: 'indexeddb',
     async open(path: string, o: OpenStorageOptions): Promise<AsyncStorePages> {
-      const factory = (globalThis as { indexedDB?: IdbFactory }).indexedDB;
+      const factory = (globalThis as unknown as { indexedDB?: IdbFactory }).indexedDB;
       if (factory === undefined) throw new InvalidArgumentError("the 'indexeddb' storage needs IndexedDB (a browser, or a polyfill on globalThis.indexedDB)");
       if (typeof path !== 'string' || path === '') throw new InvalidArgumentError('indexeddb: the path must be a non-empty string');
       const locks = webLocks();
