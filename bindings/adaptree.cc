@@ -141,7 +141,7 @@ inline void trim_output(at_ctx* c) {
 Status set_text_result(at_ctx* c, const std::string& text) {
   trim_output(c);
   if (!adaptree::resize_checked(c->buf, text.size())) return Status::kOutOfMemory;
-  memcpy(c->buf.data(), text.data(), text.size());
+  if (!text.empty()) memcpy(c->buf.data(), text.data(), text.size());  // an empty buffer's data() may be null
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(text.size()), 0);
   return Status::kOk;
 }
