@@ -167,19 +167,19 @@ describe('kill -9', () => {
     const cache: Model[] = [];
     let killedMidWork = 0;
     const rounds = Number(process.env.ADAPTREE_KILL_ROUNDS ?? 110);
-    const t0 = Date.now();
     for (let round = 0; round < rounds; round++) {
       const child = spawn(process.execPath, [join(repo, 'tests/ts/store-child.mjs'), 'work', path], { stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '', errOut = '';
       child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
       child.stderr!.on('data', (d: Buffer) => (errOut += d.toString()));
       const exited = new Promise<void>((r) => child.on('exit', () => r()));
-      // Kill at a random moment: while starting and recovering, or while committing.
-      const started = new Promise<void>((r) => child.stdout!.on('data', () => out.includes('S ') && r()));
+      // Kill at a random moment: while starting and recovering (a quarter of the rounds), or
+      // while committing: after its first resolved commit, however slowly the child started.
+      const committing = new Promise<void>((r) => child.stdout!.on('data', () => out.includes('C ') && r()));
       if (rng.int(4) === 0) {
         await new Promise((r) => setTimeout(r, rng.int(120)));
       } else {
-        await Promise.race([started, exited]);
+        await Promise.race([committing, exited]);
         await new Promise((r) => setTimeout(r, rng.int(60)));
       }
       child.kill('SIGKILL');
@@ -199,6 +199,5 @@ describe('kill -9', () => {
       }
     }
     expect(killedMidWork).toBeGreaterThan(rounds / 2);
-    expect(Date.now() - t0).toBeLessThan(120_000);
   }, 180_000);
 });
