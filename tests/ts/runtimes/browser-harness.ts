@@ -1,8 +1,12 @@
 // Shared by the Chromium tests (runtimes, opfs, indexeddb): the browser binary and flags, a
 // static server that makes pages cross-origin isolated, and the random workload with its model.
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { afterAll, beforeAll } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { extname, join } from 'node:path';
+import type { Page } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
@@ -67,3 +71,74 @@ export function applyModel(model: Map<string, unknown>, ops: Op[]): void {
 
 /** The model's entries in key order (the store's order for ASCII utf8 keys). */
 export const sorted = (model: Map<string, unknown>) => [...model.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+
+/** Starts Chromium itself (so that the test owns its pid and can SIGKILL it) on the profile
+ * `profile`, connects over CDP and opens `url`, then waits for the page's `ready` promise. */
+export async function launchKillable(profile: string, url: string): Promise<{ proc: ChildProcess; page: Page; close(): Promise<void> }> {
+  const proc = spawn(CHROMIUM, [...ARGS, '--headless=new', `--user-data-dir=${profile}`, '--remote-debugging-port=0', 'about:blank'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const ws = await new Promise<string>((res, rej) => {
+    let err = '';
+    const timer = setTimeout(() => rej(new Error(`chromium did not start: ${err}`)), 30_000);
+    proc.stderr!.on('data', (d: Buffer) => {
+      err += d.toString();
+      const m = /DevTools listening on (ws:\/\/\S+)/.exec(err);
+      if (m) {
+        clearTimeout(timer);
+        res(m[1]!);
+      }
+    });
+    proc.on('exit', (c) => rej(new Error(`chromium exited (${c}): ${err}`)));
+  });
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.connectOverCDP(ws);
+  const ctx = browser.contexts()[0]!;
+  const page = ctx.pages()[0] ?? (await ctx.newPage());
+  await page.goto(url);
+  await page.evaluate(() => (globalThis as unknown as { ready: Promise<void> }).ready);
+  return {
+    proc,
+    page,
+    async close() {
+      await browser.close().catch(() => undefined);
+      if (proc.exitCode === null) {
+        proc.kill('SIGTERM');
+        await new Promise((r) => proc.once('exit', r));
+      }
+    },
+  };
+}
+
+/** For a describe block: serves `root`'s dist/ and the fixture folder `fixture` (e.g.
+ * '/tests/ts/runtimes/idb/') cross-origin isolated and makes a fresh browser profile dir
+ * before its tests, removes both after. `url` is the fixture's index.html. */
+export function servedFixture(root: string, fixture: string, tag: string): { readonly url: string; readonly profile: string } {
+  const state = { url: '', profile: '' };
+  let srv: Server | undefined;
+  beforeAll(async () => {
+    srv = isolatedServer(root, ['/dist/', fixture]);
+    const port = await listen(srv);
+    state.url = `http://127.0.0.1:${port}${fixture}index.html`;
+    state.profile = mkdtempSync(join(tmpdir(), `adaptree-${tag}-`));
+  });
+  afterAll(() => {
+    srv?.close();
+    if (state.profile) rmSync(state.profile, { recursive: true, force: true });
+  });
+  return state;
+}
+
+/** Waits (up to 60 s) until `resolved()` reaches `atLeast` commits, waits `delayMs` more so that
+ * a commit is being built or flushed, then SIGKILLs the browser and waits for it to exit.
+ * Returns the last commit seen resolved before the kill. */
+export async function killMidWorkload(proc: ChildProcess, resolved: () => number, atLeast: number, delayMs: number): Promise<number> {
+  const t0 = Date.now();
+  while (resolved() < atLeast && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 20));
+  if (resolved() < atLeast) throw new Error(`only ${resolved()} commits resolved in 60 s (wanted ${atLeast})`);
+  await new Promise((r) => setTimeout(r, delayMs));
+  const seen = resolved();
+  proc.kill('SIGKILL');
+  await new Promise((r) => proc.once('exit', r));
+  return seen;
+}

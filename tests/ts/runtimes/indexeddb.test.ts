@@ -4,7 +4,9 @@
 // of a workload reopens to exactly a committed state holding every commit the page saw
 // resolve; a second tab gets LockedError (or waits with `wait: true`); a transaction the
 // browser refuses for quota is a QuotaExceededError with the last commit intact; relaxed
-// durability works; create: false on a missing store is an InvalidArgumentError.
+// durability works; create: false on a missing store is an InvalidArgumentError; a SIGKILL of
+// the whole browser mid-workload (3 times) reopens to exactly a committed state that holds
+// every commit the page saw resolve.
 // Needs the built package (dist/ with its wasm): scripts/build.sh wasm && scripts/build.sh ts.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { type Server } from 'node:http';
@@ -13,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
-import { ARGS, CHROMIUM, applyModel, isolatedServer, listen, randomOps, sorted, type Op } from './browser-harness.js';
+import { ARGS, CHROMIUM, applyModel, isolatedServer, killMidWorkload, launchKillable, listen, randomOps, servedFixture, sorted, type Op } from './browser-harness.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
@@ -237,4 +239,63 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(r).toEqual({ size: 500, v: 123, missing: 'INVALID_ARGUMENT', madeMissing: false, bad: 'INVALID_ARGUMENT' });
     await page.close();
   }, 60_000);
+});
+
+// The kill workload: batch i sets keys k(i*37+t mod 3000), t < 10, to i, deletes k(i*101 mod
+// 3000) and sets '~batch' to i, then commits. The state after batch p is a pure function of p.
+function batchModel(p: number): [string, unknown][] {
+  const m = new Map<string, unknown>();
+  for (let i = 0; i <= p; i++) {
+    for (let t = 0; t < 10; t++) m.set(`k${String((i * 37 + t) % 3000).padStart(4, '0')}`, i);
+    m.delete(`k${String((i * 101) % 3000).padStart(4, '0')}`);
+    m.set('~batch', i);
+  }
+  return sorted(m);
+}
+
+describe('indexeddb: SIGKILL of the browser mid-workload', () => {
+  const fx = servedFixture(repo, '/tests/ts/runtimes/idb/', 'idb-kill');
+
+  it('reopens to exactly a committed state that includes every commit the page saw resolve (3 kills)', async () => {
+    let b = await launchKillable(fx.profile, fx.url);
+    let prefix = -1; // the store holds batches 0..prefix
+    try {
+      for (const [round, delay] of [0, 29, 97].entries()) {
+        let lastResolved = -1;
+        b.page.on('console', (m) => {
+          const r = /^batch (\d+) committed$/.exec(m.text());
+          if (r) lastResolved = Math.max(lastResolved, Number(r[1]));
+        });
+        const from = prefix + 1;
+        void b.page
+          .evaluate(async (from) => {
+            const s = await api.BTreeStore.open<string, unknown>({ path: 'killed', storage: 'indexeddb', poolSize: 1 << 20 });
+            for (let i = from; ; i++) {
+              for (let t = 0; t < 10; t++) await s.setAsync(`k${String((i * 37 + t) % 3000).padStart(4, '0')}`, i);
+              await s.deleteAsync(`k${String((i * 101) % 3000).padStart(4, '0')}`);
+              await s.setAsync('~batch', i);
+              await s.commit();
+              console.log(`batch ${i} committed`);
+            }
+          }, from)
+          .catch(() => undefined);
+        const seen = await killMidWorkload(b.proc, () => lastResolved, from + 20, delay);
+        b = await launchKillable(fx.profile, fx.url);
+        const got = await b.page.evaluate(async () => {
+          const s = await api.BTreeStore.open<string, unknown>({ path: 'killed', storage: 'indexeddb', create: false });
+          const out: [string, unknown][] = [];
+          for await (const e of s.entriesAsync()) out.push(e);
+          await s.close();
+          return out;
+        });
+        const at = Number(got.find(([k]) => k === '~batch')?.[1] ?? -1);
+        console.log(`kill ${round + 1}: batches ${from}..${seen} seen committed, reopened at the state after batch ${at}`);
+        expect(at).toBeGreaterThanOrEqual(seen); // every commit the page saw resolve is there
+        expect(got).toEqual(batchModel(at)); // exactly the state after that commit, no mix
+        prefix = at;
+      }
+    } finally {
+      await b.close();
+    }
+  }, 240_000);
 });

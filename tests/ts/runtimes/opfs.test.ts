@@ -4,7 +4,6 @@
 // the page goes away without close, turns a quota DOMException into QuotaExceededError, and
 // survives a SIGKILL of the whole browser with exactly a committed state.
 // Needs the built package (dist/ with its wasm): scripts/build.sh wasm && scripts/build.sh ts.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -12,7 +11,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
-import { ARGS, CHROMIUM, applyModel, isolatedServer, listen, randomOps, sorted, type Op } from './browser-harness.js';
+import { ARGS, CHROMIUM, applyModel, isolatedServer, killMidWorkload, launchKillable, listen, randomOps, servedFixture, sorted, type Op } from './browser-harness.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
@@ -246,58 +245,9 @@ describe('opfs backend in headless Chromium', () => {
 });
 
 describe('opfs: SIGKILL of the browser mid-workload', () => {
-  let srv: Server;
-  let base = '';
-  let profile = '';
+  const fx = servedFixture(repo, '/tests/ts/runtimes/opfs/', 'opfs-kill');
 
-  beforeAll(async () => {
-    srv = isolatedServer(repo, ['/dist/', '/tests/ts/runtimes/opfs/']);
-    const port = await listen(srv);
-    base = `http://127.0.0.1:${port}/tests/ts/runtimes/opfs/index.html`;
-    profile = mkdtempSync(join(tmpdir(), 'adaptree-opfs-kill-'));
-  });
-
-  afterAll(() => {
-    srv?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
-  });
-
-  /** Starts Chromium ourselves (so that we own its pid) on the profile, and connects over CDP. */
-  async function launch(): Promise<{ proc: ChildProcess; page: Page; close(): Promise<void> }> {
-    const proc = spawn(CHROMIUM, [...ARGS, '--headless=new', `--user-data-dir=${profile}`, '--remote-debugging-port=0', 'about:blank'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    const ws = await new Promise<string>((res, rej) => {
-      let err = '';
-      const timer = setTimeout(() => rej(new Error(`chromium did not start: ${err}`)), 30_000);
-      proc.stderr!.on('data', (d: Buffer) => {
-        err += d.toString();
-        const m = /DevTools listening on (ws:\/\/\S+)/.exec(err);
-        if (m) {
-          clearTimeout(timer);
-          res(m[1]!);
-        }
-      });
-      proc.on('exit', (c) => rej(new Error(`chromium exited (${c}): ${err}`)));
-    });
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.connectOverCDP(ws);
-    const ctx = browser.contexts()[0]!;
-    const page = ctx.pages()[0] ?? (await ctx.newPage());
-    await page.goto(base);
-    await page.evaluate(() => ready);
-    return {
-      proc,
-      page,
-      async close() {
-        await browser.close().catch(() => undefined);
-        if (proc.exitCode === null) {
-          proc.kill('SIGTERM');
-          await new Promise((r) => proc.once('exit', r));
-        }
-      },
-    };
-  }
+  const launch = () => launchKillable(fx.profile, fx.url);
 
   it('reopens to exactly a committed state that includes every commit the page saw resolve (3 kills)', async () => {
     const seed = 5, batchSize = 400;
@@ -316,14 +266,8 @@ describe('opfs: SIGKILL of the browser mid-workload', () => {
         // The workload goes on from the state recovered: batches prefix+1, prefix+2, ...
         const from = prefix + 1;
         void b.page.evaluate((c) => call(c), { op: 'workload', path: 'killed/store', seed, batchSize, from, batches: from + 100_000 }).catch(() => undefined);
-        const t0 = Date.now();
-        while (lastResolved < from + 20 && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 20));
-        expect(lastResolved).toBeGreaterThanOrEqual(from + 20);
         // Mid-workload: a commit is being built or flushed. Kill the browser process.
-        await new Promise((r) => setTimeout(r, delay));
-        b.proc.kill('SIGKILL');
-        await new Promise((r) => b.proc.once('exit', r));
-        const seen = lastResolved;
+        const seen = await killMidWorkload(b.proc, () => lastResolved, from + 20, delay);
         b = await launch();
         const v = (await b.page.evaluate((c) => call(c), { op: 'verify', path: 'killed/store', seed, batchSize, maxBatches: seen + 200 })) as { prefix: number; size: number };
         console.log(`kill ${round + 1}: batches ${from}..${seen} seen committed, reopened at the state after batch ${v.prefix} (${v.size} keys)`);
