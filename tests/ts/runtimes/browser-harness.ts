@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { afterAll, beforeAll } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import { extname, join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
@@ -141,4 +141,27 @@ export async function killMidWorkload(proc: ChildProcess, resolved: () => number
   proc.kill('SIGKILL');
   await new Promise((r) => proc.once('exit', r));
   return seen;
+}
+
+/** For a describe block: servedFixture plus a headless Chromium on its profile (a persistent
+ * context, so storage survives page reloads); `context` is set before the tests run. */
+export function browserOnFixture(root: string, fixture: string, tag: string): { readonly url: string; readonly context: BrowserContext } {
+  const fx = servedFixture(root, fixture, tag);
+  const state = {
+    get url() {
+      return fx.url;
+    },
+    context: undefined as unknown as BrowserContext,
+  };
+  beforeAll(async () => {
+    if (!existsSync(join(root, 'dist/index.js')) || !existsSync(join(root, 'dist/wasm/adaptree-st.wasm'))) {
+      throw new Error('dist/ is not built: scripts/build.sh wasm && scripts/build.sh ts');
+    }
+    const { chromium } = await import('playwright-core');
+    state.context = await chromium.launchPersistentContext(fx.profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
+  }, 60_000);
+  afterAll(async () => {
+    await state.context?.close();
+  });
+  return state;
 }

@@ -8,14 +8,12 @@
 // the whole browser mid-workload (3 times) reopens to exactly a committed state that holds
 // every commit the page saw resolve.
 // Needs the built package (dist/ with its wasm): scripts/build.sh wasm && scripts/build.sh ts.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { type Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserContext, Page } from 'playwright-core';
-import { ARGS, CHROMIUM, applyModel, isolatedServer, killMidWorkload, launchKillable, listen, randomOps, servedFixture, sorted, type Op } from './browser-harness.js';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { applyModel, browserOnFixture, killMidWorkload, launchKillable, randomOps, servedFixture, sorted, type Op } from './browser-harness.js';
+
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
@@ -25,32 +23,13 @@ declare const api: typeof import('../../../ts/src/index.js');
 declare const ready: Promise<void>;
 
 describe('indexeddb backend in headless Chromium', () => {
-  let srv: Server;
-  let base = '';
-  let profile = '';
-  let context: BrowserContext;
+  const browser = browserOnFixture(repo, '/tests/ts/runtimes/idb/', 'idb');
   const errors: string[] = [];
 
-  beforeAll(async () => {
-    if (!existsSync(join(repo, 'dist/index.js'))) throw new Error('dist/ is not built: scripts/build.sh wasm && scripts/build.sh ts');
-    srv = isolatedServer(repo, ['/dist/', '/tests/ts/runtimes/idb/']);
-    const port = await listen(srv);
-    base = `http://127.0.0.1:${port}/tests/ts/runtimes/idb/index.html`;
-    profile = mkdtempSync(join(tmpdir(), 'adaptree-idb-'));
-    const { chromium } = await import('playwright-core');
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
-  }, 60_000);
-
-  afterAll(async () => {
-    await context?.close();
-    srv?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
-  });
-
   async function tab(): Promise<Page> {
-    const page = await context.newPage();
+    const page = await browser.context.newPage();
     page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
-    await page.goto(base);
+    await page.goto(browser.url);
     await page.evaluate(() => ready);
     return page;
   }

@@ -4,14 +4,12 @@
 // the page goes away without close, turns a quota DOMException into QuotaExceededError, and
 // survives a SIGKILL of the whole browser with exactly a committed state.
 // Needs the built package (dist/ with its wasm): scripts/build.sh wasm && scripts/build.sh ts.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { type Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BrowserContext, Page } from 'playwright-core';
-import { ARGS, CHROMIUM, applyModel, isolatedServer, killMidWorkload, launchKillable, listen, randomOps, servedFixture, sorted, type Op } from './browser-harness.js';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { applyModel, browserOnFixture, killMidWorkload, launchKillable, randomOps, servedFixture, sorted, type Op } from './browser-harness.js';
+
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
@@ -22,37 +20,16 @@ declare const ready: Promise<void>;
 declare const mainThread: (path: string, ops: Op[]) => Promise<unknown>;
 
 describe('opfs backend in headless Chromium', () => {
-  let srv: Server;
-  let base = '';
-  let profile = '';
-  let context: BrowserContext;
+  const browser = browserOnFixture(repo, '/tests/ts/runtimes/opfs/', 'opfs');
   const errors: string[] = [];
 
-  beforeAll(async () => {
-    if (!existsSync(join(repo, 'dist/index.js')) || !existsSync(join(repo, 'dist/wasm/adaptree-st.wasm'))) {
-      throw new Error('dist/ is not built: scripts/build.sh wasm && scripts/build.sh ts');
-    }
-    srv = isolatedServer(repo, ['/dist/', '/tests/ts/runtimes/opfs/']);
-    const port = await listen(srv);
-    base = `http://127.0.0.1:${port}/tests/ts/runtimes/opfs/index.html`;
-    profile = mkdtempSync(join(tmpdir(), 'adaptree-opfs-'));
-    const { chromium } = await import('playwright-core');
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS });
-  }, 60_000);
-
-  afterAll(async () => {
-    await context?.close();
-    srv?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
-  });
-
   async function tab(): Promise<Page> {
-    const page = await context.newPage();
+    const page = await browser.context.newPage();
     page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
     page.on('console', (m) => {
       if (m.type() === 'error') errors.push(`console: ${m.text()}`);
     });
-    await page.goto(base);
+    await page.goto(browser.url);
     await page.evaluate(() => ready);
     return page;
   }
