@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // adaptree benchmarks.  npm run bench -- --suite NAME [--quick] --out FILE.json
-//   --suite     inmem | ablation | ycsb | density | persist-node | browser | all (comma list ok)
+//   --suite     inmem | ablation | ycsb | density | persist-node | browser | threads | all (comma list ok)
 //   --quick     small key counts and op counts (each suite < 3 min, all < 5 min here)
 //   --out       result JSON (schema adaptree-bench/1); default bench-results.json
 //   --dataset   override the suite's data sets: urls,wiki,names,dense,sparse,partitioned,dense-dNN,file:PATH
@@ -118,6 +118,9 @@ async function main() {
       } else if (j.kind === 'persist') {
         const { code } = await runProcess(process.execPath, [path.join(HERE, 'lib', 'persist-node.mjs'), JSON.stringify({ ...j, seed: o.seed })], (line) => accept(j, line));
         if (code !== 0) warn(`${j.impl} exited with ${code}`);
+      } else if (j.kind === 'threads') {
+        const { code } = await runProcess(process.execPath, [path.join(HERE, 'lib', 'threads.mjs'), JSON.stringify({ ...j, seed: o.seed })], (line) => accept(j, line));
+        if (code !== 0) warn(`threads bench exited with ${code}`);
       } else if (j.kind === 'browser') {
         const { runBrowser } = await import('./browser/run-browser.mjs');
         const info = await runBrowser({ ...j, seed: o.seed }, (line) => accept(j, line), (impl, reason) => skip({ ...j, impl }, reason));

@@ -1,6 +1,12 @@
 // The C ABI (bindings/adaptree.h) over the core. The only code that knows
 // JavaScript calls it: contexts carry the result block and a growable output
 // buffer, cursors are core cursors that also notice when their tree is freed.
+//
+// Threads (docs/THREADS.md, phase 1): every call on a tree holds the tree's
+// latch (core/tree/tree_latch.h) for its length: shared for reads of an
+// in-memory tree, exclusive for writes and for everything on a store (whose
+// reads change its buffer pool). A shared read that must change a page
+// answers kRestart and runs again exclusive (run_read below).
 #include "bindings/adaptree.h"
 #include "bindings/internal.h"
 
@@ -20,14 +26,19 @@
 #include "core/tree/node_stats.h"
 #include "core/tree/overflow.h"
 #include "core/tree/scan.h"
+#include "core/tree/tree_latch.h"
 
 using adaptree::BTree;
 using adaptree::Cursor;
 using adaptree::KeyBuffer;
 using adaptree::LayoutConfig;
 using adaptree::Slice;
+using adaptree::ReadMode;
 using adaptree::Status;
+using adaptree::TreeLatch;
+using adaptree::TreeLatchGuard;
 using adaptree::ValueRef;
+using adaptree::XorShift32;
 
 struct at_tree {
   explicit at_tree(std::unique_ptr<BTree> t) : own(std::move(t)), tree(*own) {}
@@ -39,12 +50,27 @@ struct at_tree {
   BTree& tree;
   std::vector<at_cursor*> cursors;  // detached when the tree is freed
   at_ctx* ctx = nullptr;            // the context of the last call that had one (NEED_PAGE of cursor seeks)
+  TreeLatch latch;                  // held by every call on the tree
+  // Set once by at_tree_share (under the latch): other threads may call. Values are
+  // then copied out under the latch, and at_tree_free leaves this struct behind.
+  bool shared = false;
+  // A shared tree after at_tree_free: the tree is gone, this struct stays so
+  // that a late call from another thread finds it closed (kClosed) instead of
+  // reading freed memory.
+  bool closed = false;
 };
 
 struct at_cursor {
-  explicit at_cursor(at_tree* t) : owner(t), cur(&t->tree) {}
+  explicit at_cursor(at_tree* t) : owner(t), cur(&t->tree) {
+    rng.s ^= static_cast<uint32_t>(reinterpret_cast<uintptr_t>(this));
+    mode.rng = &rng;
+    cur.set_mode(&mode);
+  }
   at_tree* owner;
   Cursor cur;
+  // A cursor is used by one thread at a time: its read mode and random source are its own.
+  ReadMode mode;
+  XorShift32 rng;
 };
 
 struct at_ctx {
@@ -55,11 +81,55 @@ struct at_ctx {
   std::vector<uint8_t> buf;       // output of batches, stats, overflow values
   std::vector<uint8_t> overflow;  // overflow values inside a batch
   KeyBuffer key;
+  // How calls with this context wait for a tree latch (at_ctx_set_wait).
+  TreeLatch::Wait wait = TreeLatch::Wait::kSpin;
+  // The adaptive counter's draws of shared reads (the tree's own source is
+  // for exclusive holders).
+  XorShift32 rng;
 };
 
 namespace {
 
 constexpr int32_t st(Status s) { return static_cast<int32_t>(s); }
+
+TreeLatch::Wait wait_of(const at_ctx* c) { return c ? c->wait : TreeLatch::Wait::kSpin; }
+
+// A call's hold on a tree's latch. Reads of an in-memory tree share it; a
+// store's reads fix and evict frames, so everything on a store is exclusive.
+// ok() is false (say kClosed) when the tree was closed by another thread.
+class Held {
+ public:
+  Held(at_tree* t, bool write, TreeLatch::Wait w, XorShift32* rng)
+      : t_(t), g_(t->latch, write || t->store != nullptr, w) {
+    mode_.shared = !g_.exclusive();
+    mode_.rng = rng;
+  }
+  bool ok() const { return !t_->closed; }
+  ReadMode* mode() { return &mode_; }
+  bool exclusive() const { return g_.exclusive(); }
+  // A shared read answered kRestart: hold exclusive from now on, run it again.
+  bool upgrade() {
+    g_.upgrade();
+    mode_.shared = false;
+    return ok();
+  }
+
+ private:
+  at_tree* t_;
+  TreeLatchGuard g_;
+  ReadMode mode_;
+};
+
+// Runs read(mode) under h, again exclusive while it answers kRestart; kClosed
+// when the tree was closed meanwhile.
+template <class Read>
+Status run_read(Held& h, Read&& read) {
+  for (;;) {
+    Status s = read(h.mode());
+    if (s != Status::kRestart) return s;
+    if (!h.upgrade()) return Status::kClosed;
+  }
+}
 
 void set_result(at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value, uint32_t value_len,
                 uint32_t aux) {
@@ -75,7 +145,7 @@ void set_result(at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* 
 // The status of a tree call; NEED_PAGE (a store on an async host) puts the
 // missing page's id in result.aux of c (or of the tree's last context).
 int32_t ret(at_tree* t, at_ctx* c, Status s) {
-  if (c) t->ctx = c;
+  if (c && t->store) t->ctx = c;  // (a store is never shared: this write races with no one)
   if (s == Status::kNeedPage) {
     at_ctx* x = c ? c : t->ctx;
     if (x) x->result[4] = t->tree.store().missing_page();
@@ -161,7 +231,19 @@ void* at_alloc(uint32_t size) {
 }
 void at_free(void* p) { free(p); }
 
-at_ctx* at_ctx_new(void) { return new (std::nothrow) at_ctx(); }
+at_ctx* at_ctx_new(void) {
+  at_ctx* c = new (std::nothrow) at_ctx();
+  if (c) {
+    c->rng.s ^= static_cast<uint32_t>(reinterpret_cast<uintptr_t>(c) * 2654435761u);
+    if (c->rng.s == 0) c->rng.s = 1;
+  }
+  return c;
+}
+int32_t at_ctx_set_wait(at_ctx* ctx, uint32_t may_block) {
+  if (!ctx) return st(Status::kInvalidArgument);
+  ctx->wait = may_block ? TreeLatch::Wait::kBlock : TreeLatch::Wait::kSpin;
+  return st(Status::kOk);
+}
 void at_ctx_free(at_ctx* ctx) { delete ctx; }
 uint32_t* at_ctx_result(at_ctx* ctx) { return ctx->result; }
 
@@ -184,8 +266,29 @@ at_tree* at_tree_new(uint32_t layout_config) {
   return t;
 }
 
+int32_t at_tree_share(at_tree* t) {
+  if (!t) return st(Status::kClosed);
+  // Phase 1: a store's page I/O belongs to the thread that opened it (docs/THREADS.md).
+  if (t->store) return st(Status::kInvalidArgument);
+  TreeLatchGuard g(t->latch, true, TreeLatch::Wait::kSpin);
+  if (t->closed) return st(Status::kClosed);
+  t->shared = true;
+  return st(Status::kOk);
+}
+
 void at_tree_free(at_tree* t) {
   if (!t) return;
+  if (t->shared) {
+    // Other threads may still call with this handle: wait for the calls in
+    // flight, drop the tree, keep the (small) struct as a closed tombstone.
+    TreeLatchGuard g(t->latch, true, TreeLatch::Wait::kSpin);
+    if (t->closed) return;
+    for (at_cursor* c : t->cursors) c->cur.detach();  // their owner stays: the tombstone
+    std::vector<at_cursor*>().swap(t->cursors);
+    t->own.reset();
+    t->closed = true;
+    return;
+  }
   for (at_cursor* c : t->cursors) {
     c->owner = nullptr;
     c->cur.detach();
@@ -195,43 +298,67 @@ void at_tree_free(at_tree* t) {
 
 int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value, uint32_t value_len) {
   if (!t) return st(Status::kClosed);
+  Held h(t, true, wait_of(c), nullptr);
+  if (!h.ok()) return st(Status::kClosed);
   return ret(t, c, t->tree.set({key, key_len}, {value, value_len}));
 }
 
 int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
+  Held h(t, false, wait_of(c), &c->rng);
+  if (!h.ok()) return st(Status::kClosed);
   ValueRef v;
-  Status s = t->tree.get({key, key_len}, &v);
+  Status s = run_read(h, [&](ReadMode* m) { return t->tree.get({key, key_len}, &v, m); });
   if (s != Status::kOk) {
     set_result(c, nullptr, 0, nullptr, 0, 0);
     return ret(t, c, s);
   }
   Slice out;
-  if (v.is_overflow()) trim_output(c);
+  if (v.is_overflow() || t->shared) trim_output(c);
   s = t->tree.read_value(v, &c->buf, &out);
+  // Shared with other threads, the page may change once the latch is released:
+  // the value leaves in the context's buffer (read_value put an overflow value there).
+  if (s == Status::kOk && t->shared && !v.is_overflow()) {
+    if (!adaptree::resize_checked(c->buf, out.len)) return st(Status::kOutOfMemory);
+    adaptree::copy_small(c->buf.data(), out.data, out.len);
+    out.data = c->buf.data();
+  }
   set_result(c, key, key_len, out.data, out.len, 0);
   return ret(t, c, s);
 }
 
 int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
-  return ret(t, c, t->tree.contains({key, key_len}));
+  Held h(t, false, wait_of(c), &c->rng);
+  if (!h.ok()) return st(Status::kClosed);
+  ValueRef v;
+  return ret(t, c, run_read(h, [&](ReadMode* m) { return t->tree.get({key, key_len}, &v, m); }));
 }
 
 int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
+  Held h(t, true, wait_of(c), nullptr);
+  if (!h.ok()) return st(Status::kClosed);
   return ret(t, c, t->tree.remove({key, key_len}));
 }
 
-double at_count(at_tree* t) { return t ? static_cast<double>(t->tree.count()) : 0.0; }
+double at_count(at_tree* t) {
+  if (!t) return 0.0;
+  Held h(t, false, TreeLatch::Wait::kSpin, nullptr);
+  return h.ok() ? static_cast<double>(t->tree.count()) : st(Status::kClosed);
+}
 
 int32_t at_clear(at_tree* t) {
   if (!t) return st(Status::kClosed);
+  Held h(t, true, TreeLatch::Wait::kSpin, nullptr);
+  if (!h.ok()) return st(Status::kClosed);
   return st(t->tree.clear());
 }
 
 int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count) {
   if (!t) return st(Status::kClosed);
+  Held h(t, true, wait_of(c), nullptr);
+  if (!h.ok()) return st(Status::kClosed);
   // A strictly ascending batch into an empty tree is bulk loaded (dense nodes).
   // Without memory for the two index arrays it goes one by one (which needs none).
   std::vector<Slice> keys, values;
@@ -281,6 +408,8 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
 
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) {
   if (!t) return st(Status::kClosed);
+  Held h(t, false, wait_of(c), &c->rng);
+  if (!h.ok()) return st(Status::kClosed);
   trim_output(c);
   Writer w{c->buf};
   const uint8_t* p = keys;
@@ -289,7 +418,8 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
     uint32_t kl;
     memcpy(&kl, p, 4);
     ValueRef v;
-    Status s = t->tree.get({p + 4, kl}, &v);
+    // A restart upgrades the latch for the rest of the batch: the values so far stay valid.
+    Status s = run_read(h, [&](ReadMode* m) { return t->tree.get({p + 4, kl}, &v, m); });
     if (s == Status::kOk) {
       s = append_value(t->tree, w, v);
       if (s != Status::kOk) return ret(t, c, s);
@@ -308,6 +438,8 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
 double at_delete_range(at_tree* t, at_ctx* c, const uint8_t* lo, uint32_t lo_len, const uint8_t* hi, uint32_t hi_len,
                        uint32_t flags) {
   if (!t) return st(Status::kClosed);
+  Held h(t, true, wait_of(c), nullptr);
+  if (!h.ok()) return st(Status::kClosed);
   uint64_t removed = 0;
   Status s = t->tree.delete_range({lo, lo_len}, flags & AT_RANGE_LO_NONE, flags & AT_RANGE_LO_EXCLUSIVE,
                                   {hi, hi_len}, flags & AT_RANGE_HI_NONE, flags & AT_RANGE_HI_EXCLUSIVE, &removed);
@@ -322,6 +454,8 @@ double at_delete_range(at_tree* t, at_ctx* c, const uint8_t* lo, uint32_t lo_len
 
 int32_t at_stats(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
+  Held h(t, true, wait_of(c), nullptr);  // rare: exclusive keeps the walk simple
+  if (!h.ok()) return st(Status::kClosed);
   // The walk reads every page: on an async store one may need fetching first.
   if (t->store) t->tree.store().begin_op();
   adaptree::TreeStats stats;
@@ -335,6 +469,8 @@ int32_t at_stats(at_tree* t, at_ctx* c) {
 
 int32_t at_check(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
+  Held h(t, true, wait_of(c), nullptr);
+  if (!h.ok()) return st(Status::kClosed);
   std::string err;
   Status s = t->tree.check(&err);
   if (t->store && t->tree.store().failure() == Status::kNeedPage) return ret(t, c, Status::kNeedPage);
@@ -345,6 +481,8 @@ int32_t at_check(at_tree* t, at_ctx* c) {
 
 at_cursor* at_cursor_new(at_tree* t) {
   if (!t) return nullptr;
+  Held h(t, true, TreeLatch::Wait::kSpin, nullptr);
+  if (!h.ok()) return nullptr;
   if (!adaptree::reserve_checked(t->cursors, t->cursors.size() + 1)) return nullptr;
   at_cursor* c = new (std::nothrow) at_cursor(t);
   if (!c) return nullptr;
@@ -355,7 +493,8 @@ at_cursor* at_cursor_new(at_tree* t) {
 void at_cursor_free(at_cursor* cur) {
   if (!cur) return;
   if (cur->owner) {
-    auto& v = cur->owner->cursors;
+    Held h(cur->owner, true, TreeLatch::Wait::kSpin, nullptr);
+    auto& v = cur->owner->cursors;  // empty once a shared tree is closed
     for (size_t i = 0; i < v.size(); i++)
       if (v[i] == cur) {
         v[i] = v.back();
@@ -366,24 +505,56 @@ void at_cursor_free(at_cursor* cur) {
   delete cur;
 }
 
+// A cursor's calls hold its tree's latch in the cursor's own read mode.
+class HeldCursor : public Held {
+ public:
+  HeldCursor(at_cursor* cur, TreeLatch::Wait w) : Held(cur->owner, false, w, &cur->rng), cur_(cur) {
+    cur->mode = *mode();
+  }
+  bool upgrade() {
+    bool ok = Held::upgrade();
+    cur_->mode.shared = false;
+    return ok;
+  }
+  ~HeldCursor() { cur_->mode.shared = false; }
+
+ private:
+  at_cursor* cur_;
+};
+
 int32_t at_cursor_seek(at_cursor* cur, const uint8_t* key, uint32_t key_len, uint32_t flags) {
   if (!cur || !cur->owner) return st(Status::kClosed);
-  return ret(cur->owner, nullptr, cur->cur.seek({key, key_len}, flags));
+  HeldCursor h(cur, TreeLatch::Wait::kSpin);
+  if (!h.ok()) return st(Status::kClosed);
+  Status s;
+  while ((s = cur->cur.seek({key, key_len}, flags)) == Status::kRestart)
+    if (!h.upgrade()) return st(Status::kClosed);
+  return ret(cur->owner, nullptr, s);
 }
 
 int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
+  HeldCursor h(cur, wait_of(c));
+  if (!h.ok()) return st(Status::kClosed);
   ValueRef v;
-  Status s = cur->cur.next(&c->key, &v);
+  Status s;
+  while ((s = cur->cur.next(&c->key, &v)) == Status::kRestart)
+    if (!h.upgrade()) return st(Status::kClosed);
   if (s != Status::kOk) {
     set_result(c, nullptr, 0, nullptr, 0, 0);
     return ret(cur->owner, c, s);
   }
   Slice out{};
   if (want_value) {
-    if (v.is_overflow()) trim_output(c);
+    bool shared = cur->owner->shared;
+    if (v.is_overflow() || shared) trim_output(c);
     s = cur->owner->tree.read_value(v, &c->buf, &out);
     if (s != Status::kOk) return ret(cur->owner, c, s);
+    if (shared && !v.is_overflow()) {  // as in at_get: out of the page before the latch goes
+      if (!adaptree::resize_checked(c->buf, out.len)) return st(Status::kOutOfMemory);
+      adaptree::copy_small(c->buf.data(), out.data, out.len);
+      out.data = c->buf.data();
+    }
   }
   set_result(c, c->key.data, c->key.len, out.data, out.len, 0);
   return st(Status::kOk);
@@ -392,6 +563,8 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
+  HeldCursor h(cur, wait_of(c));
+  if (!h.ok()) return st(Status::kClosed);
   trim_output(c);
   Writer w{c->buf};
   uint32_t n = 0;
@@ -401,7 +574,7 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     return st(Status::kNotFound);
   }
   Status err = Status::kOk;
-  Status s = cur->cur.for_each([&](const KeyBuffer& k, const ValueRef& v) {
+  auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
     uint8_t* p = w.room(4 + k.len);
     if (!p) {
       err = Status::kOutOfMemory;
@@ -418,7 +591,12 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     }
     n++;
     return n < max_records && w.used < max_bytes;
-  });
+  };
+  // A restart leaves the cursor to re-position after the last record written:
+  // the batch goes on from there, exclusive.
+  Status s;
+  while ((s = cur->cur.for_each(visit)) == Status::kRestart)
+    if (!h.upgrade()) return st(Status::kClosed);
   if (err != Status::kOk) return ret(cur->owner, c, err);
   if (s != Status::kOk && s != Status::kNotFound) return ret(cur->owner, c, s);
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), n);
@@ -426,6 +604,13 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
 }
 
 uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }
+
+int32_t at_debug_latch(at_tree* t, uint32_t hold) {
+  if (!t) return st(Status::kClosed);
+  if (hold) t->latch.lock_exclusive(TreeLatch::Wait::kSpin);
+  else t->latch.unlock_exclusive();
+  return st(Status::kOk);
+}
 
 }  // extern "C"
 
@@ -591,4 +776,11 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
 
 }  // extern "C"
 // bindings/internal.h: the core tree behind a handle, for bindings/inspect.cc.
-const adaptree::BTree* bindings_tree_of(const at_tree* t) { return t ? &t->tree : nullptr; }
+LatchedTree::LatchedTree(at_tree* t) : t_(t) {
+  if (!t) return;
+  t->latch.lock_exclusive(TreeLatch::Wait::kSpin);
+  if (!t->closed) tree_ = &t->tree;
+}
+LatchedTree::~LatchedTree() {
+  if (t_) t_->latch.unlock_exclusive();
+}

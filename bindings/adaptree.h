@@ -59,9 +59,25 @@ uint32_t* at_ctx_result(at_ctx* ctx); /* address of the 20-byte result block */
 /* The result block holds 32-bit offsets; native callers read the full pointers here. */
 const uint8_t* at_ctx_key_ptr(at_ctx* ctx);
 const uint8_t* at_ctx_value_ptr(at_ctx* ctx);
+/* How calls with this context wait for a tree's latch held by another thread
+ * (docs/THREADS.md): may_block 1 = spin briefly, then sleep (memory.atomic.wait32:
+ * workers, Node's main thread); 0 (the default) = only spin (the browser's main
+ * thread, where waiting traps). Calls without a context (at_count, at_clear,
+ * at_cursor_seek, cursors' creation) only spin. */
+int32_t at_ctx_set_wait(at_ctx* ctx, uint32_t may_block);
 
 /* Trees. layout_config is adaptree::LayoutConfig (0 baseline ... 7 adaptive). */
 at_tree* at_tree_new(uint32_t layout_config); /* 0 on bad config / OOM */
+/* Threads (mt build; docs/THREADS.md). Every call on a tree holds the tree's latch:
+ * shared by reads of an in-memory tree, exclusive by writes (and by every call on a
+ * store). at_tree_share marks an in-memory tree as used from other threads too: from
+ * then on values are copied into the context's buffer before the call returns, and
+ * at_tree_free (by one thread, when it is done: the creator) frees the tree but leaves a
+ * small closed record behind, so that any later call with the handle returns CLOSED
+ * instead of reading freed memory. INVALID_ARGUMENT for a store (phase 1: a store's
+ * page I/O belongs to the thread that opened it), CLOSED after at_tree_free. A cursor
+ * must be used by one thread at a time. */
+int32_t at_tree_share(at_tree* t);
 void at_tree_free(at_tree* t);
 
 int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value,
@@ -69,7 +85,7 @@ int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, cons
 int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len); /* value -> result */
 int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len);
 int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len);
-double at_count(at_tree* t);
+double at_count(at_tree* t); /* entries; CLOSED (-6) once a shared tree was freed (at_tree_share) */
 int32_t at_clear(at_tree* t);
 /* Applies count records in order; stops at the first error. result.aux = records applied. */
 int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count);
@@ -199,6 +215,10 @@ int32_t at_set_memory_limit(double bytes);
 double at_memory_limit(void);
 /* Bytes the heap could still hand out: free heap blocks plus the room below the limit. */
 double at_memory_available(void);
+/* Test-only: hold = 1 takes t's latch exclusive (spinning) and returns with it held;
+ * hold = 0 releases it. Lets a test keep a tree busy in one worker while another
+ * thread's call waits (the browser's main thread must spin, never sleep). */
+int32_t at_debug_latch(at_tree* t, uint32_t hold);
 /* Test-only: traps (wasm `unreachable`), as a bug would. */
 void at_debug_trap(void);
 /* A u32 in linear memory that the JavaScript runtime sets to 1 when a call trapped, so

@@ -386,23 +386,27 @@ int32_t deliver(Status s, const std::string& json, uint8_t* out, uint32_t cap) {
 extern "C" {
 
 uint32_t at_inspect_root(at_tree* t) {
-  const BTree* tree = bindings_tree_of(t);
+  LatchedTree held(t);
+  const BTree* tree = held.tree();
   return tree ? tree->root() : 0;
 }
 
 uint32_t at_inspect_height(at_tree* t) {
-  const BTree* tree = bindings_tree_of(t);
+  LatchedTree held(t);
+  const BTree* tree = held.tree();
   return tree ? tree->height() : 0;
 }
 
 int32_t at_inspect_page(at_tree* t, uint32_t page_id, uint8_t* out) {
-  const BTree* tree = bindings_tree_of(t);
+  LatchedTree held(t);
+  const BTree* tree = held.tree();
   if (!tree) return st(Status::kClosed);
   return st(tree->copy_page(page_id, out));
 }
 
 int32_t at_inspect_node(at_tree* t, uint32_t page_id, uint8_t* out, uint32_t cap) {
-  const BTree* tree = bindings_tree_of(t);
+  LatchedTree held(t);
+  const BTree* tree = held.tree();
   if (!tree) return st(Status::kClosed);
   std::string json;
   Status s = dump_node(*tree, page_id, &json);
@@ -410,7 +414,8 @@ int32_t at_inspect_node(at_tree* t, uint32_t page_id, uint8_t* out, uint32_t cap
 }
 
 int32_t at_inspect_tree(at_tree* t, uint8_t* out, uint32_t cap) {
-  const BTree* tree = bindings_tree_of(t);
+  LatchedTree held(t);
+  const BTree* tree = held.tree();
   if (!tree) return st(Status::kClosed);
   std::string json;
   Status s = dump_tree(*tree, &json);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: installs what it needs, builds,
-# then runs the native tests (Release, then Debug with ASan/UBSan), checks the
+# then runs the native tests (Release, then Debug with ASan/UBSan, then the threads
+# stress under ThreadSanitizer), checks the
 # wasm artifacts, runs the TypeScript tests against both wasm builds, the
 # benchmark helpers' unit tests, and the runtime tests (Deno, workerd, Chromium).
 set -euo pipefail
@@ -19,6 +20,11 @@ step "ctest: native core, Debug + ASan/UBSan (fewer differential operations)"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DADAPTREE_SANITIZE=ON -DADAPTREE_WASM=OFF >/dev/null
 cmake --build build/asan -j "$jobs" --target adaptree_core_tests
 ADAPTREE_DIFF_OPS="${ADAPTREE_ASAN_DIFF_OPS:-50000}" ADAPTREE_BIG_STORE_KEYS=100000 ctest --test-dir build/asan --output-on-failure -j "$jobs"
+
+step "native threads stress, ThreadSanitizer (several threads on one tree through the C ABI)"
+cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DADAPTREE_TSAN=ON -DADAPTREE_WASM=OFF >/dev/null
+cmake --build build/tsan -j "$jobs" --target adaptree_threads_test
+TSAN_OPTIONS="halt_on_error=1" ADAPTREE_THREAD_OPS="${ADAPTREE_TSAN_THREAD_OPS:-10000}" build/tsan/adaptree_threads_test
 
 if ls tests/fuzz/*.cc >/dev/null 2>&1; then
   step "libFuzzer: short run of each target"

@@ -5,7 +5,7 @@
 
 export const ALL_CONFIGS = ['baseline', 'prefix', 'heads', 'hints', 'fingerprint', 'semi-dense', 'fully-dense', 'adaptive'];
 export const PAPER_WORKLOADS = ['insert', 'lookup_zipf', 'lookup_uniform', 'scan', 'iterate'];
-export const SUITES = ['inmem', 'ablation', 'ycsb', 'density', 'persist-node', 'browser'];
+export const SUITES = ['inmem', 'ablation', 'ycsb', 'density', 'persist-node', 'browser', 'threads'];
 
 export const DESCRIPTIONS = {
   inmem: 'adaptree (wasm st and mt, through the TS API; native) vs js-map and sorted-btree: the paper\'s workloads on urls, wiki, dense, sparse',
@@ -14,6 +14,7 @@ export const DESCRIPTIONS = {
   density: 'dense-leaf sweep: N keys drawn from [0, N/density) (Figure 9)',
   'persist-node': 'persistent embedded stores in Node: adaptree on node files, lmdb, classic-level (and raw 4 KiB pread)',
   browser: 'headless Chromium, one module worker: raw IndexedDB, idb-keyval, browser-level, sqlite-wasm opfs-sahpool',
+  threads: 'one BTreeMap shared by 1 and 2 worker_threads (mt build) vs one thread (st, mt): lookups, inserts, 50/50 mix',
 };
 
 export function plan(suite, o) {
@@ -66,6 +67,11 @@ export function plan(suite, o) {
         native(d, { ...p, extra });
         child(d, 'adaptree-wasm', { ...p, extra });
       }
+      break;
+    }
+    case 'threads': {
+      jobs.push({ kind: 'threads', suite, dataset: 'hex-keys', impl: 'adaptree-wasm-mt', keys: o.keys ?? (q ? 100_000 : 1_000_000),
+        ops: q ? 400_000 : 2_000_000, rounds: q ? 3 : 5 });
       break;
     }
     case 'persist-node': {

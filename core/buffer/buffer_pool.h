@@ -54,7 +54,10 @@ class BufferPool {
   void attach(PageBackend* backend, uint32_t frames, PageId page_count, std::vector<PageId> free_ids);
   bool backed() const { return backend_ != nullptr; }
 
+  // Memory mode has no eviction and no failures: nothing to do, and so
+  // nothing written by reads that hold a tree latch shared (tree_latch.h).
   void begin_op() {
+    if (!backend_) return;
     epoch_++;
     failure_ = Status::kOk;
   }
@@ -66,7 +69,7 @@ class BufferPool {
   // further than its last attempt) keep every page they fixed; the pool
   // grows past its size for such an operation instead.
   void end_protection() {
-    if (!async_) epoch_++;
+    if (backend_ && !async_) epoch_++;
   }
   // kOk, or why a page() since begin_op() returned the poison frame;
   // missing_page() names the page for kNeedPage.

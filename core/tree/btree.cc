@@ -113,7 +113,7 @@ PageId BTree::descend_edge(bool rightmost) const {
 
 // ---------------------------------------------------------------- point operations
 
-Status BTree::get(Slice key, ValueRef* out) {
+Status BTree::get(Slice key, ValueRef* out, ReadMode* mode) {
   if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
   if (broken_ != Status::kOk) return broken_;
   if (!key.data) key.data = kEmpty;
@@ -135,7 +135,21 @@ Status BTree::get(Slice key, ValueRef* out) {
     }
     if (store_.failure() != Status::kOk) return store_.failure();
   }
-  if (cfg_.adaptive && static_cast<int8_t>(leaf[hdr::kCounter]) > 0) on_point_op_counted(id);
+  if (cfg_.adaptive) {
+    if (!mode) {
+      if (static_cast<int8_t>(leaf[hdr::kCounter]) > 0) on_point_op_counted(id);
+    } else if (mode->shared) {
+      if (!point_step_shared(leaf, *mode->rng)) {
+        mode->step = true;  // drawn: the exclusive run takes it
+        return Status::kRestart;
+      }
+    } else if (mode->step) {
+      mode->step = false;
+      point_step(id, leaf);
+    } else if (static_cast<int8_t>(leaf[hdr::kCounter]) > 0) {
+      on_point_op_counted(id);
+    }
+  }
   return leaf::lookup(leaf, key, out) ? Status::kOk : Status::kNotFound;
 }
 
@@ -398,18 +412,61 @@ void BTree::on_point_op_counted(PageId leaf) {
   if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
     return;
   if (rng_.next() >= kPointDecrementThreshold) return;
+  point_step(leaf, p);
+}
+
+void BTree::point_step(PageId leaf, uint8_t* p) {
+  if (static_cast<int8_t>(p[hdr::kCounter]) <= 0) return;
+  if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
+    return;
   if (--p[hdr::kCounter] == 0 && p[0] == static_cast<uint8_t>(PageTag::kBasicLeaf))
     convert_leaf(leaf, PageTag::kFingerprintLeaf);
 }
 
-void BTree::on_scan(PageId leaf) {
+// Other shared holders step the same counter at the same time: the counter
+// byte is only touched atomically while the latch is shared (the layout, the
+// tag, changes only under the exclusive latch).
+bool BTree::point_step_shared(uint8_t* p, XorShift32& rng) {
+  uint8_t* c = p + hdr::kCounter;
+  uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+  if (static_cast<int8_t>(v) <= 0) return true;
+  uint8_t tag = p[0];
+  if (tag != static_cast<uint8_t>(PageTag::kBasicLeaf) && tag != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
+    return true;
+  if (rng.next() >= kPointDecrementThreshold) return true;
+  for (;;) {
+    if (static_cast<int8_t>(v) <= 0) return true;
+    if (v == 1 && tag == static_cast<uint8_t>(PageTag::kBasicLeaf)) return false;
+    if (__atomic_compare_exchange_n(c, &v, static_cast<uint8_t>(v - 1), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return true;
+  }
+}
+
+bool BTree::on_scan(PageId leaf, ReadMode* mode) {
   uint8_t* p = page(leaf);
-  if (p[hdr::kCounter] >= kCounterMax) return;  // saturated or disabled (255)
-  if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
-    return;
-  if (rng_.next() >= kScanIncrementThreshold) return;
-  if (++p[hdr::kCounter] == kCounterMax && p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf))
-    convert_leaf(leaf, PageTag::kBasicLeaf);
+  bool fp = p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf);
+  if (!fp && p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf)) return true;
+  if (!mode || !mode->shared) {
+    bool drawn = mode && mode->step;  // a shared run drew this step already
+    if (mode) mode->step = false;
+    if (p[hdr::kCounter] >= kCounterMax) return true;  // saturated or disabled (255)
+    if (!drawn && rng_.next() >= kScanIncrementThreshold) return true;
+    if (++p[hdr::kCounter] == kCounterMax && fp) convert_leaf(leaf, PageTag::kBasicLeaf);
+    return true;
+  }
+  uint8_t* c = p + hdr::kCounter;
+  uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+  if (v >= kCounterMax) return true;
+  if (mode->rng->next() >= kScanIncrementThreshold) return true;
+  for (;;) {
+    if (v >= kCounterMax) return true;
+    if (v + 1 == kCounterMax && fp) {
+      mode->step = true;
+      return false;
+    }
+    if (__atomic_compare_exchange_n(c, &v, static_cast<uint8_t>(v + 1), true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return true;
+  }
 }
 
 unsigned BTree::extract(const uint8_t* src, unsigned slot, std::vector<RecordRef>* out) {
@@ -923,18 +980,34 @@ void BTree::fix_keyless_inner(Slice key) {
 
 // ---------------------------------------------------------------- cursor
 
-void Cursor::enter(PageId leaf, bool scan_start) {
+bool Cursor::enter(PageId leaf, bool scan_start) {
   // The operation counter steps once per scan (paper, section 5.1), on the
   // leaf where it starts: leaves reached by moving on, or by re-positioning
   // after a modification, belong to the same scan.
-  if (scan_start && t_->cfg_.adaptive) t_->on_scan(leaf);
+  if (scan_start && t_->cfg_.adaptive && !t_->on_scan(leaf, mode_)) {
+    restart_ = true;
+    return false;
+  }
   leaf_ = leaf;
   uint8_t* p = t_->page(leaf);
   // Lazy sorting before scans (paper, section 3.4).
   // The sorted image is kept (marked dirty): a cursor's positions refer to it,
   // and a clean frame could be dropped and reloaded unsorted.
-  if (p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf) && !FingerprintLeaf{p}.is_sorted())
+  if (p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf) && !FingerprintLeaf{p}.is_sorted()) {
+    if (mode_ && mode_->shared) {  // a shared holder changes no page
+      restart_ = true;
+      return false;
+    }
     FingerprintLeaf{t_->page_mut(leaf)}.sort();
+  }
+  return true;
+}
+
+Status Cursor::restart() {
+  restart_ = false;
+  // Positioned before: re-position from the last key returned (or the seek key).
+  if (state_ != kUnpositioned) version_ = t_->version_ - 1;
+  return Status::kRestart;
 }
 
 bool Cursor::settle_forward(int pos) {
@@ -951,7 +1024,7 @@ bool Cursor::settle_forward(int pos) {
     Fences f = fences_of(p);
     if (f.upper_inf) return false;
     fence_.assign(f.upper);
-    enter(t_->descend_after(fence_.slice()));
+    if (!enter(t_->descend_after(fence_.slice()))) return false;
     pos = 0;
   }
 }
@@ -971,7 +1044,7 @@ bool Cursor::settle_backward(int pos) {
     if (f.lower_inf) return false;
     fence_.assign(f.lower);
     BTree::Path path;
-    enter(t_->descend(fence_.slice(), &path));
+    if (!enter(t_->descend(fence_.slice(), &path))) return false;
     pos = static_cast<int>(leaf::positions(t_->page(leaf_))) - 1;
   }
 }
@@ -980,11 +1053,11 @@ Status Cursor::position(bool scan_start) {
   pending_advance_ = false;
   bool ok;
   if (anchor_edge_) {
-    enter(t_->descend_edge(reverse_), scan_start);
+    if (!enter(t_->descend_edge(reverse_), scan_start)) return Status::kRestart;
     ok = reverse_ ? settle_backward(INT_MAX) : settle_forward(0);
   } else {
     BTree::Path path;
-    enter(t_->descend(anchor_.slice(), &path), scan_start);
+    if (!enter(t_->descend(anchor_.slice(), &path), scan_start)) return Status::kRestart;
     bool exact;
     int pos = leaf::lower_bound(t_->page(leaf_), anchor_.slice(), &exact);
     if (!reverse_) {
@@ -995,6 +1068,7 @@ Status Cursor::position(bool scan_start) {
       ok = settle_backward(pos);
     }
   }
+  if (restart_) return Status::kRestart;
   state_ = ok ? kOnRecord : kEnd;
   version_ = t_->version_;
   return ok ? Status::kOk : Status::kNotFound;
@@ -1044,19 +1118,23 @@ Status Cursor::seek_attempt(Slice key, uint32_t flags) {
     anchor_.len = key.len;
     anchor_leaf_ = kInvalidPageId;
   }
-  return position(true);
+  Status s = position(true);
+  return s == Status::kRestart ? restart() : s;
 }
 
 Status Cursor::next_attempt(KeyBuffer* key, ValueRef* value) {
   if (state_ == kUnpositioned) {
     anchor_edge_ = true;
     reverse_ = false;
-    position(true);  // next() without seek() starts a scan from the first key
+    // next() without seek() starts a scan from the first key
+    if (position(true) == Status::kRestart) return restart();
   } else if (t_->version_ != version_) {
-    position(false);  // the tree changed: re-seek from the last key returned (or the seek key)
+    // the tree changed: re-seek from the last key returned (or the seek key)
+    if (position(false) == Status::kRestart) return restart();
   } else if (pending_advance_) {
     pending_advance_ = false;
     bool ok = reverse_ ? settle_backward(pos_ - 1) : settle_forward(pos_ + 1);
+    if (restart_) return restart();
     state_ = ok ? kOnRecord : kEnd;
     version_ = t_->version_;
   }

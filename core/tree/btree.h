@@ -19,6 +19,19 @@ namespace adaptree {
 class Cursor;
 struct SepList;  // bulk_load.cc
 
+// How a read runs (core/tree/tree_latch.h). Without one, or not shared, a
+// read may change pages as the paper's adaption does: the operation counter,
+// a conversion, the lazy sort of a fingerprint leaf. Under a shared latch it
+// must not: the counter steps atomically, and a step that would convert a
+// leaf (or a sort) changes nothing and returns kRestart; the caller then runs
+// the read again under the exclusive latch with the same ReadMode, whose
+// `step` makes that run take the step the shared one drew (no second draw).
+struct ReadMode {
+  bool shared = false;
+  bool step = false;
+  XorShift32* rng = nullptr;  // shared: the calling context's own random source
+};
+
 class BTree {
  public:
   static constexpr unsigned kMaxHeight = 64;
@@ -46,7 +59,7 @@ class BTree {
   // kOk, or the failure that left the tree in memory unusable.
   Status broken() const { return broken_; }
 
-  Status get(Slice key, ValueRef* out);
+  Status get(Slice key, ValueRef* out, ReadMode* mode = nullptr);
   Status contains(Slice key);
   // Upsert. Tree unchanged on error.
   Status set(Slice key, Slice value);
@@ -147,7 +160,15 @@ class BTree {
     if (static_cast<int8_t>(p[hdr::kCounter]) > 0) on_point_op_counted(leaf);
   }
   void on_point_op_counted(PageId leaf);
-  void on_scan(PageId leaf);
+  // The step itself, after a successful draw: count down, convert at zero.
+  void point_step(PageId leaf, uint8_t* p);
+  // Under a shared latch: the draw and the step without changing the layout;
+  // false (nothing changed) when the step must convert the leaf, which needs
+  // the exclusive latch.
+  static bool point_step_shared(uint8_t* p, XorShift32& rng);
+  // A scan starts on leaf: false (nothing changed) when, under a shared latch,
+  // the step must convert it.
+  bool on_scan(PageId leaf, ReadMode* mode);
 
   uint8_t leaf_flags() const;
   uint8_t inner_flags() const;
@@ -179,6 +200,11 @@ class BTree {
 class Cursor {
  public:
   explicit Cursor(BTree* tree) : t_(tree) {}
+  // The mode of the calls that follow (one batch call of the C ABI); nullptr:
+  // exclusive. Under a shared mode a call that must change a page (sort a
+  // fingerprint leaf, convert one) returns kRestart with the cursor left to
+  // re-position from its last key: run it again exclusive.
+  void set_mode(ReadMode* mode) { mode_ = mode; }
   // Flags as in bindings/adaptree.h: 1 reverse, 2 exclusive, 4 edge.
   Status seek(Slice key, uint32_t flags);
   // Reads the current record (key into *key, value reference) and advances.
@@ -203,10 +229,15 @@ class Cursor {
   Status position(bool scan_start);
   bool settle_forward(int pos);
   bool settle_backward(int pos);
-  // Makes leaf the current one; lazy-sorts fingerprint leaves.
-  void enter(PageId leaf, bool scan_start = false);
+  // Makes leaf the current one; lazy-sorts fingerprint leaves. False under a
+  // shared mode when the leaf must change first (restart_ is set).
+  bool enter(PageId leaf, bool scan_start = false);
+  // After an attempt that met restart_: re-position from the last key next time.
+  Status restart();
 
   BTree* t_;
+  ReadMode* mode_ = nullptr;
+  bool restart_ = false;
   uint64_t version_ = 0;
   PageId leaf_ = kInvalidPageId;
   int pos_ = 0;

@@ -17,6 +17,7 @@
 #include "bindings/adaptree.h"
 #include "core/buffer/storage.h"
 #include "core/config.h"
+#include "abi_helpers.h"
 #include "key_distributions.h"
 
 namespace adaptree {
@@ -25,20 +26,6 @@ void register_native_host(uint32_t io, Storage* s);  // bindings/native_host.cc
 
 namespace adaptree::testing {
 namespace {
-
-uint64_t env_or(const char* name, uint64_t def) {
-  const char* v = getenv(name);
-  return v && *v ? strtoull(v, nullptr, 10) : def;
-}
-
-const uint8_t* bytes(const std::string& s) { return reinterpret_cast<const uint8_t*>(s.data()); }
-
-std::string result_value(at_ctx* c) {
-  return std::string(reinterpret_cast<const char*>(at_ctx_value_ptr(c)), at_ctx_result(c)[3]);
-}
-std::string result_key(at_ctx* c) {
-  return std::string(reinterpret_cast<const char*>(at_ctx_key_ptr(c)), at_ctx_result(c)[1]);
-}
 
 struct Harness {
   at_tree* t;

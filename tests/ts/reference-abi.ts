@@ -104,6 +104,10 @@ export function referenceWasm(): AdaptreeWasm {
     at_ctx_result: (c) => ctxs.get(c)!.result,
     at_tree_new: (cfg) => { if (cfg > 7) return 0; const id = nextId++ * 16; trees.set(id, { keys: [], vals: [] }); return id; },
     at_tree_free: (t) => { trees.delete(t); },
+    // One thread only: nothing to share, nothing to wait for.
+    at_tree_share: () => -5,
+    at_ctx_set_wait: () => 0,
+    at_debug_latch: () => 0,
     at_set: (t, c, k, kl, v, vl) => {
       if (kl > MAX_KEY) return KEY_TOO_LARGE;
       put(trees.get(t)!, read(k, kl), read(v, vl));

@@ -70,6 +70,10 @@ export interface AbiExports {
   at_ctx_value_ptr(ctx: Ptr): Ptr;
   at_tree_new(layoutConfig: number): Ptr;
   at_tree_free(tree: Ptr): void;
+  /** Threads (docs/THREADS.md): marks a tree as used by other workers too. */
+  at_tree_share(tree: Ptr): number;
+  /** 1: calls with ctx may sleep waiting for a tree latch (workers); 0: only spin. */
+  at_ctx_set_wait(ctx: Ptr, mayBlock: number): number;
   at_set(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number, value: Ptr, valueLen: number): number;
   at_get(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number): number;
   at_has(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number): number;
@@ -103,6 +107,8 @@ export interface AbiExports {
   at_memory_available(): number;
   /** Test-only: traps. */
   at_debug_trap(): void;
+  /** Test-only: 1 takes a tree's latch exclusive and keeps it, 0 releases it. */
+  at_debug_latch(tree: Ptr, hold: number): number;
   /** Address of the poison word (a u32 set when a call trapped; shared by mt instances). */
   at_poison_word(): Ptr;
   // Inspection (bindings/inspect.cc): pages read as copies; JSON into a caller buffer.
@@ -116,11 +122,11 @@ export interface AbiExports {
 /** Names of all ABI functions, to verify a module at load time. */
 export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_abi_version', 'at_page_size', 'at_max_key_size', 'at_alloc', 'at_free', 'at_ctx_new',
-  'at_ctx_free', 'at_ctx_result', 'at_ctx_key_ptr', 'at_ctx_value_ptr', 'at_tree_new', 'at_tree_free', 'at_set', 'at_get', 'at_has',
+  'at_ctx_free', 'at_ctx_result', 'at_ctx_key_ptr', 'at_ctx_value_ptr', 'at_tree_new', 'at_tree_free', 'at_tree_share', 'at_ctx_set_wait', 'at_set', 'at_get', 'at_has',
   'at_remove', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
   'at_cursor_next_batch', 'at_atomic_add_u32', 'at_checksum',
-  'at_set_memory_limit', 'at_memory_limit', 'at_memory_available', 'at_debug_trap', 'at_poison_word',
+  'at_set_memory_limit', 'at_memory_limit', 'at_memory_available', 'at_debug_trap', 'at_debug_latch', 'at_poison_word',
   'at_inspect_root', 'at_inspect_height', 'at_inspect_page', 'at_inspect_node', 'at_inspect_tree',
 ];
 

@@ -37,6 +37,8 @@
  * | NotInitializedError   | AdaptreeError  | NOT_INITIALIZED   | BTreeMap constructed before `await init()`        |
  * | ReentrancyError       | AdaptreeError  | REENTRANT         | a codec or toJSON called into adaptree mid-call;  |
  * |                       |                |                   | a sync write while an async commit is written     |
+ * | ThreadsUnsupportedError | AdaptreeError | THREADS_UNSUPPORTED | share() where workers cannot share it: a store |
+ * |                       |                |                   | (phase 1, docs/THREADS.md) or a map on the st build |
  * | AdaptreeError         | Error          | INTERNAL          | unexpected core status                            |
  */
 import { Status } from './abi.js';
@@ -58,6 +60,7 @@ export type AdaptreeErrorCode =
   | 'NEED_PAGE'
   | 'NOT_INITIALIZED'
   | 'REENTRANT'
+  | 'THREADS_UNSUPPORTED'
   | 'INTERNAL';
 
 /** The brand every adaptree error carries; `Symbol.for` so that copies of the library agree. */
@@ -226,6 +229,15 @@ export class ReentrancyError extends AdaptreeError {
   declare readonly code: 'REENTRANT';
   constructor(message = 'a codec (or toJSON) called into adaptree during an adaptree call', options?: { cause?: unknown }) {
     super(message, 'REENTRANT', options);
+  }
+}
+
+/** `share()` of something workers cannot share (docs/THREADS.md): a persistent store (its
+ * page I/O belongs to the thread that opened it), or a map on the single-threaded build. */
+export class ThreadsUnsupportedError extends AdaptreeError {
+  declare readonly code: 'THREADS_UNSUPPORTED';
+  constructor(message = 'this cannot be shared with workers', options?: { cause?: unknown }) {
+    super(message, 'THREADS_UNSUPPORTED', options);
   }
 }
 

@@ -104,6 +104,7 @@ export {
   OutOfMemoryError,
   QuotaExceededError,
   ReentrancyError,
+  ThreadsUnsupportedError,
   ValueTooLargeError,
   isAdaptreeError,
   type AdaptreeErrorCode,
@@ -116,6 +117,7 @@ export { numberKey } from './encoding/number.js';
 export { bigintKey } from './encoding/bigint.js';
 export { tupleKey, type Tuple, type TupleElement } from './encoding/tuple.js';
 export { jsonValue, utf8Value, bytesValue } from './encoding/values.js';
+export type { SharedMapHandle, AttachMapOptions } from './threads.js';
 export {
   loadWasm,
   threadsAvailable,

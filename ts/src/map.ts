@@ -17,6 +17,7 @@
 import { LayoutConfig, Result, SeekFlags, RangeFlags, RANGE_NEED_PAGE, type LayoutName } from './abi.js';
 import type { AbiExports } from './abi.js';
 import type { AdaptreeWasm } from './wasm.js';
+import { attachMap, shareMap, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import {
   ClosedError,
   CorruptionError,
@@ -99,6 +100,9 @@ export const ATTACH_TREE: unique symbol = Symbol('adaptree.attachTree') as never
 export interface AttachTree {
   tree: number;
   onFree?: () => void;
+  /** The tree belongs to another map (a worker's attached map, threads.ts): free() releases
+   * this map's cursors, never the tree. */
+  borrowed?: boolean;
 }
 
 /** A key range. At most one lower bound (`gt`/`gte`) and one upper bound (`lt`/`lte`). */
@@ -418,6 +422,8 @@ interface Handle<K, V> {
   readonly encodeIntoKeys: boolean;
   /** Called once after the tree is freed (stores release their backend). */
   onFree: (() => void) | undefined;
+  /** AttachTree.borrowed: the tree is not this map's to free. */
+  readonly borrowed: boolean;
 }
 
 function freeHandle(h: Handle<unknown, unknown>): void {
@@ -427,7 +433,7 @@ function freeHandle(h: Handle<unknown, unknown>): void {
   h.cursors.clear();
   h.pool.length = 0;
   h.util = 0;
-  ex.at_tree_free(h.tree);
+  if (!h.borrowed) ex.at_tree_free(h.tree);
   h.tree = 0;
   h.mod++; // live iterators must notice (they throw ClosedError)
   const onFree = h.onFree;
@@ -469,7 +475,11 @@ const cursorRegistry: FinalizationRegistry<CursorRef> | undefined =
 
 function newCursor(h: Handle<unknown, unknown>): number {
   const c = h.rt.ex.at_cursor_new(h.tree);
-  if (c === 0) throw new OutOfMemoryError('out of wasm memory creating a cursor');
+  if (c === 0) {
+    // A shared map's owner freed the tree (threads.ts): that, not memory.
+    if (h.rt.ex.at_count(h.tree) < 0) throw new ClosedError('the shared map was freed by its owner');
+    throw new OutOfMemoryError('out of wasm memory creating a cursor');
+  }
   h.cursors.add(c);
   return c;
 }
@@ -852,6 +862,9 @@ export interface MapMembers<K, V> extends Omit<Map<K, V>, 'getOrInsert' | 'getOr
   set(key: K, value: V): this;
 }
 
+/** @internal threads.ts: the instance and tree address of a map. */
+export let treeOf: (m: BTreeMap<unknown, unknown>) => { wasm: AdaptreeWasm; tree: number };
+
 /**
  * An ordered map in wasm memory with the API of `Map`. Iteration is in key order (the
  * one documented difference); keys are compared by their encoding, so `bytes` and `tuple`
@@ -892,6 +905,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       wellFormedValues: venc === jsonValue,
       encodeIntoKeys: (kenc as unknown) === utf8Key && !rt.shared && ENCODE_INTO_VIEW,
       onFree: attach?.onFree,
+      borrowed: attach?.borrowed === true,
     };
     treeRegistry?.register(this, this.#h as Handle<unknown, unknown>, this.#h);
     if (entries !== undefined && entries !== null) {
@@ -908,7 +922,9 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
   get size(): number {
     const h = this.#h;
     if (h.tree === 0) throw new ClosedError();
-    return h.rt.ex.at_count(h.tree);
+    const n = h.rt.ex.at_count(h.tree);
+    if (n < 0) throw new ClosedError('the shared map was freed by its owner');
+    return n;
   }
 
   /** The value stored under `key`, or undefined. */
@@ -1205,6 +1221,26 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const msg = st === Status.CORRUPT && n > 0 ? readUtf8(rt.u8, p, p + n, rt.shared) : '';
     if (st === Status.CORRUPT) throw new CorruptionError(`invariant check failed${msg ? ': ' + msg : ''}`);
     throw fail(h as Handle<unknown, unknown>, st, 'checkInvariants');
+  }
+
+  /**
+   * Threads (docs/THREADS.md): a handle for `BTreeMap.attach()` in a worker, which then works
+   * on this same tree. Only for maps on the mt build (`await init({ threads: true })`); a
+   * persistent store throws ThreadsUnsupportedError. This map stays the owner: its free()
+   * frees the tree for every worker (their calls then throw ClosedError).
+   */
+  share(stackSize?: number): SharedMapHandle {
+    return shareMap(this as BTreeMap<unknown, unknown>, stackSize);
+  }
+
+  /** The map `share()` made a handle of, in this worker; same encodings (pass custom codecs
+   * again in `options`). Its free() detaches; only the sharing map frees the tree. */
+  static attach<K = string, V = unknown>(handle: SharedMapHandle, options?: AttachMapOptions<K, V>): Promise<BTreeMap<K, V>> {
+    return attachMap<K, V>(handle, options);
+  }
+
+  static {
+    treeOf = (m) => ({ wasm: m.#h.rt.wasm, tree: m.#h.tree });
   }
 
   /** Releases the tree and its cursors; later calls throw ClosedError. Idempotent. */

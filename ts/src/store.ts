@@ -50,6 +50,7 @@ import {
   ReentrancyError,
   errorFromStatus,
   isAdaptreeError,
+  ThreadsUnsupportedError,
 } from './errors.js';
 import {
   ATTACH_TREE,
@@ -218,6 +219,11 @@ type Async = { kind: 'async'; pages: AsyncStorePages };
  * `LockedError` (open elsewhere), `CorruptionError`, `IoError`, `QuotaExceededError`,
  * `ReadOnlyError` (after a failed commit), `ClosedError`. Reference: docs/STORE.md.
  */
+/** The error for stores and threads (phase 1). */
+function storeThreads(what: string): ThreadsUnsupportedError {
+  return new ThreadsUnsupportedError(`${what}: a persistent store cannot be shared with workers yet (docs/THREADS.md, phase 1); share an in-memory BTreeMap`);
+}
+
 export class BTreeStore<K = string, V = unknown> {
   readonly #map: BTreeMap<K, V>;
   readonly #wasm: AdaptreeWasm;
@@ -272,9 +278,21 @@ export class BTreeStore<K = string, V = unknown> {
    * if it is open elsewhere, CorruptionError for a file that is not an adaptree store or is
    * damaged beyond repair, IoError/QuotaExceededError from the storage.
    */
+  /** Not yet (docs/THREADS.md, phase 1: a store's page I/O belongs to the thread that opened
+   * it): throws ThreadsUnsupportedError. Share an in-memory BTreeMap instead. */
+  share(): never {
+    throw storeThreads('BTreeStore.share()');
+  }
+
+  /** Not yet (see share()): rejects with ThreadsUnsupportedError. */
+  static attach(_handle?: unknown): Promise<never> {
+    return Promise.reject(storeThreads('BTreeStore.attach()'));
+  }
+
   static async open<K = string, V = unknown>(pathOrOptions: string | StoreOptions<K, V>): Promise<BTreeStore<K, V>> {
     const options: StoreOptions<K, V> = typeof pathOrOptions === 'string' ? { path: pathOrOptions } : pathOrOptions;
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('BTreeStore.open: give a path or an options object');
+    if ('threads' in options) throw storeThreads('BTreeStore.open: threads');
     for (const name of Object.keys(options)) {
       if (!KNOWN.has(name)) throw new InvalidArgumentError(`BTreeStore.open: unknown option '${name}' (${[...KNOWN].join(', ')})`);
     }

@@ -218,6 +218,17 @@ function checkBudget(bytes: unknown): number {
   return bytes === Infinity ? 0 : bytes;
 }
 
+/** True where this thread may block in Atomics.wait (workers, Node's main thread); the
+ * browser's main thread throws. */
+export function mayBlock(): boolean {
+  try {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** True where shared wasm memory can be created and posted (mt possible). */
 export function threadsAvailable(): boolean {
   if (typeof SharedArrayBuffer === 'undefined') return false;
@@ -306,6 +317,9 @@ class Loaded implements AdaptreeWasm {
     this.ctx = exports.at_ctx_new();
     if (this.ctx === 0) throw new OutOfMemoryError('adaptree: out of wasm memory creating a context');
     this.result = exports.at_ctx_result(this.ctx);
+    // Waiting for a tree latch another worker holds (docs/THREADS.md): sleep where this
+    // thread may block, spin on the browser's main thread (waiting traps there).
+    if (build === 'mt') exports.at_ctx_set_wait(this.ctx, mayBlock() ? 1 : 0);
   }
 
   get maxMemory(): number {

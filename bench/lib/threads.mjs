@@ -1,0 +1,136 @@
+// The `threads` suite (docs/THREADS.md): one BTreeMap shared by 1 and 2 worker_threads on the
+// mt build, against the same workloads on one thread. Prints one JSON row per measurement
+// (README's bench format plus `workers`):
+//   adaptree-wasm     st build, the main thread of this process (workers: 1)
+//   adaptree-wasm-mt  mt build: the map is shared (map.share()) and 1 or 2 workers attach and
+//                     run the operations, split evenly; workers: 0 is the mt build on the main
+//                     thread without sharing (what a single-threaded user of mt pays)
+// Workloads: lookup (uniform random keys of a loaded map), insert (N new keys, random order,
+// into an empty map), mix (50% lookups, 50% writes of random keys). Time runs from releasing
+// the workers (they wait on an Atomics flag after attaching) until the last one is done.
+// Each measurement runs `rounds` times; the row is the median round.
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+
+const hex = (i) => ((Math.imul(i, 0x9e3779b1) >>> 0).toString(16).padStart(8, '0'));
+const key = (i) => `k${hex(i)}`;
+const value = (i) => `v${hex(i + 1)}`.slice(0, 8);
+
+function rng(seed) {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13; s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5; s >>>= 0;
+    return s;
+  };
+}
+
+/** Runs `ops` operations of `workload` on map; part `part` of `parts` (inserts take their slice of keys). */
+function run(map, workload, keys, ops, part, parts, seed) {
+  const next = rng(seed + part * 7919);
+  let found = 0;
+  if (workload === 'insert') {
+    // key i belongs to part i % parts; a scrambled order inside the part
+    for (let i = part; i < keys; i += parts) map.set(key(i), value(i));
+    return keys;
+  }
+  for (let n = 0; n < ops; n++) {
+    const i = next() % keys;
+    if (workload === 'mix' && (next() & 1)) map.set(key(i), value(n));
+    else if (map.get(key(i)) !== undefined) found++;
+  }
+  return found;
+}
+
+async function workerMain() {
+  const { BTreeMap } = await import('../../dist/index.js');
+  const { handle, flag, workload, keys, ops, part, parts, seed } = workerData;
+  const map = await BTreeMap.attach(handle);
+  const f = new Int32Array(flag);
+  Atomics.add(f, 1, 1); // attached
+  Atomics.notify(f, 1);
+  while (Atomics.load(f, 0) === 0) Atomics.wait(f, 0, 0);
+  run(map, workload, keys, ops, part, parts, seed);
+  map.free();
+  parentPort.postMessage('done');
+}
+
+function load(map, n) {
+  const batch = [];
+  for (let i = 0; i < n; i++) {
+    batch.push([key(i), value(i)]);
+    if (batch.length === 10000) { map.setMany(batch); batch.length = 0; }
+  }
+  map.setMany(batch);
+}
+
+async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed) {
+  const map = new BTreeMap(null, { wasm, values: 'utf8' });
+  if (workload !== 'insert') load(map, workload === 'mix' ? keys : keys);
+  const flag = new SharedArrayBuffer(8);
+  const f = new Int32Array(flag);
+  const ws = [];
+  const done = [];
+  for (let p = 0; p < workers; p++) {
+    const w = new Worker(new URL(import.meta.url), {
+      workerData: { handle: map.share(), flag, workload, keys, ops: Math.ceil(ops / workers), part: p, parts: workers, seed },
+    });
+    done.push(new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); }));
+    ws.push(w);
+  }
+  while (Atomics.load(f, 1) < workers) await new Promise((r) => setTimeout(r, 5));
+  const t0 = performance.now();
+  Atomics.store(f, 0, 1);
+  Atomics.notify(f, 0);
+  await Promise.all(done);
+  const seconds = (performance.now() - t0) / 1000;
+  await Promise.all(ws.map((w) => w.terminate()));
+  if (workload === 'insert' && map.size !== keys) throw new Error(`insert: ${map.size} keys, expected ${keys}`);
+  map.free();
+  return seconds;
+}
+
+function measureLocal(BTreeMap, wasm, workload, keys, ops, seed) {
+  const map = new BTreeMap(null, { wasm, values: 'utf8' });
+  if (workload !== 'insert') load(map, keys);
+  const t0 = performance.now();
+  run(map, workload, keys, ops, 0, 1, seed);
+  const seconds = (performance.now() - t0) / 1000;
+  map.free();
+  return seconds;
+}
+
+async function main() {
+  const p = JSON.parse(process.argv[2] ?? '{}');
+  const keys = p.keys ?? 200_000;
+  const ops = p.ops ?? 1_000_000;
+  const rounds = p.rounds ?? 3;
+  const seed = p.seed ?? 1;
+  const { BTreeMap, loadWasm } = await import('../../dist/index.js');
+  const st = await loadWasm();
+  const mt = await loadWasm({ threads: true });
+  if (mt.build !== 'mt') throw new Error('no mt build here (SharedArrayBuffer)');
+  const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
+  for (const workload of p.workloads ?? ['lookup', 'insert', 'mix']) {
+    const n = workload === 'insert' ? keys : ops;
+    const cases = [
+      ['adaptree-wasm', 1, () => measureLocal(BTreeMap, st, workload, keys, ops, seed)],
+      ['adaptree-wasm-mt', 0, () => measureLocal(BTreeMap, mt, workload, keys, ops, seed)],
+      ['adaptree-wasm-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed)],
+      ['adaptree-wasm-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed)],
+    ];
+    // Rounds rotate through the cases, so that machine noise hits them alike.
+    const times = cases.map(() => []);
+    for (let r = 0; r < rounds; r++) for (let c = 0; c < cases.length; c++) times[c].push(await cases[c][2]());
+    cases.forEach(([impl, workers], c) => {
+      const seconds = median(times[c]);
+      console.log(JSON.stringify({
+        dataset: 'hex-keys', workload, impl, config: 'adaptive', keys, ops: n, workers,
+        seconds: +seconds.toFixed(6), ops_per_sec: Math.round(n / seconds),
+      }));
+    });
+  }
+}
+
+if (isMainThread) main().catch((e) => { process.stderr.write(`threads bench: ${e.stack || e.message}\n`); process.exit(1); });
+else workerMain();

@@ -1,0 +1,171 @@
+// The tree latch: one reader-writer latch per tree, in the tree's own memory
+// (so in the mt build every worker on the shared WebAssembly.Memory sees the
+// same word). Phase 1 of workers sharing one index (docs/THREADS.md): every
+// call of the C ABI on a tree holds it for the length of the call, "shared"
+// for reads (any number at once) and "exclusive" for writes (alone). Phase 2
+// replaces it by optimistic lock coupling on the frames' state words
+// (core/buffer/frame.h) without changing the calls that take it.
+//
+// The word: bit 31 exclusive, bit 30 "a writer waits" (new shared holders
+// stand back, so a stream of readers cannot starve a writer), bits 0..29 the
+// number of shared holders. A shared holder that finds it must change a page
+// (the adaptive layout's conversion, the lazy sort of a fingerprint leaf)
+// changes nothing and answers Status::kRestart; the caller releases the
+// latch, takes it exclusive and runs the call again ("restart", as an
+// optimistic reader will in phase 2).
+//
+// Waiting: a bounded spin, then, where the caller may block, a futex wait on
+// the word (wasm: memory.atomic.wait32/notify; natively std::atomic::wait, or
+// yielding where the standard library has no wait). The browser's main
+// thread must never block (Atomics.wait throws there, and in wasm the wait
+// instruction traps): its contexts say Wait::kSpin and only spin.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#if !defined(__wasm__)
+#include <thread>
+#endif
+
+namespace adaptree {
+
+class TreeLatch {
+ public:
+  // How a caller waits once spinning did not get the latch.
+  enum class Wait : uint8_t { kSpin, kBlock };
+
+  static constexpr uint32_t kExclusive = 1u << 31;
+  static constexpr uint32_t kWriterWaits = 1u << 30;
+  static constexpr uint32_t kSharedMask = kWriterWaits - 1;
+
+  void lock_shared(Wait w) {
+    uint32_t v = word_.load(std::memory_order_relaxed);
+    for (unsigned spins = 0;;) {
+      if (!(v & (kExclusive | kWriterWaits))) {
+        if (word_.compare_exchange_weak(v, v + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
+        continue;
+      }
+      v = pause(v, &spins, w);
+    }
+  }
+  void unlock_shared() {
+    uint32_t v = word_.fetch_sub(1, std::memory_order_seq_cst) - 1;
+    if ((v & kSharedMask) == 0) wake();  // the last reader out: a waiting writer may go
+  }
+
+  void lock_exclusive(Wait w) {
+    uint32_t v = word_.load(std::memory_order_relaxed);
+    for (unsigned spins = 0;;) {
+      if ((v & ~kWriterWaits) == 0) {  // free (a writer-waits mark may be ours or another writer's)
+        if (word_.compare_exchange_weak(v, kExclusive, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
+        continue;
+      }
+      if (!(v & kWriterWaits)) {
+        // Readers hold it: ask new readers to stand back, then wait for these to leave.
+        if (!word_.compare_exchange_weak(v, v | kWriterWaits, std::memory_order_relaxed, std::memory_order_relaxed))
+          continue;
+        v |= kWriterWaits;
+      }
+      v = pause(v, &spins, w);
+    }
+  }
+  void unlock_exclusive() {
+    // Clears a writer-waits mark too: that writer sets it again if it must wait on.
+    word_.store(0, std::memory_order_seq_cst);
+    wake();
+  }
+
+  // For tests and assertions: the raw word.
+  uint32_t state() const { return word_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr unsigned kSpinLimit = 256;
+
+  static void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+
+  // One round of waiting while the word is v; returns the word as it is now.
+  uint32_t pause(uint32_t v, unsigned* spins, Wait w) {
+    if (*spins < kSpinLimit) {
+      ++*spins;
+      relax();
+      return word_.load(std::memory_order_relaxed);
+    }
+    if (w == Wait::kBlock) {
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      block(v);
+      sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+    } else {
+      yield();
+    }
+    return word_.load(std::memory_order_relaxed);
+  }
+
+  // Sleeps while the word is still v (returns at once if it is not).
+  void block(uint32_t v) {
+#if defined(__wasm__) && defined(__wasm_atomics__)
+    __builtin_wasm_memory_atomic_wait32(reinterpret_cast<int32_t*>(&word_), static_cast<int32_t>(v), -1);
+#elif !defined(__wasm__) && defined(__cpp_lib_atomic_wait)
+    word_.wait(v, std::memory_order_seq_cst);
+#else
+    (void)v;
+    yield();
+#endif
+  }
+
+  // Wakes the sleepers after the word changed. sleepers_ is read after the
+  // change (both sequentially consistent): a sleeper that registered too late
+  // to be seen here finds the word changed and does not sleep.
+  void wake() {
+    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+#if defined(__wasm__) && defined(__wasm_atomics__)
+    __builtin_wasm_memory_atomic_notify(reinterpret_cast<int32_t*>(&word_), ~0u);
+#elif !defined(__wasm__) && defined(__cpp_lib_atomic_wait)
+    word_.notify_all();
+#endif
+  }
+
+  static void yield() {
+#if !defined(__wasm__)
+    std::this_thread::yield();
+#else
+    relax();  // nothing to yield to inside a wasm call: spin on
+#endif
+  }
+
+  std::atomic<uint32_t> word_{0};
+  std::atomic<uint32_t> sleepers_{0};
+};
+
+// Holds the latch for one scope, in either mode; upgrade() trades shared for
+// exclusive (not atomically: the caller restarts what it did under shared).
+class TreeLatchGuard {
+ public:
+  TreeLatchGuard(TreeLatch& l, bool exclusive, TreeLatch::Wait w) : l_(l), w_(w), exclusive_(exclusive) {
+    if (exclusive) l.lock_exclusive(w);
+    else l.lock_shared(w);
+  }
+  ~TreeLatchGuard() {
+    if (exclusive_) l_.unlock_exclusive();
+    else l_.unlock_shared();
+  }
+  TreeLatchGuard(const TreeLatchGuard&) = delete;
+  TreeLatchGuard& operator=(const TreeLatchGuard&) = delete;
+  bool exclusive() const { return exclusive_; }
+  void upgrade() {
+    if (exclusive_) return;
+    l_.unlock_shared();
+    l_.lock_exclusive(w_);
+    exclusive_ = true;
+  }
+
+ private:
+  TreeLatch& l_;
+  TreeLatch::Wait w_;
+  bool exclusive_;
+};
+
+}  // namespace adaptree

@@ -1,0 +1,376 @@
+// Several threads on one tree through the C ABI (docs/THREADS.md, phase 1: the
+// tree latch). Each thread owns a key range that only it writes and shares a
+// range that every thread writes; the operations are mixed (set, remove, get,
+// get_many, set_many, delete_range, cursor scans) under the adaptive layout
+// configuration, with enough keys that leaves split, merge and change layout.
+// Checked as it runs: a thread's own keys always read exactly as its model
+// says (nobody else writes them), scans are strictly ascending and see each
+// own key in their range. Checked at the end: the invariant checker passes,
+// own keys equal each model, and every shared key holds what some thread did
+// to it last (its last value, or absent after its last remove).
+// ADAPTREE_THREAD_OPS sets the operations per thread (default 60000); the
+// ThreadSanitizer build (scripts/test.sh) runs fewer.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bindings/adaptree.h"
+#include "core/tree/tree_latch.h"
+#include "abi_helpers.h"
+
+namespace adaptree::testing {
+namespace {
+
+
+// Own keys: 'o', thread, 4-byte big-endian number (dense runs: the adaptive
+// configuration turns them into dense leaves). Shared keys: 's' and a number.
+std::string own_key(unsigned t, uint32_t i) {
+  std::string k = {'o', static_cast<char>('a' + t), 0, 0, 0, 0};
+  for (int b = 0; b < 4; b++) k[2 + b] = static_cast<char>(i >> (24 - 8 * b));
+  return k;
+}
+std::string shared_key(uint32_t i) { return "s" + std::to_string(100000 + i); }
+
+// A layout's node count in at_stats' JSON.
+uint64_t layout_count(const std::string& stats, const std::string& name) {
+  size_t at = stats.find("\"" + name + "\":");
+  return at == std::string::npos ? 0 : strtoull(stats.c_str() + at + name.size() + 3, nullptr, 10);
+}
+
+// Own values have one length, so that runs of own keys can become dense leaves.
+std::string fixed(uint64_t n) {
+  std::string v = std::to_string(n);
+  return std::string(10 - v.size(), '0') + v;
+}
+
+void put_u32(std::string& b, uint32_t v) { b.append(reinterpret_cast<const char*>(&v), 4); }
+
+constexpr uint32_t kOwnKeys = 6000, kSharedKeys = 3000;
+
+struct Worker {
+  unsigned id;
+  at_tree* tree;
+  uint64_t ops;
+  std::map<std::string, std::string> own;                      // exact
+  std::map<std::string, std::optional<std::string>> last;      // shared keys: this thread's last act
+  std::string failure;
+
+  void fail(const std::string& what) {
+    if (failure.empty()) failure = what;
+  }
+
+  void check_own(at_ctx* c, const std::string& k) {
+    int32_t s = at_get(tree, c, bytes(k), static_cast<uint32_t>(k.size()));
+    auto it = own.find(k);
+    if (it == own.end()) {
+      if (s != 1) fail("own key present that was removed");
+    } else if (s != 0 || result_value(c) != it->second) {
+      fail("own key lost or wrong");
+    }
+  }
+
+  void run() {
+    at_ctx* c = at_ctx_new();
+    at_ctx_set_wait(c, id % 2);  // half the threads sleep while they wait, half only spin
+    std::mt19937 rng(1234 + id);
+    for (uint64_t n = 0; n < ops && failure.empty(); n++) {
+      unsigned op = rng() % 100;
+      uint32_t oi = rng() % kOwnKeys, si = rng() % kSharedKeys;
+      if (op < 30) {  // set own
+        std::string k = own_key(id, oi), v = fixed(n);
+        if (at_set(tree, c, bytes(k), static_cast<uint32_t>(k.size()), bytes(v), static_cast<uint32_t>(v.size())) != 0)
+          fail("set own failed");
+        own[k] = v;
+      } else if (op < 45) {  // set shared
+        std::string k = shared_key(si), v = "w" + std::to_string(id) + ":" + std::to_string(n);
+        if (at_set(tree, c, bytes(k), static_cast<uint32_t>(k.size()), bytes(v), static_cast<uint32_t>(v.size())) != 0)
+          fail("set shared failed");
+        last[k] = v;
+      } else if (op < 55) {  // remove own
+        std::string k = own_key(id, oi);
+        int32_t s = at_remove(tree, c, bytes(k), static_cast<uint32_t>(k.size()));
+        if (s != (own.count(k) ? 0 : 1)) fail("remove own: wrong status");
+        own.erase(k);
+      } else if (op < 60) {  // remove shared
+        std::string k = shared_key(si);
+        int32_t s = at_remove(tree, c, bytes(k), static_cast<uint32_t>(k.size()));
+        if (s != 0 && s != 1) fail("remove shared failed");
+        last[k] = std::nullopt;
+      } else if (op < 80) {  // get own, get shared
+        check_own(c, own_key(id, oi));
+        std::string k = shared_key(si);
+        int32_t s = at_get(tree, c, bytes(k), static_cast<uint32_t>(k.size()));
+        if (s == 0 && result_value(c).empty()) fail("shared value empty");
+        if (s != 0 && s != 1) fail("get shared failed");
+      } else if (op < 86) {  // get_many over own keys
+        std::string batch;
+        std::vector<std::string> keys;
+        for (int i = 0; i < 16; i++) {
+          keys.push_back(own_key(id, (oi + i * 7) % kOwnKeys));
+          put_u32(batch, static_cast<uint32_t>(keys.back().size()));
+          batch += keys.back();
+        }
+        if (at_get_many(tree, c, bytes(batch), 16) != 0) {
+          fail("get_many failed");
+          continue;
+        }
+        const uint8_t* p = at_ctx_value_ptr(c);
+        for (auto& k : keys) {
+          uint32_t len;
+          memcpy(&len, p, 4);
+          p += 4;
+          auto it = own.find(k);
+          if (len == 0xFFFFFFFFu) {
+            if (it != own.end()) fail("get_many lost an own key");
+            continue;
+          }
+          if (it == own.end() || std::string(reinterpret_cast<const char*>(p), len) != it->second)
+            fail("get_many: own key wrong");
+          p += len;
+        }
+      } else if (op < 90) {  // set_many: a run of own keys
+        std::string batch;
+        uint32_t from = oi, cnt = 1 + rng() % 40;
+        std::vector<std::pair<std::string, std::string>> kv;
+        for (uint32_t i = 0; i < cnt && from + i < kOwnKeys; i++) {
+          kv.emplace_back(own_key(id, from + i), fixed(n + i));
+          put_u32(batch, 6);
+          batch += kv.back().first;
+          put_u32(batch, static_cast<uint32_t>(kv.back().second.size()));
+          batch += kv.back().second;
+        }
+        if (at_set_many(tree, c, bytes(batch), static_cast<uint32_t>(kv.size())) != 0) fail("set_many failed");
+        for (auto& [k, v] : kv) own[k] = v;
+      } else if (op < 92) {  // delete_range inside the own range
+        uint32_t hi = oi + rng() % 60;
+        std::string lo_k = own_key(id, oi), hi_k = own_key(id, hi);
+        double r = at_delete_range(tree, c, bytes(lo_k), 6, bytes(hi_k), 6, AT_RANGE_HI_EXCLUSIVE);
+        auto a = own.lower_bound(lo_k), b = own.lower_bound(hi_k);
+        if (r != static_cast<double>(std::distance(a, b))) fail("delete_range: wrong count");
+        own.erase(a, b);
+      } else {  // a scan over part of the own range, then into the next thread's range
+        scan(c, own_key(id, oi), 1 + rng() % 300, rng() % 2);
+      }
+      if (n % 4096 == 0) check_own(c, own_key(id, oi));
+    }
+    at_ctx_free(c);
+  }
+
+  // Batches of a cursor from `from`; between batches other threads change the tree.
+  void scan(at_ctx* c, const std::string& from, uint32_t max, bool batches) {
+    at_cursor* cur = at_cursor_new(tree);
+    if (!cur) return fail("cursor_new failed");
+    if (at_cursor_seek(cur, bytes(from), static_cast<uint32_t>(from.size()), 0) > 1) fail("seek failed");
+    std::string prev;
+    std::vector<std::string> seen;
+    uint32_t got = 0;
+    while (got < max) {
+      std::vector<std::pair<std::string, std::string>> recs;
+      if (batches) {
+        int32_t s = at_cursor_next_batch(cur, c, 7, 1 << 20, 1);
+        if (s == 1) break;
+        if (s != 0) return fail("next_batch failed");
+        const uint8_t* p = at_ctx_value_ptr(c);
+        for (uint32_t i = 0; i < at_ctx_result(c)[4]; i++) {
+          uint32_t kl, vl;
+          memcpy(&kl, p, 4);
+          std::string k(reinterpret_cast<const char*>(p + 4), kl);
+          memcpy(&vl, p + 4 + kl, 4);
+          recs.emplace_back(k, std::string(reinterpret_cast<const char*>(p + 8 + kl), vl));
+          p += 8 + kl + vl;
+        }
+      } else {
+        int32_t s = at_cursor_next(cur, c, 1);
+        if (s == 1) break;
+        if (s != 0) return fail("next failed");
+        recs.emplace_back(std::string(reinterpret_cast<const char*>(at_ctx_key_ptr(c)), at_ctx_result(c)[1]),
+                          result_value(c));
+      }
+      for (auto& [k, v] : recs) {
+        if (!prev.empty() && k <= prev) fail("scan not ascending");
+        prev = k;
+        got++;
+        if (k.size() == 6 && k[0] == 'o' && k[1] == static_cast<char>('a' + id)) {
+          auto it = own.find(k);
+          if (it == own.end() || it->second != v) fail("scan: own key wrong");
+          seen.push_back(k);
+        }
+      }
+    }
+    // Every own key between the seek key and the last key read was seen.
+    if (!prev.empty()) {
+      size_t i = 0;
+      for (auto it = own.lower_bound(from); it != own.end() && it->first <= prev; ++it, ++i)
+        if (i >= seen.size() || seen[i] != it->first) {
+          fail("scan skipped an own key");
+          break;
+        }
+    }
+    at_cursor_free(cur);
+  }
+};
+
+TEST(Threads, MixedOperationsOnOneTree) {
+  const unsigned kThreads = static_cast<unsigned>(env_or("ADAPTREE_THREADS", 4));
+  const uint64_t ops = env_or("ADAPTREE_THREAD_OPS", 60000);
+  at_tree* t = at_tree_new(7);  // adaptive
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(at_tree_share(t), 0);
+  std::vector<Worker> workers;
+  for (unsigned i = 0; i < kThreads; i++) workers.push_back(Worker{i, t, ops, {}, {}, {}});
+  std::vector<std::thread> threads;
+  for (auto& w : workers) threads.emplace_back([&w] { w.run(); });
+  for (auto& th : threads) th.join();
+  for (auto& w : workers) EXPECT_EQ(w.failure, "") << "thread " << w.id;
+
+  at_ctx* c = at_ctx_new();
+  int32_t ck = at_check(t, c);
+  EXPECT_EQ(ck, 0) << result_value(c);
+  // Own keys exactly, by a full scan; shared keys: what some thread did last.
+  std::map<std::string, std::string> content;
+  at_cursor* cur = at_cursor_new(t);
+  while (at_cursor_next(cur, c, 1) == 0)
+    content[std::string(reinterpret_cast<const char*>(at_ctx_key_ptr(c)), at_ctx_result(c)[1])] = result_value(c);
+  at_cursor_free(cur);
+  EXPECT_EQ(at_count(t), static_cast<double>(content.size()));
+  size_t expect_own = 0;
+  for (auto& w : workers) {
+    expect_own += w.own.size();
+    for (auto& [k, v] : w.own) {
+      auto it = content.find(k);
+      ASSERT_TRUE(it != content.end() && it->second == v) << "own key of thread " << w.id;
+    }
+  }
+  size_t shared_present = 0;
+  for (uint32_t i = 0; i < kSharedKeys; i++) {
+    std::string k = shared_key(i);
+    auto it = content.find(k);
+    bool touched = false, ok = false;
+    for (auto& w : workers) {
+      auto l = w.last.find(k);
+      if (l == w.last.end()) continue;
+      touched = true;
+      if (l->second ? (it != content.end() && it->second == *l->second) : it == content.end()) ok = true;
+    }
+    if (!touched) ok = it == content.end();
+    EXPECT_TRUE(ok) << "shared key " << k;
+    shared_present += it != content.end();
+  }
+  EXPECT_EQ(content.size(), expect_own + shared_present);
+  // The adaptive configuration changed layouts on the way (dense runs of own keys).
+  ASSERT_EQ(at_stats(t, c), 0);
+  std::string stats = result_value(c);
+  EXPECT_GT(layout_count(stats, "fully_dense_leaf") + layout_count(stats, "semi_dense_leaf"), 0u) << stats;
+  at_ctx_free(c);
+  at_tree_free(t);  // shared: leaves a closed record behind
+}
+
+// A freed shared tree answers CLOSED to every later call, from any thread.
+TEST(Threads, CallsAfterFreeAreClosed) {
+  at_tree* t = at_tree_new(7);
+  ASSERT_EQ(at_tree_share(t), 0);
+  at_ctx* c = at_ctx_new();
+  ASSERT_EQ(at_set(t, c, bytes(std::string("k")), 1, bytes(std::string("v")), 1), 0);
+  at_cursor* cur = at_cursor_new(t);
+  at_tree_free(t);
+  std::thread([&] {
+    at_ctx* c2 = at_ctx_new();
+    EXPECT_EQ(at_get(t, c2, bytes(std::string("k")), 1), -6);
+    EXPECT_EQ(at_set(t, c2, bytes(std::string("k")), 1, bytes(std::string("w")), 1), -6);
+    EXPECT_EQ(at_cursor_next(cur, c2, 1), -6);
+    EXPECT_EQ(at_tree_share(t), -6);
+    EXPECT_EQ(at_count(t), -6.0);
+    EXPECT_EQ(at_cursor_new(t), nullptr);
+    at_ctx_free(c2);
+  }).join();
+  at_cursor_free(cur);
+  at_tree_free(t);  // a second free is a no-op
+  at_ctx_free(c);
+}
+
+// The latch itself: exclusive holders exclude everyone, shared ones only writers,
+// and a waiting writer is not starved by a stream of readers.
+TEST(Threads, TreeLatchModes) {
+  TreeLatch l;
+  l.lock_shared(TreeLatch::Wait::kBlock);
+  l.lock_shared(TreeLatch::Wait::kSpin);
+  EXPECT_EQ(l.state(), 2u);
+  std::atomic<bool> in{false};
+  std::thread w([&] {
+    l.lock_exclusive(TreeLatch::Wait::kBlock);
+    in = true;
+    l.unlock_exclusive();
+  });
+  while (!(l.state() & TreeLatch::kWriterWaits)) std::this_thread::yield();
+  EXPECT_FALSE(in.load());
+  l.unlock_shared();
+  l.unlock_shared();
+  w.join();
+  EXPECT_TRUE(in.load());
+  EXPECT_EQ(l.state(), 0u);
+  uint64_t counter = 0;  // plain: the latch alone orders the increments
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 4; i++)
+    ts.emplace_back([&, i] {
+      for (int n = 0; n < 20000; n++) {
+        l.lock_exclusive(i % 2 ? TreeLatch::Wait::kBlock : TreeLatch::Wait::kSpin);
+        counter++;
+        l.unlock_exclusive();
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(counter, 80000u);
+}
+
+// Shared reads that must change a page restart exclusive: with one thread the
+// adaptive conversions still happen exactly as the core's own tests expect
+// (a basic leaf hammered by lookups becomes a fingerprint leaf; scans sort it).
+TEST(Threads, SharedReadsStillAdapt) {
+  at_tree* t = at_tree_new(7);
+  at_ctx* c = at_ctx_new();
+  // Keys with colliding heads (common 4-byte prefixes after the fence prefix) keep
+  // leaves comparison-based with a live counter.
+  for (int i = 0; i < 3000; i++) {
+    std::string k = "key-" + std::to_string(i * 7919 % 3000) + "-suffix", v = "v";
+    ASSERT_EQ(at_set(t, c, bytes(k), static_cast<uint32_t>(k.size()), bytes(v), 1), 0);
+  }
+  for (int r = 0; r < 40; r++)
+    for (int i = 0; i < 3000; i += 3) {
+      std::string k = "key-" + std::to_string(i) + "-suffix";
+      ASSERT_EQ(at_get(t, c, bytes(k), static_cast<uint32_t>(k.size())), 0);
+    }
+  ASSERT_EQ(at_stats(t, c), 0);
+  std::string stats = result_value(c);
+  EXPECT_GT(layout_count(stats, "fingerprint_leaf"), 0u) << stats;
+  at_cursor* cur = at_cursor_new(t);
+  std::string prev;
+  int n = 0;
+  while (at_cursor_next_batch(cur, c, 100, 1 << 20, 0) == 0) {
+    const uint8_t* p = at_ctx_value_ptr(c);
+    for (uint32_t i = 0; i < at_ctx_result(c)[4]; i++) {
+      uint32_t kl;
+      memcpy(&kl, p, 4);
+      std::string k(reinterpret_cast<const char*>(p + 4), kl);
+      EXPECT_LT(prev, k);
+      prev = k;
+      p += 8 + kl;
+      n++;
+    }
+  }
+  EXPECT_EQ(n, 3000);
+  EXPECT_EQ(at_check(t, c), 0) << result_value(c);
+  at_cursor_free(cur);
+  at_ctx_free(c);
+  at_tree_free(t);
+}
+
+}  // namespace
+}  // namespace adaptree::testing

@@ -1,0 +1,50 @@
+// Workers sharing one BTreeMap in headless Chromium, cross-origin isolated (docs/THREADS.md):
+// two module workers and the main thread run the stress of fixtures/threads-stress.mjs on
+// one map (content equals the model afterwards), and the main thread's call waits for a
+// latch a worker holds by spinning (waiting would trap on the main thread).
+import { describe, expect, it, beforeAll, afterAll } from 'vitest';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Server } from 'node:http';
+import { ARGS, CHROMIUM, isolatedServer, listen } from './browser-harness.js';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+describe.runIf(existsSync(CHROMIUM))('BTreeMap shared with browser workers (Chromium)', () => {
+  let server: Server;
+  let port = 0;
+  beforeAll(async () => {
+    if (!existsSync(join(repo, 'dist/index.js'))) throw new Error('dist/ is not built: scripts/build.sh wasm && scripts/build.sh ts');
+    server = isolatedServer(repo, ['/dist/', '/tests/ts/runtimes/threads/', '/tests/ts/fixtures/']);
+    port = await listen(server);
+  });
+  afterAll(() => server?.close());
+
+  it('stress from two workers and the main thread; the main thread spins on a held latch', async () => {
+    const { chromium } = await import('playwright-core');
+    const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+    try {
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(String(e)));
+      await page.goto(`http://127.0.0.1:${port}/tests/ts/runtimes/threads/index.html?ops=6000`);
+      await page.waitForFunction(() => (window as unknown as { __result?: unknown }).__result !== undefined, null, { timeout: 240_000 });
+      const r = (await page.evaluate(() => (window as unknown as { __result: unknown }).__result)) as {
+        error?: string;
+        crossOriginIsolated: boolean;
+        stress: { problems: string[]; size: number; build: string };
+        spin: { value: unknown; seenAfter: number };
+      };
+      expect(r.error).toBeUndefined();
+      expect(errors).toEqual([]);
+      expect(r.crossOriginIsolated).toBe(true);
+      expect(r.stress.build).toBe('mt');
+      expect(r.stress.problems).toEqual([]);
+      expect(r.stress.size).toBeGreaterThan(1000);
+      expect(r.spin).toEqual({ value: 'v', seenAfter: 4 });
+    } finally {
+      await browser.close();
+    }
+  }, 300_000);
+});

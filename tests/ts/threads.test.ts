@@ -1,0 +1,95 @@
+// Workers sharing one BTreeMap on the mt build (docs/THREADS.md, phase 1): Node
+// worker_threads each attach to a map the test thread shared and run mixed operations on
+// overlapping keys (fixtures/threads-stress.mjs) while the test thread runs them too;
+// afterwards the invariant checker passes and the content equals the workers' models.
+// Also: who frees the tree, calls after that (ClosedError, not a trap), and what cannot
+// be shared (st build, stores) fails typed.
+import { describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { BTreeMap, BTreeStore, loadWasm, threadsAvailable, type SharedMapHandle } from '../../ts/src/index.js';
+import { checkStress, runStress } from './fixtures/threads-stress.mjs';
+
+const WORKER = new URL('./fixtures/threads-worker.mjs', import.meta.url);
+
+function start(workerData: Record<string, unknown>): { worker: Worker; first: Promise<unknown> } {
+  const worker = new Worker(WORKER, { workerData });
+  const first = new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  return { worker, first };
+}
+
+describe.runIf(threadsAvailable())('BTreeMap shared with worker_threads', () => {
+  it('3 workers and the owner: mixed operations on overlapping keys, content equals the model', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<string, string>(null, { wasm });
+    const ops = Number(process.env.ADAPTREE_THREAD_OPS ?? 12000);
+    const workers = [1, 2, 3].map((id) => start({ handle: map.share(), id, ops, seed: 7 }));
+    // The owner works at the same time (synchronously; the workers run in parallel).
+    const mine = runStress(map, 0, ops, 7);
+    const results = [mine, ...((await Promise.all(workers.map((w) => w.first))) as (typeof mine)[])];
+    await Promise.all(workers.map((w) => w.worker.terminate()));
+    expect(checkStress(map, results)).toEqual([]);
+    const stats = map.stats();
+    // Enough keys that leaves split and changed layout on the way.
+    expect(stats.height).toBeGreaterThan(1);
+    map.free();
+  });
+
+  it('the owner frees the tree: calls from an attached map then throw ClosedError', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<string, string>([['k', 'v']], { wasm });
+    const { worker, first } = start({ handle: map.share(), closed: true });
+    await first;
+    expect(map.get('from-worker')).toBe('w');
+    map.free();
+    const answer = new Promise<{ codes: string[] }>((resolve) => worker.once('message', resolve));
+    worker.postMessage('go');
+    expect((await answer).codes).toEqual(['CLOSED', 'CLOSED', 'CLOSED', 'CLOSED']);
+    await worker.terminate();
+  });
+
+  it('an attached map detaches on free(): the owner and other attached maps go on', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<number, string>(null, { wasm, keys: 'number', values: 'utf8' });
+    const a = await BTreeMap.attach<number, string>(map.share());
+    const b = await BTreeMap.attach<number, string>(map.share());
+    expect(a.keyEncoding).toBe('number');
+    a.set(1, 'one');
+    a.free();
+    expect(() => a.get(1)).toThrow(expect.objectContaining({ code: 'CLOSED' }));
+    expect(b.get(1)).toBe('one');
+    expect(map.get(1)).toBe('one');
+    map.free();
+    expect(() => b.get(1)).toThrow(expect.objectContaining({ code: 'CLOSED' }));
+    b.free();
+  });
+
+  it('what cannot be shared fails typed: the st build, stores, foreign handles, custom codecs', async () => {
+    const st = await loadWasm();
+    const plain = new BTreeMap(null, { wasm: st });
+    expect(() => plain.share()).toThrow(expect.objectContaining({ code: 'THREADS_UNSUPPORTED' }));
+    expect(plain.size).toBe(0);
+    plain.free();
+    const wasm = await loadWasm({ threads: true });
+    const store = await BTreeStore.open({ path: `threads-${process.pid}`, storage: 'memory', wasm });
+    store.set('a', 1);
+    expect(() => store.share()).toThrow(expect.objectContaining({ code: 'THREADS_UNSUPPORTED' }));
+    await expect(BTreeStore.attach({})).rejects.toMatchObject({ code: 'THREADS_UNSUPPORTED' });
+    await expect(BTreeStore.open({ path: 'x', storage: 'memory', wasm, threads: true } as never)).rejects.toMatchObject({
+      code: 'THREADS_UNSUPPORTED',
+    });
+    expect(store.get('a')).toBe(1); // nothing lost
+    await store.close();
+    await expect(BTreeMap.attach({} as SharedMapHandle)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const custom = new BTreeMap<string, string>(null, {
+      wasm,
+      values: { encode: (v: string) => new TextEncoder().encode(v), decode: (b: Uint8Array) => new TextDecoder().decode(b) },
+    });
+    const h = custom.share();
+    expect(h.values).toBe('custom');
+    await expect(BTreeMap.attach(h)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    custom.free();
+  });
+});
