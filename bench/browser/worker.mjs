@@ -5,7 +5,7 @@ import { createStore, setMany, set, get, getMany, clear } from 'idb-keyval';
 import { BrowserLevel } from 'browser-level';
 import sqlite3InitModule from '@sqlite.org/sqlite-wasm';
 import { SplitMix64 } from '../lib/rng.mjs';
-import { makeRecords, timedAsync } from '../lib/records.mjs';
+import { makeRecords } from '../lib/records.mjs';
 import { init, BTreeStore, indexedDBStorage } from '../../dist/index.js';
 
 const post = (m) => self.postMessage(m);
@@ -36,8 +36,8 @@ async function opfsBytes(dir, file) {
  * `raw-opfs`, the physical reference for adaptree-opfs, on sync access handles in this worker:
  * `write_flush` appends a 4 KiB page to a file and flush()es it (the least a one-put commit
  * costs); `read_random` reads 4 KiB at a random page offset of a file as large as the store's
- * data file (the least a cold point read costs). Both run in rounds alternating with the
- * adaptree workload they are the reference for (see `paired` below).
+ * data file (the least a cold point read costs). Both are measured interleaved with the
+ * stores' put_autocommit and get_cold (see `interleave`).
  */
 async function rawOpfs(seed) {
   const dirName = 'bench-raw-opfs';
@@ -62,27 +62,6 @@ async function rawOpfs(seed) {
     readRandom() { if (data.read(page, { at: rng.nextBelow(pages) * 4096 }) !== 4096) throw new Error('raw-opfs: short read'); },
     async close() { logFile.close(); data?.close(); await removeOpfs(dirName); },
   };
-}
-
-/**
- * Runs `a` and its reference `b` in alternating rounds of 16 operations until `a` has done
- * `count` (or the budget is spent), timing each side alone: on this shared machine the disk's
- * flush latency moves several-fold within a minute, and a ratio of two workloads measured
- * minutes apart would mostly measure that.
- */
-async function paired(count, budgetSec, a, b) {
-  const deadline = performance.now() + budgetSec * 1000;
-  const A = { ops: 0, seconds: 0 }, B = { ops: 0, seconds: 0 };
-  while (A.ops < count && performance.now() < deadline) {
-    const k = Math.min(16, count - A.ops);
-    for (const [side, f] of [[A, a], [B, b]]) {
-      const t0 = performance.now();
-      for (let j = 0; j < k; j++) await f(side.ops + j);
-      side.seconds += (performance.now() - t0) / 1000;
-      side.ops += k;
-    }
-  }
-  return [A, B];
 }
 
 async function usage() {
@@ -174,14 +153,13 @@ const STORES = {
   // adaptree's BTreeStore on OPFS sync access handles, inside this (dedicated module) worker:
   // the whole API is synchronous there (docs/STORE.md, "OPFS in the browser"). utf8 keys,
   // bytes values, the default 64 MiB pool; one commit per batch (setMany) and per put.
-  async 'adaptree-opfs'(P) {
+  async 'adaptree-opfs'() {
     await adaptreeReady();
     const dir = 'bench-adaptree-opfs';
     await removeOpfs(dir);
     const path = dir + '/store';
     const open = (poolSize) => BTreeStore.open({ path, storage: 'opfs', keys: 'utf8', values: 'bytes', poolSize });
     let s = await open(POOL);
-    const raw = await rawOpfs(P.seed);
     return {
       config: 'opfs sync access handles in the worker, 64 MiB pool, one flush per commit',
       async putBatch(ks, vs) { s.setMany(ks.map((k, i) => [k, vs[i]])); await s.commit(); },
@@ -190,18 +168,15 @@ const STORES = {
       async getMany(ks) { return s.getMany(ks); },
       async scan(k, n) { let c = 0; for (const e of s.entries({ gte: k, limit: n })) if (e[1]) c++; return c; },
       stats: () => s.stats(),
-      reference: { impl: 'raw-opfs', config: raw.config, put_autocommit: ['write_flush', () => raw.writeFlush()], get_cold: ['read_random', () => raw.readRandom()] },
-      // Cold reads: closed (the pool is gone), reopened with a pool a tenth of the files; the
-      // raw reads get a file as large as the data file.
+      // Cold reads: closed (the pool is gone), reopened with a pool a tenth of the files.
       async reopenSmall() {
         await s.close();
         const fileBytes = await opfsBytes(dir);
         const poolBytes = Math.max(MIN_POOL, Math.floor(fileBytes / 10));
         s = await open(poolBytes);
-        const rawBytes = await raw.prepareReads(await opfsBytes(dir, 'store'));
-        return { fileBytes, poolBytes, reference: { file_bytes: rawBytes } };
+        return { fileBytes, poolBytes, dataBytes: await opfsBytes(dir, 'store') };
       },
-      async close() { await s.close(); await raw.close(); },
+      async close() { await s.close(); },
       bytesAfterClose: () => opfsBytes(dir),
     };
   },
@@ -244,135 +219,198 @@ const STORES = {
         return { fileBytes, poolBytes };
       },
       // bytes_per_record: the page images (what the store holds); usage_bytes_per_record: the
-      // origin's usage growth, IndexedDB's own overhead included (as for the other IDB stores)
+      // origin's usage growth while loading, IndexedDB's own overhead included (as for the
+      // other IndexedDB stores)
+      usageToo: true,
       async close() { pageBytes = s.stats().fileBytes; await s.close(); },
       bytesAfterClose: async () => pageBytes,
-      usageToo: true,
     };
     return db;
   },
 };
 
-async function runStore(name, P) {
-  const n = P.records;
+/**
+ * Runs one workload on several stores side by side: each store in turn runs operations for a
+ * slice of SLICE_MS, round after round, until it has done `count` or spent `budgetSec` of its
+ * own time. On this shared machine the load moves several-fold within a minute; stores run
+ * one after another would compare the load at different moments, interleaved they share it.
+ * parts: [{ op: async (i) => void }]; each gets res = { ops, seconds }.
+ */
+const SLICE_MS = 25;
+async function interleave(parts, count, budgetSec) {
+  for (const p of parts) p.res = { ops: 0, seconds: 0 };
+  let active = parts.filter((p) => !p.failed);
+  while (active.length) {
+    for (const p of active) {
+      const t0 = performance.now(), end = t0 + SLICE_MS;
+      let done = p.res.ops;
+      try {
+        while (done < count) {
+          await p.op(done);
+          done++;
+          if (performance.now() > end) break;
+        }
+      } catch (e) {
+        p.failed = e;
+      }
+      p.res.seconds += (performance.now() - t0) / 1000;
+      p.res.ops = done;
+    }
+    active = active.filter((p) => !p.failed && p.res.ops < count && p.res.seconds < budgetSec);
+  }
+}
+
+async function runSuite(P) {
+  const n = P.records, B = 1000;
   const { keys, value } = makeRecords(n + 2 * P.autocommit, P.seed);
   const vals = keys.map((_, i) => value(i));
   const rng = new SplitMix64(P.seed * 1000 + 51);
-  const u0 = await usage();
-  const db = await STORES[name](P);
-  const rows = [], refRows = [];
-  let stored = n;
+  const info = {};
+  const slots = [];
+  for (const name of P.impls) {
+    try {
+      const db = await STORES[name](P);
+      slots.push({ name, db, rows: [], stored: n, miss: 0, usageBytes: 0 });
+      if (db.sqliteVersion) info.sqlite = db.sqliteVersion;
+    } catch (e) {
+      post({ skip: name, reason: 'open failed: ' + String(e?.message || e) });
+    }
+  }
+  const live = () => slots.filter((x) => !x.failed);
+  const fail = (x, e) => { x.failed = true; post({ skip: x.name, reason: String(e?.message || e) }); };
   const row = (impl, config, workload, res, extra) => ({ suite: P.suite, dataset: P.dataset, workload, impl, config, keys: n, ops: res.ops,
     seconds: +res.seconds.toFixed(6), ops_per_sec: +(res.ops / res.seconds).toFixed(1), ...extra });
   const say = (r) => log(`${r.impl} ${r.workload}: ${Math.round(r.ops_per_sec)} ops/s (${r.ops} ops, ${r.seconds.toFixed(2)} s)`);
   // adaptree rows also carry the store's I/O per operation (stats() before and after)
-  const io = (before, ops) => {
-    if (!before) return {};
-    const after = db.stats();
-    const per = (x) => +((after[x] - before[x]) / ops).toFixed(3);
+  const io = (x, before, ops) => {
+    if (!before || !ops) return {};
+    const after = x.db.stats();
+    const per = (f) => +((after[f] - before[f]) / ops).toFixed(3);
     return { reads_per_op: per('reads'), writes_per_op: per('writes'), syncs_per_op: per('syncs'), misses_per_op: per('misses') };
   };
-  // Runs a workload; where the store names a physical reference for it (db.reference), the
-  // two alternate (paired) and the reference's row is emitted too.
-  const measured = async (workload, count, op, extra = {}) => {
-    const before = db.stats?.();
-    const ref = db.reference?.[workload];
-    let res, refRes;
-    if (ref) [res, refRes] = await paired(count, P.budgetSec * 2, op, ref[1]);
-    else res = await timedAsync(count, P.budgetSec, op);
-    const r = row(name, db.config, workload, res, { ...extra, ...io(before, res.ops) });
-    rows.push(r);
-    say(r);
-    if (ref) {
-      const rr = row(db.reference.impl, `${db.reference.config}; rounds of 16 alternating with ${name} ${workload}`, ref[0], refRes, extra.reference ?? {});
-      refRows.push(rr);
-      say(rr);
+  // One workload on the given stores (and reference parts), interleaved; rows for each.
+  const measure = async (workload, xs, count, opOf, { refs = [], extra = () => ({}), scale = 1 } = {}) => {
+    const parts = xs.map((x) => ({ x, op: opOf(x), before: x.db.stats?.() }));
+    await interleave([...parts, ...refs], count, P.budgetSec);
+    for (const p of parts) {
+      if (p.failed) { fail(p.x, p.failed); continue; }
+      const res = { ops: Math.min(p.res.ops * scale, count * scale), seconds: p.res.seconds };
+      const r = row(p.x.name, p.x.db.config, workload, res, { ...extra(p.x), ...io(p.x, p.before, res.ops) });
+      p.x.rows.push(r);
+      say(r);
     }
-    return res;
+    for (const p of refs) {
+      if (p.failed) throw p.failed;
+      const r = row(p.impl, p.config, p.workload, p.res, p.extra ?? {});
+      p.rows.push(r);
+      say(r);
+    }
   };
-  const B = 1000;
+
+  // put_tx1000: the load, batch by batch in turn (each store's batches timed alone); the
+  // IndexedDB stores' size is the growth of the origin's usage over their own batches
   {
-    const before = db.stats?.();
-    const t0 = performance.now();
+    const res = new Map(slots.map((x) => [x, { ops: 0, seconds: 0, before: x.db.stats?.() }]));
     for (let i = 0; i < n; i += B) {
-      await db.putBatch(keys.slice(i, i + B), vals.slice(i, i + B));
-      if ((i / B) % 20 === 19) log(`${name}: loaded ${i + B} of ${n}`);
+      for (const x of live()) {
+        const measureUsage = x.db.bytes == null && !x.db.bytesAfterClose || x.db.usageToo;
+        const u0 = measureUsage ? await usage() : null;
+        const t0 = performance.now();
+        try {
+          await x.db.putBatch(keys.slice(i, i + B), vals.slice(i, i + B));
+        } catch (e) { fail(x, e); continue; }
+        const r = res.get(x);
+        r.seconds += (performance.now() - t0) / 1000;
+        r.ops += Math.min(B, n - i);
+        if (measureUsage) { const u1 = await usage(); if (u0 != null && u1 != null) x.usageBytes += u1 - u0; }
+      }
+      if ((i / B) % 20 === 19) log(`loaded ${i + B} of ${n} records into each store`);
     }
-    const res = { ops: n, seconds: (performance.now() - t0) / 1000 };
-    const r = row(name, db.config, 'put_tx1000', res, io(before, n));
-    rows.push(r);
-    say(r);
+    for (const x of live()) {
+      const r = res.get(x);
+      x.rows.push(row(x.name, x.db.config, 'put_tx1000', r, io(x, r.before, n)));
+      say(x.rows[x.rows.length - 1]);
+    }
   }
-  const ac = await measured('put_autocommit', P.autocommit, (i) => db.putOne(keys[n + i], vals[n + i]));
-  stored += ac.ops;
+
+  const raw = live().some((x) => x.name === 'adaptree-opfs') ? await rawOpfs(P.seed) : null;
+  const rawRows = [];
+  const rawPart = (workload, op, extra) => ({ impl: 'raw-opfs', config: `${raw.config}, interleaved with the stores' ${workload === 'write_flush' ? 'put_autocommit' : 'get_cold'}`, workload, op, extra, rows: rawRows });
+
+  // put_autocommit: one put and one commit each (new keys), with raw OPFS write+flush pairs
+  await measure('put_autocommit', live(), P.autocommit, (x) => (i) => x.db.putOne(keys[n + i], vals[n + i]),
+    { refs: raw ? [rawPart('write_flush', () => raw.writeFlush())] : [] });
+  for (const x of live()) x.stored += x.rows.find((r) => r.workload === 'put_autocommit')?.ops ?? 0;
+
   const idx = Uint32Array.from({ length: P.gets }, () => rng.nextBelow(n));
-  let miss = 0;
-  await measured('get', P.gets, async (i) => { if ((await db.get(keys[idx[i]])) == null) miss++; });
-  {
-    const before = db.stats?.();
-    const gm = await timedAsync(Math.max(1, Math.floor(P.gets / B)), P.budgetSec, async (j) => {
-      const vs = await db.getMany(Array.from(idx.subarray(j * B, (j + 1) * B), (x) => keys[x]));
-      for (const v of vs) if (v == null) miss++;
-    });
-    gm.ops = Math.min(gm.ops * B, P.gets);
-    const r = row(name, db.config, 'get_batch1000', gm, io(before, gm.ops));
-    rows.push(r);
-    say(r);
+  await measure('get', live(), P.gets, (x) => async (i) => { if ((await x.db.get(keys[idx[i]])) == null) x.miss++; });
+  await measure('get_batch1000', live(), Math.max(1, Math.floor(P.gets / B)), (x) => async (j) => {
+    const vs = await x.db.getMany(Array.from(idx.subarray(j * B, (j + 1) * B), (k) => keys[k]));
+    for (const v of vs) if (v == null) x.miss++;
+  }, { scale: B });
+
+  const sorted = keys.slice(0, n).sort();
+  const starts = Uint32Array.from({ length: P.scans }, () => rng.nextBelow(n));
+  const scanned = new Map();
+  const scanWith = (f) => (x) => async (i) => { scanned.set(x, (scanned.get(x) ?? 0) + (await f(x)(sorted[starts[i]], 50))); };
+  await measure('scan50', live().filter((x) => x.db.scan), P.scans, scanWith((x) => x.db.scan), { extra: (x) => ({ records: scanned.get(x) }) });
+  for (const x of live().filter((y) => y.db.scanAll)) {
+    scanned.delete(x);
+    await measure(x.db.scanAllName, [x], P.scans, scanWith((y) => y.db.scanAll), { extra: (y) => ({ records: scanned.get(y) }) });
   }
-  if (db.scan) {
-    const sorted = keys.slice(0, n).sort();
-    let records = 0;
-    const before = db.stats?.();
-    const sc = await timedAsync(P.scans, P.budgetSec, async () => { records += await db.scan(sorted[rng.nextBelow(n)], 50); });
-    rows.push(row(name, db.config, 'scan50', sc, { records, ...io(before, sc.ops) }));
-    say(rows[rows.length - 1]);
-    if (db.scanAll) {
-      records = 0;
-      const sa = await timedAsync(P.scans, P.budgetSec, async () => { records += await db.scanAll(sorted[rng.nextBelow(n)], 50); });
-      rows.push(row(name, db.config, db.scanAllName, sa, { records }));
-      say(rows[rows.length - 1]);
-    }
-  }
-  if (db.relaxed) {
+
+  for (const x of live().filter((y) => y.db.relaxed)) {
     const base = n + P.autocommit;
-    await db.relaxed.begin(keys.slice(base, base + P.autocommit));
-    const rx = await measured('put_autocommit_relaxed', P.autocommit, (i) => db.relaxed.putOne(keys[base + i], vals[base + i]));
-    stored += rx.ops;
+    await x.db.relaxed.begin(keys.slice(base, base + P.autocommit));
+    await measure('put_autocommit_relaxed', [x], P.autocommit, (y) => (i) => y.db.relaxed.putOne(keys[base + i], vals[base + i]));
+    x.stored += x.rows.find((r) => r.workload === 'put_autocommit_relaxed')?.ops ?? 0;
   }
-  if (db.reopenSmall) {
-    // cold reads: the store closed (its pool dropped) and reopened with a pool a tenth of its
-    // files (1 MiB at least), then point reads of random present keys (other keys than `get`'s)
-    const { fileBytes, poolBytes, reference } = await db.reopenSmall();
-    const cidx = Uint32Array.from({ length: P.gets }, () => rng.nextBelow(n));
-    await measured('get_cold', P.gets, async (i) => { if ((await db.get(keys[cidx[i]])) == null) miss++; },
-      { pool_bytes: poolBytes, file_bytes: fileBytes, data_to_pool: +(fileBytes / poolBytes).toFixed(2), reference });
+
+  // get_cold: each adaptree store closed (its pool dropped) and reopened with a pool a tenth
+  // of its files (1 MiB at least), then point reads of random present keys (not get's);
+  // interleaved with raw 4 KiB reads of a file as large as adaptree-opfs's data file
+  const cold = live().filter((x) => x.db.reopenSmall);
+  const coldInfo = new Map();
+  let rawFile = null;
+  for (const x of cold) {
+    try {
+      const c = await x.db.reopenSmall();
+      coldInfo.set(x, { pool_bytes: c.poolBytes, file_bytes: c.fileBytes, data_to_pool: +(c.fileBytes / c.poolBytes).toFixed(2) });
+      if (x.name === 'adaptree-opfs' && raw) rawFile = await raw.prepareReads(c.dataBytes);
+    } catch (e) { fail(x, e); }
   }
-  if (miss) throw new Error(`${miss} gets of present keys missed`);
-  let bytes = db.bytes ? db.bytes() : null;
-  await db.close();
-  if (db.bytesAfterClose) bytes = await db.bytesAfterClose();
-  let usageBytes = null;
-  if (bytes == null || db.usageToo) { const u1 = await usage(); if (u0 != null && u1 != null && u1 > u0) usageBytes = u1 - u0; }
-  bytes ??= usageBytes;
-  for (const r of rows) {
-    delete r.reference;
-    if (bytes) r.bytes_per_record = +(bytes / stored).toFixed(2);
-    if (db.usageToo && usageBytes) r.usage_bytes_per_record = +(usageBytes / stored).toFixed(2);
-    post({ row: r });
+  const cidx = Uint32Array.from({ length: P.gets }, () => rng.nextBelow(n));
+  await measure('get_cold', cold.filter((x) => !x.failed), P.gets, (x) => async (i) => { if ((await x.db.get(keys[cidx[i]])) == null) x.miss++; },
+    { extra: (x) => coldInfo.get(x), refs: rawFile ? [rawPart('read_random', () => raw.readRandom(), { file_bytes: rawFile })] : [] });
+
+  for (const x of slots) {
+    if (x.failed) { await x.db.close().catch(() => {}); continue; }
+    try {
+      if (x.miss) throw new Error(`${x.miss} gets of present keys missed`);
+      let bytes = x.db.bytes ? x.db.bytes() : null;
+      await x.db.close();
+      if (x.db.bytesAfterClose) bytes = await x.db.bytesAfterClose();
+      const perRecord = (b, count) => +(b / count).toFixed(2);
+      for (const r of x.rows) {
+        if (bytes) r.bytes_per_record = perRecord(bytes, x.stored);
+        else if (x.usageBytes > 0) r.bytes_per_record = perRecord(x.usageBytes, n);
+        if (x.db.usageToo && x.usageBytes > 0) r.usage_bytes_per_record = perRecord(x.usageBytes, n);
+        post({ row: r });
+      }
+    } catch (e) { fail(x, e); }
   }
-  for (const r of refRows) post({ row: r });
-  return db.sqliteVersion ? { sqlite: db.sqliteVersion } : {};
+  if (raw) { await raw.close(); for (const r of rawRows) post({ row: r }); }
+  return info;
 }
 
 self.onmessage = async (e) => {
   const P = e.data;
   const info = { crossOriginIsolated: self.crossOriginIsolated, userAgent: navigator.userAgent };
-  for (const name of P.impls) {
-    try {
-      Object.assign(info, await runStore(name, P));
-    } catch (err) {
-      post({ skip: name, reason: String(err?.message || err) });
-    }
+  try {
+    Object.assign(info, await runSuite(P));
+  } catch (err) {
+    post({ fatal: String(err?.stack || err?.message || err) });
+    return;
   }
   post({ done: true, info });
 };
