@@ -168,6 +168,7 @@ const STORES = {
       async getMany(ks) { return s.getMany(ks); },
       async scan(k, n) { let c = 0; for (const e of s.entries({ gte: k, limit: n })) if (e[1]) c++; return c; },
       stats: () => s.stats(),
+      tree: async () => s.treeStats(),
       // Cold reads: closed (the pool is gone), reopened with a pool a tenth of the files.
       async reopenSmall() {
         await s.close();
@@ -200,6 +201,7 @@ const STORES = {
       getMany: (ks) => s.getManyAsync(ks),
       async scan(k, n) { let c = 0; for await (const e of s.entriesAsync({ gte: k, limit: n })) if (e[1]) c++; return c; },
       stats: () => s.stats(),
+      tree: () => s.treeStatsAsync(),
       relaxed: {
         // reopened on the relaxed backend; a lookup of each key about to be put reads its
         // leaf (and the inner pages above it) back into the pool, so these puts find their
@@ -328,7 +330,14 @@ async function runSuite(P) {
     }
     for (const x of live()) {
       const r = res.get(x);
-      x.rows.push(row(x.name, x.db.config, 'put_tx1000', r, io(x, r.before, n)));
+      const ioRow = io(x, r.before, n);
+      // adaptree: the tree's shape after the load (what its bytes per record come from)
+      let shape = {};
+      if (x.db.tree) {
+        const t = await x.db.tree();
+        shape = { height: t.height, pages: t.pages, fill: +t.fill.toFixed(3), leaf_fill: +t.levels[0].fill.toFixed(3), layouts: t.layouts };
+      }
+      x.rows.push(row(x.name, x.db.config, 'put_tx1000', r, { ...ioRow, ...shape }));
       say(x.rows[x.rows.length - 1]);
     }
   }
