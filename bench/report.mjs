@@ -210,7 +210,7 @@ function stackChart({ title, groups, cats, counts }) {
 
 // ------------------------------------------------------------------ report
 
-const IMPL_ORDER = ['adaptree-native', 'adaptree-wasm', 'adaptree-wasm-mt', 'js-map', 'sorted-btree', 'lmdb', 'classic-level', 'adaptree-opfs', 'adaptree-indexeddb', 'raw-opfs', 'indexeddb', 'idb-keyval', 'browser-level', 'sqlite-wasm-opfs'];
+const IMPL_ORDER = ['adaptree-native', 'adaptree-wasm', 'adaptree-wasm-mt', 'js-map', 'sorted-btree', 'lmdb', 'classic-level', 'adaptree-opfs', 'adaptree-indexeddb', 'adaptree-indexeddb-relaxed', 'raw-opfs', 'indexeddb', 'idb-keyval', 'browser-level', 'sqlite-wasm-opfs'];
 const byOrder = (order) => (a, b) => (order.indexOf(a) < 0 ? 99 : order.indexOf(a)) - (order.indexOf(b) < 0 ? 99 : order.indexOf(b)) || String(a).localeCompare(String(b));
 const WL_ORDER = ['insert', 'lookup_zipf', 'lookup_uniform', 'scan', 'iterate'];
 const CONFIGS = ['baseline', 'prefix', 'heads', 'hints', 'fingerprint', 'semi-dense', 'fully-dense', 'adaptive'];

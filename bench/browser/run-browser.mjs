@@ -14,10 +14,13 @@ import { CACHE_DIR } from '../lib/datasets.mjs';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 // adaptree-opfs's rows come with raw-opfs rows (write_flush, read_random: its physical
 // reference, measured in rounds alternating with it)
-export const IMPLS = ['indexeddb', 'idb-keyval', 'browser-level', 'sqlite-wasm-opfs', 'adaptree-opfs', 'adaptree-indexeddb'];
+export const IMPLS = ['indexeddb', 'idb-keyval', 'browser-level', 'sqlite-wasm-opfs', 'adaptree-opfs', 'adaptree-indexeddb', 'adaptree-indexeddb-relaxed'];
 export const CHROMIUM = process.env.ADAPTREE_CHROMIUM || '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  // gc() in the worker: the interleaved workloads collect garbage between slices, so each
+  // store pays for its own (worker.mjs, interleave)
+  '--js-flags=--expose-gc'];
 
 async function bundle() {
   const outDir = path.join(CACHE_DIR, 'browser-build');
@@ -109,6 +112,7 @@ export async function runBrowser(job, onRow, onSkip) {
       info.browser_cross_origin_isolated = res.crossOriginIsolated;
       info.browser_user_agent = res.userAgent;
       if (res.sqlite) info.sqlite_wasm = res.sqlite;
+      if (res.gc_between_slices !== undefined) info.browser_gc_between_slices = res.gc_between_slices;
     }
   } catch (e) {
     warn('browser: ' + e.message);

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const ADAPTREE = ['adaptree-opfs', 'adaptree-indexeddb'];
+const ADAPTREE = ['adaptree-opfs', 'adaptree-indexeddb', 'adaptree-indexeddb-relaxed'];
 
 // [what, workload of adaptree, reference impl, reference workload, target, higher is better]
 const AIMS = [
