@@ -262,6 +262,10 @@ function main() {
     P(`- Machine: ${m.cpu} × ${m.cpus} vCPU, ${m.memory_bytes ? (m.memory_bytes / 2 ** 30).toFixed(0) + ' GiB' : '?'} RAM, ${m.os}; Node ${m.node} (V8 ${m.v8})` +
       `${m.chromium ? `; Chromium ${m.chromium} (headless, cross-origin isolated: ${m.browser_cross_origin_isolated})` : ''}${m.sqlite_wasm ? `; SQLite wasm ${m.sqlite_wasm}` : ''}; ` +
       `commit ${m.git_commit ? m.git_commit.slice(0, 10) : '?'}${m.git_dirty ? ' (+ uncommitted changes)' : ''}.`);
+    for (const sp of run.spliced ?? [])
+      P(`- Suite ${sp.suite}: its ${sp.rows} rows come from a later run, \`${sp.command ?? '?'}\`${sp.quick ? ' (quick)' : ' (full)'}, started ${sp.started ?? '?'}, ` +
+        `duration ${sp.duration_sec != null ? (sp.duration_sec / 60).toFixed(1) + ' min' : '?'}, commit ${sp.git_commit ? sp.git_commit.slice(0, 10) : '?'}${sp.git_dirty ? ' (+ uncommitted changes)' : ''}` +
+        `${sp.load1 ? `, 1-minute load ${sp.load1.min}–${sp.load1.max}` : ''} (bench/splice.mjs).`);
     const inputs = Object.entries(m.inputs ?? {});
     if (inputs.length) {
       P('- Inputs (SHA-256 verified against pinned values on every use):');

@@ -212,3 +212,20 @@ test('the report renders the browser suite with its aims table', () => {
   assert.match(md, /\| warm reads vs sqlite-wasm \| adaptree-opfs \| 20000 \| sqlite-wasm-opfs get \| 1000 \| 20\.00× \| ≥ 10× \| yes \|/);
   fs.rmSync(dir, { recursive: true });
 });
+
+test('splice.mjs replaces one suite of a result file and records where its rows came from', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-test-'));
+  const a = path.join(dir, 'a.json'), b = path.join(dir, 'b.json');
+  writeResult(a, { cpu: 'x', chromium: 'old', not_run: [{ suite: 'browser', impl: 'adaptree-opfs', reason: 'missing' }, { suite: 'inmem', impl: 'y', reason: 'z' }] },
+    [good, brow('indexeddb', 'get', 10)]);
+  writeResult(b, { cpu: 'x', chromium: 'new', git_commit: 'abc', run: { command: 'npm run bench -- --suite browser', duration_sec: 60 }, not_run: [] },
+    [{ ...good, ops_per_sec: 1, ops: 1, seconds: 1 }, ...browserRows.map((r) => ({ ...r, load1: 3 }))]);
+  execFileSync(process.execPath, [fileURLToPath(new URL('../splice.mjs', import.meta.url)), a, b, '--suite', 'browser'], { stdio: 'pipe' });
+  const j = JSON.parse(fs.readFileSync(a, 'utf8'));
+  assert.deepEqual(j.results.filter((r) => r.suite === 'inmem'), [good], 'other suites stay as they were');
+  assert.equal(j.results.filter((r) => r.suite === 'browser').length, browserRows.length);
+  assert.equal(j.machine.chromium, 'new');
+  assert.deepEqual(j.machine.not_run, [{ suite: 'inmem', impl: 'y', reason: 'z' }]);
+  assert.deepEqual(j.machine.run.spliced, [{ suite: 'browser', command: 'npm run bench -- --suite browser', duration_sec: 60, git_commit: 'abc', rows: browserRows.length, load1: { min: 3, median: 3, max: 3 } }]);
+  fs.rmSync(dir, { recursive: true });
+});
