@@ -109,4 +109,18 @@ describe('AdaptreeLevel with a location', () => {
     await db.close();
     expect(() => new AdaptreeLevel({ location: 'x', store: persistentStore({ location: 'y' }) })).toThrow(/either location or store/);
   });
+
+  it('claims getSync only on a backend that is synchronous here (not indexeddb, async-memory, or opfs off a worker)', async () => {
+    expect(persistentStore({ location: 'a', storage: 'node' }).sync).toBe(true);
+    expect(persistentStore({ location: 'a', storage: 'memory' }).sync).toBe(true);
+    expect(persistentStore({ location: 'a', storage: 'indexeddb' }).sync).toBe(false);
+    expect(persistentStore({ location: 'a', storage: 'async-memory' }).sync).toBe(false);
+    // opfs is synchronous only in a dedicated worker (sync access handles); Node has none.
+    expect(persistentStore({ location: 'a', storage: 'opfs' }).sync).toBe(false);
+    const db = new AdaptreeLevel({ location: `async-${++n}`, storage: 'async-memory' });
+    expect(db.supports.getSync).toBe(false);
+    await db.put('k', 'v');
+    expect(await db.get('k')).toBe('v');
+    await db.close();
+  });
 });

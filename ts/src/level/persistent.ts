@@ -22,6 +22,7 @@ import type { AdaptreeWasm } from '../wasm.js';
 import type { LayoutName } from '../abi.js';
 import { MAX_KEY_SIZE } from '../encoding/codec.js';
 import { InvalidArgumentError, isAdaptreeError } from '../errors.js';
+import { opfsSyncAvailable } from '../storage/opfs.js';
 import { BytesMapStore, clampRange, type Awaitable, type LevelStore, type StoreEntry, type StoreRange } from './store.js';
 
 /** Options of a persistent level store (`persistentStore`, or `location` on `AdaptreeLevel`). */
@@ -130,8 +131,13 @@ export interface LevelStoreFactory {
   open(wasm: AdaptreeWasm, options?: StoreOpenOptions): Awaitable<LevelStore>;
 }
 
+/** Whether BTreeStore opens `storage` synchronous here: 'indexeddb' and 'async-memory' never
+ * are; 'opfs' is in a dedicated worker (sync access handles) and not on a main thread (the
+ * store then runs in a worker of its own and answers through promises). */
 function isSyncBackend(storage: PersistentStoreOptions['storage']): boolean {
-  if (storage === undefined || typeof storage === 'string') return storage !== 'async-memory';
+  if (storage === 'indexeddb' || storage === 'async-memory') return false;
+  if (storage === 'opfs') return opfsSyncAvailable();
+  if (storage === undefined || typeof storage === 'string') return true;
   return storage.kind === 'sync';
 }
 
