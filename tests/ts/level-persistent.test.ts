@@ -88,6 +88,19 @@ describe('AdaptreeLevel with a location', () => {
     await db.close();
   });
 
+  it('on an asynchronous backend a db opened and closed empty exists afterwards (errorIfExists, createIfMissing: false)', async () => {
+    // An empty commit writes nothing there, so the level commits a new empty store once.
+    const db = new AdaptreeLevel({ location: `async-empty-${++n}`, storage: 'async-memory' });
+    await db.open();
+    await db.close();
+    await expect(db.open({ createIfMissing: false, errorIfExists: true })).rejects.toMatchObject({
+      code: 'LEVEL_DATABASE_NOT_OPEN', cause: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/already exists/) },
+    });
+    await db.open({ createIfMissing: false });
+    expect(await db.keys().all()).toEqual([]);
+    await db.close();
+  });
+
   it('a second open of the same location is refused (LockedError) until the first closes', async () => {
     const path = loc();
     const a = new AdaptreeLevel(path);

@@ -119,6 +119,19 @@ class AsyncFileStore implements LevelStore {
   }
 }
 
+/**
+ * On an asynchronous backend (indexeddb, async-memory) a store exists once a commit has
+ * written it, and a commit with nothing changed writes nothing; a db opened and closed empty
+ * would not exist at its next open (createIfMissing: false, errorIfExists). So an empty store
+ * gets one commit when the level opens it with create: a marker key written and deleted.
+ */
+async function materialize(store: BTreeStore<Uint8Array, Uint8Array>): Promise<void> {
+  const marker = new Uint8Array([0]);
+  await store.setAsync(marker, new Uint8Array(0));
+  await store.deleteAsync(marker);
+  await store.commit();
+}
+
 /** A factory of the `store` option: where `AdaptreeLevel` keeps its data. */
 export interface LevelStoreFactory {
   /** Whether the stores it opens are synchronous (decides `supports.getSync`). */
@@ -202,7 +215,9 @@ export function persistentStore(options: PersistentStoreOptions): LevelStoreFact
         }
         throw e;
       }
-      return store.isAsync ? new AsyncFileStore(store) : new SyncFileStore(store);
+      if (!store.isAsync) return new SyncFileStore(store);
+      if (create && store.size === 0) await materialize(store);
+      return new AsyncFileStore(store);
     },
   };
 }
