@@ -4,7 +4,8 @@
  * - `'bulk-load'`: `BTreeMap.setMany(entries, { onProgress })` (and `BTreeStore.setMany`,
  *   `setManyAsync`): `done` of `total` entries encoded; the call with `done === total` comes
  *   just before the batch goes into wasm in one call (a sorted batch into an empty tree is
- *   bulk loaded there, which takes a fraction of the encoding time).
+ *   bulk loaded there, which takes a fraction of the encoding time). `setManyAsync` on an
+ *   asynchronous backend re-runs the batch after a page fault, reporting from 0 again.
  * - `'open'`: `BTreeStore.open({ onProgress })` on a synchronous backend: `done` bytes read
  *   (superblock, log replay, pages recovery touches) of about `total` (data file + log). The
  *   last call has `done === total` (the bytes actually read): recovery rarely reads it all.
