@@ -37,6 +37,8 @@
  * | NotInitializedError   | AdaptreeError  | NOT_INITIALIZED   | BTreeMap constructed before `await init()`        |
  * | ReentrancyError       | AdaptreeError  | REENTRANT         | a codec or toJSON called into adaptree mid-call;  |
  * |                       |                |                   | a sync write while an async commit is written     |
+ * | AbortedError          | AdaptreeError  | ABORTED           | an `onProgress` callback threw: the work stopped,  |
+ * |                       |                |                   | nothing changed (the callback's error is `cause`) |
  * | AdaptreeError         | Error          | INTERNAL          | unexpected core status                            |
  */
 import { Status } from './abi.js';
@@ -58,6 +60,7 @@ export type AdaptreeErrorCode =
   | 'NEED_PAGE'
   | 'NOT_INITIALIZED'
   | 'REENTRANT'
+  | 'ABORTED'
   | 'INTERNAL';
 
 /** The brand every adaptree error carries; `Symbol.for` so that copies of the library agree. */
@@ -226,6 +229,15 @@ export class ReentrancyError extends AdaptreeError {
   declare readonly code: 'REENTRANT';
   constructor(message = 'a codec (or toJSON) called into adaptree during an adaptree call', options?: { cause?: unknown }) {
     super(message, 'REENTRANT', options);
+  }
+}
+
+/** An `onProgress` callback threw: the long operation it reported on stopped, and what it was
+ * changing is as it was before (the callback's exception is the `cause`). */
+export class AbortedError extends AdaptreeError {
+  declare readonly code: 'ABORTED';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, 'ABORTED', options);
   }
 }
 

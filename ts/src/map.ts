@@ -38,6 +38,7 @@ import { type Handle, fail, freeHandle, newCursor, stateError, treeRegistry } fr
 import { putKey, putKeyA, prepareValue, preparedSize, putValue } from './map/put.js';
 import { boundsOf, checkRange } from './map/range.js';
 import { BTreeIterator, MODE_ENTRIES, MODE_KEYS, MODE_VALUES } from './map/iterator.js';
+import { PROGRESS_EVERY, progressOption, report, type ProgressCallback } from './progress.js';
 import { ATTACH_TREE, KNOWN_OPTIONS, type AttachTree, type BTreeMapOptions, type BTreeStats, type DeleteRange, type Range } from './map/types.js';
 
 export { setDefaultWasm, getDefaultWasm } from './map/runtime.js';
@@ -373,18 +374,26 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
   }
 
   /** Sets many entries in one call into wasm (later duplicates win). Every key and value is
-   * checked before anything is written: a bad one throws and the map is unchanged. */
-  setMany(entries: Iterable<readonly [K, V]>): this {
+   * checked before anything is written: a bad one throws and the map is unchanged. Sorted
+   * entries into an empty map are bulk loaded. `onProgress` ({@link Progress}, phase
+   * 'bulk-load') reports the entries encoded; if it throws, AbortedError, map unchanged. */
+  setMany(entries: Iterable<readonly [K, V]>, options?: { onProgress?: ProgressCallback }): this {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
+    const onProgress = progressOption(options?.onProgress, 'setMany');
     const list = Array.isArray(entries) ? (entries as (readonly [K, V])[]) : Array.from(entries);
     const n = list.length;
     if (n === 0) return this;
     let used = 0;
+    let nextReport = onProgress === undefined ? n : 0;
     rt.busy++;
     try {
       rt.reserve(Math.min(n, 64) * (rt.maxKey + 64));
       for (let i = 0; i < n; i++) {
+        if (i === nextReport) {
+          report(onProgress!, 'bulk-load', i, n);
+          nextReport += PROGRESS_EVERY;
+        }
         const e = list[i];
         if (e === null || typeof e !== 'object') throw new TypeError(`setMany: entry ${i} is not an entry object`);
         const p = prepareValue(h, e[1]);
@@ -397,6 +406,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
         rt.dv.setUint32(kend, vend - kend - 4, true);
         used = vend - base;
       }
+      if (onProgress !== undefined) report(onProgress, 'bulk-load', n, n);
     } finally {
       rt.busy--;
     }
