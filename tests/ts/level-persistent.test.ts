@@ -88,6 +88,19 @@ describe('AdaptreeLevel with a location', () => {
     await db.close();
   });
 
+  it('on an asynchronous backend a db opened and closed empty exists afterwards (errorIfExists, createIfMissing: false)', async () => {
+    // An empty commit writes nothing there, so the level commits a new empty store once.
+    const db = new AdaptreeLevel({ location: `async-empty-${++n}`, storage: 'async-memory' });
+    await db.open();
+    await db.close();
+    await expect(db.open({ createIfMissing: false, errorIfExists: true })).rejects.toMatchObject({
+      code: 'LEVEL_DATABASE_NOT_OPEN', cause: { code: 'INVALID_ARGUMENT', message: expect.stringMatching(/already exists/) },
+    });
+    await db.open({ createIfMissing: false });
+    expect(await db.keys().all()).toEqual([]);
+    await db.close();
+  });
+
   it('a second open of the same location is refused (LockedError) until the first closes', async () => {
     const path = loc();
     const a = new AdaptreeLevel(path);
@@ -108,5 +121,19 @@ describe('AdaptreeLevel with a location', () => {
     expect(await db.get('m')).toBe('v');
     await db.close();
     expect(() => new AdaptreeLevel({ location: 'x', store: persistentStore({ location: 'y' }) })).toThrow(/either location or store/);
+  });
+
+  it('claims getSync only on a backend that is synchronous here (not indexeddb, async-memory, or opfs off a worker)', async () => {
+    expect(persistentStore({ location: 'a', storage: 'node' }).sync).toBe(true);
+    expect(persistentStore({ location: 'a', storage: 'memory' }).sync).toBe(true);
+    expect(persistentStore({ location: 'a', storage: 'indexeddb' }).sync).toBe(false);
+    expect(persistentStore({ location: 'a', storage: 'async-memory' }).sync).toBe(false);
+    // opfs is synchronous only in a dedicated worker (sync access handles); Node has none.
+    expect(persistentStore({ location: 'a', storage: 'opfs' }).sync).toBe(false);
+    const db = new AdaptreeLevel({ location: `async-${++n}`, storage: 'async-memory' });
+    expect(db.supports.getSync).toBe(false);
+    await db.put('k', 'v');
+    expect(await db.get('k')).toBe('v');
+    await db.close();
   });
 });

@@ -37,6 +37,8 @@
  * | NotInitializedError   | AdaptreeError  | NOT_INITIALIZED   | BTreeMap constructed before `await init()`        |
  * | ReentrancyError       | AdaptreeError  | REENTRANT         | a codec or toJSON called into adaptree mid-call;  |
  * |                       |                |                   | a sync write while an async commit is written     |
+ * | AbortedError          | AdaptreeError  | ABORTED           | an `onProgress` callback threw: the work stopped,  |
+ * |                       |                |                   | nothing changed (the callback's error is `cause`) |
  * | ThreadsUnsupportedError | AdaptreeError | THREADS_UNSUPPORTED | share() where workers cannot share it: a store |
  * |                       |                |                   | (phase 1, docs/THREADS.md) or a map on the st build |
  * | AdaptreeError         | Error          | INTERNAL          | unexpected core status                            |
@@ -60,6 +62,7 @@ export type AdaptreeErrorCode =
   | 'NEED_PAGE'
   | 'NOT_INITIALIZED'
   | 'REENTRANT'
+  | 'ABORTED'
   | 'THREADS_UNSUPPORTED'
   | 'INTERNAL';
 
@@ -229,6 +232,15 @@ export class ReentrancyError extends AdaptreeError {
   declare readonly code: 'REENTRANT';
   constructor(message = 'a codec (or toJSON) called into adaptree during an adaptree call', options?: { cause?: unknown }) {
     super(message, 'REENTRANT', options);
+  }
+}
+
+/** An `onProgress` callback threw: the long operation it reported on stopped, and what it was
+ * changing is as it was before (the callback's exception is the `cause`). */
+export class AbortedError extends AdaptreeError {
+  declare readonly code: 'ABORTED';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, 'ABORTED', options);
   }
 }
 

@@ -88,6 +88,7 @@ export { indexedDBStorage, type IndexedDBStorageOptions, type IndexedDBDurabilit
 export { asyncMemoryStorage, createAsyncMemoryStorage, type AsyncMemoryStorage } from './storage/async-memory.js';
 export {
   ADAPTREE_ERROR,
+  AbortedError,
   AdaptreeError,
   ClosedError,
   CorruptionError,
@@ -110,6 +111,7 @@ export {
   type AdaptreeErrorCode,
   type AdaptreeErrorLike,
 } from './errors.js';
+export { type Progress, type ProgressCallback, type ProgressPhase } from './progress.js';
 export { MAX_KEY_SIZE, compareBytes, type KeyCodec, type ValueCodec } from './encoding/codec.js';
 export { utf8Key } from './encoding/utf8.js';
 export { bytesKey } from './encoding/bytes.js';

@@ -39,6 +39,7 @@
  */
 import { ASYNC_STORE_FUNCTIONS, LayoutConfig, Result, Status, STORE_FUNCTIONS, StoreOpenFlags, type LayoutName } from './abi.js';
 import {
+  AbortedError,
   AdaptreeError,
   ClosedError,
   CorruptionError,
@@ -74,6 +75,7 @@ import { opfsStorage, opfsSyncAvailable } from './storage/opfs.js';
 import { indexedDBDefault } from './storage/indexeddb.js';
 import { OpfsWorkerStore, linkOpfsWorkerStore, opfsRemoteAvailable } from './storage/opfs-remote.js';
 import { asyncMemoryStorage } from './storage/async-memory.js';
+import { PROGRESS_BYTES, progressOption, report, type ProgressCallback } from './progress.js';
 
 export type StorageName = 'node' | 'deno' | 'opfs' | 'indexeddb' | 'memory' | 'async-memory';
 
@@ -100,9 +102,10 @@ export interface StoreOptions<K, V> {
   wait?: boolean;
   /** The wasm instance; default the one init() loaded, else a private one loaded now. */
   wasm?: AdaptreeWasm;
-  /** Called while opening (recovery reads the log): bytes read so far of about `totalBytes`.
-   * Sync backends only; the last call has `done: true`. */
-  onProgress?: (p: { bytesRead: number; totalBytes: number; done: boolean }) => void;
+  /** Called while opening (recovery reads the log), phase 'open': bytes read so far of about
+   * `total`; the last call has `done === total`. Sync backends only (an async backend's open
+   * reads one page). If it throws: AbortedError, the store stays closed (progress.ts). */
+  onProgress?: ProgressCallback;
   /** Receives the error of a failed automatic commit (the store is then read-only). */
   onError?: (e: Error) => void;
 }
@@ -112,7 +115,6 @@ const DEFAULT_POOL = 64 << 20;
 const PAGE_SIZE = 4096;
 /** Pages read ahead (by id) when a scan faults on an async backend. */
 const READ_AHEAD = 8;
-const PROGRESS_STEP = 1 << 20;
 
 /** What stats() reports: the core's at_store_stats JSON plus the backend's name and path. */
 export interface StoreStats {
@@ -340,25 +342,26 @@ export class BTreeStore<K = string, V = unknown> {
       };
       let tree = 0;
       try {
-        const onProgress = options.onProgress;
+        const onProgress = progressOption(options.onProgress, 'open');
         let total = 0, read = 0, reported = 0;
         if (onProgress !== undefined) {
           total = files.data.size() + files.log.size();
           entry.onRead = (n) => {
             read += n;
-            if (read - reported >= PROGRESS_STEP) {
+            if (read - reported >= PROGRESS_BYTES) {
               reported = read;
-              onProgress({ bytesRead: read, totalBytes: total, done: false });
+              report(onProgress, 'open', read, total);
             }
           };
         }
         tree = ex.at_store_open!(io, layout, pool, create ? StoreOpenFlags.CREATE : 0, wasm.ctx);
         entry.onRead = undefined;
         if (tree === 0) {
-          const st = aux();
-          throw openError(st, options.path, entry.lastError);
+          // A throwing callback failed the read it was called from: its AbortedError, as is.
+          if (entry.lastError instanceof AbortedError) throw entry.lastError;
+          throw openError(aux(), options.path, entry.lastError);
         }
-        if (onProgress !== undefined) onProgress({ bytesRead: read, totalBytes: total, done: true });
+        if (onProgress !== undefined) report(onProgress, 'open', read, read);
         const b: Sync = { kind: 'sync', files, io, entry };
         const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
         return new BTreeStore<K, V>({ map, wasm, tree, b, storage: backend.name, path: options.path, options, pageBuf: 0 });
@@ -750,10 +753,10 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   /** {@inheritDoc BTreeMap.setMany} */
-  setMany(entries: Iterable<readonly [K, V]>): this {
+  setMany(entries: Iterable<readonly [K, V]>, options?: { onProgress?: ProgressCallback }): this {
     this.#writable();
     try {
-      this.#map.setMany(entries);
+      this.#map.setMany(entries, options);
     } finally {
       // A failed batch may have applied a prefix: count it as a write either way.
       this.#wrote();
@@ -900,9 +903,9 @@ export class BTreeStore<K = string, V = unknown> {
 
   /** Sets many entries; on an async backend a retry after a page fault re-applies the batch
    * (set is idempotent, later duplicates still win). */
-  async setManyAsync(entries: Iterable<readonly [K, V]>): Promise<this> {
+  async setManyAsync(entries: Iterable<readonly [K, V]>, options?: { onProgress?: ProgressCallback }): Promise<this> {
     const list = Array.from(entries);
-    return this.#run(() => this.setMany(list));
+    return this.#run(() => this.setMany(list, options));
   }
 
   /** Removes the range; on an async backend each page fault ends one call into the core,

@@ -6,62 +6,37 @@
 // kill -9 and gone after it, the last commit intact; a second open in the object is LOCKED.
 // Needs the built package (dist/), which `npm test` builds first.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer as createNetServer } from 'node:net';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SplitMix } from '../store-rng.js';
+import { freePort } from '../../package/common.mjs';
+import { startWorkerd, writeWorkerdConfig } from './workerd.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
 
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createNetServer();
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => (a && typeof a === 'object' ? res(a.port) : rej(new Error('no port'))));
-    });
-  });
-}
-
 let dir = '';
 let port = 0;
-let proc: ChildProcess | undefined;
-let log = '';
+let workerd: Awaited<ReturnType<typeof startWorkerd>> | undefined;
+/** The running workerd's output. */
+const log = () => workerd?.log() ?? '';
 
 async function start(): Promise<void> {
-  proc = spawn(join(repo, 'node_modules/.bin/workerd'), ['serve', '--experimental', join(dir, 'config.capnp')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  log = '';
-  proc.stdout?.on('data', (d) => (log += d));
-  proc.stderr?.on('data', (d) => (log += d));
-  for (let i = 0; i < 150; i++) {
-    try {
-      await fetch(`http://127.0.0.1:${port}/nothing`);
-      return;
-    } catch {
-      if (proc.exitCode !== null) throw new Error(`workerd exited: ${log}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  throw new Error(`workerd did not start: ${log}`);
+  workerd = await startWorkerd(dir, port, { experimental: true, probe: '/nothing' });
 }
 
 async function stop(signal: NodeJS.Signals): Promise<void> {
-  const p = proc;
-  proc = undefined;
-  if (p === undefined || p.exitCode !== null || p.signalCode !== null) return;
-  const exited = new Promise<void>((r) => p.once('exit', () => r()));
-  p.kill(signal);
-  await exited;
+  const w = workerd;
+  workerd = undefined;
+  await w?.stop(signal);
 }
 
 async function call<T = unknown>(path: string, body?: unknown): Promise<T> {
   const res = await fetch(`http://127.0.0.1:${port}${path}`, body === undefined ? {} : { method: 'POST', body: JSON.stringify(body) });
   const text = await res.text();
-  expect(res.status, `${path}: ${text.slice(0, 2000)}\n${log.slice(-2000)}`).toBe(200);
+  expect(res.status, `${path}: ${text.slice(0, 2000)}\n${log().slice(-2000)}`).toBe(200);
   return JSON.parse(text) as T;
 }
 
@@ -97,7 +72,6 @@ async function expectModel(what: string, m = model, obj = 'a'): Promise<void> {
 describe('workerd Durable Object (SQLite storage on local disk)', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'adaptree-do-'));
-    mkdirSync(join(dir, 'do-storage'));
     const { rolldown } = await import('rolldown');
     const bundle = await rolldown({
       input: join(here, 'durable-object-main.mjs'),
@@ -108,29 +82,13 @@ describe('workerd Durable Object (SQLite storage on local disk)', () => {
     await bundle.write({ file: join(dir, 'worker.mjs'), format: 'es' });
     copyFileSync(join(repo, 'dist/wasm/adaptree-st.wasm'), join(dir, 'adaptree-st.wasm'));
     port = await freePort();
-    writeFileSync(
-      join(dir, 'config.capnp'),
-      `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [
-    (name = "main", worker = .worker),
-    (name = "do-storage", disk = (path = "${join(dir, 'do-storage')}", writable = true)),
-  ],
-  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
-);
-const worker :Workerd.Worker = (
-  modules = [
-    (name = "worker.mjs", esModule = embed "worker.mjs"),
-    (name = "adaptree-st.wasm", wasm = embed "adaptree-st.wasm"),
-  ],
-  compatibilityDate = "2025-06-01",
-  compatibilityFlags = ["experimental"],  # only for sql.setMaxPageCountForTest (the quota test)
-  durableObjectNamespaces = [ (className = "IndexObject", uniqueKey = "adaptree-durable-object-test", enableSql = true) ],
-  durableObjectStorage = (localDisk = "do-storage"),
-  bindings = [ (name = "INDEX", durableObjectNamespace = "IndexObject") ],
-);
-`,
-    );
+    // experimental: only for sql.setMaxPageCountForTest (the quota test).
+    writeWorkerdConfig(dir, {
+      port,
+      modules: ['worker.mjs', 'adaptree-st.wasm'],
+      experimental: true,
+      durableObject: { className: 'IndexObject', binding: 'INDEX', uniqueKey: 'adaptree-durable-object-test', storage: join(dir, 'do-storage') },
+    });
     await start();
   });
 
@@ -206,7 +164,7 @@ const worker :Workerd.Worker = (
       // workerd resets an object whose SQL hit SQLITE_FULL: the request fails, the writes of
       // that event are rolled back, and the next request gets a fresh instance.
       expect(res.status).toBe(500);
-      expect(log).toMatch(/SQLITE_FULL/);
+      expect(log()).toMatch(/SQLITE_FULL/);
     }
     // Reopened (in the same or a fresh instance, the cap gone): exactly the last commit.
     await expectModel('after SQLITE_FULL', quota, 'quota');

@@ -3,16 +3,17 @@
 // Chromium. Each runs scenario.mjs and must produce EXPECTED.
 // Needs the built package (dist/), which `npm test` builds first.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, copyFileSync, writeFileSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, copyFileSync, rmSync } from 'node:fs';
 import { type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { scenario, EXPECTED } from './scenario.mjs';
 import { isolatedServer, listen } from './browser-harness.js';
+import { freePort } from '../../package/common.mjs';
+import { startWorkerd, writeWorkerdConfig } from './workerd.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
@@ -23,16 +24,6 @@ function expectScenario(result: Record<string, unknown>, build: 'st' | 'mt') {
   expect(result.error).toBeUndefined();
   expect(result.build).toBe(build);
   for (const [k, v] of Object.entries(EXPECTED)) expect(result[k], k).toEqual(v);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createNetServer();
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => (a && typeof a === 'object' ? res(a.port) : rej(new Error('no port'))));
-    });
-  });
 }
 
 describe('Node', () => {
@@ -53,7 +44,7 @@ describe('Deno', () => {
 
 describe('workerd (Cloudflare Workers)', () => {
   let dir = '';
-  let proc: ChildProcess | undefined;
+  let workerd: Awaited<ReturnType<typeof startWorkerd>> | undefined;
   let port = 0;
 
   beforeAll(async () => {
@@ -68,39 +59,12 @@ describe('workerd (Cloudflare Workers)', () => {
     await bundle.write({ file: join(dir, 'worker.mjs'), format: 'es' });
     copyFileSync(join(repo, 'dist/wasm/adaptree-st.wasm'), join(dir, 'adaptree-st.wasm'));
     port = await freePort();
-    writeFileSync(
-      join(dir, 'config.capnp'),
-      `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [ (name = "main", worker = .worker) ],
-  sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
-);
-const worker :Workerd.Worker = (
-  modules = [
-    (name = "worker.mjs", esModule = embed "worker.mjs"),
-    (name = "adaptree-st.wasm", wasm = embed "adaptree-st.wasm"),
-  ],
-  compatibilityDate = "2025-06-01",
-);
-`,
-    );
-    proc = spawn(bin('workerd'), ['serve', join(dir, 'config.capnp')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let log = '';
-    proc.stderr?.on('data', (d) => (log += d));
-    for (let i = 0; i < 100; i++) {
-      try {
-        await fetch(`http://127.0.0.1:${port}/`);
-        return;
-      } catch {
-        if (proc.exitCode !== null) throw new Error(`workerd exited: ${log}`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
-    throw new Error(`workerd did not start: ${log}`);
+    writeWorkerdConfig(dir, { port, modules: ['worker.mjs', 'adaptree-st.wasm'] });
+    workerd = await startWorkerd(dir, port);
   });
 
-  afterAll(() => {
-    proc?.kill();
+  afterAll(async () => {
+    await workerd?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 

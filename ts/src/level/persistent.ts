@@ -22,6 +22,7 @@ import type { AdaptreeWasm } from '../wasm.js';
 import type { LayoutName } from '../abi.js';
 import { MAX_KEY_SIZE } from '../encoding/codec.js';
 import { InvalidArgumentError, isAdaptreeError } from '../errors.js';
+import { opfsSyncAvailable } from '../storage/opfs.js';
 import { BytesMapStore, clampRange, type Awaitable, type LevelStore, type StoreEntry, type StoreRange } from './store.js';
 
 /** Options of a persistent level store (`persistentStore`, or `location` on `AdaptreeLevel`). */
@@ -118,6 +119,19 @@ class AsyncFileStore implements LevelStore {
   }
 }
 
+/**
+ * On an asynchronous backend (indexeddb, async-memory) a store exists once a commit has
+ * written it, and a commit with nothing changed writes nothing; a db opened and closed empty
+ * would not exist at its next open (createIfMissing: false, errorIfExists). So an empty store
+ * gets one commit when the level opens it with create: a marker key written and deleted.
+ */
+async function materialize(store: BTreeStore<Uint8Array, Uint8Array>): Promise<void> {
+  const marker = new Uint8Array([0]);
+  await store.setAsync(marker, new Uint8Array(0));
+  await store.deleteAsync(marker);
+  await store.commit();
+}
+
 /** A factory of the `store` option: where `AdaptreeLevel` keeps its data. */
 export interface LevelStoreFactory {
   /** Whether the stores it opens are synchronous (decides `supports.getSync`). */
@@ -130,8 +144,13 @@ export interface LevelStoreFactory {
   open(wasm: AdaptreeWasm, options?: StoreOpenOptions): Awaitable<LevelStore>;
 }
 
+/** Whether BTreeStore opens `storage` synchronous here: 'indexeddb' and 'async-memory' never
+ * are; 'opfs' is in a dedicated worker (sync access handles) and not on a main thread (the
+ * store then runs in a worker of its own and answers through promises). */
 function isSyncBackend(storage: PersistentStoreOptions['storage']): boolean {
-  if (storage === undefined || typeof storage === 'string') return storage !== 'async-memory';
+  if (storage === 'indexeddb' || storage === 'async-memory') return false;
+  if (storage === 'opfs') return opfsSyncAvailable();
+  if (storage === undefined || typeof storage === 'string') return true;
   return storage.kind === 'sync';
 }
 
@@ -196,7 +215,9 @@ export function persistentStore(options: PersistentStoreOptions): LevelStoreFact
         }
         throw e;
       }
-      return store.isAsync ? new AsyncFileStore(store) : new SyncFileStore(store);
+      if (!store.isAsync) return new SyncFileStore(store);
+      if (create && store.size === 0) await materialize(store);
+      return new AsyncFileStore(store);
     },
   };
 }

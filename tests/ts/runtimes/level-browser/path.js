@@ -1,0 +1,3 @@
+// The one thing tape takes from Node's `path` in a browser: the separator (stack traces).
+export const sep = '/';
+export default { sep };

@@ -1,0 +1,112 @@
+/**
+ * The tree handle the map, its iterators and the finalizer share; its cursors (pool,
+ * finalizer) and the errors for a failed status or a closed/busy map.
+ */
+import { Result } from '../abi.js';
+import { ClosedError, OutOfMemoryError, PageFaultError, ReentrancyError, Status, errorFromStatus } from '../errors.js';
+import type { KeyEncoder, ValueEncoder } from '../encoding/codec.js';
+import type { Runtime } from './runtime.js';
+
+/** What the map, its iterators and the finalizer share; holds no reference to the map. */
+export interface Handle<K, V> {
+  readonly rt: Runtime;
+  tree: number;
+  /** Bumped by every successful modification; iterators compare it to re-seek. */
+  mod: number;
+  /** Live core cursors of this tree, freed with it. */
+  readonly cursors: Set<number>;
+  /** Idle cursors (also in `cursors`), reused by the next iterator. */
+  readonly pool: number[];
+  /** A cursor for first/last/nextHigher/nextLower, made on first use. */
+  util: number;
+  readonly kenc: KeyEncoder<K>;
+  readonly venc: ValueEncoder<V>;
+  /** Strings from this value encoding need no lone-surrogate check (JSON.stringify output). */
+  readonly wellFormedValues: boolean;
+  /** utf8 keys on non-shared memory: long keys go into key area A with TextEncoder.encodeInto. */
+  readonly encodeIntoKeys: boolean;
+  /** Called once after the tree is freed (stores release their backend). */
+  onFree: (() => void) | undefined;
+  /** AttachTree.borrowed: the tree is not this map's to free. */
+  readonly borrowed: boolean;
+}
+
+export function freeHandle(h: Handle<unknown, unknown>): void {
+  if (h.tree === 0) return;
+  const ex = h.rt.ex;
+  for (const c of h.cursors) ex.at_cursor_free(c);
+  h.cursors.clear();
+  h.pool.length = 0;
+  h.util = 0;
+  if (!h.borrowed) ex.at_tree_free(h.tree);
+  h.tree = 0;
+  h.mod++; // live iterators must notice (they throw ClosedError)
+  const onFree = h.onFree;
+  if (onFree !== undefined) {
+    h.onFree = undefined;
+    onFree();
+  }
+}
+
+/** The error for a failed status. NEED_PAGE (a store on an async backend) becomes a
+ * PageFaultError naming the page (result.aux), which the store's async methods catch,
+ * answer and retry; every other status maps through errorFromStatus. */
+export function fail(h: Handle<unknown, unknown>, st: number, what: string, detail?: string): Error {
+  if (st === Status.NEED_PAGE) {
+    const rt = h.rt;
+    rt.refresh();
+    return new PageFaultError(rt.dv.getUint32(rt.res + Result.AUX, true));
+  }
+  return errorFromStatus(st, what, detail);
+}
+
+/** Safety net only: maps and iterators that are dropped without free()/return() release
+ * their wasm memory when garbage-collected. Do not rely on it; call free(). */
+export const treeRegistry: FinalizationRegistry<Handle<unknown, unknown>> | undefined =
+  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry(freeHandle) : undefined;
+
+export interface CursorRef {
+  h: Handle<unknown, unknown>;
+  cursor: number;
+}
+
+/** An abandoned iterator was collected: its cursor goes back to the pool. */
+function freeCursor(ref: CursorRef): void {
+  returnCursor(ref.h, ref.cursor);
+}
+
+export const cursorRegistry: FinalizationRegistry<CursorRef> | undefined =
+  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry(freeCursor) : undefined;
+
+export function newCursor(h: Handle<unknown, unknown>): number {
+  const c = h.rt.ex.at_cursor_new(h.tree);
+  if (c === 0) {
+    // A shared map's owner freed the tree (threads.ts): that, not memory.
+    if (h.rt.ex.at_count(h.tree) < 0) throw new ClosedError('the shared map was freed by its owner');
+    throw new OutOfMemoryError('out of wasm memory creating a cursor');
+  }
+  h.cursors.add(c);
+  return c;
+}
+
+/** Idle cursors kept per map for the next iterator. */
+const CURSOR_POOL = 8;
+
+export function borrowCursor(h: Handle<unknown, unknown>): number {
+  return h.pool.length > 0 ? h.pool.pop()! : newCursor(h);
+}
+
+export function returnCursor(h: Handle<unknown, unknown>, c: number): void {
+  if (h.tree === 0 || !h.cursors.has(c)) return; // freed with the tree
+  if (h.pool.length < CURSOR_POOL) {
+    h.pool.push(c);
+  } else {
+    h.cursors.delete(c);
+    h.rt.ex.at_cursor_free(c);
+  }
+}
+
+export function stateError(h: Handle<unknown, unknown>): Error {
+  return h.tree === 0 ? new ClosedError() : new ReentrancyError();
+}
+

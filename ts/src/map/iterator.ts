@@ -1,0 +1,235 @@
+/**
+ * Iterators over a key range that stay correct while the map changes: each holds its own
+ * core cursor, pulls records in batches and resumes by key after a modification.
+ */
+import { SeekFlags, Result } from '../abi.js';
+import { Status, errorFromStatus } from '../errors.js';
+import { type Handle, type CursorRef, borrowCursor, returnCursor, cursorRegistry, fail, stateError } from './handle.js';
+import { putKeyA } from './put.js';
+import { type Bounds, past } from './range.js';
+
+/** Records and bytes per iterator batch: small first (cheap `limit: 1` scans), then larger. A range
+ * with a limit up to LIMIT_BATCH_RECORDS asks for all of it at once (one call into wasm). */
+const FIRST_BATCH_RECORDS = 16;
+const LIMIT_BATCH_RECORDS = 64;
+const MAX_BATCH_RECORDS = 1024;
+const MAX_BATCH_BYTES = 256 * 1024;
+
+export const MODE_ENTRIES = 0;
+export const MODE_KEYS = 1;
+export const MODE_VALUES = 2;
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined }) as IteratorReturnResult<undefined>;
+
+/**
+ * An iterator over a key range that stays correct while the map changes (see the top of
+ * this file). Records come from the core a batch at a time and are decoded at once into
+ * two plain arrays, so a batch costs no ArrayBuffer. To resume after a modification, the
+ * last key returned is encoded again (encodings are canonical: encode(decode(b)) = b).
+ *
+ * Cursors: an iterator borrows a core cursor from its map's pool only while it needs one.
+ * When a batch already holds the rest of the range (end of tree, stop bound or limit
+ * reached), the cursor goes back at once, so short range queries never register with the
+ * FinalizationRegistry (which costs more than the query). An iterator that keeps its
+ * cursor between calls is registered, so an abandoned one still gives it back when
+ * collected; free() of the map releases every cursor anyway.
+ */
+export class BTreeIterator<K, V, T> {
+  #h: Handle<K, V> | null;
+  /** Keeps the map reachable while the iterator is: otherwise its finalizer could free the tree. */
+  #owner: object | null;
+  readonly #mode: number;
+  readonly #b: Bounds;
+  #remaining: number;
+  #cursor = 0;
+  #ref: CursorRef | null = null;
+  /** Seeked at least once; the cursor (if held) continues where the last batch ended. */
+  #started = false;
+  /** The last batch reached the end of the range: no more batches without a re-seek. */
+  #drained = false;
+  #batchRecords = FIRST_BATCH_RECORDS;
+  /** The decoded batch and the read position in it. */
+  #keys: K[] = [];
+  #vals: V[] = [];
+  #i = 0;
+  #n = 0;
+  /** The handle's modification count when the batch was read. */
+  #mod = 0;
+  /** The last key returned (valid when #hasLast). */
+  #last: K | undefined = undefined;
+  #hasLast = false;
+
+  constructor(owner: object, h: Handle<K, V>, mode: number, b: Bounds) {
+    this.#owner = owner;
+    this.#h = h;
+    this.#mode = mode;
+    this.#b = b;
+    this.#remaining = b.limit;
+    if (b.limit <= LIMIT_BATCH_RECORDS) this.#batchRecords = b.limit;
+    if (b.limit === 0) this.#finish();
+  }
+
+  next(): IteratorResult<T, undefined> {
+    const h = this.#h;
+    if (h === null) return DONE;
+    if (this.#i === this.#n || h.mod !== this.#mod) {
+      if (!this.#refill(h)) return DONE;
+    }
+    const i = this.#i++;
+    const k = this.#keys[i]!;
+    this.#last = k;
+    this.#hasLast = true;
+    const mode = this.#mode;
+    const value = mode === MODE_KEYS ? k : mode === MODE_VALUES ? this.#vals[i] : [k, this.#vals[i]];
+    if (--this.#remaining === 0) this.#finish();
+    return { done: false, value: value as T };
+  }
+
+  /** Reads and decodes the next batch; false when the iteration is over. */
+  #refill(h: Handle<K, V>): boolean {
+    const rt = h.rt;
+    if (h.tree === 0 || rt.busy !== 0) {
+      const e = stateError(h);
+      if (h.tree === 0) this.#finish();
+      throw e;
+    }
+    const ex = rt.ex;
+    const b = this.#b;
+    const rev = b.reverse ? SeekFlags.REVERSE : 0;
+    let st: number = Status.OK;
+    if (!this.#started || h.mod !== this.#mod) {
+      if (this.#cursor === 0) this.#cursor = borrowCursor(h as Handle<unknown, unknown>);
+      if (this.#started) {
+        // A map that changes while it is iterated would waste most of a large batch.
+        this.#batchRecords = FIRST_BATCH_RECORDS;
+      }
+      this.#started = true;
+      if (this.#hasLast) {
+        // Resume by key: just after the last key returned.
+        rt.refresh();
+        const len = putKeyA(h, this.#last as K);
+        st = ex.at_cursor_seek(this.#cursor, rt.keyA, len, SeekFlags.EXCLUSIVE | rev);
+      } else if (b.start === null) {
+        st = ex.at_cursor_seek(this.#cursor, rt.keyA, 0, SeekFlags.EDGE | rev);
+      } else {
+        rt.refresh();
+        rt.u8.set(b.start, rt.keyA);
+        st = ex.at_cursor_seek(this.#cursor, rt.keyA, b.start.length, (b.startExclusive ? SeekFlags.EXCLUSIVE : 0) | rev);
+      }
+    } else if (this.#drained) {
+      this.#finish();
+      return false;
+    }
+    this.#mod = h.mod;
+    const max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
+    if (st === Status.OK) {
+      st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, this.#mode === MODE_KEYS ? 0 : 1);
+    }
+    if (st !== Status.OK) {
+      if (st === Status.NEED_PAGE || st === Status.OUT_OF_MEMORY) {
+        // Async store: nothing is lost. Drop any partial batch and re-seek after the last key
+        // returned once the page is there (the caller supplies it and calls next() again).
+        // Out of memory: the same; next() tries again once memory was freed or the budget raised.
+        this.#mod = -1;
+        this.#i = this.#n = 0;
+        throw fail(h as Handle<unknown, unknown>, st, 'iterate');
+      }
+      this.#finish();
+      if (st === Status.NOT_FOUND) return false;
+      throw errorFromStatus(st, 'iterate');
+    }
+    rt.refresh();
+    const u8 = rt.u8, dv = rt.dv;
+    let p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
+    const len = dv.getUint32(rt.res + Result.VALUE_LEN, true);
+    const count = dv.getUint32(rt.res + Result.AUX, true);
+    // Decode now: the context buffer is overwritten by the next call into wasm. Codecs run no
+    // adaptree calls meanwhile (the re-entrancy guard), so the buffer stays intact.
+    const keys = this.#keys, vals = this.#vals, kenc = h.kenc, venc = h.venc;
+    const wantValues = this.#mode !== MODE_KEYS, stop = b.stop, shared = rt.shared;
+    let n = 0;
+    let pastStop = false;
+    for (; n < count; n++) {
+      const klen = dv.getUint32(p, true);
+      const koff = p + 4;
+      if (stop !== null && past(u8, koff, klen, b)) {
+        pastStop = true;
+        break;
+      }
+      keys[n] = kenc.decodeFrom(u8, dv, koff, koff + klen, shared);
+      p = koff + klen;
+      const vlen = dv.getUint32(p, true);
+      if (wantValues) vals[n] = venc.decodeFrom(u8, p + 4, vlen, shared);
+      p += 4 + vlen;
+    }
+    this.#i = 0;
+    this.#n = n;
+    if (this.#batchRecords < MAX_BATCH_RECORDS) this.#batchRecords *= 4;
+    // Does this batch hold the rest of the range? The core ends a batch early only at the end.
+    this.#drained = pastStop || (count < max && len < MAX_BATCH_BYTES) || this.#remaining <= n;
+    if (n === 0) {
+      this.#finish();
+      return false;
+    }
+    if (this.#drained) {
+      this.#releaseCursor();
+    } else if (this.#ref === null && cursorRegistry !== undefined) {
+      this.#ref = { h: h as Handle<unknown, unknown>, cursor: this.#cursor };
+      cursorRegistry.register(this, this.#ref, this.#ref);
+    }
+    return true;
+  }
+
+  #releaseCursor(): void {
+    const c = this.#cursor;
+    if (c === 0) return;
+    this.#cursor = 0;
+    if (this.#ref !== null) {
+      cursorRegistry?.unregister(this.#ref);
+      this.#ref = null;
+    }
+    const h = this.#h;
+    if (h !== null) returnCursor(h as Handle<unknown, unknown>, c);
+  }
+
+  #finish(): void {
+    this.#releaseCursor();
+    this.#h = null;
+    if (this.#owner !== null) this.#owner = null;
+    this.#keys = [];
+    this.#vals = [];
+    this.#i = this.#n = 0;
+    this.#last = undefined;
+  }
+
+  /** Ends the iteration early and releases its cursor (for-of calls this on break). */
+  return(): IteratorResult<T, undefined> {
+    this.#finish();
+    return DONE;
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+
+  /** `using it = map.entries()` releases the cursor at the end of the block. */
+  [Symbol.dispose](): void {
+    this.#finish();
+  }
+
+  get [Symbol.toStringTag](): string {
+    return 'BTreeMap Iterator';
+  }
+}
+
+
+// Where the runtime has iterator helpers (map, filter, take, toArray, ...), ours get them too.
+{
+  const I: unknown = (globalThis as { Iterator?: unknown }).Iterator;
+  const proto: unknown = typeof I === 'function' ? (I as { prototype?: unknown }).prototype : undefined;
+  if (typeof proto === 'object' && proto !== null) Object.setPrototypeOf(BTreeIterator.prototype, proto);
+}
+// `Symbol.dispose` is missing in older runtimes; the class computed key is then 'undefined'.
+if (typeof Symbol.dispose !== 'symbol') {
+  delete (BTreeIterator.prototype as unknown as Record<string, unknown>)['undefined'];
+}

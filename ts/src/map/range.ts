@@ -1,0 +1,73 @@
+/**
+ * Key ranges: checking a range object, encoding its bounds once, and testing a key
+ * against the stop bound.
+ */
+import { InvalidArgumentError } from '../errors.js';
+import type { Handle } from './handle.js';
+import { putKey } from './put.js';
+import type { Range } from './types.js';
+
+export interface Bounds {
+  /** Where iteration starts: key bytes, or null for the edge. */
+  start: Uint8Array | null;
+  startExclusive: boolean;
+  /** Where iteration stops: key bytes, or null for the other edge. */
+  stop: Uint8Array | null;
+  stopInclusive: boolean;
+  reverse: boolean;
+  limit: number;
+}
+
+const NO_RANGE: Range<never> = {};
+
+export function checkRange(range: unknown, what: string): Range<unknown> {
+  if (range === undefined || range === null) return NO_RANGE;
+  if (typeof range !== 'object') throw new InvalidArgumentError(`${what}: the range must be an object like {gte, lt, reverse, limit}`);
+  const r = range as Range<unknown>;
+  if (r.gt !== undefined && r.gte !== undefined) throw new InvalidArgumentError(`${what}: give gt or gte, not both`);
+  if (r.lt !== undefined && r.lte !== undefined) throw new InvalidArgumentError(`${what}: give lt or lte, not both`);
+  return r;
+}
+
+function encodeBound<K>(h: Handle<K, unknown>, key: K): Uint8Array {
+  const rt = h.rt;
+  rt.refresh();
+  const n = putKey(h, key, rt.keyB);
+  return rt.u8.slice(rt.keyB, rt.keyB + n);
+}
+
+export function boundsOf<K>(h: Handle<K, unknown>, range: Range<K> | undefined, what: string): Bounds {
+  const r = checkRange(range, what) as Range<K>;
+  let limit = Infinity;
+  if (r.limit !== undefined) {
+    if (typeof r.limit !== 'number' || !(r.limit >= 0) || (r.limit !== Infinity && !Number.isInteger(r.limit))) {
+      throw new InvalidArgumentError(`${what}: limit must be a non-negative integer or Infinity`);
+    }
+    limit = r.limit;
+  }
+  const lo = r.gte !== undefined ? r.gte : r.gt;
+  const hi = r.lte !== undefined ? r.lte : r.lt;
+  const loBytes = lo !== undefined ? encodeBound(h, lo) : null;
+  const hiBytes = hi !== undefined ? encodeBound(h, hi) : null;
+  const reverse = !!r.reverse;
+  return reverse
+    ? { start: hiBytes, startExclusive: r.lt !== undefined, stop: loBytes, stopInclusive: r.gte !== undefined, reverse, limit }
+    : { start: loBytes, startExclusive: r.gt !== undefined, stop: hiBytes, stopInclusive: r.lte !== undefined, reverse, limit };
+}
+
+/** Whether the key at u8[off, off+len) lies beyond the stop bound. */
+export function past(u8: Uint8Array, off: number, len: number, b: Bounds): boolean {
+  const stop = b.stop!;
+  const n = len < stop.length ? len : stop.length;
+  let c = 0;
+  for (let i = 0; i < n; i++) {
+    const d = u8[off + i]! - stop[i]!;
+    if (d !== 0) {
+      c = d;
+      break;
+    }
+  }
+  if (c === 0) c = len - stop.length;
+  if (b.reverse) return b.stopInclusive ? c < 0 : c <= 0;
+  return b.stopInclusive ? c > 0 : c >= 0;
+}

@@ -1,0 +1,85 @@
+/**
+ * The public option, range and stats types of BTreeMap, and the symbol BTreeStore uses to
+ * attach a tree it opened itself.
+ */
+import type { LayoutName } from '../abi.js';
+import type { AdaptreeWasm } from '../wasm.js';
+import type { KeyCodec, ValueCodec } from '../encoding/codec.js';
+
+/** Names of the built-in key encodings. */
+export type KeyEncodingName = 'utf8' | 'bytes' | 'number' | 'bigint' | 'tuple';
+/** Names of the built-in value encodings. */
+export type ValueEncodingName = 'json' | 'utf8' | 'bytes';
+export type { LayoutName };
+
+export interface BTreeMapOptions<K, V> {
+  /** Key encoding; default `'utf8'` (string keys). A custom codec must be order-preserving. */
+  keys?: KeyEncodingName | KeyCodec<K>;
+  /** Value encoding; default `'json'`. */
+  values?: ValueEncodingName | ValueCodec<V>;
+  /** Node layout configuration of the tree; default `'adaptive'`. */
+  layout?: LayoutName;
+  /** The wasm instance to use (from `loadWasm`); default: the one `init()` loaded. */
+  wasm?: AdaptreeWasm;
+}
+
+export const KNOWN_OPTIONS: ReadonlySet<string> = new Set(['keys', 'values', 'layout', 'wasm']);
+
+/** @internal How BTreeStore (store.ts) runs a BTreeMap on a tree it opened itself: the
+ * constructor takes this symbol-keyed option instead of creating an in-memory tree, and
+ * calls `onFree` once when the tree is released (free(), or the finalizer). */
+export const ATTACH_TREE: unique symbol = Symbol('adaptree.attachTree') as never;
+export interface AttachTree {
+  tree: number;
+  onFree?: () => void;
+  /** The tree belongs to another map (a worker's attached map, threads.ts): free() releases
+   * this map's cursors, never the tree. */
+  borrowed?: boolean;
+}
+
+/** A key range. At most one lower bound (`gt`/`gte`) and one upper bound (`lt`/`lte`). */
+export interface Range<K> {
+  gt?: K;
+  gte?: K;
+  lt?: K;
+  lte?: K;
+  /** Iterate in descending key order. */
+  reverse?: boolean;
+  /** Return at most this many entries. */
+  limit?: number;
+}
+
+/** Bounds for deleteRange (no reverse/limit). */
+export type DeleteRange<K> = Pick<Range<K>, 'gt' | 'gte' | 'lt' | 'lte'>;
+
+/** What stats() reports (the core's `at_stats` JSON; fields may be added, never renamed). */
+export interface BTreeStats {
+  /** Layout configuration name ('adaptive', 'baseline', ...). */
+  config: string;
+  /** Entries (same as `size`). */
+  count: number;
+  /** Levels of the tree (1 = a single leaf). */
+  height: number;
+  /** Pages in use (nodes and overflow pages) and their bytes. */
+  pages: number;
+  bytes: number;
+  /** Used bytes / page bytes over all nodes, 0..1. */
+  fill: number;
+  page_size: number;
+  bytes_per_record: number;
+  /** Bytes saved by prefix truncation. */
+  prefix_bytes: number;
+  /** Node counts per layout. */
+  layouts: {
+    inner: number;
+    basic_leaf: number;
+    fingerprint_leaf: number;
+    semi_dense_leaf: number;
+    fully_dense_leaf: number;
+    overflow: number;
+    [layout: string]: number;
+  };
+  /** Per level, leaves first. */
+  levels: { level: number; nodes: number; entries: number; fill: number; avg_prefix: number }[];
+  [field: string]: unknown;
+}
