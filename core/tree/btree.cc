@@ -447,6 +447,10 @@ bool BTree::on_scan(PageId leaf, ReadMode* mode) {
   bool fp = p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf);
   if (!fp && p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf)) return true;
   if (!mode || !mode->shared) {
+    if (mode && mode->scanned) {  // the shared run took this scan's step
+      mode->scanned = false;
+      return true;
+    }
     bool drawn = mode && mode->step;  // a shared run drew this step already
     if (mode) mode->step = false;
     if (p[hdr::kCounter] >= kCounterMax) return true;  // saturated or disabled (255)
@@ -456,11 +460,13 @@ bool BTree::on_scan(PageId leaf, ReadMode* mode) {
   }
   uint8_t* c = p + hdr::kCounter;
   uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+  mode->scanned = true;
   if (v >= kCounterMax) return true;
   if (mode->rng->next() >= kScanIncrementThreshold) return true;
   for (;;) {
     if (v >= kCounterMax) return true;
     if (v + 1 == kCounterMax && fp) {
+      mode->scanned = false;
       mode->step = true;
       return false;
     }

@@ -29,6 +29,9 @@ struct SepList;  // bulk_load.cc
 struct ReadMode {
   bool shared = false;
   bool step = false;
+  // A shared run took the scan step (a cursor restarted later, for a sort): the
+  // exclusive run must not take it again. One scan start per call of the C ABI.
+  bool scanned = false;
   XorShift32* rng = nullptr;  // shared: the calling context's own random source
 };
 
