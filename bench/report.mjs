@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SCHEMA } from './lib/schema.mjs';
+import { browserAims, aimsTable } from './lib/aims.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -209,7 +210,7 @@ function stackChart({ title, groups, cats, counts }) {
 
 // ------------------------------------------------------------------ report
 
-const IMPL_ORDER = ['adaptree-native', 'adaptree-wasm', 'adaptree-wasm-mt', 'js-map', 'sorted-btree', 'lmdb', 'classic-level', 'indexeddb', 'idb-keyval', 'browser-level', 'sqlite-wasm-opfs'];
+const IMPL_ORDER = ['adaptree-native', 'adaptree-wasm', 'adaptree-wasm-mt', 'js-map', 'sorted-btree', 'lmdb', 'classic-level', 'adaptree-opfs', 'adaptree-indexeddb', 'adaptree-indexeddb-relaxed', 'raw-opfs', 'indexeddb', 'idb-keyval', 'browser-level', 'sqlite-wasm-opfs'];
 const byOrder = (order) => (a, b) => (order.indexOf(a) < 0 ? 99 : order.indexOf(a)) - (order.indexOf(b) < 0 ? 99 : order.indexOf(b)) || String(a).localeCompare(String(b));
 const WL_ORDER = ['insert', 'lookup_zipf', 'lookup_uniform', 'scan', 'iterate'];
 const CONFIGS = ['baseline', 'prefix', 'heads', 'hints', 'fingerprint', 'semi-dense', 'fully-dense', 'adaptive'];
@@ -261,6 +262,10 @@ function main() {
     P(`- Machine: ${m.cpu} × ${m.cpus} vCPU, ${m.memory_bytes ? (m.memory_bytes / 2 ** 30).toFixed(0) + ' GiB' : '?'} RAM, ${m.os}; Node ${m.node} (V8 ${m.v8})` +
       `${m.chromium ? `; Chromium ${m.chromium} (headless, cross-origin isolated: ${m.browser_cross_origin_isolated})` : ''}${m.sqlite_wasm ? `; SQLite wasm ${m.sqlite_wasm}` : ''}; ` +
       `commit ${m.git_commit ? m.git_commit.slice(0, 10) : '?'}${m.git_dirty ? ' (+ uncommitted changes)' : ''}.`);
+    for (const sp of run.spliced ?? [])
+      P(`- Suite ${sp.suite}: its ${sp.rows} rows come from a later run, \`${sp.command ?? '?'}\`${sp.quick ? ' (quick)' : ' (full)'}, started ${sp.started ?? '?'}, ` +
+        `duration ${sp.duration_sec != null ? (sp.duration_sec / 60).toFixed(1) + ' min' : '?'}, commit ${sp.git_commit ? sp.git_commit.slice(0, 10) : '?'}${sp.git_dirty ? ' (+ uncommitted changes)' : ''}` +
+        `${sp.load1 ? `, 1-minute load ${sp.load1.min}–${sp.load1.max}` : ''} (bench/splice.mjs).`);
     const inputs = Object.entries(m.inputs ?? {});
     if (inputs.length) {
       P('- Inputs (SHA-256 verified against pinned values on every use):');
@@ -429,7 +434,7 @@ function main() {
   // ---- persistent stores
   for (const [suite, title, text] of [
     ['persist-node', 'Persistent stores in Node (`persist-node`)', 'docs/ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values; each store with its default durability (see `config`). Bytes per record: the store\'s directory on disk after the run.'],
-    ['browser', 'Persistent stores in headless Chromium (`browser`)', 'One dedicated module worker, a fresh persistent profile, served cross-origin isolated from 127.0.0.1. docs/ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values. `get` awaits each read in its own transaction; `get_batch1000` pipelines 1000 reads in one transaction; scans read 50 records from a random key. Bytes per record: SQLite page_count × page_size, else the growth of `navigator.storage.estimate().usage`.'],
+    ['browser', 'Persistent stores in headless Chromium (`browser`)', 'One dedicated module worker, a fresh persistent profile, served cross-origin isolated from 127.0.0.1. docs/ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values. Every store is open at once and each workload runs on all of them interleaved (25 ms slices in turn), so they share the machine\'s load. `get` awaits each read in its own transaction; `get_batch1000` pipelines 1000 reads in one transaction (adaptree: getMany); scans read 50 records from a random key. adaptree: one commit per batch and per put; `get_cold` after reopening with a pool a tenth of the files; raw-opfs: 4 KiB write+flush pairs and random 4 KiB reads, interleaved with put_autocommit and get_cold. Bytes per record: file sizes (adaptree-opfs), page images (adaptree-indexeddb), SQLite page_count × page_size, else the growth of `navigator.storage.estimate().usage` while loading.'],
   ]) {
     const sr = rows.filter((r) => r.suite === suite);
     if (!sr.length) continue;
@@ -441,6 +446,10 @@ function main() {
       P(`${keys} records. ops/s:`, '');
       P(mdTable(['workload', ...impls], wls.map((w) => [w, ...impls.map((i) => { const r = sr.find((x) => x.dataset === d && x.impl === i && x.workload === w); return r ? mops(r.ops_per_sec) : '–'; })])), '');
       P(mdTable(['store', 'config', 'bytes/record'], impls.map((i) => { const r = sr.find((x) => x.dataset === d && x.impl === i); return [i, r?.config ?? '', r?.bytes_per_record != null ? r.bytes_per_record.toFixed(1) : '–']; })), '');
+      if (suite === 'browser') {
+        const aims = browserAims(sr.filter((r) => r.dataset === d));
+        if (aims.length) P('Aims (issue 10), as ratios of rows of this run:', '', aimsTable(aims), '');
+      }
       P(svg(`${suite}.svg`, barChart({ title: `${suite}: ops/s`, groups: wls, series: impls, values: wls.map((w) => impls.map((i) => sr.find((x) => x.dataset === d && x.impl === i && x.workload === w)?.ops_per_sec ?? null)), yLabel: 'ops/s', log: true })), '');
     }
   }

@@ -136,6 +136,7 @@ async function main() {
   machine.not_run = notRun;
   const loads = results.map((r) => r.load1).sort((a, b) => a - b);
   if (loads.length) machine.run.load1 = { min: loads[0], median: loads[loads.length >> 1], max: loads[loads.length - 1] };
+  fs.mkdirSync(path.dirname(path.resolve(o.out)), { recursive: true }); // e.g. bench/out/, which git ignores and a fresh checkout lacks
   writeResult(o.out, machine, results);
   log(`wrote ${results.length} rows to ${o.out} in ${seconds.toFixed(0)} s; not run: ${notRun.length ? notRun.map((s) => `${s.impl} (${s.suite})`).join(', ') : 'none'}`);
 }

@@ -5,13 +5,64 @@ import { createStore, setMany, set, get, getMany, clear } from 'idb-keyval';
 import { BrowserLevel } from 'browser-level';
 import sqlite3InitModule from '@sqlite.org/sqlite-wasm';
 import { SplitMix64 } from '../lib/rng.mjs';
-import { makeRecords, timedAsync } from '../lib/records.mjs';
+import { makeRecords } from '../lib/records.mjs';
+import { init, BTreeStore, indexedDBStorage } from '../../dist/index.js';
 
 const post = (m) => self.postMessage(m);
 const log = (s) => post({ log: s });
 
 const req = (r) => new Promise((res, rej) => { r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
 const txDone = (tx) => new Promise((res, rej) => { tx.oncomplete = () => res(); tx.onerror = tx.onabort = () => rej(tx.error); });
+
+const POOL = 64 << 20;     // BTreeStore's default pool
+const MIN_POOL = 1 << 20;  // the smallest pool BTreeStore takes
+let adaptreeWasm;
+const adaptreeReady = () => (adaptreeWasm ??= init());
+
+async function removeOpfs(name) {
+  const root = await navigator.storage.getDirectory();
+  await root.removeEntry(name, { recursive: true }).catch((e) => { if (e.name !== 'NotFoundError') throw e; });
+}
+
+/** Bytes of the files in OPFS directory `dir` (only `file` if given). */
+async function opfsBytes(dir, file) {
+  const d = await (await navigator.storage.getDirectory()).getDirectoryHandle(dir);
+  let total = 0;
+  for await (const [name, h] of d.entries()) if (h.kind === 'file' && (file === undefined || name === file)) total += (await h.getFile()).size;
+  return total;
+}
+
+/**
+ * `raw-opfs`, the physical reference for adaptree-opfs, on sync access handles in this worker:
+ * `write_flush` appends a 4 KiB page to a file and flush()es it (the least a one-put commit
+ * costs); `read_random` reads 4 KiB at a random page offset of a file as large as the store's
+ * data file (the least a cold point read costs). Both are measured interleaved with the
+ * stores' put_autocommit and get_cold (see `interleave`).
+ */
+async function rawOpfs(seed) {
+  const dirName = 'bench-raw-opfs';
+  await removeOpfs(dirName);
+  const dir = await (await navigator.storage.getDirectory()).getDirectoryHandle(dirName, { create: true });
+  const logFile = await (await dir.getFileHandle('log', { create: true })).createSyncAccessHandle();
+  const rng = new SplitMix64(seed * 1000 + 52);
+  const page = new Uint8Array(4096);
+  let data = null, pages = 0, appended = 0;
+  return {
+    config: 'FileSystemSyncAccessHandle in the worker, 4 KiB',
+    writeFlush() { page[0] = appended; logFile.write(page, { at: appended++ * 4096 }); logFile.flush(); },
+    async prepareReads(fileBytes) {
+      data = await (await dir.getFileHandle('data', { create: true })).createSyncAccessHandle();
+      pages = Math.max(1, Math.ceil(fileBytes / 4096));
+      const chunk = new Uint8Array(1 << 20);
+      for (let i = 0; i < chunk.length; i += 4) chunk[i] = (i * 2654435761) >>> 24;
+      for (let off = 0; off < pages * 4096; off += chunk.length) data.write(chunk.subarray(0, Math.min(chunk.length, pages * 4096 - off)), { at: off });
+      data.flush();
+      return pages * 4096;
+    },
+    readRandom() { if (data.read(page, { at: rng.nextBelow(pages) * 4096 }) !== 4096) throw new Error('raw-opfs: short read'); },
+    async close() { logFile.close(); data?.close(); await removeOpfs(dirName); },
+  };
+}
 
 async function usage() {
   try { const e = await navigator.storage.estimate(); return e.usage ?? null; } catch { return null; }
@@ -27,7 +78,7 @@ const STORES = {
     const S = 'kv';
     const hasGetAllRecords = typeof IDBObjectStore.prototype.getAllRecords === 'function';
     return {
-      config: 'default durability',
+      config: 'default durability (relaxed since Chrome 121)',
       async putBatch(ks, vs) { const tx = db.transaction(S, 'readwrite'); const st = tx.objectStore(S); for (let i = 0; i < ks.length; i++) st.put(vs[i], ks[i]); await txDone(tx); },
       async putOne(k, v) { const tx = db.transaction(S, 'readwrite'); tx.objectStore(S).put(v, k); await txDone(tx); },
       async get(k) { return req(db.transaction(S).objectStore(S).get(k)); },
@@ -99,75 +150,268 @@ const STORES = {
       async close() { ins.finalize(); sel.finalize(); rng.finalize(); db.close(); },
     };
   },
-  // HOOK: adaptree's OPFS and IndexedDB backends (ts/storage) get entries here when they
-  // exist ('adaptree-opfs', 'adaptree-idb'): open a BTreeMap on the backend, commit per
-  // batch, same workloads; add their names to IMPLS in run-browser.mjs.
+  // adaptree's BTreeStore on OPFS sync access handles, inside this (dedicated module) worker:
+  // the whole API is synchronous there (docs/STORE.md, "OPFS in the browser"). utf8 keys,
+  // bytes values, the default 64 MiB pool; one commit per batch (setMany) and per put.
+  async 'adaptree-opfs'() {
+    await adaptreeReady();
+    const dir = 'bench-adaptree-opfs';
+    await removeOpfs(dir);
+    const path = dir + '/store';
+    const open = (poolSize) => BTreeStore.open({ path, storage: 'opfs', keys: 'utf8', values: 'bytes', poolSize });
+    let s = await open(POOL);
+    return {
+      config: 'opfs sync access handles in the worker, 64 MiB pool, one flush per commit',
+      async putBatch(ks, vs) { s.setMany(ks.map((k, i) => [k, vs[i]])); await s.commit(); },
+      async putOne(k, v) { s.set(k, v); await s.commit(); },
+      async get(k) { return s.get(k); },
+      async getMany(ks) { return s.getMany(ks); },
+      async scan(k, n) { let c = 0; for (const e of s.entries({ gte: k, limit: n })) if (e[1]) c++; return c; },
+      stats: () => s.stats(),
+      tree: async () => s.treeStats(),
+      // Cold reads: closed (the pool is gone), reopened with a pool a tenth of the files.
+      async reopenSmall() {
+        await s.close();
+        const fileBytes = await opfsBytes(dir);
+        const poolBytes = Math.max(MIN_POOL, Math.floor(fileBytes / 10));
+        s = await open(poolBytes);
+        return { fileBytes, poolBytes, dataBytes: await opfsBytes(dir, 'store') };
+      },
+      async close() { await s.close(); },
+      bytesAfterClose: () => opfsBytes(dir),
+    };
+  },
+  // adaptree's BTreeStore on IndexedDB (an async backend: the ...Async methods, page faults
+  // awaited), 64 MiB pool, the default 'strict' durability; one commit (one IndexedDB
+  // transaction) per batch and per put.
+  'adaptree-indexeddb': () => adaptreeIndexedDB('strict'),
+  // The same on indexedDBStorage({ durability: 'relaxed' }), the durability Chromium >= 121
+  // gives the other IndexedDB stores here by default.
+  'adaptree-indexeddb-relaxed': () => adaptreeIndexedDB('relaxed'),
 };
 
-async function runStore(name, P) {
-  const n = P.records;
-  const { keys, value } = makeRecords(n + P.autocommit, P.seed);
+async function adaptreeIndexedDB(durability) {
+  await adaptreeReady();
+  const path = `bench-adaptree-idb-${durability}`;
+  await req(indexedDB.deleteDatabase('adaptree:' + path));
+  const storage = durability === 'strict' ? 'indexeddb' : indexedDBStorage({ durability });
+  const open = (poolSize) => BTreeStore.open({ path, storage, keys: 'utf8', values: 'bytes', poolSize });
+  let s = await open(POOL);
+  let pageBytes = 0;
+  const db = {
+    config: `indexeddb, ${durability} durability, 64 MiB pool`,
+    async putBatch(ks, vs) { await s.setManyAsync(ks.map((k, i) => [k, vs[i]])); await s.commit(); },
+    async putOne(k, v) { await s.setAsync(k, v); await s.commit(); },
+    get: (k) => s.getAsync(k),
+    getMany: (ks) => s.getManyAsync(ks),
+    async scan(k, n) { let c = 0; for await (const e of s.entriesAsync({ gte: k, limit: n })) if (e[1]) c++; return c; },
+    stats: () => s.stats(),
+    tree: () => s.treeStatsAsync(),
+    async reopenSmall() {
+      const fileBytes = s.stats().fileBytes;
+      await s.close();
+      const poolBytes = Math.max(MIN_POOL, Math.floor(fileBytes / 10));
+      s = await open(poolBytes);
+      return { fileBytes, poolBytes };
+    },
+    // bytes_per_record: the page images (what the store holds); usage_bytes_per_record: the
+    // origin's usage growth while loading, IndexedDB's own overhead included (as for the
+    // other IndexedDB stores)
+    usageToo: true,
+    async close() { pageBytes = s.stats().fileBytes; await s.close(); },
+    bytesAfterClose: async () => pageBytes,
+  };
+  return db;
+}
+
+/**
+ * Runs one workload on several stores side by side: each store in turn runs operations for a
+ * slice of SLICE_MS, round after round, until it has done `count` or spent `budgetSec` of its
+ * own time. On this shared machine the load moves several-fold within a minute; stores run
+ * one after another would compare the load at different moments, interleaved they share it.
+ * parts: [{ op: async (i) => void }]; each gets res = { ops, seconds }.
+ */
+const SLICE_MS = 25;
+// With --expose-gc (run-browser.mjs): a full collection before each workload and a young-
+// generation one between slices (untimed), so one store's garbage is not collected in
+// another's slice. Without it, nothing.
+const collect = (type) => { if (typeof self.gc === 'function') self.gc({ type }); };
+async function interleave(parts, count, budgetSec) {
+  for (const p of parts) p.res = { ops: 0, seconds: 0 };
+  let active = parts.filter((p) => !p.failed);
+  collect('major');
+  while (active.length) {
+    for (const p of active) {
+      collect('minor');
+      const t0 = performance.now(), end = t0 + SLICE_MS;
+      let done = p.res.ops;
+      try {
+        while (done < count) {
+          await p.op(done);
+          done++;
+          if (performance.now() > end) break;
+        }
+      } catch (e) {
+        p.failed = e;
+      }
+      p.res.seconds += (performance.now() - t0) / 1000;
+      p.res.ops = done;
+    }
+    active = active.filter((p) => !p.failed && p.res.ops < count && p.res.seconds < budgetSec);
+  }
+}
+
+async function runSuite(P) {
+  const n = P.records, B = 1000;
+  const { keys, value } = makeRecords(n + 2 * P.autocommit, P.seed);
   const vals = keys.map((_, i) => value(i));
   const rng = new SplitMix64(P.seed * 1000 + 51);
-  const u0 = await usage();
-  const db = await STORES[name]();
-  const rows = [];
-  const emit = (workload, res, extra = {}) => {
-    const row = { suite: P.suite, dataset: P.dataset, workload, impl: name, config: db.config, keys: n, ops: res.ops,
-      seconds: +res.seconds.toFixed(6), ops_per_sec: +(res.ops / res.seconds).toFixed(1), ...extra };
-    rows.push(row);
-    log(`${name} ${workload}: ${Math.round(row.ops_per_sec)} ops/s (${res.ops} ops, ${res.seconds.toFixed(2)} s)`);
+  const info = { gc_between_slices: typeof self.gc === 'function' };
+  const slots = [];
+  for (const name of P.impls) {
+    try {
+      const db = await STORES[name](P);
+      slots.push({ name, db, rows: [], stored: n, miss: 0, usageBytes: 0 });
+      if (db.sqliteVersion) info.sqlite = db.sqliteVersion;
+    } catch (e) {
+      post({ skip: name, reason: 'open failed: ' + String(e?.message || e) });
+    }
+  }
+  const live = () => slots.filter((x) => !x.failed);
+  const fail = (x, e) => { x.failed = true; post({ skip: x.name, reason: String(e?.message || e) }); };
+  const row = (impl, config, workload, res, extra) => ({ suite: P.suite, dataset: P.dataset, workload, impl, config, keys: n, ops: res.ops,
+    seconds: +res.seconds.toFixed(6), ops_per_sec: +(res.ops / res.seconds).toFixed(1), ...extra });
+  const say = (r) => log(`${r.impl} ${r.workload}: ${Math.round(r.ops_per_sec)} ops/s (${r.ops} ops, ${r.seconds.toFixed(2)} s)`);
+  // adaptree rows also carry the store's I/O per operation (stats() before and after)
+  const io = (x, before, ops) => {
+    if (!before || !ops) return {};
+    const after = x.db.stats();
+    const per = (f) => +((after[f] - before[f]) / ops).toFixed(3);
+    return { reads_per_op: per('reads'), writes_per_op: per('writes'), syncs_per_op: per('syncs'), misses_per_op: per('misses') };
   };
-  const B = 1000;
+  // One workload on the given stores (and reference parts), interleaved; rows for each.
+  const measure = async (workload, xs, count, opOf, { refs = [], extra = () => ({}), scale = 1 } = {}) => {
+    const parts = xs.map((x) => ({ x, op: opOf(x), before: x.db.stats?.() }));
+    await interleave([...parts, ...refs], count, P.budgetSec);
+    for (const p of parts) {
+      if (p.failed) { fail(p.x, p.failed); continue; }
+      const res = { ops: Math.min(p.res.ops * scale, count * scale), seconds: p.res.seconds };
+      const r = row(p.x.name, p.x.db.config, workload, res, { ...extra(p.x), ...io(p.x, p.before, res.ops) });
+      p.x.rows.push(r);
+      say(r);
+    }
+    for (const p of refs) {
+      if (p.failed) throw p.failed;
+      const r = row(p.impl, p.config, p.workload, p.res, p.extra ?? {});
+      p.rows.push(r);
+      say(r);
+    }
+  };
+
+  // put_tx1000: the load, batch by batch in turn (each store's batches timed alone); the
+  // IndexedDB stores' size is the growth of the origin's usage over their own batches
   {
-    const t0 = performance.now();
+    const res = new Map(slots.map((x) => [x, { ops: 0, seconds: 0, before: x.db.stats?.() }]));
     for (let i = 0; i < n; i += B) {
-      await db.putBatch(keys.slice(i, i + B), vals.slice(i, i + B));
-      if ((i / B) % 20 === 19) log(`${name}: loaded ${i + B} of ${n}`);
+      for (const x of live()) {
+        const measureUsage = x.db.bytes == null && !x.db.bytesAfterClose || x.db.usageToo;
+        const u0 = measureUsage ? await usage() : null;
+        const t0 = performance.now();
+        try {
+          await x.db.putBatch(keys.slice(i, i + B), vals.slice(i, i + B));
+        } catch (e) { fail(x, e); continue; }
+        const r = res.get(x);
+        r.seconds += (performance.now() - t0) / 1000;
+        r.ops += Math.min(B, n - i);
+        if (measureUsage) { const u1 = await usage(); if (u0 != null && u1 != null) x.usageBytes += u1 - u0; }
+      }
+      if ((i / B) % 20 === 19) log(`loaded ${i + B} of ${n} records into each store`);
     }
-    emit('put_tx1000', { ops: n, seconds: (performance.now() - t0) / 1000 });
+    for (const x of live()) {
+      const r = res.get(x);
+      const ioRow = io(x, r.before, n);
+      // adaptree: the tree's shape after the load (what its bytes per record come from)
+      let shape = {};
+      if (x.db.tree) {
+        const t = await x.db.tree();
+        shape = { height: t.height, pages: t.pages, fill: +t.fill.toFixed(3), leaf_fill: +t.levels[0].fill.toFixed(3), layouts: t.layouts };
+      }
+      x.rows.push(row(x.name, x.db.config, 'put_tx1000', r, { ...ioRow, ...shape }));
+      say(x.rows[x.rows.length - 1]);
+    }
   }
-  emit('put_autocommit', await timedAsync(P.autocommit, P.budgetSec, (i) => db.putOne(keys[n + i], vals[n + i])));
+
+  const raw = live().some((x) => x.name === 'adaptree-opfs') ? await rawOpfs(P.seed) : null;
+  const rawRows = [];
+  const rawPart = (workload, op, extra) => ({ impl: 'raw-opfs', config: `${raw.config}, interleaved with the stores' ${workload === 'write_flush' ? 'put_autocommit' : 'get_cold'}`, workload, op, extra, rows: rawRows });
+
+  // put_autocommit: one put and one commit each (new keys), with raw OPFS write+flush pairs
+  await measure('put_autocommit', live(), P.autocommit, (x) => (i) => x.db.putOne(keys[n + i], vals[n + i]),
+    { refs: raw ? [rawPart('write_flush', () => raw.writeFlush())] : [] });
+  for (const x of live()) x.stored += x.rows.find((r) => r.workload === 'put_autocommit')?.ops ?? 0;
+
   const idx = Uint32Array.from({ length: P.gets }, () => rng.nextBelow(n));
-  let miss = 0;
-  emit('get', await timedAsync(P.gets, P.budgetSec, async (i) => { if ((await db.get(keys[idx[i]])) == null) miss++; }));
-  const gm = await timedAsync(Math.max(1, Math.floor(P.gets / B)), P.budgetSec, async (j) => {
-    const vs = await db.getMany(Array.from(idx.subarray(j * B, (j + 1) * B), (x) => keys[x]));
-    for (const v of vs) if (v == null) miss++;
-  });
-  gm.ops = Math.min(gm.ops * B, P.gets);
-  emit('get_batch1000', gm);
-  if (db.scan) {
-    const sorted = keys.slice(0, n).sort();
-    let records = 0;
-    const sc = await timedAsync(P.scans, P.budgetSec, async () => { records += await db.scan(sorted[rng.nextBelow(n)], 50); });
-    emit('scan50', sc, { records });
-    if (db.scanAll) {
-      records = 0;
-      const sa = await timedAsync(P.scans, P.budgetSec, async () => { records += await db.scanAll(sorted[rng.nextBelow(n)], 50); });
-      emit(db.scanAllName, sa, { records });
-    }
+  await measure('get', live(), P.gets, (x) => async (i) => { if ((await x.db.get(keys[idx[i]])) == null) x.miss++; });
+  await measure('get_batch1000', live(), Math.max(1, Math.floor(P.gets / B)), (x) => async (j) => {
+    const vs = await x.db.getMany(Array.from(idx.subarray(j * B, (j + 1) * B), (k) => keys[k]));
+    for (const v of vs) if (v == null) x.miss++;
+  }, { scale: B });
+
+  const sorted = keys.slice(0, n).sort();
+  const starts = Uint32Array.from({ length: P.scans }, () => rng.nextBelow(n));
+  const scanned = new Map();
+  const scanWith = (f) => (x) => async (i) => { scanned.set(x, (scanned.get(x) ?? 0) + (await f(x)(sorted[starts[i]], 50))); };
+  await measure('scan50', live().filter((x) => x.db.scan), P.scans, scanWith((x) => x.db.scan), { extra: (x) => ({ records: scanned.get(x) }) });
+  for (const x of live().filter((y) => y.db.scanAll)) {
+    scanned.delete(x);
+    await measure(x.db.scanAllName, [x], P.scans, scanWith((y) => y.db.scanAll), { extra: (y) => ({ records: scanned.get(y) }) });
   }
-  if (miss) throw new Error(`${miss} gets of present keys missed`);
-  let bytes = db.bytes ? db.bytes() : null;
-  await db.close();
-  if (bytes == null) { const u1 = await usage(); if (u0 != null && u1 != null && u1 > u0) bytes = u1 - u0; }
-  for (const r of rows) {
-    if (bytes) r.bytes_per_record = +(bytes / (n + P.autocommit)).toFixed(2);
-    post({ row: r });
+
+  // get_cold: each adaptree store closed (its pool dropped) and reopened with a pool a tenth
+  // of its files (1 MiB at least), then point reads of random present keys (not get's);
+  // interleaved with raw 4 KiB reads of a file as large as adaptree-opfs's data file
+  const cold = live().filter((x) => x.db.reopenSmall);
+  const coldInfo = new Map();
+  let rawFile = null;
+  for (const x of cold) {
+    try {
+      const c = await x.db.reopenSmall();
+      coldInfo.set(x, { pool_bytes: c.poolBytes, file_bytes: c.fileBytes, data_to_pool: +(c.fileBytes / c.poolBytes).toFixed(2) });
+      if (x.name === 'adaptree-opfs' && raw) rawFile = await raw.prepareReads(c.dataBytes);
+    } catch (e) { fail(x, e); }
   }
-  return db.sqliteVersion ? { sqlite: db.sqliteVersion } : {};
+  const cidx = Uint32Array.from({ length: P.gets }, () => rng.nextBelow(n));
+  await measure('get_cold', cold.filter((x) => !x.failed), P.gets, (x) => async (i) => { if ((await x.db.get(keys[cidx[i]])) == null) x.miss++; },
+    { extra: (x) => coldInfo.get(x), refs: rawFile ? [rawPart('read_random', () => raw.readRandom(), { file_bytes: rawFile })] : [] });
+
+  for (const x of slots) {
+    if (x.failed) { await x.db.close().catch(() => {}); continue; }
+    try {
+      if (x.miss) throw new Error(`${x.miss} gets of present keys missed`);
+      let bytes = x.db.bytes ? x.db.bytes() : null;
+      await x.db.close();
+      if (x.db.bytesAfterClose) bytes = await x.db.bytesAfterClose();
+      const perRecord = (b, count) => +(b / count).toFixed(2);
+      for (const r of x.rows) {
+        if (bytes) r.bytes_per_record = perRecord(bytes, x.stored);
+        else if (x.usageBytes > 0) r.bytes_per_record = perRecord(x.usageBytes, n);
+        if (x.db.usageToo && x.usageBytes > 0) r.usage_bytes_per_record = perRecord(x.usageBytes, n);
+        post({ row: r });
+      }
+    } catch (e) { fail(x, e); }
+  }
+  if (raw) { await raw.close(); for (const r of rawRows) post({ row: r }); }
+  return info;
 }
 
 self.onmessage = async (e) => {
   const P = e.data;
   const info = { crossOriginIsolated: self.crossOriginIsolated, userAgent: navigator.userAgent };
-  for (const name of P.impls) {
-    try {
-      Object.assign(info, await runStore(name, P));
-    } catch (err) {
-      post({ skip: name, reason: String(err?.message || err) });
-    }
+  try {
+    Object.assign(info, await runSuite(P));
+  } catch (err) {
+    post({ fatal: String(err?.stack || err?.message || err) });
+    return;
   }
   post({ done: true, info });
 };

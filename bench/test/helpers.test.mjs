@@ -11,6 +11,7 @@ import { Zipfian, zeta, scramble, mulmod } from '../lib/zipf.mjs';
 import { zipfIndexes, scanOps, ycsbOps, OP } from '../lib/workloads.mjs';
 import { checkRow, writeResult, SCHEMA } from '../lib/schema.mjs';
 import { writeKeyFile, readKeyFile, decodeKeys } from '../lib/keyfile.mjs';
+import { browserAims, aimsTable } from '../lib/aims.mjs';
 
 const M64 = (1n << 64n) - 1n;
 function refSplitMix(seed) {
@@ -164,5 +165,67 @@ test('the result file has exactly schema, machine, results; the report renders i
   const svgs = fs.readdirSync(path.join(dir, 'report')).filter((x) => x.endsWith('.svg'));
   assert.ok(svgs.length >= 3, svgs.join(','));
   for (const s of svgs) assert.match(fs.readFileSync(path.join(dir, 'report', s), 'utf8'), /^<svg [^>]*>[\s\S]*<\/svg>\n$/);
+  fs.rmSync(dir, { recursive: true });
+});
+
+// browser rows as bench/browser/worker.mjs emits them (shape only; made-up numbers)
+const brow = (impl, workload, ops_per_sec, extra = {}) => ({ suite: 'browser', dataset: 'k10-100B', workload, impl, config: 'c', keys: 1000,
+  ops: ops_per_sec, seconds: 1, ops_per_sec, ...extra });
+const browserRows = [
+  brow('sqlite-wasm-opfs', 'get', 1000, { bytes_per_record: 150 }), brow('sqlite-wasm-opfs', 'put_tx1000', 5000, { bytes_per_record: 150 }),
+  brow('indexeddb', 'get', 500, { bytes_per_record: 400 }),
+  brow('adaptree-opfs', 'get', 20000, { bytes_per_record: 180, reads_per_op: 0 }), brow('adaptree-opfs', 'put_tx1000', 10000, { bytes_per_record: 180 }),
+  brow('adaptree-opfs', 'put_autocommit', 100, { bytes_per_record: 180, syncs_per_op: 1 }),
+  brow('adaptree-opfs', 'get_cold', 6000, { bytes_per_record: 180, pool_bytes: 1 << 20, file_bytes: 10 << 20, data_to_pool: 10 }),
+  brow('raw-opfs', 'write_flush', 400), brow('raw-opfs', 'read_random', 10000, { file_bytes: 10 << 20 }),
+  brow('adaptree-indexeddb', 'get', 15000, { bytes_per_record: 120, usage_bytes_per_record: 300 }),
+];
+
+test('browser aims are ratios of rows of one run, each against its target', () => {
+  for (const r of browserRows) assert.deepEqual(checkRow(r), [], JSON.stringify(r));
+  const aims = browserAims(browserRows);
+  const get = (aim, impl) => aims.find((a) => a.aim.startsWith(aim) && a.impl === impl);
+  for (const [aim, impl, ratio, met] of [
+    ['warm reads vs sqlite', 'adaptree-opfs', 20, true], ['warm reads vs raw IndexedDB', 'adaptree-indexeddb', 30, true],
+    ['batched writes', 'adaptree-opfs', 2, false], ['one-commit writes', 'adaptree-opfs', 0.25, false], ['cold reads', 'adaptree-opfs', 0.6, true],
+  ]) assert.deepEqual([get(aim, impl).ratio, get(aim, impl).met], [ratio, met], `${aim} ${impl}`);
+  // space: lower is better; the page images (bytes_per_record), not the origin's usage
+  assert.equal(get('space', 'adaptree-opfs').ratio, 1.2);
+  assert.equal(get('space', 'adaptree-opfs').met, false);
+  assert.equal(get('space', 'adaptree-indexeddb'), undefined, 'no put_tx1000 row for it here');
+  // an aim whose rows are missing is left out, not counted as met or missed
+  assert.equal(get('scans', 'adaptree-opfs'), undefined);
+  const md = aimsTable(aims);
+  assert.match(md, /\| one-commit writes vs raw OPFS write\+flush \| adaptree-opfs \| 100 \| raw-opfs write_flush \| 400 \| 0\.25× \| ≥ 0\.5× \| no \|/);
+  assert.match(md, /\| space vs SQLite's file \(bytes\/record\) \| adaptree-opfs \| 180 \| .* \| 1\.20× \| ≤ 1× \| no \|/);
+});
+
+test('the report renders the browser suite with its aims table', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-test-'));
+  const f = path.join(dir, 'r.json');
+  writeResult(f, { cpu: 'test', run: { duration_sec: 1 } }, browserRows);
+  execFileSync(process.execPath, [fileURLToPath(new URL('../report.mjs', import.meta.url)), f, '--out', path.join(dir, 'REPORT.md')], { stdio: 'pipe' });
+  const md = fs.readFileSync(path.join(dir, 'REPORT.md'), 'utf8');
+  assert.match(md, /Persistent stores in headless Chromium/);
+  assert.match(md, /\| get_cold \|/);
+  assert.match(md, /Aims \(issue 10\)/);
+  assert.match(md, /\| warm reads vs sqlite-wasm \| adaptree-opfs \| 20000 \| sqlite-wasm-opfs get \| 1000 \| 20\.00× \| ≥ 10× \| yes \|/);
+  fs.rmSync(dir, { recursive: true });
+});
+
+test('splice.mjs replaces one suite of a result file and records where its rows came from', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-test-'));
+  const a = path.join(dir, 'a.json'), b = path.join(dir, 'b.json');
+  writeResult(a, { cpu: 'x', chromium: 'old', not_run: [{ suite: 'browser', impl: 'adaptree-opfs', reason: 'missing' }, { suite: 'inmem', impl: 'y', reason: 'z' }] },
+    [good, brow('indexeddb', 'get', 10)]);
+  writeResult(b, { cpu: 'x', chromium: 'new', git_commit: 'abc', run: { command: 'npm run bench -- --suite browser', duration_sec: 60 }, not_run: [] },
+    [{ ...good, ops_per_sec: 1, ops: 1, seconds: 1 }, ...browserRows.map((r) => ({ ...r, load1: 3 }))]);
+  execFileSync(process.execPath, [fileURLToPath(new URL('../splice.mjs', import.meta.url)), a, b, '--suite', 'browser'], { stdio: 'pipe' });
+  const j = JSON.parse(fs.readFileSync(a, 'utf8'));
+  assert.deepEqual(j.results.filter((r) => r.suite === 'inmem'), [good], 'other suites stay as they were');
+  assert.equal(j.results.filter((r) => r.suite === 'browser').length, browserRows.length);
+  assert.equal(j.machine.chromium, 'new');
+  assert.deepEqual(j.machine.not_run, [{ suite: 'inmem', impl: 'y', reason: 'z' }]);
+  assert.deepEqual(j.machine.run.spliced, [{ suite: 'browser', command: 'npm run bench -- --suite browser', duration_sec: 60, git_commit: 'abc', rows: browserRows.length, load1: { min: 3, median: 3, max: 3 } }]);
   fs.rmSync(dir, { recursive: true });
 });
