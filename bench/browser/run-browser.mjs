@@ -22,7 +22,7 @@ export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic',
   // store pays for its own (worker.mjs, interleave)
   '--js-flags=--expose-gc'];
 
-async function bundle() {
+export async function bundle() {
   const outDir = path.join(CACHE_DIR, 'browser-build');
   const { build } = await import('vite');
   await build({
@@ -38,7 +38,8 @@ async function bundle() {
       minify: false,
       modulePreload: false,
       rollupOptions: {
-        input: { worker: path.join(HERE, 'worker.mjs') },
+        // diagnose: the cause measurements of bench/browser/diagnose.mjs (not run by the suite)
+        input: { worker: path.join(HERE, 'worker.mjs'), diagnose: path.join(HERE, 'diagnose-worker.mjs') },
         output: { entryFileNames: '[name].js', format: 'es' },
         preserveEntrySignatures: 'allow-extension',
       },
@@ -50,7 +51,7 @@ async function bundle() {
 
 const MIME = { '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
 
-function serve(dir) {
+export function serve(dir) {
   const server = http.createServer((req, res) => {
     const u = new URL(req.url, 'http://x');
     const file = path.join(dir, path.normalize(decodeURIComponent(u.pathname)).replace(/^(\.\.[/\\])+/, ''));

@@ -68,6 +68,19 @@ async function usage() {
   try { const e = await navigator.storage.estimate(); return e.usage ?? null; } catch { return null; }
 }
 
+/** The origin's usage once Chromium's accounting has caught up (it is updated after the
+ * writes, not with them): read every 250 ms until two reads agree (5 s at most). */
+async function settledUsage() {
+  let last = await usage();
+  for (let i = 0; i < 20 && last != null; i++) {
+    await new Promise((r) => setTimeout(r, 250));
+    const u = await usage();
+    if (u === last) return u;
+    last = u;
+  }
+  return last;
+}
+
 const STORES = {
   async indexeddb() {
     const name = 'bench-raw';
@@ -78,6 +91,7 @@ const STORES = {
     const S = 'kv';
     const hasGetAllRecords = typeof IDBObjectStore.prototype.getAllRecords === 'function';
     return {
+      idbName: name,
       config: 'default durability (relaxed since Chrome 121)',
       async putBatch(ks, vs) { const tx = db.transaction(S, 'readwrite'); const st = tx.objectStore(S); for (let i = 0; i < ks.length; i++) st.put(vs[i], ks[i]); await txDone(tx); },
       async putOne(k, v) { const tx = db.transaction(S, 'readwrite'); tx.objectStore(S).put(v, k); await txDone(tx); },
@@ -106,13 +120,15 @@ const STORES = {
     const store = createStore('bench-keyval', 'kv');
     await clear(store);
     return {
+      idbName: 'bench-keyval',
       config: 'createStore, default',
       putBatch: (ks, vs) => setMany(ks.map((k, i) => [k, vs[i]]), store),
       putOne: (k, v) => set(k, v, store),
       get: (k) => get(k, store),
       getMany: (ks) => getMany(ks, store),
       scan: null, // no range API
-      async close() {},
+      // idb-keyval keeps its connection open until the page goes
+      async close() { (await store('readonly', (os) => os.transaction.db)).close(); },
     };
   },
   async 'browser-level'() {
@@ -120,6 +136,7 @@ const STORES = {
     await db.open();
     await db.clear();
     return {
+      idbName: 'level-js-bench-level', // browser-level's default prefix
       config: 'default',
       putBatch: (ks, vs) => db.batch(ks.map((k, i) => ({ type: 'put', key: k, value: vs[i] }))),
       putOne: (k, v) => db.put(k, v),
@@ -199,6 +216,7 @@ async function adaptreeIndexedDB(durability) {
   let s = await open(POOL);
   let pageBytes = 0;
   const db = {
+    idbName: 'adaptree:' + path,
     config: `indexeddb, ${durability} durability, 64 MiB pool`,
     async putBatch(ks, vs) { await s.setManyAsync(ks.map((k, i) => [k, vs[i]])); await s.commit(); },
     async putOne(k, v) { await s.setAsync(k, v); await s.commit(); },
@@ -215,9 +233,8 @@ async function adaptreeIndexedDB(durability) {
       return { fileBytes, poolBytes };
     },
     // bytes_per_record: the page images (what the store holds); usage_bytes_per_record: the
-    // origin's usage growth while loading, IndexedDB's own overhead included (as for the
-    // other IndexedDB stores)
-    usageToo: true,
+    // origin's usage growth while loading it (IndexedDB's own overhead included), as for the
+    // other IndexedDB stores
     async close() { pageBytes = s.stats().fileBytes; await s.close(); },
     bytesAfterClose: async () => pageBytes,
   };
@@ -308,24 +325,31 @@ async function runSuite(P) {
     }
   };
 
-  // put_tx1000: the load, batch by batch in turn (each store's batches timed alone); the
-  // IndexedDB stores' size is the growth of the origin's usage over their own batches
+  // put_tx1000: the load. The IndexedDB stores one after another, each between two settled
+  // readings of the origin's usage (Chromium's accounting cannot tell two databases written
+  // at the same time apart: their growth is their size); then the OPFS stores batch by batch
+  // in turn (each store's batches timed alone).
   {
     const res = new Map(slots.map((x) => [x, { ops: 0, seconds: 0, before: x.db.stats?.() }]));
+    const loadBatch = async (x, i) => {
+      const t0 = performance.now();
+      try {
+        await x.db.putBatch(keys.slice(i, i + B), vals.slice(i, i + B));
+      } catch (e) { fail(x, e); return; }
+      const r = res.get(x);
+      r.seconds += (performance.now() - t0) / 1000;
+      r.ops += Math.min(B, n - i);
+    };
+    for (const x of live().filter((y) => y.db.idbName)) {
+      const u0 = await settledUsage();
+      for (let i = 0; i < n && !x.failed; i += B) await loadBatch(x, i);
+      const u1 = await settledUsage();
+      if (u0 != null && u1 != null && u1 > u0) x.usageBytes = u1 - u0;
+      log(`loaded ${n} records into ${x.name}`);
+    }
     for (let i = 0; i < n; i += B) {
-      for (const x of live()) {
-        const measureUsage = x.db.bytes == null && !x.db.bytesAfterClose || x.db.usageToo;
-        const u0 = measureUsage ? await usage() : null;
-        const t0 = performance.now();
-        try {
-          await x.db.putBatch(keys.slice(i, i + B), vals.slice(i, i + B));
-        } catch (e) { fail(x, e); continue; }
-        const r = res.get(x);
-        r.seconds += (performance.now() - t0) / 1000;
-        r.ops += Math.min(B, n - i);
-        if (measureUsage) { const u1 = await usage(); if (u0 != null && u1 != null) x.usageBytes += u1 - u0; }
-      }
-      if ((i / B) % 20 === 19) log(`loaded ${i + B} of ${n} records into each store`);
+      for (const x of live().filter((y) => !y.db.idbName)) await loadBatch(x, i);
+      if ((i / B) % 20 === 19) log(`loaded ${i + B} of ${n} records into each OPFS store`);
     }
     for (const x of live()) {
       const r = res.get(x);
@@ -384,21 +408,24 @@ async function runSuite(P) {
   await measure('get_cold', cold.filter((x) => !x.failed), P.gets, (x) => async (i) => { if ((await x.db.get(keys[cidx[i]])) == null) x.miss++; },
     { extra: (x) => coldInfo.get(x), refs: rawFile ? [rawPart('read_random', () => raw.readRandom(), { file_bytes: rawFile })] : [] });
 
+  // sizes: files and pages after close; the IndexedDB stores' usage growth while loading
   for (const x of slots) {
     if (x.failed) { await x.db.close().catch(() => {}); continue; }
     try {
       if (x.miss) throw new Error(`${x.miss} gets of present keys missed`);
-      let bytes = x.db.bytes ? x.db.bytes() : null;
+      x.bytes = x.db.bytes ? x.db.bytes() : null;
       await x.db.close();
-      if (x.db.bytesAfterClose) bytes = await x.db.bytesAfterClose();
-      const perRecord = (b, count) => +(b / count).toFixed(2);
-      for (const r of x.rows) {
-        if (bytes) r.bytes_per_record = perRecord(bytes, x.stored);
-        else if (x.usageBytes > 0) r.bytes_per_record = perRecord(x.usageBytes, n);
-        if (x.db.usageToo && x.usageBytes > 0) r.usage_bytes_per_record = perRecord(x.usageBytes, n);
-        post({ row: r });
-      }
+      if (x.db.bytesAfterClose) x.bytes = await x.db.bytesAfterClose();
     } catch (e) { fail(x, e); }
+  }
+  for (const x of live()) {
+    const perRecord = (b, count) => +(b / count).toFixed(2);
+    for (const r of x.rows) {
+      if (x.bytes) r.bytes_per_record = perRecord(x.bytes, x.stored);
+      else if (x.usageBytes) r.bytes_per_record = perRecord(x.usageBytes, n);
+      if (x.bytes && x.usageBytes) r.usage_bytes_per_record = perRecord(x.usageBytes, n);
+      post({ row: r });
+    }
   }
   if (raw) { await raw.close(); for (const r of rawRows) post({ row: r }); }
   return info;

@@ -186,11 +186,45 @@ function deferred(): Deferred {
   return { promise, resolve, reject };
 }
 
-/** Runs `f` after the current turn of the event loop: commits requested meanwhile join. */
-const later: (f: () => void) => void =
-  typeof (globalThis as { setImmediate?: unknown }).setImmediate === 'function'
-    ? (f) => (globalThis as unknown as { setImmediate(f: () => void): void }).setImmediate(f)
-    : (f) => void setTimeout(f, 0);
+/**
+ * Runs `f` after the current turn of the event loop: commits requested meanwhile join.
+ * Browsers clamp chained `setTimeout(0)` to 4 ms, which cost a one-commit write there about
+ * 5 ms on top of its 2-3 ms write and flush (bench/browser/diagnose.mjs commit); a message to
+ * ourselves through a MessageChannel is the same "next turn" without the clamp.
+ */
+const later: (f: () => void) => void = (() => {
+  const g = globalThis as unknown as {
+    setImmediate?: (f: () => void) => void;
+    MessageChannel?: new () => {
+      port1: { onmessage: ((e: unknown) => void) | null; close(): void };
+      port2: { postMessage(m: unknown): void; close(): void };
+    };
+  };
+  if (typeof g.setImmediate === 'function') return (f: () => void) => g.setImmediate!(f);
+  if (typeof g.MessageChannel !== 'function') return (f: () => void) => void setTimeout(f, 0);
+  const queue: (() => void)[] = [];
+  return (f: () => void) => {
+    queue.push(f);
+    if (queue.length > 1) return; // a message is already on its way
+    // A channel per turn, closed when it has delivered: an open port with a listener would
+    // keep a Deno process (or a worker) alive after the store is closed.
+    const channel = new g.MessageChannel!();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      channel.port2.close();
+      for (const h of queue.splice(0)) {
+        try {
+          h();
+        } catch (e) {
+          queueMicrotask(() => {
+            throw e;
+          });
+        }
+      }
+    };
+    channel.port2.postMessage(0);
+  };
+})();
 
 /** A typed error for a failed status of a store call, with the backend's error as cause. */
 function storeError(st: number, what: string, cause: unknown): Error {

@@ -1,0 +1,167 @@
+// The worker of bench/browser/diagnose.mjs: where the time of adaptree-opfs's operations goes,
+// measured inside one dedicated worker (the browser suite's records: 'k' + 10 digits, 100-byte
+// values, loaded in random order, 1000 per commit). Prints text, no rows. Modes:
+//   commit  one-put commits vs raw 4 KiB write+flush pairs (alternating rounds), the share of
+//           the handles' write()/flush() in a commit, and the cost of one setTimeout(0) hop
+//   cold    a store reopened with a pool a tenth of its file: a cold get's parts (a warm get,
+//           the read() calls, CRC-32C of the pages read, the rest) vs raw 4 KiB reads
+//   load    put_tx1000: setMany vs commit, and the commit's write/flush/read time and bytes
+//   alloc   copying values out of wasm memory: slice() per size, per value vs per batch
+//   scan    50-record scans with entries() vs keys()
+// A worker named 'immediate' gets a setImmediate on MessageChannel before adaptree loads (the
+// store then schedules its commits with it instead of setTimeout(0)).
+if (self.name === 'immediate') {
+  const ch = new MessageChannel();
+  const queue = [];
+  ch.port1.onmessage = () => queue.shift()();
+  globalThis.setImmediate = (f) => { queue.push(f); ch.port2.postMessage(0); };
+}
+const { init, BTreeStore } = await import('../../dist/index.js');
+const { makeRecords } = await import('../lib/records.mjs');
+const { SplitMix64 } = await import('../lib/rng.mjs');
+
+const log = (s) => self.postMessage({ log: s });
+const now = () => performance.now();
+const us = (ms, n) => ((ms / n) * 1000).toFixed(1) + ' us';
+const rate = (ms, n) => Math.round(n / (ms / 1000)) + '/s';
+
+/** Times the sync access handles' read/write/flush while `on` (for a breakdown). */
+function handleTimer() {
+  const proto = FileSystemSyncAccessHandle.prototype;
+  const orig = { read: proto.read, write: proto.write, flush: proto.flush };
+  const t = { on: false, read: 0, write: 0, flush: 0, reads: 0, bytes: 0 };
+  proto.read = function (b, o) { if (!t.on) return orig.read.call(this, b, o); const a = now(); const r = orig.read.call(this, b, o); t.read += now() - a; t.reads++; return r; };
+  proto.write = function (b, o) { if (!t.on) return orig.write.call(this, b, o); const a = now(); const r = orig.write.call(this, b, o); t.write += now() - a; t.bytes += b.byteLength; return r; };
+  proto.flush = function () { if (!t.on) return orig.flush.call(this); const a = now(); orig.flush.call(this); t.flush += now() - a; };
+  t.reset = () => Object.assign(t, { read: 0, write: 0, flush: 0, reads: 0, bytes: 0 });
+  t.raw = orig;
+  return t;
+}
+
+self.onmessage = async (e) => {
+  const { mode, records: n } = e.data;
+  try {
+    log(`worker '${self.name}': setImmediate ${typeof globalThis.setImmediate}, mode ${mode}, ${n} records`);
+    const w = await init();
+    const { keys, value } = makeRecords(n + 5000, 1);
+    const vals = keys.map((_, i) => value(i));
+    const root = await navigator.storage.getDirectory();
+    await root.removeEntry('diagnose', { recursive: true }).catch(() => {});
+    const dir = await root.getDirectoryHandle('diagnose', { create: true });
+    const path = 'diagnose/store';
+    const t = handleTimer();
+    const s = await BTreeStore.open({ path, storage: 'opfs', keys: 'utf8', values: 'bytes' });
+    let tset = 0, tcommit = 0;
+    t.on = mode === 'load';
+    const t0 = now();
+    for (let i = 0; i < n; i += 1000) {
+      const batch = keys.slice(i, i + 1000).map((k, j) => [k, vals[i + j]]);
+      let a = now(); s.setMany(batch); tset += now() - a;
+      a = now(); await s.commit(); tcommit += now() - a;
+    }
+    t.on = false;
+    if (mode === 'load') {
+      const st = s.stats(), b = n / 1000;
+      log(`load: ${rate(now() - t0, n)}; per 1000 records: setMany ${(tset / b).toFixed(1)} ms, commit ${(tcommit / b).toFixed(1)} ms ` +
+        `(write ${(t.write / b).toFixed(1)} ms, flush ${(t.flush / b).toFixed(1)} ms, read ${(t.read / b).toFixed(1)} ms); ` +
+        `${Math.round(t.bytes / n)} B written per record; log ${(st.log_bytes / 2 ** 20).toFixed(1)} MiB, checkpoints ${st.checkpoints}`);
+    }
+    const raw = await (await dir.getFileHandle('raw', { create: true })).createSyncAccessHandle();
+    const page = new Uint8Array(4096);
+    const rng = new SplitMix64(5);
+    if (mode === 'commit') {
+      let ta = 0, tr = 0, io = 0, k = n, off = 0;
+      for (let round = 0; round < 20; round++) {
+        t.reset(); t.on = true;
+        let a = now();
+        for (let i = 0; i < 20; i++, k++) { s.set(keys[k], vals[k]); await s.commit(); }
+        ta += now() - a; t.on = false; io += t.write + t.flush;
+        a = now();
+        for (let i = 0; i < 20; i++) { raw.write(page, { at: off++ * 4096 }); raw.flush(); }
+        tr += now() - a;
+      }
+      log(`commit: set+commit ${rate(ta, 400)} (${us(ta, 400)} per op, of which the handles' write+flush ${us(io, 400)}); ` +
+        `raw write+flush ${rate(tr, 400)} (${us(tr, 400)}); ratio ${(tr / ta).toFixed(2)}`);
+      const a = now();
+      for (let i = 0; i < 100; i++) await new Promise((r) => setTimeout(r, 0));
+      log(`setTimeout(0) chain: ${us(now() - a, 100)} per hop`);
+    }
+    if (mode === 'scan') {
+      const sorted = keys.slice(0, n).sort();
+      for (let rep = 0; rep < 3; rep++) {
+        let c = 0, a = now();
+        for (let i = 0; i < 2000; i++) for (const x of s.entries({ gte: sorted[rng.nextBelow(n)], limit: 50 })) c += x.length;
+        const te = now() - a;
+        a = now();
+        for (let i = 0; i < 2000; i++) for (const x of s.keys({ gte: sorted[rng.nextBelow(n)], limit: 50 })) c += x.length;
+        log(`scan50: entries() ${rate(te, 2000)} (${us(te, 2000)}), keys() ${rate(now() - a, 2000)} (${us(now() - a, 2000)})`);
+      }
+    }
+    if (mode === 'alloc') {
+      const u8 = new Uint8Array(w.memory.buffer);
+      const off = w.exports.at_alloc(8192);
+      for (let rep = 0; rep < 3; rep++) {
+        const parts = [];
+        let keep = 0;
+        for (const len of [16, 64, 65, 100, 1000]) {
+          const a = now();
+          for (let i = 0; i < 100000; i++) keep += u8.slice(off, off + len).length;
+          parts.push(`${len} B ${(((now() - a) / 100000) * 1e6).toFixed(0)} ns`);
+        }
+        let a = now();
+        for (let i = 0; i < 2000; i++) for (let j = 0; j < 50; j++) keep += u8.slice(off + j * 100, off + j * 100 + 100).length;
+        const each = now() - a;
+        a = now();
+        for (let i = 0; i < 2000; i++) { const b = u8.slice(off, off + 5000); for (let j = 0; j < 50; j++) keep += b.subarray(j * 100, j * 100 + 100).length; }
+        log(`slice() of wasm memory: ${parts.join(', ')}; 50 values of 100 B: a slice each ${us(each, 2000)}, one slice + 50 subarrays ${us(now() - a, 2000)} (${keep > 0})`);
+      }
+    }
+    if (mode === 'cold') {
+      await s.close();
+      const fileBytes = (await (await dir.getFileHandle('store')).getFile()).size;
+      const pool = Math.max(1 << 20, Math.floor(fileBytes / 10));
+      const pages = Math.floor(fileBytes / 4096);
+      const chunk = new Uint8Array(1 << 20);
+      for (let o = 0; o < pages * 4096; o += chunk.length) raw.write(chunk.subarray(0, Math.min(chunk.length, pages * 4096 - o)), { at: o });
+      const warm = await BTreeStore.open({ path, storage: 'opfs', keys: 'utf8', values: 'bytes' });
+      for (let i = 0; i < n; i++) warm.get(keys[i]);
+      let tw = 0;
+      for (let r = 0; r < 10; r++) { const a = now(); for (let i = 0; i < 2000; i++) warm.get(keys[rng.nextBelow(n)]); tw += now() - a; }
+      await warm.close();
+      const c = await BTreeStore.open({ path, storage: 'opfs', keys: 'utf8', values: 'bytes', poolSize: pool });
+      for (let i = 0; i < 20000; i++) c.get(keys[rng.nextBelow(n)]);
+      let tc = 0, traw = 0;
+      const st0 = c.stats();
+      t.reset();
+      for (let r = 0; r < 10; r++) {
+        t.on = true;
+        let a = now();
+        for (let i = 0; i < 2000; i++) c.get(keys[rng.nextBelow(n)]);
+        tc += now() - a;
+        t.on = false;
+        a = now();
+        for (let i = 0; i < 2000; i++) t.raw.read.call(raw, page, { at: rng.nextBelow(pages) * 4096 });
+        traw += now() - a;
+      }
+      const misses = (c.stats().misses - st0.misses) / 20000;
+      const buf = w.exports.at_alloc(4096);
+      let x = 0, a = now();
+      for (let i = 0; i < 20000; i++) x ^= w.exports.at_checksum(buf, 4096);
+      const crc = (now() - a) / 20000;
+      log(`cold: file ${(fileBytes / 2 ** 20).toFixed(1)} MiB, pool ${(pool / 2 ** 20).toFixed(1)} MiB, ${misses.toFixed(3)} misses per get (${x >>> 31})`);
+      log(`cold get ${us(tc, 20000)} (${rate(tc, 20000)}) vs raw 4 KiB read ${us(traw, 20000)} (${rate(traw, 20000)}): ratio ${(traw / tc).toFixed(2)}`);
+      log(`  parts per cold get: a warm get ${us(tw, 20000)}; read() ${us(t.read, 20000)} (${us(t.read, t.reads)} per call); ` +
+        `CRC-32C of 4 KiB ${(crc * 1000).toFixed(1)} us x ${misses.toFixed(2)} = ${(crc * misses * 1000).toFixed(1)} us; ` +
+        `the rest ${(((tc - t.read - tw) / 20000 - crc * misses) * 1000).toFixed(1)} us`);
+      await c.close();
+    } else {
+      await s.close();
+    }
+    raw.close();
+    await root.removeEntry('diagnose', { recursive: true }).catch(() => {});
+    self.postMessage({ done: true });
+  } catch (err) {
+    self.postMessage({ fatal: String(err?.stack || err) });
+  }
+};
+self.postMessage({ ready: true });
