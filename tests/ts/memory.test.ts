@@ -570,3 +570,22 @@ describe.each(REAL_BUILDS)('%s build: a trap poisons the instance', (build) => {
     await r.close();
   });
 });
+
+describe('an engine that refuses a new instance', () => {
+  // Chromium refuses a page's ~80th wasm memory with `RangeError: ... Out of memory` (found by
+  // the level suite on main-thread opfs stores, one worker and instance each). Here the same
+  // refusal comes from a child Node under an address-space limit: each wasm memory reserves
+  // several GiB of address space, so a few instances exhaust 40 GB.
+  for (const build of REAL_BUILDS) {
+    it(`${build}: loadWasm throws OutOfMemoryError (cause: the RangeError), earlier instances keep working`, async () => {
+      const { execFileSync } = await import('node:child_process');
+      const fixture = new URL('./fixtures/instances-oom.mjs', import.meta.url).pathname;
+      const out = execFileSync('bash', ['-c', `ulimit -v 40000000 && exec "${process.execPath}" "${fixture}" ${build}`], {
+        encoding: 'utf8',
+      });
+      const r = JSON.parse(out.trim().split('\n').pop()!);
+      expect(r.loaded).toBeGreaterThan(0);
+      expect(r).toMatchObject({ name: 'OutOfMemoryError', code: 'OUT_OF_MEMORY', cause: 'RangeError', firstStillWorks: true });
+    });
+  }
+});

@@ -385,6 +385,19 @@ function check(exports: WebAssembly.Exports): AbiExports {
   return abi;
 }
 
+/**
+ * The engine refuses a new memory or instance when the process has reserved too much address
+ * space (Chromium: `RangeError: WebAssembly.instantiate(): Out of memory`, seen at about 80
+ * instances in one page): that is an OutOfMemoryError to the caller, with the engine's error as
+ * cause, not an untyped RangeError.
+ */
+function instantiateError(e: unknown): unknown {
+  if (e instanceof RangeError && /out of memory|could not allocate|cannot allocate/i.test(e.message)) {
+    return new OutOfMemoryError(`adaptree: the engine refused a new wasm instance (${e.message})`, { cause: e });
+  }
+  return e;
+}
+
 /** Loads and instantiates an adaptree wasm module. */
 export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm> {
   const attach = options.attach;
@@ -402,17 +415,22 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
   let memory: WebAssembly.Memory | undefined;
   const env: Record<string, WebAssembly.ImportValue> = hostImports(() => memory!);
   const importObject: WebAssembly.Imports = { env };
-  if (build === 'mt') {
-    memory =
-      attach?.memory ??
-      new WebAssembly.Memory({
-        initial: MT_INITIAL_PAGES,
-        maximum: MT_MAXIMUM_PAGES,
-        shared: true,
-      } as WebAssembly.MemoryDescriptor);
-    env.memory = memory;
+  let instance: WebAssembly.Instance;
+  try {
+    if (build === 'mt') {
+      memory =
+        attach?.memory ??
+        new WebAssembly.Memory({
+          initial: MT_INITIAL_PAGES,
+          maximum: MT_MAXIMUM_PAGES,
+          shared: true,
+        } as WebAssembly.MemoryDescriptor);
+      env.memory = memory;
+    }
+    instance = await WebAssembly.instantiate(module, importObject);
+  } catch (e) {
+    throw instantiateError(e);
   }
-  const instance = await WebAssembly.instantiate(module, importObject);
   const raw = instance.exports;
   if (build === 'mt' && attach) {
     // A new instance starts with the linked stack, which the first instance
