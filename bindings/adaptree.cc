@@ -486,6 +486,7 @@ at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, u
   // budget cannot hold would fail later, in the middle of some operation: refuse it here.
   if (static_cast<double>(o.pool_bytes) > at_memory_available()) return fail(Status::kOutOfMemory);
   o.create = flags & AT_OPEN_CREATE;
+  o.read_only = flags & AT_OPEN_READ_ONLY;
   std::unique_ptr<adaptree::Store> store;
   Status s = adaptree::Store::open(storage.get(), o, &store);
   if (s != Status::kOk) return fail(s);
@@ -543,6 +544,12 @@ int32_t at_store_commit(at_tree* t) {
   if (!t) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
   return st(t->store->commit());
+}
+
+int32_t at_store_follow(at_tree* t, const uint8_t* superblock) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  return st(t->store->follow(superblock));
 }
 
 int32_t at_store_checkpoint(at_tree* t) {

@@ -394,6 +394,7 @@ Status BTree::delete_range(Slice lo, bool lo_none, bool lo_exclusive, Slice hi, 
 // ---------------------------------------------------------------- adaption
 
 void BTree::on_point_op_counted(PageId leaf) {
+  if (read_only_ != Status::kOk) return;  // a reader (or a failed store) does not adapt
   uint8_t* p = page(leaf);
   if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
     return;
@@ -403,6 +404,7 @@ void BTree::on_point_op_counted(PageId leaf) {
 }
 
 void BTree::on_scan(PageId leaf) {
+  if (read_only_ != Status::kOk) return;
   uint8_t* p = page(leaf);
   if (p[hdr::kCounter] >= kCounterMax) return;  // saturated or disabled (255)
   if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))

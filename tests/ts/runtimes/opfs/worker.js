@@ -92,6 +92,7 @@ async function run(cmd) {
       if (cmd.wait !== undefined) options.wait = cmd.wait;
       if (cmd.poolSize !== undefined) options.poolSize = cmd.poolSize;
       if (cmd.create !== undefined) options.create = cmd.create;
+      if (cmd.readOnly !== undefined) options.readOnly = cmd.readOnly;
       if (cmd.defaultStorage) delete options.storage;
       let quota;
       if (cmd.quota) {
@@ -161,6 +162,19 @@ async function run(cmd) {
       held.get(cmd.path)?.close();
       held.delete(cmd.path);
       return {};
+    case 'digest': {
+      // SHA-256 of a store's two files (through getFile(): works beside any handle), to show
+      // that a reader wrote nothing.
+      let dir = await navigator.storage.getDirectory();
+      const parts = cmd.path.split('/');
+      for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p);
+      const out = {};
+      for (const name of [parts[parts.length - 1], parts[parts.length - 1] + '-log']) {
+        const bytes = await (await (await dir.getFileHandle(name)).getFile()).arrayBuffer();
+        out[name] = [...new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))].map((b) => b.toString(16).padStart(2, '0')).join('') + `:${bytes.byteLength}`;
+      }
+      return out;
+    }
     case 'files': {
       // Names and sizes of the files in a directory of OPFS (to check where a store lives).
       let dir = await navigator.storage.getDirectory();
