@@ -8,6 +8,8 @@
 #include <map>
 #include <random>
 #include <string>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -381,6 +383,55 @@ TEST(Store, PosixFilesAndLocking) {
   EXPECT_EQ(got["k12345"], "v12345");
   st.reset();
   hold.reset();
+  std::string cmd = std::string("rm -rf ") + tmpl;
+  EXPECT_EQ(system(cmd.c_str()), 0);
+}
+
+namespace {
+void write_file(const std::string& p, const std::string& text) {
+  FILE* f = std::fopen(p.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+std::string read_file(const std::string& p) {
+  FILE* f = std::fopen(p.c_str(), "rb");
+  if (!f) return "(none)";
+  char buf[64] = {};
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  return std::string(buf, n);
+}
+}  // namespace
+
+// The lock file `path-lock` is the Node backend's (ts/src/storage/node.ts): a
+// live pid in it (another process, or this one) is kLocked and left alone; an
+// empty one (an owner between creating and writing it) is kLocked; a dead
+// pid's is taken over; the owner removes it when done.
+TEST(Store, PosixLockFileIsTheNodeBackends) {
+  char tmpl[] = "/tmp/adaptree-lockfile-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string path = std::string(tmpl) + "/db", lock = path + "-lock";
+  PosixStorage* ps = nullptr;
+  write_file(lock, std::to_string(getppid()));  // a live process: the test runner's parent
+  EXPECT_EQ(PosixStorage::open(path, &ps), Status::kLocked);
+  EXPECT_EQ(read_file(lock), std::to_string(getppid()));
+  EXPECT_NE(access(path.c_str(), F_OK), 0);  // nothing created
+  write_file(lock, "");
+  EXPECT_EQ(PosixStorage::open(path, &ps), Status::kLocked);
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  write_file(lock, std::to_string(child));  // a dead process: stale
+  ASSERT_EQ(PosixStorage::open(path, &ps), Status::kOk);
+  EXPECT_EQ(read_file(lock), std::to_string(getpid()));
+  PosixStorage* second = nullptr;
+  EXPECT_EQ(PosixStorage::open(path, &second), Status::kLocked);  // this process holds it
+  EXPECT_EQ(read_file(lock), std::to_string(getpid()));
+  delete ps;
+  EXPECT_EQ(read_file(lock), "(none)");
   std::string cmd = std::string("rm -rf ") + tmpl;
   EXPECT_EQ(system(cmd.c_str()), 0);
 }
