@@ -552,6 +552,14 @@ int32_t at_store_follow(at_tree* t, const uint8_t* superblock) {
   return st(t->store->follow(superblock));
 }
 
+int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  if (!(bytes >= 0) || bytes > 9007199254740992.0) return st(Status::kInvalidArgument);
+  uint64_t b = bytes < 65536 ? 65536 : static_cast<uint64_t>(bytes);
+  return st(t->store->set_checkpoint_bytes(b));
+}
+
 int32_t at_store_checkpoint(at_tree* t) {
   if (!t) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);

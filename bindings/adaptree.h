@@ -186,6 +186,11 @@ int32_t at_store_commit_end(at_tree* t, int32_t host_status);
  * read changed instead of keeping them; cursors re-seek after their last key. Called
  * right after at_store_open_async, it opens a reader. CORRUPT: not a valid page 0. */
 int32_t at_store_follow(at_tree* t, const uint8_t* superblock);
+/* Sync backends: a commit checkpoints the log into the data file once the log is larger
+ * than `bytes` (default 64 MiB; at least 64 KiB, smaller is raised). INVALID_ARGUMENT on an
+ * async store. A smaller log costs more checkpoints (each rewrites the logged pages home and
+ * flushes twice) and saves replay at open and space. */
+int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes);
 /* JSON: pool frames, resident, dirty, hits, misses, evictions, reads, writes,
  * syncs, commit sequence, data and log bytes -> result.value. */
 int32_t at_store_stats(at_tree* t, at_ctx* c);

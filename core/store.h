@@ -56,6 +56,12 @@ class Store {
   // reader if it was not. Cursors re-seek after their last key.
   Status follow(const uint8_t* superblock);
   bool read_only() const { return async_ ? async_->read_only() : file_->read_only(); }
+  // Sync: the log size past which a commit checkpoints (StoreOptions::checkpoint_bytes).
+  Status set_checkpoint_bytes(uint64_t bytes) {
+    if (!file_) return Status::kInvalidArgument;
+    file_->set_checkpoint_bytes(bytes);
+    return Status::kOk;
+  }
 
   PagerStats pager_stats() const { return async_ ? async_->stats() : file_->stats(); }
   uint64_t sequence() const { return async_ ? async_->sequence() : file_->sequence(); }

@@ -54,6 +54,8 @@ class FilePager : public PageBackend {
     discard_version_ = version;
   }
   bool read_only() const { return read_only_; }
+  // Checkpoint when the log passes this many bytes (after a commit).
+  void set_checkpoint_bytes(uint64_t bytes) { checkpoint_bytes_ = bytes; }
 
   // Recovers the store. *meta is the newest committed state (root 0: a new
   // store, created when create is set; kNotFound when there is none and

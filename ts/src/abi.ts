@@ -97,6 +97,7 @@ export interface AbiExports {
   at_store_commit_begin?(tree: Ptr, ctx: Ptr): number;
   at_store_commit_end?(tree: Ptr, hostStatus: number): number;
   at_store_follow?(tree: Ptr, superblock: Ptr): number;
+  at_store_set_checkpoint_bytes?(tree: Ptr, bytes: number): number;
   at_checksum(data: Ptr, len: number): number;
   // Memory budget (bindings/wasm_runtime.cc): 0 or INVALID_ARGUMENT; bytes; bytes.
   at_set_memory_limit(bytes: number): number;

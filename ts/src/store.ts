@@ -90,6 +90,10 @@ export interface StoreOptions<K, V> {
   values?: ValueEncodingName | ValueCodec<V>;
   /** Buffer pool size in bytes (default 64 MiB; at least 1 MiB). */
   poolSize?: number;
+  /** Sync backends: a commit checkpoints the log into the data file once the log is larger
+   * than this (default: the backend's, else 64 MiB; at least 64 KiB). Smaller: less to replay
+   * at open and less space, more checkpoint writes. Async backends have no log: ignored. */
+  checkpointBytes?: number;
   /** Commit automatically after this many writes and/or this many ms after the first
    * uncommitted write. Default: only explicit commit() and close(). */
   autoCommit?: { ms?: number; writes?: number };
@@ -115,7 +119,7 @@ export interface StoreOptions<K, V> {
   onError?: (e: Error) => void;
 }
 
-const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError']);
+const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError']);
 const DEFAULT_POOL = 64 << 20;
 const PAGE_SIZE = 4096;
 /** Pages read ahead (by id) when a scan faults on an async backend. */
@@ -320,6 +324,8 @@ export class BTreeStore<K = string, V = unknown> {
     if (options.wait !== undefined && typeof options.wait !== 'boolean') throw new InvalidArgumentError('wait must be a boolean');
     if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new InvalidArgumentError('readOnly must be a boolean');
     const readOnly = options.readOnly === true;
+    const cb = options.checkpointBytes;
+    if (cb !== undefined && (typeof cb !== 'number' || !(cb >= 0) || !Number.isFinite(cb))) throw new InvalidArgumentError('checkpointBytes must be a number of bytes >= 0');
     const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
     if (backend === opfsStorage && !opfsSyncAvailable() && opfsRemoteAvailable()) {
       // A browser's main thread: the store lives in a worker (storage/opfs-remote.ts).
@@ -371,6 +377,12 @@ export class BTreeStore<K = string, V = unknown> {
           throw openError(st, options.path, entry.lastError);
         }
         if (onProgress !== undefined) onProgress({ bytesRead: read, totalBytes: total, done: true });
+        const checkpointBytes = cb ?? backend.checkpointBytes;
+        if (checkpointBytes !== undefined && !readOnly) {
+          if (typeof ex.at_store_set_checkpoint_bytes !== 'function') throw new AdaptreeError('this wasm build has no checkpointBytes (missing at_store_set_checkpoint_bytes)', 'INTERNAL');
+          const st = ex.at_store_set_checkpoint_bytes(tree, checkpointBytes);
+          if (st < 0) throw storeError(st, 'checkpointBytes', undefined);
+        }
         const b: Sync = { kind: 'sync', files, io, entry };
         const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
         return new BTreeStore<K, V>({ map, wasm, tree, b, storage: backend.name, path: options.path, options, pageBuf: 0 });

@@ -207,6 +207,9 @@ const worker :Workerd.Worker = (
       // that event are rolled back, and the next request gets a fresh instance.
       expect(res.status).toBe(500);
       expect(log).toMatch(/SQLITE_FULL/);
+      // What the commit threw before the reset (the object logs it): our typed error.
+      console.log(`durable-object quota log: ${/adaptree-quota-error .*/.exec(log)?.[0]}`);
+      expect(log).toMatch(/adaptree-quota-error \{"name":"QuotaExceededError","code":"QUOTA_EXCEEDED"/);
     }
     // Reopened (in the same or a fresh instance, the cap gone): exactly the last commit.
     await expectModel('after SQLITE_FULL', quota, 'quota');

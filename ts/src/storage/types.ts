@@ -66,6 +66,9 @@ export interface SyncBackend {
   readonly name: string;
   /** Opens (or creates) the store's files at `path` and takes its lock (LockedError if held). */
   open(path: string, options: OpenStorageOptions): SyncStoreFiles | Promise<SyncStoreFiles>;
+  /** Optional: the log size past which commits checkpoint, for stores opened without the
+   * `checkpointBytes` option (the core's default is 64 MiB). */
+  readonly checkpointBytes?: number;
 }
 
 /** An open store on an asynchronous backend: 4 KiB page images by page id. */
