@@ -50,6 +50,7 @@ interface IdbObjectStore {
 }
 interface IdbTransaction {
   objectStore(name: string): IdbObjectStore;
+  abort(): void;
   oncomplete: (() => void) | null;
   onerror: (() => void) | null;
   onabort: (() => void) | null;
@@ -141,7 +142,19 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         new Promise<T>((resolve, reject) => {
           if (lost !== undefined) throw lost;
           const tx = mode === 'readwrite' ? conn.transaction(STORE, mode, { durability }) : conn.transaction(STORE, mode);
-          const result = body(tx.objectStore(STORE));
+          let result: () => T;
+          try {
+            result = body(tx.objectStore(STORE));
+          } catch (e) {
+            // A request that throws (put of a value IndexedDB refuses, ...) must not leave the
+            // requests made before it to commit on their own: that would be part of a commit.
+            try {
+              tx.abort();
+            } catch {
+              /* already finished */
+            }
+            throw e;
+          }
           tx.oncomplete = () => resolve(result());
           tx.onabort = () => reject(tx.error ?? new Error('the transaction was aborted'));
           tx.onerror = null; // an error aborts the transaction; onabort reports it

@@ -2,6 +2,7 @@
 // what the test asks (see the ops below). Each store gets an id; replies carry results or
 // the error's name, code and message (and the name of its cause).
 import { BTreeStore, init, opfsStorage } from '/dist/index.js';
+import { batch } from '../shared/workload.js';
 
 const stores = new Map();
 const held = new Map();
@@ -56,23 +57,6 @@ function apply(s, ops) {
     if (v === null) s.delete(k);
     else s.set(k, v);
   }
-}
-
-/** Deterministic workload for the kill test: batch i of `size` ops from a seeded PRNG. */
-function batch(seed, i, size) {
-  let x = (seed * 2654435761 + i * 40503 + 1) >>> 0;
-  const rnd = () => {
-    x ^= x << 13; x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
-    return x / 4294967296;
-  };
-  const ops = [];
-  for (let j = 0; j < size; j++) {
-    const k = `k${String(Math.floor(rnd() * 3000)).padStart(5, '0')}`;
-    ops.push(rnd() < 0.2 ? [k, null] : [k, { b: i, j, pad: 'x'.repeat(Math.floor(rnd() * 120)) }]);
-  }
-  return ops;
 }
 
 const sameEntries = (a, b) => a.length === b.length && a.every(([k, v], i) => k === b[i][0] && JSON.stringify(v) === JSON.stringify(b[i][1]));
