@@ -165,3 +165,18 @@ export function browserOnFixture(root: string, fixture: string, tag: string): { 
   });
   return state;
 }
+
+/** An error as the opfs fixture's page reports it (opfs/page.js, tryCall). */
+export interface CallError {
+  name: string;
+  code?: string;
+  message: string;
+}
+
+/** Runs a command in the opfs fixture's worker (window.call of opfs/page.js). */
+export const pageCall = <T>(page: Page, cmd: Record<string, unknown>): Promise<T> =>
+  page.evaluate((c) => (globalThis as unknown as { call(c: unknown): Promise<unknown> }).call(c), cmd) as Promise<T>;
+
+/** The same, resolving with `{ result }` or `{ error }` (window.tryCall). */
+export const pageTry = (page: Page, cmd: Record<string, unknown>): Promise<{ result?: unknown; error?: CallError }> =>
+  page.evaluate((c) => (globalThis as unknown as { tryCall(c: unknown): Promise<unknown> }).tryCall(c), cmd) as Promise<{ result?: unknown; error?: CallError }>;

@@ -11,13 +11,10 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { browserOnFixture, sorted } from './browser-harness.js';
+import { browserOnFixture, pageCall, pageTry, sorted, type CallError } from './browser-harness.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
-interface CallError { name: string; code?: string; message: string }
-declare const call: (cmd: Record<string, unknown>) => Promise<unknown>;
-declare const tryCall: (cmd: Record<string, unknown>) => Promise<{ result?: unknown; error?: CallError }>;
 declare const ready: Promise<void>;
 declare const api: typeof import('../../../ts/src/index.js');
 
@@ -34,8 +31,8 @@ async function openWithQuota(browser: { readonly url: string; readonly context: 
 
 describe('opfs under a real quota (CDP Storage.overrideQuotaForOrigin)', () => {
   const browser = browserOnFixture(repo, '/tests/ts/runtimes/opfs/', 'opfs-quota');
-  const run = <T>(page: Page, cmd: Record<string, unknown>) => page.evaluate((c) => call(c), cmd) as Promise<T>;
-  const attempt = (page: Page, cmd: Record<string, unknown>) => page.evaluate((c) => tryCall(c), cmd);
+  const run = pageCall;
+  const attempt = pageTry;
 
   it('fills the store until QUOTA_EXCEEDED; the last commit is intact after reopen', async () => {
     const page = await openWithQuota(browser);

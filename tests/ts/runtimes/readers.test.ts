@@ -12,13 +12,10 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { applyModel, browserOnFixture, randomOps, sorted } from './browser-harness.js';
+import { applyModel, browserOnFixture, pageCall, pageTry, randomOps, sorted } from './browser-harness.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
-interface CallError { name: string; code?: string; message: string }
-declare const call: (cmd: Record<string, unknown>) => Promise<unknown>;
-declare const tryCall: (cmd: Record<string, unknown>) => Promise<{ result?: unknown; error?: CallError }>;
 declare const ready: Promise<void>;
 declare const api: typeof import('../../../ts/src/index.js');
 
@@ -36,8 +33,8 @@ describe('opfs readers in headless Chromium', () => {
   const browser = browserOnFixture(repo, '/tests/ts/runtimes/opfs/', 'opfs-readers');
   const errors: string[] = [];
   const tab = tabs(browser, errors);
-  const run = <T>(page: Page, cmd: Record<string, unknown>) => page.evaluate((c) => call(c), cmd) as Promise<T>;
-  const attempt = (page: Page, cmd: Record<string, unknown>) => page.evaluate((c) => tryCall(c), cmd);
+  const run = pageCall;
+  const attempt = pageTry;
 
   it.each([false, true])('readers share the store, the writer excludes them; nothing is written by a reader (threads: %s)', async (threads) => {
     const path = `readers-${threads ? 'mt' : 'st'}/store`;
@@ -60,7 +57,7 @@ describe('opfs readers in headless Chromium', () => {
 
     // While the writer is open: LOCKED at once; with wait: true the reader queues.
     expect((await attempt(b, { op: 'open', path, readOnly: true })).error).toMatchObject({ name: 'LockedError', code: 'LOCKED' });
-    const waiting = b.evaluate((p) => call({ op: 'open', path: p, readOnly: true, wait: true, poolSize: 1 << 20 }), path) as Promise<{ id: number; size: number }>;
+    const waiting = run<{ id: number; size: number }>(b, { op: 'open', path, readOnly: true, wait: true, poolSize: 1 << 20 });
     let settled = false;
     void waiting.then(() => (settled = true), () => (settled = true));
     await new Promise((r) => setTimeout(r, 300));
