@@ -671,6 +671,7 @@ at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, u
   // budget cannot hold would fail later, in the middle of some operation: refuse it here.
   if (static_cast<double>(o.pool_bytes) > at_memory_available()) return fail(Status::kOutOfMemory);
   o.create = flags & AT_OPEN_CREATE;
+  o.read_only = flags & AT_OPEN_READ_ONLY;
   std::unique_ptr<adaptree::Store> store;
   Status s = adaptree::Store::open(storage.get(), o, &store);
   if (s != Status::kOk) return fail(s);
@@ -728,6 +729,20 @@ int32_t at_store_commit(at_tree* t) {
   if (!t) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
   return st(t->store->commit());
+}
+
+int32_t at_store_follow(at_tree* t, const uint8_t* superblock) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  return st(t->store->follow(superblock));
+}
+
+int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  if (!(bytes >= 0) || bytes > 9007199254740992.0) return st(Status::kInvalidArgument);
+  uint64_t b = bytes < 65536 ? 65536 : static_cast<uint64_t>(bytes);
+  return st(t->store->set_checkpoint_bytes(b));
 }
 
 int32_t at_store_checkpoint(at_tree* t) {

@@ -133,6 +133,8 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
 #define AT_FILE_DATA 0u
 #define AT_FILE_LOG 1u
 #define AT_OPEN_CREATE 1u /* a new store when there is none; else NOT_FOUND */
+#define AT_OPEN_READ_ONLY 2u /* a reader: writes nothing (recovery included), refuses writes and
+                                commits (READ_ONLY); a store that was never committed is NOT_FOUND */
 
 #ifdef ADAPTREE_HOST_IMPORTS
 #define AT_IMPORT(name) __attribute__((import_module("env"), import_name(#name)))
@@ -194,6 +196,17 @@ at_tree* at_store_open_async(const uint8_t* superblock, uint32_t layout_config, 
 int32_t at_store_supply(at_tree* t, uint32_t page_id, const uint8_t* image);
 int32_t at_store_commit_begin(at_tree* t, at_ctx* c);
 int32_t at_store_commit_end(at_tree* t, int32_t host_status);
+/* Async readers: drops every page in the pool and adopts the commit whose page 0
+ * (4096 bytes) is given (the host saw a newer commit than the one the pool holds pages
+ * of). From then on the store refuses writes and commits (READ_ONLY) and drops pages a
+ * read changed instead of keeping them; cursors re-seek after their last key. Called
+ * right after at_store_open_async, it opens a reader. CORRUPT: not a valid page 0. */
+int32_t at_store_follow(at_tree* t, const uint8_t* superblock);
+/* Sync backends: a commit checkpoints the log into the data file once the log is larger
+ * than `bytes` (default 64 MiB; at least 64 KiB, smaller is raised). INVALID_ARGUMENT on an
+ * async store. A smaller log costs more checkpoints (each rewrites the logged pages home and
+ * flushes twice) and saves replay at open and space. */
+int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes);
 /* JSON: pool frames, resident, dirty, hits, misses, evictions, reads, writes,
  * syncs, commit sequence, data and log bytes -> result.value. */
 int32_t at_store_stats(at_tree* t, at_ctx* c);

@@ -13,6 +13,7 @@ Status Store::adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_b
   uint64_t frames = pool_bytes / kPageSize;
   if (frames < 64) frames = 64;  // the C ABI raises pools below 1 MiB to 1 MiB; tests go lower
   if (frames > (1u << 30)) frames = 1u << 30;
+  frames_ = frames;
   tree_->store().attach(backend, static_cast<uint32_t>(frames), meta.page_count, {});
   return Status::kOk;
 }
@@ -22,6 +23,7 @@ Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Stor
   if (!st) return Status::kOutOfMemory;
   st->file_.reset(new (std::nothrow) FilePager(storage, o.checkpoint_bytes));
   if (!st->file_) return Status::kOutOfMemory;
+  if (o.read_only) st->file_->set_read_only(nullptr);  // the tree's version word after adopt
   StoreMeta meta;
   std::vector<PageId> free_ids;
   Status s = st->file_->open(o.create, static_cast<uint8_t>(o.layout), o.progress, &meta, &free_ids);
@@ -29,6 +31,14 @@ Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Stor
   s = st->adopt(meta, st->file_.get(), o.pool_bytes);
   if (s != Status::kOk) return s;
   st->tree_->store().free_ids() = std::move(free_ids);
+  if (o.read_only) {
+    if (meta.root == kInvalidPageId) return Status::kNotFound;  // never committed
+    st->file_->set_read_only(st->tree_->version_word());
+    st->tree_->refuse_writes(Status::kReadOnly);
+    st->tree_->adopt(meta.root, meta.height, meta.count);
+    *out = std::move(st);
+    return Status::kOk;
+  }
   if (meta.root == kInvalidPageId) {
     st->tree_->store().begin_op();
     s = st->tree_->init();
@@ -87,6 +97,24 @@ Status Store::commit() {
   // nothing happened, the writes stay pending and a later commit may succeed.
   if (s != Status::kOk && s != Status::kOutOfMemory) t.refuse_writes(s);
   return s;
+}
+
+Status Store::follow(const uint8_t* superblock) {
+  if (!async_ || !superblock) return Status::kInvalidArgument;
+  if (async_->committing()) return Status::kBusy;
+  StoreMeta meta;
+  Status s = async_->open(superblock, static_cast<uint8_t>(tree_->layout()), &meta);
+  if (s != Status::kOk) return s;
+  if (meta.layout >= kLayoutConfigCount || meta.page_count == 0 || meta.root == kInvalidPageId ||
+      meta.root >= meta.page_count || meta.height == 0 || meta.height >= BTree::kMaxHeight ||
+      (meta.free_head != kInvalidPageId && meta.free_head >= meta.page_count))
+    return Status::kCorrupt;
+  async_->set_read_only(tree_->version_word());
+  tree_->refuse_writes(Status::kReadOnly);
+  tree_->store().attach(async_.get(), static_cast<uint32_t>(frames_), meta.page_count, {});
+  tree_->store().defer_free_list(meta.free_head, meta.free_count);
+  tree_->adopt(meta.root, meta.height, meta.count);
+  return Status::kOk;
 }
 
 Status Store::checkpoint() { return file_ ? file_->checkpoint() : Status::kOk; }

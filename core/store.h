@@ -20,6 +20,9 @@ struct StoreOptions {
   uint64_t pool_bytes = 64ull << 20;              // at least 1 MiB
   bool create = true;
   uint64_t checkpoint_bytes = 64ull << 20;         // checkpoint when the log passes this
+  // A reader: opens the newest commit without writing anything (no recovery
+  // writes, no creation), refuses writes and commits (kReadOnly).
+  bool read_only = false;
   FilePager::Progress progress;
 };
 
@@ -48,6 +51,17 @@ class Store {
   // store refuses writes (kReadOnly) until reopened.
   Status commit_begin(std::vector<uint8_t>* out, uint32_t* count);
   Status commit_end(Status host);
+  // Async reader: drops every page in the pool and adopts the commit in
+  // superblock (page 0, newer than the current one). Makes the store a
+  // reader if it was not. Cursors re-seek after their last key.
+  Status follow(const uint8_t* superblock);
+  bool read_only() const { return async_ ? async_->read_only() : file_->read_only(); }
+  // Sync: the log size past which a commit checkpoints (StoreOptions::checkpoint_bytes).
+  Status set_checkpoint_bytes(uint64_t bytes) {
+    if (!file_) return Status::kInvalidArgument;
+    file_->set_checkpoint_bytes(bytes);
+    return Status::kOk;
+  }
 
   PagerStats pager_stats() const { return async_ ? async_->stats() : file_->stats(); }
   uint64_t sequence() const { return async_ ? async_->sequence() : file_->sequence(); }
@@ -56,6 +70,7 @@ class Store {
   Store() = default;
   Status adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_bytes);
   StoreMeta current_meta() const;
+  uint64_t frames_ = 0;
   std::unique_ptr<FilePager> file_;
   std::unique_ptr<AsyncPager> async_;
   std::unique_ptr<BTree> tree_;

@@ -34,9 +34,14 @@ Status AsyncPager::open(const uint8_t* superblock, uint8_t layout, StoreMeta* me
 
 Status AsyncPager::load(PageId, uint8_t*) { return Status::kNeedPage; }
 
-Status AsyncPager::spill(PageId, uint8_t*) { return Status::kNeedPage; }  // no-steal
+Status AsyncPager::spill(PageId, uint8_t*) {
+  if (!read_only_) return Status::kNeedPage;  // no-steal
+  if (discard_version_) ++*discard_version_;  // a reader's change: dropped
+  return Status::kOk;
+}
 
 Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<uint8_t>* out, uint32_t* count) {
+  if (read_only_) return Status::kReadOnly;
   if (committing_) return Status::kInvalidArgument;
   out->clear();
   out->resize(4 + kPageSize);  // page 0 goes first, filled in below

@@ -41,6 +41,15 @@ class AsyncPager : public PageBackend {
   Status spill(PageId id, uint8_t* frame) override;
   bool asynchronous() const override { return true; }
 
+  // A reader (FilePager::set_read_only): a dirty page (changed by a read:
+  // a sort, a conversion) is dropped when evicted and *version bumped, so
+  // the pool does not grow with them; the store refuses commits.
+  void set_read_only(uint64_t* version) {
+    read_only_ = true;
+    discard_version_ = version;
+  }
+  bool read_only() const { return read_only_; }
+
   // The images of a commit of meta into *out, `*count` times [u32 page id]
   // [kPageSize image], page 0 first. Until commit_end the emitted frames are
   // not evicted. kInvalidArgument if a commit is already in flight.
@@ -65,6 +74,8 @@ class AsyncPager : public PageBackend {
   uint64_t seq_ = 0;                           // newest durable commit
   StoreMeta meta_;                             // its meta
   bool committing_ = false;
+  bool read_only_ = false;
+  uint64_t* discard_version_ = nullptr;
   StoreMeta pending_meta_;
   alignas(16) uint8_t pending_page0_[kPageSize] = {};
   bool pending_free_written_ = false;

@@ -89,6 +89,7 @@ Status FilePager::log_checkpoint_seq(bool* valid, uint64_t* seq) {
 Status FilePager::open(bool create, uint8_t layout, const Progress& progress, StoreMeta* meta,
                        std::vector<PageId>* free_ids) {
   uint64_t dsize = 0;
+  if (read_only_) create = false;
   Status s = s_->size(FileId::kData, &dsize);
   if (s != Status::kOk) return s;
   if (dsize > 0 && dsize < kPageSize) {
@@ -182,7 +183,11 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
   }
   // Without a valid header the log holds nothing committed: a checkpoint
   // writes the superblock before it starts a new log.
-  if (!header_ok) return reset_log();
+  if (!header_ok) {
+    if (!read_only_) return reset_log();
+    log_end_ = buf_start_ = lsize;  // a reader never appends
+    return Status::kOk;
+  }
   salt_ = load64(h + 16);
   uint64_t off = kLogHeaderSize, end = kLogHeaderSize;
   std::vector<std::pair<PageId, uint64_t>> batch;
@@ -237,7 +242,7 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     }
   }
   // Cut the torn or uncommitted tail; new frames go right after the last commit.
-  if (end < lsize) {
+  if (end < lsize && !read_only_) {
     s = s_->truncate(FileId::kLog, end);
     if (s != Status::kOk) return s;
   }
@@ -326,6 +331,11 @@ Status FilePager::append(const uint8_t* p, uint32_t n) {
 }
 
 Status FilePager::spill(PageId id, uint8_t* frame) {
+  if (read_only_) {
+    // Only reads changed it (a sort, a conversion): drop the image; cursors re-seek.
+    if (discard_version_) ++*discard_version_;
+    return Status::kOk;
+  }
   seal_page(frame, id);
   uint8_t h[kPageFrameHeader];
   page_frame_header(h, id, frame);
@@ -341,6 +351,7 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
 }
 
 Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
+  if (read_only_) return Status::kReadOnly;
   Status s = Status::kOk;
   std::vector<std::pair<PageId, uint64_t>> written;
   // Every allocation of the commit happens here, before anything is written, so that
@@ -406,7 +417,7 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
 }
 
 Status FilePager::checkpoint() {
-  if (committed_.empty() && sb_seq_ == seq_) return Status::kOk;
+  if (read_only_ || (committed_.empty() && sb_seq_ == seq_)) return Status::kOk;
   std::vector<std::pair<PageId, uint64_t>> pages;
   if (!reserve_checked(pages, committed_.size())) return Status::kOutOfMemory;
   committed_.for_each([&](PageId id, uint64_t off) { pages.emplace_back(id, off); });

@@ -43,6 +43,20 @@ class FilePager : public PageBackend {
 
   FilePager(Storage* s, uint64_t checkpoint_bytes) : s_(s), checkpoint_bytes_(checkpoint_bytes) {}
 
+  // A reader (before open): recovery writes nothing (no log reset, the torn
+  // tail is left for the writer to cut), there is no new store, commit is
+  // kReadOnly and checkpoint does nothing. A dirty page (a fingerprint sort
+  // or layout change a read made) is dropped when evicted, never written:
+  // *version (the tree's) is bumped so that cursors re-seek by key instead of
+  // trusting positions in an image that comes back unsorted.
+  void set_read_only(uint64_t* version) {
+    read_only_ = true;
+    discard_version_ = version;
+  }
+  bool read_only() const { return read_only_; }
+  // Checkpoint when the log passes this many bytes (after a commit).
+  void set_checkpoint_bytes(uint64_t bytes) { checkpoint_bytes_ = bytes; }
+
   // Recovers the store. *meta is the newest committed state (root 0: a new
   // store, created when create is set; kNotFound when there is none and
   // create is not set). *free_ids: the free-page list.
@@ -74,6 +88,8 @@ class FilePager : public PageBackend {
 
   Storage* s_;
   uint64_t checkpoint_bytes_;
+  bool read_only_ = false;
+  uint64_t* discard_version_ = nullptr;
   uint64_t salt_ = 0;
   uint64_t seq_ = 0;          // newest durable commit
   uint64_t sb_seq_ = 0;       // commit the data file holds

@@ -2,6 +2,8 @@
 #include "core/buffer/posix_storage.h"
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -11,10 +13,48 @@ namespace adaptree {
 
 namespace {
 Status from_errno(int e) { return e == ENOSPC || e == EDQUOT || e == EFBIG ? Status::kQuotaExceeded : Status::kIoError; }
+
+bool pid_alive(long pid) { return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
 }  // namespace
 
+Status take_lock_file(const std::string& lock_path) {
+  for (int attempt = 0; attempt < 2; attempt++) {
+    int fd = ::open(lock_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      std::string pid = std::to_string(static_cast<long>(getpid()));
+      bool ok = ::write(fd, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size()) && fdatasync(fd) == 0;
+      ::close(fd);
+      if (ok) return Status::kOk;
+      unlink(lock_path.c_str());
+      return Status::kIoError;
+    }
+    if (errno != EEXIST) return Status::kIoError;
+    char text[32] = {};
+    int rfd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (rfd < 0) {
+      if (errno == ENOENT) continue;  // released meanwhile
+      return Status::kIoError;
+    }
+    ssize_t n = ::read(rfd, text, sizeof text - 1);
+    ::close(rfd);
+    if (n < 0) return Status::kIoError;
+    // Empty: the owner is between creating and writing it.
+    if (n == 0) return Status::kLocked;
+    char* end = nullptr;
+    long pid = std::strtol(text, &end, 10);
+    if (pid > 0 && (pid == static_cast<long>(getpid()) || pid_alive(pid))) return Status::kLocked;
+    // Stale: its process is gone.
+    if (unlink(lock_path.c_str()) != 0 && errno != ENOENT) return Status::kIoError;
+  }
+  return Status::kLocked;  // another process took it over meanwhile
+}
+
 Status PosixStorage::open(const std::string& path, PosixStorage** out) {
+  std::string lock_path = path + "-lock";
+  Status ls = take_lock_file(lock_path);
+  if (ls != Status::kOk) return ls;
   PosixStorage* s = new PosixStorage();
+  s->lock_path_ = lock_path;
   std::string names[2] = {path, path + "-log"};
   for (int i = 0; i < 2; i++) {
     s->fd_[i] = ::open(names[i].c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -35,6 +75,7 @@ Status PosixStorage::open(const std::string& path, PosixStorage** out) {
 PosixStorage::~PosixStorage() {
   for (int fd : fd_)
     if (fd >= 0) ::close(fd);
+  if (!lock_path_.empty()) unlink(lock_path_.c_str());
 }
 
 Status PosixStorage::read(FileId f, uint64_t off, uint8_t* dst, uint32_t len, uint32_t* got) {

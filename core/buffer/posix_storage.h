@@ -1,5 +1,9 @@
 // Storage on two POSIX files (native builds): `path` and `path-log`, held
-// under an exclusive flock so that a second process gets kLocked.
+// under the lock file `path-lock` that the Node backend takes too
+// (ts/src/storage/node.ts: created with O_EXCL, it holds the owner's pid;
+// stale when that process is gone), so a native tool and a Node process never
+// have one store open at once, plus an exclusive flock on the data file (what
+// the Deno backend takes). A second open in this process is kLocked as well.
 #pragma once
 #include <string>
 
@@ -20,6 +24,11 @@ class PosixStorage : public Storage {
 
  private:
   int fd_[2] = {-1, -1};
+  std::string lock_path_;  // removed by the destructor when set (we own it)
 };
+
+// Takes the lock file at lock_path (the Node backend's protocol): kOk, kLocked
+// when a live process (this one included) holds it, kIoError.
+Status take_lock_file(const std::string& lock_path);
 
 }  // namespace adaptree

@@ -408,6 +408,7 @@ Status BTree::delete_range(Slice lo, bool lo_none, bool lo_exclusive, Slice hi, 
 // ---------------------------------------------------------------- adaption
 
 void BTree::on_point_op_counted(PageId leaf) {
+  if (read_only_ != Status::kOk) return;  // a reader (or a failed store) does not adapt
   uint8_t* p = page(leaf);
   if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
     return;
@@ -416,6 +417,7 @@ void BTree::on_point_op_counted(PageId leaf) {
 }
 
 void BTree::point_step(PageId leaf, uint8_t* p) {
+  if (read_only_ != Status::kOk) return;
   if (static_cast<int8_t>(p[hdr::kCounter]) <= 0) return;
   if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
     return;
@@ -443,6 +445,7 @@ bool BTree::point_step_shared(uint8_t* p, XorShift32& rng) {
 }
 
 bool BTree::on_scan(PageId leaf, ReadMode* mode) {
+  if (read_only_ != Status::kOk) return true;  // a reader (or a failed store) does not adapt
   uint8_t* p = page(leaf);
   bool fp = p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf);
   if (!fp && p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf)) return true;

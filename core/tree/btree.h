@@ -83,6 +83,9 @@ class BTree {
 
   uint64_t count() const { return count_; }
   uint64_t version() const { return version_; }
+  // The version word, for a reader's pager: it bumps it when it drops a page a
+  // read changed, so cursors re-seek (FilePager::set_read_only).
+  uint64_t* version_word() { return &version_; }
   unsigned height() const { return height_; }
   PageId root() const { return root_; }
   const Config& config() const { return cfg_; }

@@ -8,6 +8,8 @@
 #include <map>
 #include <random>
 #include <string>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -381,6 +383,130 @@ TEST(Store, PosixFilesAndLocking) {
   EXPECT_EQ(got["k12345"], "v12345");
   st.reset();
   hold.reset();
+  std::string cmd = std::string("rm -rf ") + tmpl;
+  EXPECT_EQ(system(cmd.c_str()), 0);
+}
+
+namespace {
+// Forwards to a MemoryStorage and counts the calls that would change it.
+class CountingStorage : public Storage {
+ public:
+  explicit CountingStorage(MemoryStorage* m) : m_(m) {}
+  Status read(FileId f, uint64_t off, uint8_t* dst, uint32_t len, uint32_t* got) override { return m_->read(f, off, dst, len, got); }
+  Status write(FileId f, uint64_t off, const uint8_t* src, uint32_t len) override {
+    changes++;
+    return m_->write(f, off, src, len);
+  }
+  Status sync(FileId f) override {
+    changes++;
+    return m_->sync(f);
+  }
+  Status size(FileId f, uint64_t* out) override { return m_->size(f, out); }
+  Status truncate(FileId f, uint64_t len) override {
+    changes++;
+    return m_->truncate(f, len);
+  }
+  uint64_t changes = 0;
+
+ private:
+  MemoryStorage* m_;
+};
+}  // namespace
+
+// A reader (StoreOptions::read_only) opens the last commit of a crashed store
+// without a single write, sync or truncate, even when its pool is far smaller
+// than the store and its scans sort fingerprint leaves (dropped on eviction,
+// not spilled); writes and commits are kReadOnly; a missing store is kNotFound.
+TEST(Store, ReadOnlyWritesNothing) {
+  MemoryStorage m;
+  StoreOptions o;
+  o.layout = LayoutConfig::kFingerprint;
+  o.pool_bytes = 1 << 20;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&m, o, &st), Status::kOk);
+  Model model;
+  std::mt19937 rng(7);
+  for (int c = 0; c < 3; c++) {
+    for (int i = 0; i < 8000; i++) {
+      std::string k = "k" + std::to_string(rng() % 100000), v = std::string(20 + rng() % 60, 'a' + c);
+      ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
+      model[k] = v;
+    }
+    ASSERT_EQ(st->commit(), Status::kOk);
+  }
+  for (int i = 0; i < 3000; i++) st->tree().set(sl("u" + std::to_string(i)), sl(std::string(50, 'u')));  // never committed
+  st.reset();  // a crash: no checkpoint
+  CountingStorage counting(&m);
+  StoreOptions ro;
+  ro.read_only = true;
+  ro.pool_bytes = 256 << 10;  // 64 frames
+  ASSERT_EQ(Store::open(&counting, ro, &st), Status::kOk);
+  EXPECT_TRUE(st->read_only());
+  for (int pass = 0; pass < 2; pass++) {
+    Model got;
+    ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+    EXPECT_EQ(got, model);
+  }
+  EXPECT_EQ(st->tree().check(), "");
+  EXPECT_EQ(st->tree().set(sl("x"), sl("y")), Status::kReadOnly);
+  EXPECT_EQ(st->tree().remove(sl("k1")), Status::kReadOnly);
+  EXPECT_EQ(st->commit(), Status::kReadOnly);
+  EXPECT_EQ(st->checkpoint(), Status::kOk);
+  EXPECT_GT(st->tree().store().stats().evictions, 0u);
+  EXPECT_EQ(counting.changes, 0u);
+  st.reset();
+  MemoryStorage empty;
+  EXPECT_EQ(Store::open(&empty, ro, &st), Status::kNotFound);
+  uint64_t size = 1;
+  ASSERT_EQ(empty.size(FileId::kData, &size), Status::kOk);
+  EXPECT_EQ(size, 0u);
+}
+
+namespace {
+void write_file(const std::string& p, const std::string& text) {
+  FILE* f = std::fopen(p.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+std::string read_file(const std::string& p) {
+  FILE* f = std::fopen(p.c_str(), "rb");
+  if (!f) return "(none)";
+  char buf[64] = {};
+  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  return std::string(buf, n);
+}
+}  // namespace
+
+// The lock file `path-lock` is the Node backend's (ts/src/storage/node.ts): a
+// live pid in it (another process, or this one) is kLocked and left alone; an
+// empty one (an owner between creating and writing it) is kLocked; a dead
+// pid's is taken over; the owner removes it when done.
+TEST(Store, PosixLockFileIsTheNodeBackends) {
+  char tmpl[] = "/tmp/adaptree-lockfile-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string path = std::string(tmpl) + "/db", lock = path + "-lock";
+  PosixStorage* ps = nullptr;
+  write_file(lock, std::to_string(getppid()));  // a live process: the test runner's parent
+  EXPECT_EQ(PosixStorage::open(path, &ps), Status::kLocked);
+  EXPECT_EQ(read_file(lock), std::to_string(getppid()));
+  EXPECT_NE(access(path.c_str(), F_OK), 0);  // nothing created
+  write_file(lock, "");
+  EXPECT_EQ(PosixStorage::open(path, &ps), Status::kLocked);
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  write_file(lock, std::to_string(child));  // a dead process: stale
+  ASSERT_EQ(PosixStorage::open(path, &ps), Status::kOk);
+  EXPECT_EQ(read_file(lock), std::to_string(getpid()));
+  PosixStorage* second = nullptr;
+  EXPECT_EQ(PosixStorage::open(path, &second), Status::kLocked);  // this process holds it
+  EXPECT_EQ(read_file(lock), std::to_string(getpid()));
+  delete ps;
+  EXPECT_EQ(read_file(lock), "(none)");
   std::string cmd = std::string("rm -rf ") + tmpl;
   EXPECT_EQ(system(cmd.c_str()), 0);
 }

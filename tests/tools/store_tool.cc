@@ -8,6 +8,9 @@
 //       (delete), or "commit"; commits at the end. --no-close exits
 //       without the closing checkpoint, so the commits stay in the log only
 //       (what a crash after the last commit leaves).
+//   adaptree-store-tool hold PATH
+//       opens the store, prints "open" and keeps it open until stdin ends
+//       (lock interop tests: a Node process must get LOCKED meanwhile).
 //   adaptree-store-tool dump PATH
 //       prints "HEXKEY HEXVALUE" per record in key order, then checks the
 //       tree's invariants (exit 1 with the message if they fail).
@@ -107,7 +110,7 @@ int dump(Store& st) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: adaptree-store-tool apply|dump PATH [--no-close] [--layout N]\n");
+    std::fprintf(stderr, "usage: adaptree-store-tool apply|dump|hold PATH [--no-close] [--layout N]\n");
     return 2;
   }
   std::string cmd = argv[1];
@@ -125,6 +128,15 @@ int main(int argc, char** argv) {
   std::unique_ptr<Store> st;
   s = Store::open(storage.get(), o, &st);
   if (s != Status::kOk) fail("open store", s);
+  if (cmd == "hold") {
+    std::printf("open\n");
+    std::fflush(stdout);
+    std::string line;
+    while (std::getline(std::cin, line)) {
+    }
+    st.reset();
+    return 0;
+  }
   int rc = cmd == "apply" ? apply(*st, close) : cmd == "dump" ? dump(*st) : 2;
   st.reset();
   return rc;

@@ -4,11 +4,11 @@
 // build's recovery replays them). The native side is build/native/adaptree-store-tool
 // (tests/tools/store_tool.cc), built by `scripts/build.sh native`.
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BTreeStore } from '../../ts/src/index.js';
+import { BTreeStore, LockedError } from '../../ts/src/index.js';
 import { REAL_BUILDS, wasmFor } from './builds.js';
 import { tempDir } from './store-helpers.js';
 import { SplitMix as Rng } from './store-rng.js';
@@ -94,12 +94,55 @@ describe.each(REAL_BUILDS)('native <-> wasm (%s) store files', (build) => {
       await s.commit();
       applyModel(model, second.ops);
 
-      // 3. Native reads what wasm wrote: after close (checkpointed), or while the wasm store
-      // is still open with its commits only in the log (native recovery replays them; the
-      // files are not written meanwhile).
-      if (closed) await s.close();
-      expect(nativeDump(path)).toEqual(sorted(model));
-      if (!closed) await s.close();
+      // 3. Native reads what wasm wrote: after close (checkpointed), or a copy of the files
+      // taken while the wasm store is still open with its commits only in the log (what a
+      // crash leaves: native recovery replays them). The open store itself is locked.
+      if (closed) {
+        await s.close();
+        expect(nativeDump(path)).toEqual(sorted(model));
+      } else {
+        const copy = path + '-copy';
+        copyFileSync(path, copy);
+        copyFileSync(path + '-log', copy + '-log');
+        expect(nativeDump(copy)).toEqual(sorted(model));
+        await s.close();
+      }
     }, 120_000);
   }
+});
+
+describe.each(REAL_BUILDS)('native and Node exclude each other (%s)', (build) => {
+  it('the native tool holds the lock file a Node process takes, and the other way round', async () => {
+    const wasm = await wasmFor(build);
+    const path = join(tmp.dir, `${build}-locks.db`);
+    native(['apply', path], '+ 61 .62\ncommit\n');
+    // The native tool holds the store: Node gets LOCKED at once and changes nothing.
+    if (!existsSync(tool)) throw new Error(`${tool} is missing: run scripts/build.sh native`);
+    const child = spawn(tool, ['hold', path], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    await new Promise<void>((res, rej) => {
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('open')) res();
+      });
+      child.once('exit', (c) => rej(new Error(`adaptree-store-tool hold exited ${c}`)));
+    });
+    expect(readFileSync(path + '-lock', 'utf8')).toBe(String(child.pid));
+    await expect(BTreeStore.open({ path, storage: 'node', keys: 'bytes', values: 'bytes', wasm })).rejects.toBeInstanceOf(LockedError);
+    child.stdin!.end();
+    expect(await exited).toBe(0);
+    expect(existsSync(path + '-lock')).toBe(false);
+    // Node holds it: the native tool is refused with LOCKED (status -9) and changes nothing.
+    const s = await BTreeStore.open<Uint8Array, Uint8Array>({ path, storage: 'node', keys: 'bytes', values: 'bytes', wasm });
+    s.set(unhex('63'), unhex('64'));
+    await s.commit();
+    const r = spawnSync(tool, ['apply', path], { input: '+ 65 .66\ncommit\n', encoding: 'utf8' });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('status -9');
+    const d = spawnSync(tool, ['dump', path], { encoding: 'utf8' });
+    expect(d.status).toBe(2);
+    await s.close();
+    expect(nativeDump(path)).toEqual([['61', '62'], ['63', '64']]);
+  }, 60_000);
 });

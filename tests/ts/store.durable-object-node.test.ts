@@ -165,6 +165,35 @@ describe('durable-object backend over SQLite (Node)', () => {
     }).toThrow(IoError);
   });
 
+  it('wait: true queues a second open until the first is closed; checkpointBytes bounds the log', async () => {
+    const st = fakeStorage();
+    const backend = durableObjectStorage(st);
+    expect(backend.checkpointBytes).toBe(8 << 20);
+    expect(() => durableObjectStorage(st, { checkpointBytes: -1 })).toThrow(InvalidArgumentError);
+    const a = await BTreeStore.open<string, number>({ path: 'w', storage: backend, checkpointBytes: 256 << 10 });
+    await expect(BTreeStore.open({ path: 'w', storage: backend })).rejects.toBeInstanceOf(LockedError);
+    let got: BTreeStore<string, number> | undefined;
+    const b = BTreeStore.open<string, number>({ path: 'w', storage: backend, wait: true }).then((s) => (got = s));
+    const c = BTreeStore.open<string, number>({ path: 'w', storage: backend, wait: true });
+    // About 1.5 MiB of commits: the log is checkpointed whenever it passes 256 KiB.
+    for (let i = 0; i < 120; i++) {
+      for (let j = 0; j < 50; j++) a.set(`k${i}:${j}`, i);
+      await a.commit();
+    }
+    const stats = a.stats();
+    expect(stats.checkpoints).toBeGreaterThan(2);
+    expect(stats.log_bytes).toBeLessThan(1 << 20);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(got).toBeUndefined(); // still waiting
+    await a.close();
+    const second = await b;
+    expect(second.size).toBe(6000);
+    await second.close();
+    const third = await c; // the next in line
+    expect(third.get('k119:49')).toBe(119);
+    await third.close();
+  });
+
   it('holds a store: random ops + commit, crash (a new storage object, no close), reopen to the last commit; quota fails a commit', async () => {
     const st = fakeStorage();
     const open = (s: DurableObjectStorageLike) => BTreeStore.open<string, number>({ path: 'main', storage: durableObjectStorage(s), poolSize: 1 << 20 });

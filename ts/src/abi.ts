@@ -31,7 +31,7 @@ export const RANGE_NEED_PAGE = -1003;
 /** Files of a store on a sync backend (at_host_* `file` argument). */
 export const StoreFile = { DATA: 0, LOG: 1 } as const;
 /** at_store_open flags. */
-export const StoreOpenFlags = { CREATE: 1 } as const;
+export const StoreOpenFlags = { CREATE: 1, READ_ONLY: 2 } as const;
 
 /** The host file I/O the wasm modules import from "env" (bindings/adaptree.h). Offsets and
  * sizes are doubles (exact up to 2^53); results are a status (0 or negative) or a count. */
@@ -100,6 +100,8 @@ export interface AbiExports {
   at_store_supply?(tree: Ptr, pageId: number, image: Ptr): number;
   at_store_commit_begin?(tree: Ptr, ctx: Ptr): number;
   at_store_commit_end?(tree: Ptr, hostStatus: number): number;
+  at_store_follow?(tree: Ptr, superblock: Ptr): number;
+  at_store_set_checkpoint_bytes?(tree: Ptr, bytes: number): number;
   at_checksum(data: Ptr, len: number): number;
   // Memory budget (bindings/wasm_runtime.cc): 0 or INVALID_ARGUMENT; bytes; bytes.
   at_set_memory_limit(bytes: number): number;

@@ -42,6 +42,7 @@ import {
   AbortedError,
   AdaptreeError,
   ClosedError,
+  ReadOnlyError,
   CorruptionError,
   InvalidArgumentError,
   IoError,
@@ -92,11 +93,23 @@ export interface StoreOptions<K, V> {
   values?: ValueEncodingName | ValueCodec<V>;
   /** Buffer pool size in bytes (default 64 MiB; at least 1 MiB). */
   poolSize?: number;
+  /** Sync backends: a commit checkpoints the log into the data file once the log is larger
+   * than this (default: the backend's, else 64 MiB; at least 64 KiB). Smaller: less to replay
+   * at open and less space, more checkpoint writes. Async backends have no log: ignored. */
+  checkpointBytes?: number;
   /** Commit automatically after this many writes and/or this many ms after the first
    * uncommitted write. Default: only explicit commit() and close(). */
   autoCommit?: { ms?: number; writes?: number };
   /** Create the store if it does not exist (default true). */
   create?: boolean;
+  /** Open as a reader: writes throw ReadOnlyError, nothing is ever written to the storage
+   * (not even recovery), a store that does not exist is an InvalidArgumentError. The reader
+   * sees one committed state: opfs readers share the store's Web Lock (any number of readers
+   * or one writer: a reader while the writer is open gets LockedError, or waits with
+   * `wait: true`); indexeddb readers run beside the writer and move to a newer commit when a
+   * page read meets one (or on `refresh()`); node, deno and memory take their usual exclusive
+   * lock. docs/STORE.md, "Readers". */
+  readOnly?: boolean;
   /** If the store is open elsewhere: false (default) throws LockedError at once, true waits
    * until it is closed there (opfs: queues for its Web Lock; node, deno, memory: no effect). */
   wait?: boolean;
@@ -110,7 +123,7 @@ export interface StoreOptions<K, V> {
   onError?: (e: Error) => void;
 }
 
-const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wait', 'wasm', 'onProgress', 'onError']);
+const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError']);
 const DEFAULT_POOL = 64 << 20;
 const PAGE_SIZE = 4096;
 /** Pages read ahead (by id) when a scan faults on an async backend. */
@@ -237,7 +250,23 @@ function storeError(st: number, what: string, cause: unknown): Error {
 }
 
 type Sync = { kind: 'sync'; files: SyncStoreFiles; io: number; entry: HostEntry };
-type Async = { kind: 'async'; pages: AsyncStorePages };
+/** reader: the page 0 whose commit the pool holds pages of (readOnly stores). */
+type Async = { kind: 'async'; pages: AsyncStorePages; reader: { page0: Uint8Array } | undefined };
+/** A page read on an async backend; a reader's comes with the page 0 read in the same request. */
+type Fetched = { image: Uint8Array | undefined; page0?: Uint8Array | undefined };
+
+/** The commit sequence of a page 0 (the higher of its two superblock slots; not verified). */
+function sequenceOf(page0: Uint8Array): bigint {
+  const dv = new DataView(page0.buffer, page0.byteOffset, page0.byteLength);
+  const a = dv.getBigUint64(16, true), b = dv.getBigUint64(2048 + 16, true);
+  return a > b ? a : b;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 /**
  * A `BTreeMap` whose 4 KiB pages live in a buffer pool over a storage backend (files in Node
@@ -270,6 +299,7 @@ export class BTreeStore<K = string, V = unknown> {
   readonly #autoWrites: number;
   readonly #autoMs: number;
   readonly #onError: ((e: Error) => void) | undefined;
+  readonly #readOnly: boolean;
   #closed = false;
   #closing: Promise<void> | undefined;
   /** Writes since the last commit began. */
@@ -283,7 +313,7 @@ export class BTreeStore<K = string, V = unknown> {
   #gate: Promise<void> | undefined;
   /** Async: page fetches in flight (deduplicated), and pages read ahead by scans. */
   readonly #faults = new Map<number, Promise<void>>();
-  readonly #ahead = new Map<number, { gen: number; image: Promise<Uint8Array | undefined> }>();
+  readonly #ahead = new Map<number, { gen: number; image: Promise<Fetched | undefined> }>();
   /** Bumped by every async commit: pages read ahead before it may be stale. */
   #gen = 0;
   /** A commit failed: the store refuses writes until reopened. */
@@ -306,6 +336,7 @@ export class BTreeStore<K = string, V = unknown> {
     this.#autoWrites = ac?.writes !== undefined && ac.writes > 0 ? ac.writes : Infinity;
     this.#autoMs = ac?.ms !== undefined && ac.ms >= 0 ? ac.ms : -1;
     this.#onError = init.options.onError;
+    this.#readOnly = init.options.readOnly === true;
   }
 
   /**
@@ -345,6 +376,10 @@ export class BTreeStore<K = string, V = unknown> {
       throw new InvalidArgumentError('autoCommit must be { ms?: number >= 0, writes?: number >= 1 }');
     }
     if (options.wait !== undefined && typeof options.wait !== 'boolean') throw new InvalidArgumentError('wait must be a boolean');
+    if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new InvalidArgumentError('readOnly must be a boolean');
+    const readOnly = options.readOnly === true;
+    const cb = options.checkpointBytes;
+    if (cb !== undefined && (typeof cb !== 'number' || !(cb >= 0) || !Number.isFinite(cb))) throw new InvalidArgumentError('checkpointBytes must be a number of bytes >= 0');
     const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
     if (backend === opfsStorage && !opfsSyncAvailable() && opfsRemoteAvailable()) {
       // A browser's main thread: the store lives in a worker (storage/opfs-remote.ts).
@@ -357,7 +392,8 @@ export class BTreeStore<K = string, V = unknown> {
     if (missing.length > 0) {
       throw new AdaptreeError(`this wasm build cannot open a store on ${backend.kind === 'sync' ? 'a synchronous' : 'an asynchronous'} backend (missing ${missing.join(', ')})`, 'INTERNAL');
     }
-    const create = options.create ?? true;
+    const create = (options.create ?? true) && !readOnly;
+    const storageOptions = { create, wait: options.wait === true, readOnly };
     const mapOptions = (tree: number, onFree: () => void): BTreeMapOptions<K, V> => {
       const o: BTreeMapOptions<K, V> & { [ATTACH_TREE]?: unknown } = { layout: layoutName, wasm, [ATTACH_TREE]: { tree, onFree } };
       if (options.keys !== undefined) o.keys = options.keys;
@@ -368,7 +404,7 @@ export class BTreeStore<K = string, V = unknown> {
     const aux = () => wasm.dv().getInt32(wasm.result + Result.AUX, true);
 
     if (backend.kind === 'sync') {
-      const files = await backend.open(options.path, { create, wait: options.wait === true });
+      const files = await backend.open(options.path, storageOptions);
       const { io, entry } = registerHost(files);
       const release = () => {
         unregisterHost(io);
@@ -388,7 +424,7 @@ export class BTreeStore<K = string, V = unknown> {
             }
           };
         }
-        tree = ex.at_store_open!(io, layout, pool, create ? StoreOpenFlags.CREATE : 0, wasm.ctx);
+        tree = ex.at_store_open!(io, layout, pool, (create ? StoreOpenFlags.CREATE : 0) | (readOnly ? StoreOpenFlags.READ_ONLY : 0), wasm.ctx);
         entry.onRead = undefined;
         if (tree === 0) {
           // A throwing callback failed the read it was called from: its AbortedError, as is.
@@ -396,6 +432,12 @@ export class BTreeStore<K = string, V = unknown> {
           throw openError(aux(), options.path, entry.lastError);
         }
         if (onProgress !== undefined) report(onProgress, 'open', read, read);
+        const checkpointBytes = cb ?? backend.checkpointBytes;
+        if (checkpointBytes !== undefined && !readOnly) {
+          if (typeof ex.at_store_set_checkpoint_bytes !== 'function') throw new AdaptreeError('this wasm build has no checkpointBytes (missing at_store_set_checkpoint_bytes)', 'INTERNAL');
+          const st = ex.at_store_set_checkpoint_bytes(tree, checkpointBytes);
+          if (st < 0) throw storeError(st, 'checkpointBytes', undefined);
+        }
         const b: Sync = { kind: 'sync', files, io, entry };
         const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
         return new BTreeStore<K, V>({ map, wasm, tree, b, storage: backend.name, path: options.path, options, pageBuf: 0 });
@@ -406,7 +448,8 @@ export class BTreeStore<K = string, V = unknown> {
       }
     }
 
-    const pages = await backend.open(options.path, { create, wait: options.wait === true });
+    if (readOnly && typeof ex.at_store_follow !== 'function') throw new AdaptreeError('this wasm build cannot open a reader on an asynchronous backend (missing at_store_follow)', 'INTERNAL');
+    const pages = await backend.open(options.path, storageOptions);
     let pageBuf = 0;
     let tree = 0;
     const release = () => {
@@ -417,8 +460,9 @@ export class BTreeStore<K = string, V = unknown> {
         .catch(() => undefined);
     };
     try {
+      if (readOnly && typeof pages.readPages !== 'function') throw new InvalidArgumentError(`the storage '${backend.name}' cannot open readers (it has no readPages)`);
       const sb = await pages.readPage(0);
-      if (sb === undefined && !create) throw new InvalidArgumentError(`no store at '${options.path}' (create: false)`);
+      if (sb === undefined && !create) throw new InvalidArgumentError(`no store at '${options.path}' (${readOnly ? 'readOnly' : 'create: false'})`);
       pageBuf = ex.at_alloc(PAGE_SIZE);
       if (pageBuf === 0) throw errorFromStatus(Status.OUT_OF_MEMORY, 'open');
       if (sb !== undefined) {
@@ -427,9 +471,15 @@ export class BTreeStore<K = string, V = unknown> {
       }
       tree = ex.at_store_open_async!(sb !== undefined ? pageBuf : 0, layout, pool, wasm.ctx);
       if (tree === 0) throw openError(aux(), options.path, undefined);
+      let reader: Async['reader'];
+      if (readOnly && sb !== undefined) {
+        const st = ex.at_store_follow!(tree, pageBuf);
+        if (st < 0) throw openError(st, options.path, undefined);
+        reader = { page0: sb.slice() };
+      }
       const buf = pageBuf;
       const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
-      return new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages }, storage: backend.name, path: options.path, options, pageBuf: buf });
+      return new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages, reader }, storage: backend.name, path: options.path, options, pageBuf: buf });
     } catch (e) {
       if (tree !== 0) ex.at_tree_free(tree);
       release();
@@ -459,6 +509,52 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#closed;
   }
 
+  /** True for a store opened with `readOnly: true`. */
+  get readOnly(): boolean {
+    return this.#readOnly;
+  }
+
+  /**
+   * A reader on an asynchronous backend (indexeddb) moves to the newest commit, if there is
+   * a newer one than its pages are of; resolves whether it moved. (It also moves by itself
+   * when a page it has to read belongs to a newer commit.) Other stores: nothing can change
+   * under them (sync readers keep the writer out while open): resolves false.
+   */
+  async refresh(): Promise<boolean> {
+    this.#open();
+    const b = this.#b;
+    if (b.kind !== 'async' || b.reader === undefined) return false;
+    while (this.#gate !== undefined) await this.#gate;
+    let page0: Uint8Array | undefined;
+    try {
+      [page0] = await b.pages.readPages!([0]);
+    } catch (e) {
+      throw isAdaptreeError(e) ? e : storeError(statusOfError(e), 'reading page 0', e);
+    }
+    this.#open();
+    const before = b.reader.page0;
+    this.#sameCommit(b, page0);
+    return b.reader.page0 !== before;
+  }
+
+  /** A reader read `page0` with a page: true if it is the commit the pool holds pages of. If it
+   * is a newer one, the store follows it (drops its pages, at_store_follow) and the caller
+   * retries; an older one (a read that started before the last follow) is just dropped. */
+  #sameCommit(b: Async, page0: Uint8Array | undefined): boolean {
+    const r = b.reader!;
+    if (page0 === undefined || page0.length !== PAGE_SIZE) throw new CorruptionError(`the superblock (page 0) of '${this.#path}' is missing or damaged`);
+    if (sameBytes(page0, r.page0)) return true;
+    if (sequenceOf(page0) <= sequenceOf(r.page0)) return false;
+    const w = this.#wasm;
+    w.u8().set(page0, this.#pageBuf);
+    const st = w.exports.at_store_follow!(this.#tree, this.#pageBuf);
+    if (st < 0) throw storeError(st, `moving to the newest commit of '${this.#path}'`, undefined);
+    r.page0 = page0.slice();
+    this.#gen++;
+    this.#ahead.clear();
+    return false;
+  }
+
   #open(): void {
     if (this.#closed) throw new ClosedError('the store is closed');
   }
@@ -466,6 +562,7 @@ export class BTreeStore<K = string, V = unknown> {
   /** Before a sync write: on async backends a commit's write window refuses sync writes. */
   #writable(): void {
     if (this.#closed) throw new ClosedError('the store is closed');
+    if (this.#readOnly) throw new ReadOnlyError(`the store '${this.#path}' was opened read-only`);
     if (this.#gate !== undefined) throw new ReentrancyError('a commit is being written: use the ...Async write methods on asynchronous backends');
   }
 
@@ -847,15 +944,19 @@ export class BTreeStore<K = string, V = unknown> {
         const gen = this.#gen;
         const ahead = this.#ahead.get(id);
         this.#ahead.delete(id);
-        let image: Uint8Array | undefined;
+        let got: Fetched;
         try {
-          image = await (ahead !== undefined && ahead.gen === gen ? ahead.image : b.pages.readPage(id));
+          // A read-ahead that failed (undefined) is read again here, where its error counts.
+          got = (ahead !== undefined && ahead.gen === gen ? await ahead.image : undefined) ?? (await this.#fetch(b, [id]))[0]!;
         } catch (e) {
           throw isAdaptreeError(e) ? e : storeError(statusOfError(e), `reading page ${id}`, e);
         }
         if (readAhead) this.#readAhead(b, id);
         while (this.#gate !== undefined) await this.#gate;
         this.#open();
+        // A reader: a page of another commit than the pool's is not supplied (the retry reads again).
+        if (b.reader !== undefined && !this.#sameCommit(b, got.page0)) return;
+        const image = got.image;
         if (image === undefined) throw new CorruptionError(`page ${id} is missing from the store '${this.#path}'`);
         if (image.length !== PAGE_SIZE) throw new CorruptionError(`page ${id} of '${this.#path}' is ${image.length} bytes, not ${PAGE_SIZE}`);
         const w = this.#wasm;
@@ -880,10 +981,10 @@ export class BTreeStore<K = string, V = unknown> {
     if (want.length === 0) return;
     if (b.pages.readPages !== undefined) {
       // One request for the run (IndexedDB: one transaction).
-      const all = b.pages.readPages(want).catch(() => want.map(() => undefined));
-      want.forEach((q, i) => this.#ahead.set(q, { gen, image: all.then((r) => r[i]) }));
+      const all = this.#fetch(b, want).catch(() => want.map(() => undefined));
+      want.forEach((q, i) => this.#ahead.set(q, { gen, image: all.then((r) => r[i]!) }));
     } else {
-      for (const q of want) this.#ahead.set(q, { gen, image: b.pages.readPage(q).catch(() => undefined) });
+      for (const q of want) this.#ahead.set(q, { gen, image: b.pages.readPage(q).then((image) => ({ image }), () => undefined) });
     }
     // Bound the cache: drop the oldest entries.
     if (this.#ahead.size > 8 * READ_AHEAD) {
@@ -892,6 +993,16 @@ export class BTreeStore<K = string, V = unknown> {
         if (this.#ahead.size <= 4 * READ_AHEAD) break;
       }
     }
+  }
+
+  /** Reads pages in one request; a reader's come with page 0 of the same request. */
+  async #fetch(b: Async, ids: number[]): Promise<Fetched[]> {
+    if (b.reader !== undefined) {
+      const r = await b.pages.readPages!([0, ...ids]);
+      return ids.map((_, i) => ({ image: r[i + 1], page0: r[0] }));
+    }
+    if (ids.length === 1) return [{ image: await b.pages.readPage(ids[0]!) }];
+    return (await b.pages.readPages!(ids)).map((image) => ({ image }));
   }
 
   getAsync(key: K): Promise<V | undefined> {

@@ -110,14 +110,14 @@ export async function launchKillable(profile: string, url: string): Promise<{ pr
   };
 }
 
-/** For a describe block: serves `root`'s dist/ and the fixture folder `fixture` (e.g.
- * '/tests/ts/runtimes/idb/') cross-origin isolated and makes a fresh browser profile dir
+/** For a describe block: serves `root`'s dist/, the fixture folder `fixture` (e.g.
+ * '/tests/ts/runtimes/idb/') and the fixtures' shared modules (tests/ts/runtimes/shared/) cross-origin isolated and makes a fresh browser profile dir
  * before its tests, removes both after. `url` is the fixture's index.html. */
 export function servedFixture(root: string, fixture: string, tag: string): { readonly url: string; readonly profile: string } {
   const state = { url: '', profile: '' };
   let srv: Server | undefined;
   beforeAll(async () => {
-    srv = isolatedServer(root, ['/dist/', fixture]);
+    srv = isolatedServer(root, ['/dist/', fixture, '/tests/ts/runtimes/shared/']);
     const port = await listen(srv);
     state.url = `http://127.0.0.1:${port}${fixture}index.html`;
     state.profile = mkdtempSync(join(tmpdir(), `adaptree-${tag}-`));
@@ -165,3 +165,18 @@ export function browserOnFixture(root: string, fixture: string, tag: string): { 
   });
   return state;
 }
+
+/** An error as the opfs fixture's page reports it (opfs/page.js, tryCall). */
+export interface CallError {
+  name: string;
+  code?: string;
+  message: string;
+}
+
+/** Runs a command in the opfs fixture's worker (window.call of opfs/page.js). */
+export const pageCall = <T>(page: Page, cmd: Record<string, unknown>): Promise<T> =>
+  page.evaluate((c) => (globalThis as unknown as { call(c: unknown): Promise<unknown> }).call(c), cmd) as Promise<T>;
+
+/** The same, resolving with `{ result }` or `{ error }` (window.tryCall). */
+export const pageTry = (page: Page, cmd: Record<string, unknown>): Promise<{ result?: unknown; error?: CallError }> =>
+  page.evaluate((c) => (globalThis as unknown as { tryCall(c: unknown): Promise<unknown> }).tryCall(c), cmd) as Promise<{ result?: unknown; error?: CallError }>;

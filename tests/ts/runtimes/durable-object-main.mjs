@@ -70,6 +70,9 @@ export class IndexObject extends DurableObject {
             out.committed = true;
           } catch (e) {
             out.commitError = { name: e?.name, code: e?.code, message: String(e?.message) };
+            // workerd resets an object whose SQL hit SQLITE_FULL, so this response may never
+            // leave: the log line is how the test sees what the commit threw.
+            console.log(`adaptree-quota-error ${JSON.stringify({ name: e?.name, code: e?.code, cause: String(e?.cause?.message ?? '') })}`);
           }
           try {
             s.set('after', 1);

@@ -6,7 +6,9 @@
  * retry) and is the template for IndexedDB and Durable Object backends.
  *
  * Commits are atomic: writePages builds the new page map aside and swaps it in.
- * Locking: a path can be open once at a time in the process (LockedError otherwise).
+ * Locking: a path can be open once at a time in the process (LockedError otherwise); readers
+ * (`readOnly`) take no lock and read beside the writer, as on IndexedDB (readPages reads one
+ * committed page map).
  */
 import { InvalidArgumentError, LockedError } from '../errors.js';
 import type { AsyncBackend, AsyncStorePages } from './types.js';
@@ -34,16 +36,17 @@ export function createAsyncMemoryStorage(options: { delayMs?: number } = {}): As
     kind: 'async',
     name: 'async-memory',
     counters,
-    async open(path: string, opts: { create: boolean }): Promise<AsyncStorePages> {
+    async open(path: string, opts: { create: boolean; readOnly?: boolean }): Promise<AsyncStorePages> {
       await later();
       let v = volumes.get(path);
+      const reader = opts.readOnly === true;
       if (v === undefined) {
-        if (!opts.create) throw new InvalidArgumentError(`no store at '${path}' (async-memory storage, create: false)`);
+        if (!opts.create || reader) throw new InvalidArgumentError(`no store at '${path}' (async-memory storage, create: false)`);
         v = { pages: new Map(), open: false };
         volumes.set(path, v);
       }
-      if (v.open) throw new LockedError(`the store '${path}' is already open in this process`);
-      v.open = true;
+      if (v.open && !reader) throw new LockedError(`the store '${path}' is already open in this process`);
+      if (!reader) v.open = true;
       const vol = v;
       let closed = false;
       return {
@@ -53,7 +56,14 @@ export function createAsyncMemoryStorage(options: { delayMs?: number } = {}): As
           const p = vol.pages.get(id);
           return p === undefined ? undefined : p.slice();
         },
+        async readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
+          counters.reads += ids.length;
+          await later();
+          const map = vol.pages; // one committed state (commits swap the map)
+          return ids.map((id) => map.get(id)?.slice());
+        },
         async writePages(pages): Promise<void> {
+          if (reader) throw new InvalidArgumentError(`the store '${path}' is open read-only`);
           await later();
           const next = new Map(vol.pages);
           for (const [id, image] of pages) next.set(id, image.slice());
@@ -64,7 +74,7 @@ export function createAsyncMemoryStorage(options: { delayMs?: number } = {}): As
         close(): void {
           if (closed) return;
           closed = true;
-          vol.open = false;
+          if (!reader) vol.open = false;
         },
       };
     },

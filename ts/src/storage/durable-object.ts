@@ -66,10 +66,14 @@ export interface DurableObjectBackendOptions {
   /** Bytes per row for a new store: a power of two from 4096 to 1 MiB (default 16384). An
    * existing store keeps the chunk size it was created with. */
   chunkSize?: number;
+  /** The log size past which a commit checkpoints, for stores opened without the store's own
+   * `checkpointBytes` option (default 8 MiB, not the core's 64 MiB: an object reopens its
+   * store after every eviction and replays the log then, and every log row is billed). */
+  checkpointBytes?: number;
 }
 
 export interface DurableObjectBackend extends SyncBackend {
-  open(path: string, options: OpenStorageOptions): SyncStoreFiles;
+  open(path: string, options: OpenStorageOptions): SyncStoreFiles | Promise<SyncStoreFiles>;
   /** Deletes the store at `path` from this object's storage (it must not be open). */
   remove(path: string): void;
   /** The stores (paths) in this object's storage. */
@@ -77,6 +81,7 @@ export interface DurableObjectBackend extends SyncBackend {
 }
 
 const DEFAULT_CHUNK = 16384;
+const DEFAULT_CHECKPOINT = 8 << 20;
 /** Buffered bytes per file that make a write go to SQL before the next sync. */
 const MAX_BUFFERED = 4 << 20;
 const DATA = 0, LOG = 1;
@@ -85,6 +90,8 @@ const CLEAN_CHUNKS = 4;
 
 /** Open paths per storage object (an isolate can host several objects of a class). */
 const openStores = new WeakMap<object, Set<string>>();
+/** Opens waiting (wait: true) for a path of a storage object to be closed, in order. */
+const waiting = new WeakMap<object, Map<string, (() => void)[]>>();
 
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
@@ -298,6 +305,22 @@ function checkChunk(n: number): number {
 export function durableObjectStorage(storage: DurableObjectStorageLike, options: DurableObjectBackendOptions = {}): DurableObjectBackend {
   if (storage === null || typeof storage !== 'object') throw new InvalidArgumentError('durableObjectStorage: pass the Durable Object\'s ctx.storage');
   const chunkSize = checkChunk(options.chunkSize ?? DEFAULT_CHUNK);
+  const checkpointBytes = options.checkpointBytes ?? DEFAULT_CHECKPOINT;
+  if (typeof checkpointBytes !== 'number' || !(checkpointBytes >= 0) || !Number.isFinite(checkpointBytes)) {
+    throw new InvalidArgumentError('durableObjectStorage: checkpointBytes must be a number of bytes >= 0');
+  }
+  const queueOf = (): Map<string, (() => void)[]> => {
+    let q = waiting.get(storage);
+    if (q === undefined) waiting.set(storage, (q = new Map()));
+    return q;
+  };
+  /** Hands a closed path to the next open waiting for it. */
+  const wake = (path: string) => {
+    const q = queueOf().get(path);
+    const next = q?.shift();
+    if (q !== undefined && q.length === 0) queueOf().delete(path);
+    next?.();
+  };
   const sqlOf = (): Sql => {
     let s: DurableObjectSqlLike | undefined;
     try {
@@ -315,12 +338,8 @@ export function durableObjectStorage(storage: DurableObjectStorageLike, options:
     if (p === undefined) openStores.set(storage, (p = new Set()));
     return p;
   };
-  return {
-    kind: 'sync',
-    name: 'durable-object',
-    open(path: string, options: OpenStorageOptions): SyncStoreFiles {
+  const openNow = (path: string, options: OpenStorageOptions): SyncStoreFiles => {
       const open = paths();
-      if (open.has(path)) throw new LockedError(`the store '${path}' is already open in this Durable Object`);
       const sql = sqlOf();
       ensureSchema(sql);
       const rows = sql.exec('open', 'SELECT file, size, chunk FROM adaptree_files WHERE store = ? ORDER BY file', path);
@@ -337,6 +356,10 @@ export function durableObjectStorage(storage: DurableObjectStorageLike, options:
       }
       open.add(path);
       let closed = false;
+      const release = () => {
+        open.delete(path);
+        wake(path); // the next open waiting for this path (wait: true) gets it
+      };
       const data = new ChunkFile(sql, path, DATA, chunk, sizes[0]!, `'${path}'`);
       const log = new ChunkFile(sql, path, LOG, chunk, sizes[1]!, `'${path}-log'`);
       return {
@@ -345,13 +368,39 @@ export function durableObjectStorage(storage: DurableObjectStorageLike, options:
         close() {
           if (closed) return;
           closed = true;
-          open.delete(path);
-          // Writes after the last sync may be dropped (as unsynced file writes may); writing
-          // them is harmless, and keeps what close() checkpointed without another sync.
-          data.flush();
-          log.flush();
+          try {
+            // Writes after the last sync may be dropped (as unsynced file writes may); writing
+            // them is harmless, and keeps what close() checkpointed without another sync.
+            data.flush();
+            log.flush();
+          } finally {
+            release();
+          }
         },
       };
+  };
+  return {
+    kind: 'sync',
+    name: 'durable-object',
+    checkpointBytes,
+    open(path: string, options: OpenStorageOptions): SyncStoreFiles | Promise<SyncStoreFiles> {
+      if (!paths().has(path)) return openNow(path, options);
+      if (options.wait !== true) throw new LockedError(`the store '${path}' is already open in this Durable Object`);
+      // wait: true queues until the store is closed here (another request of this object holds
+      // it). Never from inside blockConcurrencyWhile while the holder needs an event to close.
+      return new Promise<SyncStoreFiles>((resolve, reject) => {
+        const q = queueOf();
+        const list = q.get(path) ?? [];
+        q.set(path, list);
+        list.push(() => {
+          try {
+            resolve(openNow(path, options));
+          } catch (e) {
+            reject(e);
+            wake(path);
+          }
+        });
+      });
     },
     remove(path: string): void {
       if (paths().has(path)) throw new LockedError(`the store '${path}' is open`);

@@ -19,6 +19,12 @@
  * upgrade or deletion from elsewhere (versionchange) closes our connection; later page reads
  * and commits then fail with IoError.
  *
+ * Readers (`readOnly: true`) take no lock and run alongside the writer: every page they read
+ * comes in one readonly transaction together with page 0, whose commit sequence tells whether
+ * a commit landed since the reader's pages were read (IndexedDB serialises a readonly
+ * transaction with the writer's readwrite ones, so the pair is from one commit). The store
+ * then follows: it drops its pages and retries the read on the newer commit (store.ts).
+ *
  * Errors: a transaction aborted for quota (QuotaExceededError) becomes QuotaExceededError, any
  * other failure IoError, with the browser's error as `cause`.
  */
@@ -44,6 +50,7 @@ interface IdbObjectStore {
 }
 interface IdbTransaction {
   objectStore(name: string): IdbObjectStore;
+  abort(): void;
   oncomplete: (() => void) | null;
   onerror: (() => void) | null;
   onabort: (() => void) | null;
@@ -109,10 +116,13 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       if (factory === undefined) throw new InvalidArgumentError("the 'indexeddb' storage needs IndexedDB (a browser, or a polyfill on globalThis.indexedDB)");
       if (typeof path !== 'string' || path === '') throw new InvalidArgumentError('indexeddb: the path must be a non-empty string');
       const locks = webLocks();
-      const release = locks !== undefined ? await takeLock(locks, 'adaptree:idb:' + path, o.wait === true, path) : () => {};
+      // Readers take no lock: each page read is a readonly transaction with page 0 in it, so a
+      // reader sees whole commits while the writer goes on (store.ts follows newer ones).
+      const readOnly = o.readOnly === true;
+      const release = locks !== undefined && !readOnly ? await takeLock(locks, 'adaptree:idb:' + path, o.wait === true, path) : () => {};
       let db: IdbDatabase | undefined;
       try {
-        db = await openDatabase(factory, 'adaptree:' + path, o.create);
+        db = await openDatabase(factory, 'adaptree:' + path, o.create && !readOnly);
       } catch (e) {
         release();
         throw idbError(e, 'opening', path);
@@ -132,7 +142,19 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         new Promise<T>((resolve, reject) => {
           if (lost !== undefined) throw lost;
           const tx = mode === 'readwrite' ? conn.transaction(STORE, mode, { durability }) : conn.transaction(STORE, mode);
-          const result = body(tx.objectStore(STORE));
+          let result: () => T;
+          try {
+            result = body(tx.objectStore(STORE));
+          } catch (e) {
+            // A request that throws (put of a value IndexedDB refuses, ...) must not leave the
+            // requests made before it to commit on their own: that would be part of a commit.
+            try {
+              tx.abort();
+            } catch {
+              /* already finished */
+            }
+            throw e;
+          }
           tx.oncomplete = () => resolve(result());
           tx.onabort = () => reject(tx.error ?? new Error('the transaction was aborted'));
           tx.onerror = null; // an error aborts the transaction; onabort reports it
@@ -166,6 +188,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           }
         },
         async writePages(pages): Promise<void> {
+          if (readOnly) throw new IoError(`indexeddb: '${path}' is open read-only`);
           try {
             // One transaction, resolved when it has completed (with `durability`).
             await transact('readwrite', (st) => {

@@ -81,6 +81,7 @@ export class OpfsWorkerStore {
   readonly #pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
   readonly #path: string;
   readonly #keyEncoding: string;
+  #readOnly: boolean;
   readonly #valueEncoding: string;
   #seq = 1;
   #size = 0;
@@ -93,6 +94,7 @@ export class OpfsWorkerStore {
     this.#worker = worker;
     this.#path = path;
     this.#keyEncoding = keys;
+    this.#readOnly = false;
     this.#valueEncoding = values;
     worker.onmessage = (e) => {
       const r = e.data;
@@ -118,12 +120,13 @@ export class OpfsWorkerStore {
       }
     }
     const forwarded: Record<string, unknown> = {};
-    for (const k of ['path', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wait']) {
+    for (const k of ['path', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wait', 'readOnly']) {
       if (options[k] !== undefined) forwarded[k] = options[k];
     }
     // Written as bundlers recognise it (vite, webpack 5, ...): they bundle the worker with it.
     const worker = new Worker(new URL('./opfs-worker.js', import.meta.url), { type: 'module', name: `adaptree opfs ${options.path}` }) as unknown as WorkerLike;
     const s = new OpfsWorkerStore(worker, options.path, (options.keys as string) ?? 'utf8', (options.values as string) ?? 'json');
+    s.#readOnly = options.readOnly === true;
     try {
       await s.#send('open', [forwarded]);
     } catch (e) {
@@ -164,6 +167,13 @@ export class OpfsWorkerStore {
   }
   get closed(): boolean {
     return this.#closed;
+  }
+  get readOnly(): boolean {
+    return this.#readOnly;
+  }
+  /** As BTreeStore.refresh: an opfs reader's view cannot change while it is open (false). */
+  refresh(): Promise<boolean> {
+    return this.#call('refresh');
   }
   /** The number of entries as of the last reply from the worker (every write replies). */
   get size(): number {

@@ -16,6 +16,15 @@
  * holds it goes away (reload, crash), so there are no stale locks. The sync access handles
  * are exclusive too; a NoModificationAllowedError from createSyncAccessHandle (a handle open
  * by code that does not take the lock) is also a LockedError.
+ *
+ * Readers (`readOnly: true`) take the same Web Lock in 'shared' mode and open 'read-only'
+ * access handles: any number of readers, or one writer. A reader while the writer is open
+ * gets LockedError at once (or waits with `wait: true`), and so does a writer while readers
+ * are open: OPFS cannot give a reader a stable view while a writer changes the files. Seen
+ * in headless Chromium 156: while a 'readwrite' handle is open, createSyncAccessHandle in any
+ * mode (and createWritable) fails with NoModificationAllowedError; only getFile() works, an
+ * asynchronous read of bytes the writer keeps changing (no page faults inside a wasm call,
+ * no consistent view across the data file and the log).
  */
 import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
@@ -32,7 +41,7 @@ export interface OpfsAccessHandle {
   close(): void;
 }
 interface FileHandle {
-  createSyncAccessHandle?(): Promise<OpfsAccessHandle>;
+  createSyncAccessHandle?(options?: { mode?: 'readwrite' | 'read-only' | 'readwrite-unsafe' }): Promise<OpfsAccessHandle>;
 }
 interface DirHandle {
   getDirectoryHandle(name: string, options?: { create?: boolean }): Promise<DirHandle>;
@@ -133,7 +142,7 @@ function splitPath(path: string): string[] {
   return parts;
 }
 
-async function openHandle(dir: DirHandle, name: string, create: boolean, path: string): Promise<OpfsAccessHandle> {
+async function openHandle(dir: DirHandle, name: string, create: boolean, path: string, readOnly: boolean): Promise<OpfsAccessHandle> {
   let fh: FileHandle;
   try {
     fh = await dir.getFileHandle(name, { create });
@@ -150,7 +159,8 @@ async function openHandle(dir: DirHandle, name: string, create: boolean, path: s
   // for a while before calling it locked.
   for (let delay = 10; ; delay *= 2) {
     try {
-      return await fh.createSyncAccessHandle();
+      // Readers share 'read-only' handles (any number of them, none while a 'readwrite' one is open).
+      return await (readOnly ? fh.createSyncAccessHandle({ mode: 'read-only' }) : fh.createSyncAccessHandle());
     } catch (e) {
       if (nameOf(e) !== 'NoModificationAllowedError' || delay > HANDLE_RETRY_MS) throw handleError(e, name, path);
     }
@@ -177,21 +187,23 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
     if (n.locks === undefined) throw new InvalidArgumentError("the 'opfs' storage needs Web Locks (navigator.locks; a secure context)");
     const parts = splitPath(path);
     const lockName = 'adaptree:opfs:' + parts.join('/');
-    const release = await takeLock(n.locks, lockName, options.wait === true, path);
+    const readOnly = options.readOnly === true;
+    const create = options.create && !readOnly;
+    const release = await takeLock(n.locks, lockName, options.wait === true, path, readOnly ? 'shared' : 'exclusive');
     const handles: OpfsAccessHandle[] = [];
     try {
       let dir: DirHandle;
       try {
         dir = await n.storage.getDirectory();
-        for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p, { create: options.create });
+        for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p, { create });
       } catch (e) {
         if (nameOf(e) === 'NotFoundError') throw new InvalidArgumentError(`no store at '${path}' (opfs, create: false)`, { cause: e });
         if (nameOf(e) === 'TypeMismatchError') throw new InvalidArgumentError(`opfs: a part of '${path}' is a file, not a directory`, { cause: e });
         throw new IoError(`opfs: cannot open the directory of '${path}': ${(e as Error).message}`, { cause: e });
       }
       const base = parts[parts.length - 1]!;
-      handles.push(await openHandle(dir, base, options.create, path));
-      handles.push(await openHandle(dir, base + '-log', options.create, path));
+      handles.push(await openHandle(dir, base, create, path, readOnly));
+      handles.push(await openHandle(dir, base + '-log', create, path, readOnly));
     } catch (e) {
       for (const h of handles) h.close();
       release();

@@ -53,6 +53,11 @@ export interface OpenStorageOptions {
   /** When the store is locked elsewhere: false (default) throws LockedError at once; true
    * waits until the lock is free. Backends that cannot wait (node, deno, memory) ignore it. */
   wait?: boolean;
+  /** A reader (`BTreeStore.open({ readOnly: true })`): the core writes nothing through these
+   * files/pages. A backend that can share its lock among readers does (opfs: a shared Web Lock
+   * and read-only access handles; indexeddb: no lock, readonly transactions); the others take
+   * their usual exclusive lock. `create` is false then. */
+  readOnly?: boolean;
 }
 
 export interface SyncBackend {
@@ -61,13 +66,18 @@ export interface SyncBackend {
   readonly name: string;
   /** Opens (or creates) the store's files at `path` and takes its lock (LockedError if held). */
   open(path: string, options: OpenStorageOptions): SyncStoreFiles | Promise<SyncStoreFiles>;
+  /** Optional: the log size past which commits checkpoint, for stores opened without the
+   * `checkpointBytes` option (the core's default is 64 MiB). */
+  readonly checkpointBytes?: number;
 }
 
 /** An open store on an asynchronous backend: 4 KiB page images by page id. */
 export interface AsyncStorePages {
   /** The stored image of page `id`, or undefined if there is none (a new store has no page 0). */
   readPage(id: number): Promise<Uint8Array | undefined>;
-  /** Optional: several pages in one request (read-ahead on scans uses it when present). */
+  /** Optional: several pages in one request, from ONE committed state (read-ahead on scans
+   * uses it; a read-only store needs it: it reads page 0 with every page to detect a commit
+   * made meanwhile by a writer elsewhere). */
   readPages?(ids: readonly number[]): Promise<(Uint8Array | undefined)[]>;
   /** Writes every image given, all or nothing (the superblock, page 0, comes first). After the
    * promise resolves they are durable; if it rejects, none of them is visible on reopen. */

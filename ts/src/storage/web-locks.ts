@@ -8,7 +8,7 @@ import { LockedError } from '../errors.js';
 
 /** The part of the LockManager used here (the package builds without the DOM lib). */
 export interface LockManager {
-  request(name: string, options: { ifAvailable?: boolean; mode?: 'exclusive' }, callback: (lock: unknown) => Promise<void>): Promise<void>;
+  request(name: string, options: { ifAvailable?: boolean; mode?: 'exclusive' | 'shared' }, callback: (lock: unknown) => Promise<void>): Promise<void>;
 }
 
 /** navigator.locks, where there is one. */
@@ -27,20 +27,25 @@ export async function webLocksReleased(): Promise<void> {
   await Promise.all(releasing.values());
 }
 
-/** Takes the Web Lock `name`; resolves with its release function, or throws LockedError. */
-export async function takeLock(locks: LockManager, name: string, wait: boolean, path: string): Promise<() => void> {
+/** Takes the Web Lock `name` (exclusive for a writer, shared for readers: any number of readers
+ * or one writer); resolves with its release function, or throws LockedError. */
+export async function takeLock(locks: LockManager, name: string, wait: boolean, path: string, mode: 'exclusive' | 'shared' = 'exclusive'): Promise<() => void> {
   await releasing.get(name);
   let unlock!: () => void;
   const held = new Promise<void>((r) => (unlock = r));
   let done!: Promise<void>;
   const granted = await new Promise<boolean>((resolve, reject) => {
-    done = locks.request(name, wait ? { mode: 'exclusive' } : { mode: 'exclusive', ifAvailable: true }, async (lock) => {
+    done = locks.request(name, wait ? { mode } : { mode, ifAvailable: true }, async (lock) => {
       resolve(lock !== null);
       if (lock !== null) await held;
     });
     done.catch(reject);
   });
-  if (!granted) throw new LockedError(`the store '${path}' is open in another tab or worker (Web Lock '${name}')`);
+  if (!granted) {
+    throw new LockedError(mode === 'shared'
+      ? `the store '${path}' is open for writing in another tab or worker (Web Lock '${name}'): readers wait for it to close (wait: true)`
+      : `the store '${path}' is open in another tab or worker (Web Lock '${name}')`);
+  }
   return () => {
     const gone = done.then(() => undefined, () => undefined);
     releasing.set(name, gone);

@@ -3,6 +3,7 @@
 // Progress messages from the worker ({ event }) are logged to the console, where the test
 // reads them (the kill test counts commits the page saw resolve).
 import * as api from '/dist/index.js';
+window.api = api;
 
 const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
 const pending = new Map();

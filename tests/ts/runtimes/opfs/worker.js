@@ -2,6 +2,7 @@
 // what the test asks (see the ops below). Each store gets an id; replies carry results or
 // the error's name, code and message (and the name of its cause).
 import { BTreeStore, init, opfsStorage } from '/dist/index.js';
+import { batch } from '../shared/workload.js';
 
 const stores = new Map();
 const held = new Map();
@@ -58,23 +59,6 @@ function apply(s, ops) {
   }
 }
 
-/** Deterministic workload for the kill test: batch i of `size` ops from a seeded PRNG. */
-function batch(seed, i, size) {
-  let x = (seed * 2654435761 + i * 40503 + 1) >>> 0;
-  const rnd = () => {
-    x ^= x << 13; x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5; x >>>= 0;
-    return x / 4294967296;
-  };
-  const ops = [];
-  for (let j = 0; j < size; j++) {
-    const k = `k${String(Math.floor(rnd() * 3000)).padStart(5, '0')}`;
-    ops.push(rnd() < 0.2 ? [k, null] : [k, { b: i, j, pad: 'x'.repeat(Math.floor(rnd() * 120)) }]);
-  }
-  return ops;
-}
-
 const sameEntries = (a, b) => a.length === b.length && a.every(([k, v], i) => k === b[i][0] && JSON.stringify(v) === JSON.stringify(b[i][1]));
 
 async function run(cmd) {
@@ -92,6 +76,7 @@ async function run(cmd) {
       if (cmd.wait !== undefined) options.wait = cmd.wait;
       if (cmd.poolSize !== undefined) options.poolSize = cmd.poolSize;
       if (cmd.create !== undefined) options.create = cmd.create;
+      if (cmd.readOnly !== undefined) options.readOnly = cmd.readOnly;
       if (cmd.defaultStorage) delete options.storage;
       let quota;
       if (cmd.quota) {
@@ -161,6 +146,19 @@ async function run(cmd) {
       held.get(cmd.path)?.close();
       held.delete(cmd.path);
       return {};
+    case 'digest': {
+      // SHA-256 of a store's two files (through getFile(): works beside any handle), to show
+      // that a reader wrote nothing.
+      let dir = await navigator.storage.getDirectory();
+      const parts = cmd.path.split('/');
+      for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p);
+      const out = {};
+      for (const name of [parts[parts.length - 1], parts[parts.length - 1] + '-log']) {
+        const bytes = await (await (await dir.getFileHandle(name)).getFile()).arrayBuffer();
+        out[name] = [...new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))].map((b) => b.toString(16).padStart(2, '0')).join('') + `:${bytes.byteLength}`;
+      }
+      return out;
+    }
     case 'files': {
       // Names and sizes of the files in a directory of OPFS (to check where a store lives).
       let dir = await navigator.storage.getDirectory();

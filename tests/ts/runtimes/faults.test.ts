@@ -1,0 +1,135 @@
+// The fault-injection suite of Persistence I (tests/ts/store.crash.test.ts, tests/core
+// fault_storage) over the browser backends' real I/O paths in headless Chromium
+// (tests/ts/runtimes/faults/): the k-th I/O fails, for many k spread over a whole workload.
+// - opfs: the k-th write (torn: its first half lands), flush or truncate of the real
+//   FileSystemSyncAccessHandle throws, and so does every one after it (the device is gone).
+// - indexeddb: the k-th put throws, or the k-th put's transaction is aborted, or the k-th get
+//   (a page read) throws.
+// Each time the store reports a typed error (IO_ERROR), and a reopen is exactly the last
+// resolved commit, or (opfs, a failure after the commit's log was complete) the commit in
+// flight; never anything else. st and mt builds.
+// Needs the built package (dist/ with its wasm): scripts/build.sh wasm && scripts/build.sh ts.
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { browserOnFixture } from './browser-harness.js';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const repo = resolve(here, '../../..');
+declare const ready: Promise<void>;
+declare const idbFaults: { run(cmd: Record<string, unknown>): Promise<unknown> };
+
+interface Outcome {
+  error?: { name: string; code?: string; message: string };
+  closeError?: { name: string; code?: string; message: string };
+  commits: number;
+  state: 'resolved' | 'attempted' | 'neither';
+  size: number;
+  ios?: number;
+  workIos?: number;
+  op?: string;
+  puts?: number;
+  gets?: number;
+  fired?: boolean;
+}
+
+const WORKLOAD = { seed: 5, batches: 10, size: 250, keys: 2000, pad: 400 };
+/** IndexedDB reads: values large enough that the data outgrows the 1 MiB pool (page faults). */
+const IDB_READS = { ...WORKLOAD, pad: 1600 };
+
+/** k values spread over 1..n: the first few, then evenly, then the last few. */
+function spread(n: number, count: number): number[] {
+  const ks = new Set<number>([1, 2, 3, n - 1, n]);
+  for (let i = 1; i <= count; i++) ks.add(Math.max(1, Math.round((i * n) / (count + 1))));
+  return [...ks].filter((k) => k >= 1 && k <= n).sort((a, b) => a - b);
+}
+
+describe('fault injection over the browser backends in headless Chromium', () => {
+  const browser = browserOnFixture(repo, '/tests/ts/runtimes/faults/', 'faults');
+  const errors: string[] = [];
+  let page: Page;
+
+  async function tab(): Promise<Page> {
+    const p = await browser.context.newPage();
+    p.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
+    await p.goto(browser.url);
+    await p.evaluate(() => ready);
+    return p;
+  }
+
+  const opfs = (cmd: Record<string, unknown>) =>
+    page.evaluate(async (c) => {
+      const w = ((window as unknown as { faultWorker?: Worker }).faultWorker ??= new Worker('./opfs-worker.js', { type: 'module' }));
+      return new Promise((res, rej) => {
+        const seq = Math.random();
+        const on = (e: MessageEvent) => {
+          if (e.data.seq !== seq) return;
+          w.removeEventListener('message', on);
+          if (e.data.error) rej(new Error(JSON.stringify(e.data.error)));
+          else res(e.data.result);
+        };
+        w.addEventListener('message', on);
+        w.postMessage({ seq, cmd: c });
+      });
+    }, cmd) as Promise<Outcome>;
+
+  const idb = (cmd: Record<string, unknown>) =>
+    page.evaluate((c) => idbFaults.run(c), cmd) as Promise<Outcome>;
+
+  /** The failure was reported as IO_ERROR and the reopened store is a committed state. A
+   * failure no operation saw (in the checkpoint of close(), or a read-ahead whose page was then
+   * read again) must have lost nothing: every commit resolved and is there. */
+  function check(o: Outcome, k: number, allowAttempted: boolean): boolean {
+    const where = `k=${k}: ${JSON.stringify(o)}`;
+    if (o.error === undefined) {
+      expect(o.commits, where).toBe(WORKLOAD.batches);
+      expect(o.state, where).toBe('resolved');
+      return false;
+    }
+    expect(o.error.code, where).toBe('IO_ERROR');
+    expect(allowAttempted ? ['resolved', 'attempted'] : ['resolved'], where).toContain(o.state);
+    return true;
+  }
+
+  it.each([false, true])('opfs: the k-th write/flush/truncate of the sync access handles fails (threads: %s)', async (threads) => {
+    page ??= await tab();
+    const clean = await opfs({ ...WORKLOAD, threads, path: `faults-${threads}/count` });
+    expect(clean.error).toBeUndefined();
+    expect(clean.commits).toBe(WORKLOAD.batches);
+    expect(clean.state).toBe('resolved');
+    // k over the workload's I/O (plus a few in the checkpoint of close()).
+    const ks = [...spread(clean.workIos!, 30), clean.workIos! + 1, Math.round((clean.workIos! + clean.ios!) / 2)];
+    const seen = { reported: 0, ops: new Set<string>() };
+    for (const k of ks) {
+      const o = await opfs({ ...WORKLOAD, threads, path: `faults-${threads}/k${k}`, k });
+      if (check(o, k, true)) seen.reported++;
+      seen.ops.add(o.op!);
+    }
+    // The sample hit writes, flushes and truncates, and most failures reached an operation.
+    expect([...seen.ops]).toEqual(expect.arrayContaining(['write', 'flush', 'truncate']));
+    expect(seen.reported).toBeGreaterThan(ks.length * 0.8);
+  }, 600_000);
+
+  it.each([
+    ['put-throw', false], ['put-abort', false], ['get', false],
+    ['put-throw', true], ['put-abort', true], ['get', true],
+  ] as const)('indexeddb: %s at the k-th request (threads: %s)', async (mode, threads) => {
+    page ??= await tab();
+    const workload = mode === 'get' ? IDB_READS : WORKLOAD;
+    const clean = await idb({ ...workload, threads, path: `faults-${threads}-${mode}-count`, mode: 'count' });
+    expect(clean.error).toBeUndefined();
+    expect(clean.commits).toBe(WORKLOAD.batches);
+    const n = mode === 'get' ? clean.gets! : clean.puts!;
+    expect(n).toBeGreaterThan(10);
+    let reported = 0;
+    const ks = spread(n, mode === 'get' ? 10 : 20);
+    for (const k of ks) {
+      const o = await idb({ ...workload, threads, path: `faults-${threads}-${mode}-${k}`, mode, k });
+      expect(o.fired).toBe(true);
+      if (check(o, k, false)) reported++;
+    }
+    expect(reported).toBeGreaterThan(ks.length / 2);
+    expect(errors).toEqual([]);
+  }, 600_000);
+});

@@ -1,0 +1,76 @@
+// Fault injection over the real OPFS sync-access-handle path: the k-th write, flush or
+// truncate of any FileSystemSyncAccessHandle fails (a write is torn: its first half reaches
+// the file), and every one after it fails too (the device is gone) until the run ends. Then
+// the store is closed, the faults are lifted and the store reopened: it must be exactly the
+// last resolved commit, or the one in flight when the failure came.
+import { BTreeStore, init } from '/dist/index.js';
+import { compareReopened, errorOf, runWorkload } from '../shared/workload.js';
+
+const P = FileSystemSyncAccessHandle.prototype;
+const real = { write: P.write, flush: P.flush, truncate: P.truncate };
+const fault = { on: false, k: Infinity, n: 0, failed: false, op: '' };
+const injected = (what) => new DOMException(`injected fault: ${what}`, 'InvalidStateError');
+
+/** True when this I/O must fail (the k-th, and every one after it). */
+function hit(op) {
+  if (!fault.on) return false;
+  if (fault.failed) return true;
+  if (++fault.n < fault.k) return false;
+  fault.failed = true;
+  fault.op = op;
+  return 'first';
+}
+
+P.write = function write(buffer, options) {
+  const h = hit('write');
+  if (h === 'first') {
+    const half = buffer.subarray(0, buffer.length >> 1);
+    if (half.length > 0) real.write.call(this, half, options); // torn
+  }
+  if (h) throw injected('write');
+  return real.write.call(this, buffer, options);
+};
+P.flush = function flush() {
+  if (hit('flush')) throw injected('flush');
+  return real.flush.call(this);
+};
+P.truncate = function truncate(size) {
+  if (hit('truncate')) throw injected('truncate');
+  return real.truncate.call(this, size);
+};
+
+async function remove(path) {
+  const root = await navigator.storage.getDirectory();
+  try {
+    await root.removeEntry(path.split('/')[0], { recursive: true });
+  } catch (e) {
+    if (e.name !== 'NotFoundError') throw e;
+  }
+}
+
+async function run(cmd) {
+  const wasm = await init({ threads: cmd.threads });
+  await remove(cmd.path);
+  // A small checkpoint threshold: checkpoints (data file writes, flushes, log truncates) happen
+  // during the workload too.
+  const s = await BTreeStore.open({ path: cmd.path, storage: 'opfs', poolSize: 1 << 20, checkpointBytes: 256 << 10, wasm });
+  Object.assign(fault, { on: true, k: cmd.k ?? Infinity, n: 0, failed: false, op: '' });
+  const r = await runWorkload(s, cmd);
+  const workIos = fault.n;
+  let closeError;
+  await s.close({ commit: false }).catch((e) => (closeError = errorOf(e)));
+  const ios = fault.n, op = fault.op;
+  fault.on = false;
+  const again = await BTreeStore.open({ path: cmd.path, storage: 'opfs', create: false, poolSize: 1 << 20, wasm });
+  const cmp = await compareReopened(again, r);
+  await again.close();
+  return { ios, workIos, op, error: r.error, closeError, commits: r.commits, ...cmp };
+}
+
+onmessage = async (e) => {
+  try {
+    postMessage({ seq: e.data.seq, result: await run(e.data.cmd) });
+  } catch (err) {
+    postMessage({ seq: e.data.seq, error: errorOf(err) });
+  }
+};

@@ -1,0 +1,111 @@
+// A real quota in headless Chromium: the DevTools protocol's Storage.overrideQuotaForOrigin
+// gives the test origin a few MiB, and stores on opfs (in a dedicated worker) and on
+// indexeddb (main thread) are filled with incompressible values until the browser refuses:
+// the failing call is a QuotaExceededError (QUOTA_EXCEEDED), the store then refuses writes,
+// and after reopening it holds exactly the last resolved commit.
+// (Chromium compresses IndexedDB values: values of zeros never reach a quota; random bytes do.
+// navigator.storage.estimate() keeps reporting a large quota under the override.)
+// Needs the built package (dist/ with its wasm): scripts/build.sh wasm && scripts/build.sh ts.
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { browserOnFixture, pageCall, pageTry, sorted, type CallError } from './browser-harness.js';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const repo = resolve(here, '../../..');
+declare const ready: Promise<void>;
+declare const api: typeof import('../../../ts/src/index.js');
+
+const QUOTA = 12 << 20;
+
+async function openWithQuota(browser: { readonly url: string; readonly context: import('playwright-core').BrowserContext }): Promise<Page> {
+  const page = await browser.context.newPage();
+  const cdp = await browser.context.newCDPSession(page);
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(browser.url).origin, quotaSize: QUOTA });
+  await page.goto(browser.url);
+  await page.evaluate(() => ready);
+  return page;
+}
+
+describe('opfs under a real quota (CDP Storage.overrideQuotaForOrigin)', () => {
+  const browser = browserOnFixture(repo, '/tests/ts/runtimes/opfs/', 'opfs-quota');
+  const run = pageCall;
+  const attempt = pageTry;
+
+  it('fills the store until QUOTA_EXCEEDED; the last commit is intact after reopen', async () => {
+    const page = await openWithQuota(browser);
+    const path = 'quota-real/store';
+    const { id } = await run<{ id: number }>(page, { op: 'open', path, poolSize: 1 << 20 });
+    const model = new Map<string, unknown>();
+    let failure: CallError | undefined, commits = 0;
+    for (let b = 0; b < 200 && failure === undefined; b++) {
+      // 400 values of 1 KiB of random hex per batch (the files do not compress).
+      const ops = Array.from({ length: 400 }, (_, i) => [`b${String(b).padStart(4, '0')}:${i}`, randomBytes(512).toString('hex')] as [string, string]);
+      const applied = await attempt(page, { op: 'apply', id, ops });
+      if (applied.error !== undefined) {
+        failure = applied.error;
+        break;
+      }
+      const committed = await attempt(page, { op: 'commit', id });
+      if (committed.error !== undefined) {
+        failure = committed.error;
+        break;
+      }
+      for (const [k, v] of ops) model.set(k, v);
+      commits++;
+    }
+    expect(failure).toMatchObject({ name: 'QuotaExceededError', code: 'QUOTA_EXCEEDED' });
+    expect(commits).toBeGreaterThan(2);
+    // The store refuses writes now (or, if a spill met the quota, its tree is unusable): typed either way.
+    const after = await attempt(page, { op: 'set', id, key: 'after', value: 1 });
+    expect(['READ_ONLY', 'QUOTA_EXCEEDED', 'IO_ERROR']).toContain(after.error?.code);
+    await attempt(page, { op: 'close', id });
+    const again = await run<{ id: number; size: number }>(page, { op: 'open', path, create: false, poolSize: 1 << 20 });
+    expect(again.size).toBe(model.size);
+    expect(await run(page, { op: 'dump', id: again.id })).toEqual(sorted(model));
+    await run(page, { op: 'close', id: again.id });
+    await page.close();
+  }, 300_000);
+});
+
+describe('indexeddb under a real quota (CDP Storage.overrideQuotaForOrigin)', () => {
+  const browser = browserOnFixture(repo, '/tests/ts/runtimes/idb/', 'idb-quota');
+
+  it('fills the store until QUOTA_EXCEEDED; the last commit is intact after reopen', async () => {
+    const page = await openWithQuota(browser);
+    const out = await page.evaluate(async () => {
+      const s = await api.BTreeStore.open<string, Uint8Array>({ path: 'quota-real', storage: 'indexeddb', values: 'bytes', poolSize: 1 << 20 });
+      const model = new Map<string, Uint8Array>();
+      let failure: { name: string; code: string } | undefined, commits = 0;
+      for (let b = 0; b < 200 && failure === undefined; b++) {
+        const ops = Array.from({ length: 400 }, (_, i) => [`b${String(b).padStart(4, '0')}:${i}`, crypto.getRandomValues(new Uint8Array(1024))] as [string, Uint8Array]);
+        try {
+          await s.setManyAsync(ops);
+          await s.commit();
+        } catch (e) {
+          failure = { name: (e as Error).name, code: (e as { code: string }).code };
+          break;
+        }
+        for (const [k, v] of ops) model.set(k, v);
+        commits++;
+      }
+      const after = await s.setAsync('after', new Uint8Array(1)).then(() => 'ok', (e: { code: string }) => e.code);
+      await s.close().catch(() => undefined);
+      const again = await api.BTreeStore.open<string, Uint8Array>({ path: 'quota-real', storage: 'indexeddb', values: 'bytes', create: false, poolSize: 1 << 20, wait: true });
+      let same = again.size === model.size;
+      for await (const [k, v] of again.entriesAsync()) {
+        const m = model.get(k);
+        if (m === undefined || m.length !== v.length || m.some((x, i) => x !== v[i])) same = false;
+      }
+      await again.close();
+      return { failure, commits, after, same, size: model.size };
+    });
+    expect(out.failure).toEqual({ name: 'QuotaExceededError', code: 'QUOTA_EXCEEDED' });
+    expect(out.commits).toBeGreaterThan(2);
+    expect(out.after).toBe('READ_ONLY');
+    expect(out.same).toBe(true);
+    await page.close();
+  }, 300_000);
+});

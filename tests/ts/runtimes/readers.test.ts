@@ -1,0 +1,181 @@
+// Readers (`BTreeStore.open({ readOnly: true })`) in real headless Chromium, two or more
+// pages on one store:
+// - opfs: readers share the store's Web Lock, the writer holds it alone. A reader while the
+//   writer is open gets LOCKED at once, or waits (wait: true) and then sees the writer's last
+//   commit; two readers at once; a writer while readers are open gets LOCKED; a reader writes
+//   nothing (the files' SHA-256 are unchanged) and refuses writes; on the main thread too.
+// - indexeddb: readers take no lock and read beside the writer in another tab: every read
+//   sees exactly one commit, never older than one seen before, and the reader follows the
+//   writer's newer commits.
+// Needs the built package (dist/ with its wasm): scripts/build.sh wasm && scripts/build.sh ts.
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { applyModel, browserOnFixture, pageCall, pageTry, randomOps, sorted } from './browser-harness.js';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const repo = resolve(here, '../../..');
+declare const ready: Promise<void>;
+declare const api: typeof import('../../../ts/src/index.js');
+
+function tabs(browser: { readonly url: string; readonly context: import('playwright-core').BrowserContext }, errors: string[]) {
+  return async (): Promise<Page> => {
+    const page = await browser.context.newPage();
+    page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
+    await page.goto(browser.url);
+    await page.evaluate(() => ready);
+    return page;
+  };
+}
+
+describe('opfs readers in headless Chromium', () => {
+  const browser = browserOnFixture(repo, '/tests/ts/runtimes/opfs/', 'opfs-readers');
+  const errors: string[] = [];
+  const tab = tabs(browser, errors);
+  const run = pageCall;
+  const attempt = pageTry;
+
+  it.each([false, true])('readers share the store, the writer excludes them; nothing is written by a reader (threads: %s)', async (threads) => {
+    const path = `readers-${threads ? 'mt' : 'st'}/store`;
+    const [a, b, c] = [await tab(), await tab(), await tab()];
+    for (const p of [a, b, c]) await run(p, { op: 'init', threads });
+    await run(a, { op: 'remove', names: [path.split('/')[0]] });
+    // A reader of a store that does not exist: INVALID_ARGUMENT, nothing created.
+    expect((await attempt(b, { op: 'open', path, readOnly: true })).error).toMatchObject({ code: 'INVALID_ARGUMENT' });
+
+    const model = new Map<string, unknown>();
+    const { id } = await run<{ id: number }>(a, { op: 'open', path, poolSize: 1 << 20 });
+    for (let i = 0; i < 2; i++) {
+      const ops = randomOps(3000, 20 + i + (threads ? 10 : 0));
+      await run(a, { op: 'apply', id, ops });
+      applyModel(model, ops);
+      await run(a, { op: 'commit', id });
+    }
+    // Uncommitted writes, some spilled to the log by the 1 MiB pool: a reader must not see them.
+    await run(a, { op: 'apply', id, ops: randomOps(3000, 99) });
+
+    // While the writer is open: LOCKED at once; with wait: true the reader queues.
+    expect((await attempt(b, { op: 'open', path, readOnly: true })).error).toMatchObject({ name: 'LockedError', code: 'LOCKED' });
+    const waiting = run<{ id: number; size: number }>(b, { op: 'open', path, readOnly: true, wait: true, poolSize: 1 << 20 });
+    let settled = false;
+    void waiting.then(() => (settled = true), () => (settled = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(settled).toBe(false);
+    // The writer's tab goes away without close (as a crash of the tab): the lock is dropped.
+    await a.close();
+    const r1 = await waiting;
+    expect(r1.size).toBe(model.size);
+    const digest = await run<Record<string, string>>(b, { op: 'digest', path });
+    expect(await run(b, { op: 'dump', id: r1.id })).toEqual(sorted(model));
+
+    // A second reader in another tab at the same time.
+    const r2 = await run<{ id: number; size: number }>(c, { op: 'open', path, readOnly: true });
+    expect(await run(c, { op: 'dump', id: r2.id })).toEqual(sorted(model));
+    // Readers refuse writes; a writer (any tab) is LOCKED while they are open.
+    expect((await attempt(c, { op: 'set', id: r2.id, key: 'x', value: 1 })).error).toMatchObject({ name: 'ReadOnlyError', code: 'READ_ONLY' });
+    const d = await tab();
+    expect((await attempt(d, { op: 'open', path })).error).toMatchObject({ code: 'LOCKED' });
+    // Another reader on the main thread (its store lives in a worker the package starts).
+    const main = await d.evaluate(async (p) => {
+      const s = await api.BTreeStore.open({ path: p, storage: 'opfs', readOnly: true });
+      const out = { readOnly: s.readOnly, size: s.size, first: await s.firstAsync(), set: '' };
+      await s.setAsync('x', 1).catch((e: { code: string }) => (out.set = e.code));
+      await s.close();
+      return out;
+    }, path);
+    expect(main).toEqual({ readOnly: true, size: model.size, first: sorted(model)[0], set: 'READ_ONLY' });
+
+    await run(b, { op: 'close', id: r1.id });
+    await run(c, { op: 'close', id: r2.id });
+    expect(await run(b, { op: 'digest', path })).toEqual(digest); // no byte written by readers
+    // The writer again: recovers the same commit and goes on.
+    const w = await run<{ id: number; size: number }>(d, { op: 'open', path, wait: true });
+    expect(await run(d, { op: 'dump', id: w.id })).toEqual(sorted(model));
+    await run(d, { op: 'set', id: w.id, key: 'after', value: 1 });
+    await run(d, { op: 'close', id: w.id });
+    for (const p of [b, c, d]) await p.close();
+    expect(errors).toEqual([]);
+  });
+});
+
+describe('indexeddb readers in headless Chromium', () => {
+  const browser = browserOnFixture(repo, '/tests/ts/runtimes/idb/', 'idb-readers');
+  const errors: string[] = [];
+  const tab = tabs(browser, errors);
+
+  it.each([false, true])('a reader beside the writer sees whole commits and follows them (threads: %s)', async (threads) => {
+    const path = `readers-${threads ? 'mt' : 'st'}`;
+    const [a, b] = [await tab(), await tab()];
+    const N = 3000, COMMITS = 8;
+    // A reader of a store that does not exist: INVALID_ARGUMENT and no database is created.
+    const missing = await b.evaluate(async ({ path, threads }) => {
+      const wasm = await api.loadWasm({ threads });
+      const code = await api.BTreeStore.open({ path, storage: 'indexeddb', readOnly: true, wasm }).then(() => 'opened', (e: { code: string }) => e.code);
+      const dbs = await indexedDB.databases();
+      return { code, created: dbs.some((d) => d.name === 'adaptree:' + path) };
+    }, { path, threads });
+    expect(missing).toEqual({ code: 'INVALID_ARGUMENT', created: false });
+
+    // Commit c sets every key to a value naming c: a read mixing two commits shows two names.
+    await a.evaluate(async ({ path, threads, N }) => {
+      const wasm = await api.loadWasm({ threads });
+      const s = await api.BTreeStore.open<number, string>({ path, storage: 'indexeddb', keys: 'number', poolSize: 1 << 20, wasm });
+      (window as unknown as { w: unknown }).w = s;
+      await s.setManyAsync(Array.from({ length: N }, (_, i) => [i * 3, `c0:${i * 3}:${'x'.repeat(100 + (i % 60))}`] as [number, string]));
+      await s.commit();
+    }, { path, threads, N });
+
+    const reading = b.evaluate(async ({ path, threads, N, COMMITS }) => {
+      const wasm = await api.loadWasm({ threads });
+      const r = await api.BTreeStore.open<number, string>({ path, storage: 'indexeddb', keys: 'number', readOnly: true, poolSize: 1 << 20, wasm });
+      const keys = Array.from({ length: N }, (_, i) => i * 3);
+      const seen: number[][] = [];
+      // Tells the writer which commit this reader has seen, so that commits land between and
+      // in the middle of the reader's reads (a follow drops the pool: the next reads fault).
+      const ch = new BroadcastChannel(`readers-${path}`);
+      const out = { readOnly: r.readOnly, set: '', seen, bad: 0 };
+      await r.setAsync(1, 'x').catch((e: { code: string }) => (out.set = e.code));
+      for (let round = 0; round < 5000; round++) {
+        const got = await r.getManyAsync(keys);
+        const commits = [...new Set(got.map((v) => (v === undefined ? -1 : Number(v.slice(1, v.indexOf(':'))))))];
+        seen.push(commits);
+        ch.postMessage(commits[0]);
+        const c = commits[0]!;
+        if (commits.length !== 1 || got.some((v, i) => v !== `c${c}:${keys[i]}:${'x'.repeat(100 + (i % 60))}`)) out.bad++;
+        if (commits.length === 1 && c === COMMITS) break;
+        await r.refresh();
+        await new Promise((res) => setTimeout(res, 5));
+      }
+      await r.close();
+      ch.close();
+      return out;
+    }, { path, threads, N, COMMITS });
+    const writing = a.evaluate(async ({ path, N, COMMITS }) => {
+      const s = (window as unknown as { w: import('../../../ts/src/index.js').BTreeStore<number, string> }).w;
+      const ch = new BroadcastChannel(`readers-${path}`);
+      let readerAt = -1;
+      ch.onmessage = (e) => (readerAt = Math.max(readerAt, e.data as number));
+      for (let c = 1; c <= COMMITS; c++) {
+        while (readerAt < c - 1) await new Promise((res) => setTimeout(res, 2));
+        await s.setManyAsync(Array.from({ length: N }, (_, i) => [i * 3, `c${c}:${i * 3}:${'x'.repeat(100 + (i % 60))}`] as [number, string]));
+        await s.commit();
+      }
+      await s.close();
+      ch.close();
+    }, { path, N, COMMITS });
+    const [got] = await Promise.all([reading, writing]);
+    expect(got.readOnly).toBe(true);
+    expect(got.set).toBe('READ_ONLY');
+    expect(got.bad).toBe(0);
+    // Each read saw one commit, never going back, and it ended on the writer's last one.
+    const flat = got.seen.map((s) => s[0]!);
+    expect(got.seen.every((s) => s.length === 1)).toBe(true);
+    expect(flat.every((c, i) => i === 0 || c >= flat[i - 1]!)).toBe(true);
+    expect(flat[flat.length - 1]).toBe(COMMITS);
+    expect(new Set(flat).size).toBeGreaterThan(1); // it followed the writer
+    await a.close();
+    await b.close();
+    expect(errors).toEqual([]);
+  });
+});

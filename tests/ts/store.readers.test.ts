@@ -1,0 +1,166 @@
+// Readers: BTreeStore.open({ readOnly: true }).
+// - On files (node): a reader opens the newest commit of a crashed store (log with a torn
+//   tail) without writing a byte, even when a scan fills its pool with sorted fingerprint
+//   leaves (dropped, not spilled); writes throw ReadOnlyError; a missing store is refused.
+// - On an asynchronous backend whose readers run beside the writer (async-memory, as
+//   IndexedDB): every read sees exactly one commit while the writer keeps committing; the
+//   reader follows newer commits (on a page fault or refresh()).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { copyFileSync, existsSync, readFileSync, writeFileSync, appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BTreeStore, InvalidArgumentError, ReadOnlyError, init } from '../../ts/src/index.js';
+import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
+import { REAL_BUILDS, wasmFor } from './builds.js';
+import { sortedEntries, tempDir, uniqueName } from './store-helpers.js';
+import { SplitMix } from './store-rng.js';
+
+const tmp = tempDir('readers');
+afterAll(() => tmp.cleanup());
+beforeAll(async () => {
+  await init();
+});
+
+const files = (p: string) => [readFileSync(p), readFileSync(p + '-log')];
+
+describe.each(REAL_BUILDS)('readers on files (%s)', (build) => {
+  it('opens a crashed store at its last commit, writes nothing, refuses writes', async () => {
+    const wasm = await wasmFor(build);
+    const src = join(tmp.dir, `src-${build}`);
+    const w = await BTreeStore.open<number, string>({ path: src, keys: 'number', wasm, layout: 'fingerprint', poolSize: 1 << 20 });
+    const model = new Map<number, string>();
+    // Random keys into fingerprint leaves, never scanned: the leaves stay unsorted, so a
+    // reader's scan must sort them (dirty pages in a reader: dropped on eviction).
+    const rng = new SplitMix(12345);
+    for (let c = 0; c < 4; c++) {
+      for (let i = 0; i < 8000; i++) {
+        const k = rng.int(200000), v = `v${c}-${i}-${'p'.repeat(40 + rng.int(80))}`;
+        w.set(k, v);
+        model.set(k, v);
+      }
+      await w.commit();
+    }
+    w.set(999999, 'uncommitted');
+    // The crash image: the files as they are now (no close, no checkpoint), plus a torn tail.
+    const img = join(tmp.dir, `img-${build}`);
+    copyFileSync(src, img);
+    copyFileSync(src + '-log', img + '-log');
+    appendFileSync(img + '-log', new Uint8Array(3000).fill(0xab));
+    await w.close({ commit: false });
+    const before = files(img);
+
+    const r = await BTreeStore.open<number, string>({ path: img, keys: 'number', wasm, readOnly: true, poolSize: 1 << 20 });
+    expect(r.readOnly).toBe(true);
+    expect(r.size).toBe(model.size);
+    expect([...r.entries()]).toEqual(sortedEntries(model));
+    expect(r.get(999999)).toBeUndefined();
+    expect(() => r.set(1, 'x')).toThrow(ReadOnlyError);
+    expect(() => r.delete(1)).toThrow(ReadOnlyError);
+    expect(() => r.clear()).toThrow(ReadOnlyError);
+    await expect(r.setAsync(1, 'x')).rejects.toMatchObject({ code: 'READ_ONLY' });
+    await r.commit(); // nothing to commit
+    r.checkInvariants();
+    // A second full scan after the pool turned over: same entries.
+    expect([...r.entries()]).toEqual(sortedEntries(model));
+    const st = r.stats();
+    expect(st.evictions).toBeGreaterThan(0); // the pool turned over (sorted leaves dropped, not written)
+    expect(st.writes).toBe(0);
+    expect(st.syncs).toBe(0);
+    await r.close();
+    // Not a byte written: the torn tail is still there for the writer to cut.
+    const after = files(img);
+    expect(Buffer.compare(after[0]!, before[0]!)).toBe(0);
+    expect(Buffer.compare(after[1]!, before[1]!)).toBe(0);
+
+    // The writer recovers the same state.
+    const again = await BTreeStore.open<number, string>({ path: img, keys: 'number', wasm });
+    expect([...again.entries()]).toEqual(sortedEntries(model));
+    await again.close();
+  });
+
+  it('a missing store is INVALID_ARGUMENT and nothing is created', async () => {
+    const wasm = await wasmFor(build);
+    const p = join(tmp.dir, `missing-${build}`);
+    await expect(BTreeStore.open({ path: p, wasm, readOnly: true })).rejects.toBeInstanceOf(InvalidArgumentError);
+    expect(existsSync(p)).toBe(false);
+    // An empty data file without a log: no store either, left as it was.
+    writeFileSync(p, new Uint8Array(0));
+    await expect(BTreeStore.open({ path: p, wasm, readOnly: true })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(readFileSync(p).length).toBe(0);
+    await expect(BTreeStore.open({ path: p, wasm, readOnly: 'yes' as unknown as boolean })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});
+
+describe.each(REAL_BUILDS)('readers beside a writer on an async backend (%s)', (build) => {
+  const N = 12000;
+  /** Commit c sets every key to a value naming c: a read mixing two commits shows two names. */
+  const value = (c: number, k: number) => `c${c}:${k}:${'x'.repeat(k % 50)}`;
+  const commitOf = (v: string | undefined) => (v === undefined ? -1 : Number(v.slice(1, v.indexOf(':'))));
+
+  it('every read sees exactly one commit; the reader follows newer ones', async () => {
+    const wasm = await wasmFor(build);
+    const storage = createAsyncMemoryStorage();
+    const path = uniqueName('rd');
+    const w = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm, poolSize: 1 << 20 });
+    const keys = Array.from({ length: N }, (_, i) => i * 7);
+    await w.setManyAsync(keys.map((k) => [k, value(0, k)]));
+    await w.commit();
+
+    const r = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm, readOnly: true, poolSize: 1 << 20 });
+    expect(r.readOnly).toBe(true);
+    await expect(r.setAsync(1, 'x')).rejects.toBeInstanceOf(ReadOnlyError);
+    let seenMax = 0;
+    for (let c = 1; c <= 6; c++) {
+      // The writer commits c while the reader reads (the reads interleave with the commit).
+      const writing = (async () => {
+        await w.setManyAsync(keys.map((k) => [k, value(c, k)]));
+        await w.commit();
+      })();
+      for (let round = 0; round < 3; round++) {
+        const got = await r.getManyAsync(keys);
+        const commits = new Set(got.map(commitOf));
+        expect(commits.size).toBe(1); // one commit, never a mix
+        const seen = [...commits][0]!;
+        expect(seen).toBeGreaterThanOrEqual(seenMax); // never back in time
+        expect(got.every((v, i) => v === value(seen, keys[i]!))).toBe(true);
+        seenMax = seen;
+      }
+      await writing;
+      // All of the reader's pages may be resident: refresh() moves it to commit c.
+      await r.refresh();
+      const v = await r.getAsync(keys[17]!);
+      expect(commitOf(v)).toBe(c);
+      seenMax = c;
+      expect(await r.refresh()).toBe(false); // nothing newer
+    }
+    // A scan while the writer commits: keys in order, no duplicates, each value of a commit.
+    const scan: number[] = [];
+    const writing = (async () => {
+      await w.setManyAsync(keys.map((k) => [k, value(7, k)]));
+      await w.commit();
+    })();
+    for await (const [k, v] of r.entriesAsync()) {
+      scan.push(k);
+      expect(v).toMatch(/^c[67]:/);
+    }
+    await writing;
+    expect(scan).toEqual(keys);
+    await r.checkInvariantsAsync();
+    await r.close();
+    await w.close();
+    // A reader never blocks the writer, and a writer that closed leaves a reader-openable store.
+    const r2 = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm, readOnly: true });
+    expect(commitOf(await r2.getAsync(0))).toBe(7);
+    expect(r2.size).toBe(N);
+    await r2.close();
+  });
+
+  it('a store that was never committed is INVALID_ARGUMENT for a reader', async () => {
+    const wasm = await wasmFor(build);
+    const storage = createAsyncMemoryStorage();
+    const path = uniqueName('rd-new');
+    await expect(BTreeStore.open({ path, storage, wasm, readOnly: true })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const w = await BTreeStore.open({ path, storage, wasm });
+    await expect(BTreeStore.open({ path, storage, wasm, readOnly: true })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await w.close();
+  });
+});
