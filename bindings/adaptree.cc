@@ -402,7 +402,7 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
     if (s != Status::kOk) break;
     p += 8 + kl + vl;
   }
-  set_result(c, nullptr, 0, nullptr, 0, applied);
+  set_result(c, nullptr, 0, nullptr, applied, applied);  // value_len survives NEED_PAGE's aux
   return ret(t, c, s);
 }
 

@@ -87,7 +87,9 @@ int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len);
 int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len);
 double at_count(at_tree* t); /* entries; CLOSED (-6) once a shared tree was freed (at_tree_share) */
 int32_t at_clear(at_tree* t);
-/* Applies count records in order; stops at the first error. result.aux = records applied. */
+/* Applies count records in order; stops at the first error. result.aux = records applied;
+ * result.value_len = records applied as well, also on NEED_PAGE (where aux is the page id),
+ * so that the caller resumes after them instead of re-applying the batch. */
 int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count);
 /* Output (see above) in the context's buffer: result.value/value_len. */
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count);

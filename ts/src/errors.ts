@@ -215,9 +215,12 @@ export class PageFaultError extends AdaptreeError {
   declare readonly code: 'NEED_PAGE';
   /** The page the core asked for. */
   readonly pageId: number;
-  constructor(pageId: number, message?: string, options?: { cause?: unknown }) {
+  /** setMany: how many entries (from the first) were applied before the fault. */
+  readonly applied?: number;
+  constructor(pageId: number, message?: string, options?: { cause?: unknown; applied?: number }) {
     super(message ?? `page ${pageId} is not in memory (async backend: use the ...Async method)`, 'NEED_PAGE', options);
     this.pageId = pageId;
+    if (options?.applied !== undefined) this.applied = options.applied;
   }
 }
 

@@ -26,6 +26,7 @@ import {
   InvalidArgumentError,
   NotInitializedError,
   OutOfMemoryError,
+  PageFaultError,
   ReentrancyError,
   Status,
   errorFromStatus,
@@ -421,9 +422,15 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     if (h.tree === 0) throw new ClosedError();
     const st = rt.ex.at_set_many(h.tree, rt.ctx, rt.data, n);
     rt.refresh();
-    const applied = rt.dv.getUint32(rt.res + Result.AUX, true);
-    // NEED_PAGE puts a page id in aux, not a count: some entries may be in (a retry re-applies them).
-    if (applied > 0 || st === Status.OK || st === Status.NEED_PAGE) h.mod++;
+    // value_len: entries applied (aux holds the page id on NEED_PAGE): the async store
+    // resumes after them (BTreeStore.setManyAsync) instead of re-applying the whole batch.
+    const applied = rt.dv.getUint32(rt.res + Result.VALUE_LEN, true);
+    if (applied > 0 || st === Status.OK) h.mod++;
+    if (st === Status.NEED_PAGE) {
+      const pageId = rt.dv.getUint32(rt.res + Result.AUX, true);
+      rt.shrink();
+      throw new PageFaultError(pageId, undefined, { applied });
+    }
     rt.shrink();
     if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'setMany', `${applied} of ${n} entries were applied`);
     return this;
