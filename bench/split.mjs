@@ -4,7 +4,7 @@
 // one process, as ratios. Nothing here is a test; numbers only.
 //
 //   node bench/split.mjs [--dataset urls,dense,...] [--keys 100000] [--ops 200000] [--rounds 6]
-//                        [--reps 5] [--ab /path/to/other/dist] [--out FILE.json]
+//                        [--reps 5] [--ab /path/to/other/dist] [--core-only] [--out FILE.json]
 // Every figure is the least of its repetitions / rounds: on a shared machine noise only adds.
 //
 // Stages, per lookup (uniform random present keys, 8-byte `bytes` values as in the inmem suite):
@@ -36,6 +36,8 @@ const OPS = +opt('ops', 200000);
 const ROUNDS = +opt('rounds', 6);
 const AB = opt('ab', null);
 const OUT = opt('out', null);
+/** --core-only: skip the API rounds (to alternate with bench/native for the wasm tax). */
+const CORE_ONLY = args.includes('--core-only');
 const SCANS = Math.max(1, OPS >> 3);
 /** Repetitions of each core stage: the least time counts (noise only ever adds). */
 const REPS = +opt('reps', 5);
@@ -207,11 +209,11 @@ for (const ds of DATASETS) {
   const idx = uniformIndexes(kf.n, OPS, 1);
   const scans = scanOps(kf.n, SCANS, 1);
   coreSplit(here, ds, bytes, jsKeys, kenc, idx, scans);
-  apiSplit(dists, ds, jsKeys, probe, kenc, idx, scans);
+  if (!CORE_ONLY) apiSplit(dists, ds, jsKeys, probe, kenc, idx, scans);
   if (!str) {
     const nums = decodeKeys(kf, prep.kind);
     coreSplit(here, ds + '#num', bytes.map((_, i) => here.enc.number.encode(nums[i])), nums, 'number', idx, scans);
-    apiSplit(dists, ds + '#num', nums, nums, 'number', idx, scans);
+    if (!CORE_ONLY) apiSplit(dists, ds + '#num', nums, nums, 'number', idx, scans);
   }
 }
 if (OUT) fs.writeFileSync(OUT, JSON.stringify({ schema: 'adaptree-split/1', keys: N, ops: OPS, rows }, null, 1));
