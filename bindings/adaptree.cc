@@ -418,8 +418,8 @@ bool batch_to_columns(std::vector<uint8_t>& b, size_t used, uint32_t n, size_t* 
     memcpy(&kl, in + p, 4);
     const uint8_t* k = in + p + 4;
     memcpy(&vl, k + kl, 4);
-    memcpy(keys, k, kl);
-    memcpy(vals, k + kl + 4, vl);
+    adaptree::copy_small(keys, k, kl);  // memcpy of a few bytes is a call in wasm
+    adaptree::copy_small(vals, k + kl + 4, vl);
     uint64_t high = 0;
     uint32_t j = 0;
     for (; j + 8 <= kl; j += 8) high |= adaptree::load64(k + j);

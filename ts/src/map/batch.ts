@@ -10,11 +10,11 @@
  * RUN_KEYS keys and RUN_BYTES bytes: V8 may keep a slice as a view of the run's string, so a
  * key kept by the caller holds at most that much other text alive.
  *
- * A large batch (big values) comes in records instead, as before columns (decodeRecords):
- * result.key_len says which.
+ * Other key encodings gain nothing from columns and take records (decodeRecords), as does a
+ * large batch of utf8 keys (big values): result.key_len says which.
  */
 import type { KeyEncoder, ValueEncoder } from '../encoding/codec.js';
-import { readUtf8, utf8Key } from '../encoding/utf8.js';
+import { readUtf8 } from '../encoding/utf8.js';
 import { type Bounds, past } from './range.js';
 
 /** The header: count, key bytes, flags, reserved. */
@@ -57,17 +57,16 @@ export function decodeRecords<K, V>(
 }
 
 /**
- * Decodes the batch in columns at `p` into keys[0..n) (and vals, if wanted); returns n, which is
- * less than the batch's count when a key lies beyond the stop bound (it and the rest are not
- * decoded).
+ * Decodes the batch in columns at `p` (utf8 keys: the iterator asks for columns only for them)
+ * into keys[0..n) (and vals, if wanted); returns n, which is less than the batch's count when a
+ * key lies beyond the stop bound (it and the rest are not decoded).
  */
-export function decodeColumns<K, V>(
-  kenc: KeyEncoder<K>,
+export function decodeColumns<V>(
   venc: ValueEncoder<V>,
   u8: Uint8Array,
   dv: DataView,
   p: number,
-  keys: K[],
+  keys: string[],
   vals: V[],
   wantValues: boolean,
   b: Bounds,
@@ -88,15 +87,7 @@ export function decodeColumns<K, V>(
       o += kl;
     }
   }
-  if ((kenc as unknown) === utf8Key) {
-    decodeUtf8Keys(u8, dv, lens, keyStart, n, keys as unknown as string[], shared);
-  } else {
-    for (let i = 0, o = keyStart; i < n; i++) {
-      const kl = dv.getUint32(lens + 4 * i, true) & KEY_LEN;
-      keys[i] = kenc.decodeFrom(u8, dv, o, o + kl, shared);
-      o += kl;
-    }
-  }
+  decodeUtf8Keys(u8, dv, lens, keyStart, n, keys, shared);
   if (wantValues) {
     const vlens = lens + 4 * count;
     for (let i = 0, o = valueStart; i < n; i++) {

@@ -8,6 +8,7 @@ import { type Handle, type CursorRef, borrowCursor, returnCursor, cursorRegistry
 import { putKeyA } from './put.js';
 import type { Bounds } from './range.js';
 import { BATCH_HEADER, decodeColumns, decodeRecords } from './batch.js';
+import { utf8Key } from '../encoding/utf8.js';
 
 /** Records and bytes per iterator batch: small first (cheap `limit: 1` scans), then larger. A range
  * with a limit up to LIMIT_BATCH_RECORDS asks for all of it at once (one call into wasm). */
@@ -124,7 +125,8 @@ export class BTreeIterator<K, V, T> {
     this.#mod = h.mod;
     const max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
     if (st === Status.OK) {
-      const flags = this.#mode === MODE_KEYS ? BatchFlags.COLUMNS : BatchFlags.COLUMNS | BatchFlags.VALUES;
+      // Columns pay for utf8 keys only (runs of ASCII keys decode at once); others take records.
+      const flags = (this.#mode === MODE_KEYS ? 0 : BatchFlags.VALUES) | ((h.kenc as unknown) === utf8Key ? BatchFlags.COLUMNS : 0);
       st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, flags);
     }
     if (st !== Status.OK) {
@@ -150,7 +152,7 @@ export class BTreeIterator<K, V, T> {
     // adaptree calls meanwhile (the re-entrancy guard), so the buffer stays intact.
     const wantValues = this.#mode !== MODE_KEYS;
     const n = columns
-      ? decodeColumns(h.kenc, h.venc, rt.u8, dv, p, this.#keys, this.#vals, wantValues, b, rt.shared)
+      ? decodeColumns(h.venc, rt.u8, dv, p, this.#keys as unknown as string[], this.#vals, wantValues, b, rt.shared)
       : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, count, this.#keys, this.#vals, wantValues, b, rt.shared);
     const pastStop = n < count;
     this.#i = 0;
