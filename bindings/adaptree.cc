@@ -560,6 +560,58 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
   return st(Status::kOk);
 }
 
+// Rewrites a batch [klen][key][vlen][value]... (the buffer's first `used` bytes, n records) in
+// columns after it, at a 4-aligned offset: [u32 n][u32 key bytes][u32 flags][u32 0]
+// [u32 klen x n][u32 vlen x n][keys][values]. A klen with bit 31 set marks a key holding a byte
+// >= 0x80; flags bit 0: some key does. JavaScript then decodes all keys of a batch at once.
+constexpr size_t kColumnsMax = size_t{512} << 10;
+bool batch_to_columns(std::vector<uint8_t>& b, size_t used, uint32_t n, size_t* out, size_t* out_len) {
+  const size_t at = (used + 3) & ~size_t{3};
+  const size_t len = used + 16;  // the same bytes, plus the header
+  if (b.size() < at + len && !adaptree::resize_checked(b, at + len)) return false;
+  const uint8_t* in = b.data();
+  uint8_t* o = b.data() + at;
+  uint8_t* lens = o + 16;
+  size_t key_bytes = 0;
+  for (size_t p = 0, i = 0; i < n; i++) {
+    uint32_t kl, vl;
+    memcpy(&kl, in + p, 4);
+    memcpy(&vl, in + p + 4 + kl, 4);
+    key_bytes += kl;
+    p += 8 + size_t{kl} + vl;
+    memcpy(lens + 4 * (n + i), &vl, 4);
+  }
+  uint8_t* keys = lens + 8 * size_t{n};
+  uint8_t* vals = keys + key_bytes;
+  uint32_t flags = 0;
+  for (size_t p = 0, i = 0; i < n; i++) {
+    uint32_t kl, vl;
+    memcpy(&kl, in + p, 4);
+    const uint8_t* k = in + p + 4;
+    memcpy(&vl, k + kl, 4);
+    adaptree::copy_small(keys, k, kl);  // memcpy of a few bytes is a call in wasm
+    adaptree::copy_small(vals, k + kl + 4, vl);
+    uint64_t high = 0;
+    uint32_t j = 0;
+    for (; j + 8 <= kl; j += 8) high |= adaptree::load64(k + j);
+    for (; j < kl; j++) high |= k[j];
+    uint32_t word = kl;
+    if (high & 0x8080808080808080ull) {
+      word |= 0x80000000u;
+      flags = 1;
+    }
+    memcpy(lens + 4 * i, &word, 4);
+    keys += kl;
+    vals += vl;
+    p += 8 + size_t{kl} + vl;
+  }
+  const uint32_t head[4] = {n, static_cast<uint32_t>(key_bytes), flags, 0};
+  memcpy(o, head, 16);
+  *out = at;
+  *out_len = len;
+  return true;
+}
+
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
@@ -582,7 +634,7 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     }
     memcpy(p, &k.len, 4);
     adaptree::copy_small(p + 4, k.data, k.len);
-    if (want_value) {
+    if (want_value & AT_BATCH_VALUES) {
       err = append_value(t, w, v);
       if (err != Status::kOk) return false;
     } else if (!w.u32(0)) {
@@ -599,6 +651,13 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     if (!h.upgrade()) return st(Status::kClosed);
   if (err != Status::kOk) return ret(cur->owner, c, err);
   if (s != Status::kOk && s != Status::kNotFound) return ret(cur->owner, c, s);
+  // Columns need a second copy of the batch: not for a large one (big values), nor when memory
+  // for it is short; then the batch stays as it is and result.key_len (1: columns) says so.
+  size_t at = 0, len = 0;
+  if ((want_value & AT_BATCH_COLUMNS) && n > 0 && w.used <= kColumnsMax && batch_to_columns(c->buf, w.used, n, &at, &len)) {
+    set_result(c, nullptr, 1, c->buf.data() + at, static_cast<uint32_t>(len), n);
+    return st(Status::kOk);
+  }
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), n);
   return st(n ? Status::kOk : Status::kNotFound);
 }

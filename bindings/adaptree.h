@@ -115,8 +115,16 @@ int32_t at_cursor_seek(at_cursor* cur, const uint8_t* key, uint32_t key_len, uin
 /* Reads the current record into the result (value only if want_value) and advances. OK or NOT_FOUND. */
 int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value);
 /* Reads up to max_records (and stops after max_bytes of output) into the context's buffer in
- * batch encoding (value_len 0 and no bytes when !want_value); result.value/value_len = the buffer,
- * result.aux = records written. OK if records written > 0, NOT_FOUND at the end. */
+ * batch encoding (value_len 0 and no bytes without AT_BATCH_VALUES); result.value/value_len = the
+ * buffer, result.aux = records written. OK if records written > 0, NOT_FOUND at the end.
+ * want_value is a set of flags: AT_BATCH_VALUES (1) reads the values too; AT_BATCH_COLUMNS (2)
+ * gives the batch in columns instead: [u32 n][u32 key bytes][u32 flags][u32 0][u32 key_len x n]
+ * [u32 value_len x n][all keys][all values]; a key_len with bit 31 set marks a key holding a byte
+ * >= 0x80, flags bit 0 says some key does (JavaScript decodes ASCII keys of a batch at once).
+ * result.key_len is 1 when the batch is in columns; a batch over 512 KiB (large values) or one
+ * whose copy finds no memory stays in batch encoding (result.key_len 0). */
+#define AT_BATCH_VALUES 1u
+#define AT_BATCH_COLUMNS 2u
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value);
 

@@ -30,6 +30,8 @@ export function plan(suite, o) {
       for (const d of ds(['urls', 'wiki', 'dense', 'sparse'])) {
         native(d, p);
         child(d, 'adaptree-wasm', p);
+        // before/after: another dist/ beside this one (bench/README.md, ADAPTREE_BENCH_BASE)
+        if (process.env.ADAPTREE_BENCH_BASE) child(d, 'adaptree-wasm-base', p);
         // integer keys: the headline uses 4-byte big-endian `bytes` keys (the native binary's
         // keys); the `number` key encoding is measured beside it.
         if (!d.startsWith('file:') && ['dense', 'sparse'].includes(d)) child(d, 'adaptree-wasm', { ...p, keyEncoding: 'number' });

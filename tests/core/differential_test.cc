@@ -99,6 +99,43 @@ struct Harness {
     ASSERT_EQ(s, model.erase(k) ? 0 : 1);
   }
 
+  // A batch in columns (AT_BATCH_COLUMNS): the records want[got, got + recs), each key's
+  // non-ASCII bit and the header's flag.
+  static void check_columns(const uint8_t* p, const uint8_t* end, uint32_t recs,
+                            const std::vector<const std::pair<const std::string, std::string>*>& want,
+                            unsigned got, bool want_value) {
+    uint32_t head[4];
+    memcpy(head, p, 16);
+    ASSERT_EQ(head[0], recs);
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % 4, 0u);
+    const uint8_t* lens = p + 16;
+    const uint8_t* keys = lens + 8 * size_t{recs};
+    const uint8_t* vals = keys + head[1];
+    bool any_high = false;
+    for (uint32_t i = 0; i < recs; i++) {
+      ASSERT_LT(got + i, want.size());
+      const auto& [k, v] = *want[got + i];
+      uint32_t kw, vl;
+      memcpy(&kw, lens + 4 * i, 4);
+      memcpy(&vl, lens + 4 * (recs + i), 4);
+      bool high = false;
+      for (unsigned char ch : k) high |= ch >= 0x80;
+      any_high |= high;
+      ASSERT_EQ(kw, static_cast<uint32_t>(k.size()) | (high ? 0x80000000u : 0u));
+      ASSERT_EQ(std::string(reinterpret_cast<const char*>(keys), k.size()), k);
+      keys += k.size();
+      if (want_value) {
+        ASSERT_EQ(std::string(reinterpret_cast<const char*>(vals), vl), v);
+      } else {
+        ASSERT_EQ(vl, 0u);
+      }
+      vals += vl;
+    }
+    ASSERT_EQ(keys, p + 16 + 8 * size_t{recs} + head[1]);
+    ASSERT_EQ(head[2], any_high ? 1u : 0u);
+    ASSERT_EQ(vals, end);
+  }
+
   // Scan of up to n records from k (random flags), through the batch call or single steps.
   void do_scan(const std::string& k, bool reverse, bool exclusive, unsigned n, bool batch) {
     at_cursor* cur = at_cursor_new(t);
@@ -121,12 +158,21 @@ struct Harness {
       unsigned got = 0;
       while (got < want.size()) {
         uint32_t max_bytes = rng.chance(0.2) ? 1 + rng.below(200) : 1u << 20;
-        int32_t r = at_cursor_next_batch(cur, c, n - got, max_bytes, want_value);
+        bool columns = rng.chance(0.5);
+        int32_t r = at_cursor_next_batch(cur, c, n - got, max_bytes,
+                                         (want_value ? AT_BATCH_VALUES : 0) | (columns ? AT_BATCH_COLUMNS : 0));
         ASSERT_EQ(r, 0);
         uint32_t recs = at_ctx_result(c)[4];
         ASSERT_GT(recs, 0u);
         const uint8_t* p = at_ctx_value_ptr(c);
         const uint8_t* end = p + at_ctx_result(c)[3];
+        // Columns unless the batch is large (small values here: never) or memory is short.
+        ASSERT_EQ(at_ctx_result(c)[1], columns && at_ctx_result(c)[3] <= (512u << 10) ? 1u : 0u);
+        if (columns) {
+          check_columns(p, end, recs, want, got, want_value);
+          got += recs;
+          continue;
+        }
         for (uint32_t i = 0; i < recs; i++, got++) {
           ASSERT_LT(got, want.size());
           uint32_t kl, vl;

@@ -205,16 +205,31 @@ export function referenceWasm(): AdaptreeWasm {
       if (!cur) throw new Error('reference ABI: next_batch on a freed cursor');
       const tr = trees.get(cur.tree)!;
       const w = new Writer();
+      const ks: Uint8Array[] = [], vs: Uint8Array[] = [];
       let n = 0;
       while (n < maxRecords && (n === 0 || w.length < maxBytes)) {
         const i = position(cur);
         if (i < 0) break;
-        const k = tr.keys[i]!, v = want ? tr.vals[i]! : new Uint8Array(0);
+        const k = tr.keys[i]!, v = want & 1 ? tr.vals[i]! : new Uint8Array(0);
         w.u32(k.length); w.bytes(k); w.u32(v.length); w.bytes(v);
+        ks.push(k); vs.push(v);
         cur.bound = k; cur.exclusive = true;
         n++;
       }
       if (n === 0) return NOT_FOUND;
+      if (want & 2) {
+        // Columns (bindings/adaptree.h): header, key lengths (bit 31: a byte >= 0x80), value lengths, keys, values.
+        const c = new Writer();
+        const high = ks.map((k) => k.some((x) => x >= 0x80));
+        c.u32(n); c.u32(ks.reduce((a, k) => a + k.length, 0)); c.u32(high.includes(true) ? 1 : 0); c.u32(0);
+        ks.forEach((k, j) => c.u32((k.length | (high[j] ? 0x80000000 : 0)) >>> 0));
+        for (const v of vs) c.u32(v.length);
+        for (const k of ks) c.bytes(k);
+        for (const v of vs) c.bytes(v);
+        const cx = ctxs.get(x)!;
+        setResult(cx, 0, 1, output(cx, c.done()), c.length, n); // key_len 1: in columns
+        return OK;
+      }
       const cx = ctxs.get(x)!;
       setResult(cx, 0, 0, output(cx, w.done()), w.length, n);
       return OK;

@@ -23,6 +23,8 @@ export const Status = {
 export type StatusCode = (typeof Status)[keyof typeof Status];
 
 export const SeekFlags = { REVERSE: 1, EXCLUSIVE: 2, EDGE: 4 } as const;
+/** at_cursor_next_batch flags (its last argument): read values too; give the batch in columns. */
+export const BatchFlags = { VALUES: 1, COLUMNS: 2 } as const;
 export const RangeFlags = { LO_NONE: 1, LO_EXCLUSIVE: 2, HI_NONE: 4, HI_EXCLUSIVE: 8 } as const;
 /** at_delete_range on an async store: a page fault (page id in result.aux); keys removed
  * before it stay removed (the count tells how many). */
@@ -89,7 +91,7 @@ export interface AbiExports {
   at_cursor_free(cursor: Ptr): void;
   at_cursor_seek(cursor: Ptr, key: Ptr, keyLen: number, flags: number): number;
   at_cursor_next(cursor: Ptr, ctx: Ptr, wantValue: number): number;
-  at_cursor_next_batch(cursor: Ptr, ctx: Ptr, maxRecords: number, maxBytes: number, wantValue: number): number;
+  at_cursor_next_batch(cursor: Ptr, ctx: Ptr, maxRecords: number, maxBytes: number, flags: number): number;
   at_atomic_add_u32(p: Ptr, v: number): number;
   // Persistent stores (optional: a module built before them lacks these).
   at_store_open?(io: number, layoutConfig: number, poolBytes: number, flags: number, ctx: Ptr): Ptr;

@@ -7,6 +7,9 @@ import { pathToFileURL, fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const DIST = path.join(ROOT, 'dist', 'index.js');
+// ADAPTREE_BENCH_BASE=DIR: another build of the API (say a copy of main's dist/) runs beside this
+// one as `adaptree-wasm-base`, for before/after figures from one run.
+const BASE_DIST = process.env.ADAPTREE_BENCH_BASE ? path.resolve(process.env.ADAPTREE_BENCH_BASE, 'index.js') : null;
 
 const API = {
   init: (mod, threads) => mod.init({ threads }),
@@ -19,7 +22,7 @@ const API = {
   free: (m) => (typeof m.free === 'function' ? m.free() : typeof m.close === 'function' ? m.close() : undefined),
 };
 
-function make(name, threads) {
+function make(name, threads, dist = DIST) {
   let mod = null;
   return {
     name,
@@ -27,9 +30,10 @@ function make(name, threads) {
     keyForm: 'adaptree', // strings (utf8 encoding) or the key file's bytes / numbers, see child.mjs
     configs: ['baseline', 'prefix', 'heads', 'hints', 'fingerprint', 'semi-dense', 'fully-dense', 'adaptive'],
     async unavailable() {
-      if (!fs.existsSync(DIST)) return `adaptree's TypeScript API is not built (${path.relative(ROOT, DIST)} missing: run \`npm run build\`)`;
+      if (dist === null) return 'ADAPTREE_BENCH_BASE is not set';
+      if (!fs.existsSync(dist)) return `adaptree's TypeScript API is not built (${path.relative(ROOT, dist)} missing: run \`npm run build\`)`;
       try {
-        mod = await import(pathToFileURL(DIST).href);
+        mod = await import(pathToFileURL(dist).href);
       } catch (e) {
         return `importing dist/index.js failed: ${e.message}`;
       }
@@ -64,3 +68,4 @@ function make(name, threads) {
 
 export const adaptreeWasm = make('adaptree-wasm', false);
 export const adaptreeWasmMt = make('adaptree-wasm-mt', true);
+export const adaptreeWasmBase = make('adaptree-wasm-base', false, BASE_DIST);

@@ -5,6 +5,7 @@ export async function getImpl(name) {
     case 'sorted-btree': return (await import('./sorted-btree.mjs')).default;
     case 'adaptree-wasm': return (await import('./adaptree-wasm.mjs')).adaptreeWasm;
     case 'adaptree-wasm-mt': return (await import('./adaptree-wasm.mjs')).adaptreeWasmMt;
+    case 'adaptree-wasm-base': return (await import('./adaptree-wasm.mjs')).adaptreeWasmBase;
     default: throw new Error('unknown impl ' + name);
   }
 }

@@ -21,7 +21,7 @@ export const bytesKey: KeyEncoder<Uint8Array> = {
     return off + n;
   },
   decodeFrom(u8: Uint8Array, _dv: DataView, off: number, end: number): Uint8Array {
-    return u8.slice(off, end);
+    return copyOut(u8, off, end - off);
   },
   encode(key: Uint8Array): Uint8Array {
     return encodeWith(bytesKey, key);
@@ -30,6 +30,17 @@ export const bytesKey: KeyEncoder<Uint8Array> = {
     return decodeWith(bytesKey, bytes);
   },
 };
+
+/** @internal A fresh copy of u8[off, off+len). Small arrays live on the JS heap: allocating one
+ * and copying by hand beats slice() (~35 vs ~75 ns for 8 bytes). */
+export function copyOut(u8: Uint8Array, off: number, len: number): Uint8Array {
+  if (len <= 16) {
+    const out = new Uint8Array(len);
+    for (let i = 0; i < len; i++) out[i] = u8[off + i]!;
+    return out;
+  }
+  return u8.slice(off, off + len);
+}
 
 /** A Uint8Array from another realm (iframe, vm context) fails `instanceof`. */
 export function isUint8Array(x: unknown): x is Uint8Array {

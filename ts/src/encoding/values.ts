@@ -14,7 +14,7 @@
  */
 import { InvalidValueError, isAdaptreeError } from '../errors.js';
 import type { ValueEncoder } from './codec.js';
-import { isUint8Array } from './bytes.js';
+import { copyOut, isUint8Array } from './bytes.js';
 import { describe, encodeToArray, isWellFormed, readUtf8, writeUtf8 } from './utf8.js';
 
 function utf8Bytes(s: string): Uint8Array {
@@ -98,13 +98,7 @@ export const bytesValue: ValueEncoder<Uint8Array> = {
     return value;
   },
   decodeFrom(u8: Uint8Array, off: number, len: number): Uint8Array {
-    // Small arrays live on the JS heap: allocating one and copying by hand beats slice() (~35 vs ~75 ns for 8 bytes).
-    if (len <= 16) {
-      const out = new Uint8Array(len);
-      for (let i = 0; i < len; i++) out[i] = u8[off + i]!;
-      return out;
-    }
-    return u8.slice(off, off + len);
+    return copyOut(u8, off, len);
   },
   encode(value: Uint8Array): Uint8Array {
     return (bytesValue.prepare(value) as Uint8Array).slice();

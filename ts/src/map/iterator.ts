@@ -2,11 +2,13 @@
  * Iterators over a key range that stay correct while the map changes: each holds its own
  * core cursor, pulls records in batches and resumes by key after a modification.
  */
-import { SeekFlags, Result } from '../abi.js';
+import { BatchFlags, SeekFlags, Result } from '../abi.js';
 import { Status, errorFromStatus } from '../errors.js';
 import { type Handle, type CursorRef, borrowCursor, returnCursor, cursorRegistry, fail, stateError } from './handle.js';
 import { putKeyA } from './put.js';
-import { type Bounds, past } from './range.js';
+import type { Bounds } from './range.js';
+import { BATCH_HEADER, decodeColumns, decodeRecords } from './batch.js';
+import { utf8Key } from '../encoding/utf8.js';
 
 /** Records and bytes per iterator batch: small first (cheap `limit: 1` scans), then larger. A range
  * with a limit up to LIMIT_BATCH_RECORDS asks for all of it at once (one call into wasm). */
@@ -123,7 +125,9 @@ export class BTreeIterator<K, V, T> {
     this.#mod = h.mod;
     const max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
     if (st === Status.OK) {
-      st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, this.#mode === MODE_KEYS ? 0 : 1);
+      // Columns pay for utf8 keys only (runs of ASCII keys decode at once); others take records.
+      const flags = (this.#mode === MODE_KEYS ? 0 : BatchFlags.VALUES) | ((h.kenc as unknown) === utf8Key ? BatchFlags.COLUMNS : 0);
+      st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, flags);
     }
     if (st !== Status.OK) {
       if (st === Status.NEED_PAGE || st === Status.OUT_OF_MEMORY) {
@@ -139,34 +143,23 @@ export class BTreeIterator<K, V, T> {
       throw errorFromStatus(st, 'iterate');
     }
     rt.refresh();
-    const u8 = rt.u8, dv = rt.dv;
-    let p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
-    const len = dv.getUint32(rt.res + Result.VALUE_LEN, true);
+    const dv = rt.dv;
+    const p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
+    const columns = dv.getUint32(rt.res + Result.KEY_LEN, true) === 1;
+    const used = dv.getUint32(rt.res + Result.VALUE_LEN, true) - (columns ? BATCH_HEADER : 0);
     const count = dv.getUint32(rt.res + Result.AUX, true);
     // Decode now: the context buffer is overwritten by the next call into wasm. Codecs run no
     // adaptree calls meanwhile (the re-entrancy guard), so the buffer stays intact.
-    const keys = this.#keys, vals = this.#vals, kenc = h.kenc, venc = h.venc;
-    const wantValues = this.#mode !== MODE_KEYS, stop = b.stop, shared = rt.shared;
-    let n = 0;
-    let pastStop = false;
-    for (; n < count; n++) {
-      const klen = dv.getUint32(p, true);
-      const koff = p + 4;
-      if (stop !== null && past(u8, koff, klen, b)) {
-        pastStop = true;
-        break;
-      }
-      keys[n] = kenc.decodeFrom(u8, dv, koff, koff + klen, shared);
-      p = koff + klen;
-      const vlen = dv.getUint32(p, true);
-      if (wantValues) vals[n] = venc.decodeFrom(u8, p + 4, vlen, shared);
-      p += 4 + vlen;
-    }
+    const wantValues = this.#mode !== MODE_KEYS;
+    const n = columns
+      ? decodeColumns(h.venc, rt.u8, dv, p, this.#keys as unknown as string[], this.#vals, wantValues, b, rt.shared)
+      : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, count, this.#keys, this.#vals, wantValues, b, rt.shared);
+    const pastStop = n < count;
     this.#i = 0;
     this.#n = n;
     if (this.#batchRecords < MAX_BATCH_RECORDS) this.#batchRecords *= 4;
     // Does this batch hold the rest of the range? The core ends a batch early only at the end.
-    this.#drained = pastStop || (count < max && len < MAX_BATCH_BYTES) || this.#remaining <= n;
+    this.#drained = pastStop || (count < max && used < MAX_BATCH_BYTES) || this.#remaining <= n;
     if (n === 0) {
       this.#finish();
       return false;

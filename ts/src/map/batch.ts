@@ -1,0 +1,134 @@
+/**
+ * Decodes an iterator batch that the core wrote in columns (at_cursor_next_batch with
+ * BatchFlags.COLUMNS; bindings/adaptree.h): a header [count][key bytes][flags][0], the key
+ * lengths, the value lengths, then all keys and all values back to back.
+ *
+ * Why columns: utf8 keys are the common case, and a TextDecoder call per key costs more than
+ * the rest of an iteration step. With the keys of a batch contiguous, a run of ASCII keys (the
+ * core marks every key holding a byte >= 0x80) is decoded by one TextDecoder call and cut
+ * into keys with String.prototype.slice, where a character is a byte. A run is at most
+ * RUN_KEYS keys and RUN_BYTES bytes: V8 may keep a slice as a view of the run's string, so a
+ * key kept by the caller holds at most that much other text alive.
+ *
+ * Other key encodings gain nothing from columns and take records (decodeRecords), as does a
+ * large batch of utf8 keys (big values): result.key_len says which.
+ */
+import type { KeyEncoder, ValueEncoder } from '../encoding/codec.js';
+import { readUtf8 } from '../encoding/utf8.js';
+import { type Bounds, past } from './range.js';
+
+/** The header: count, key bytes, flags, reserved. */
+export const BATCH_HEADER = 16;
+const KEY_LEN = 0x7fffffff;
+const NON_ASCII = 0x80000000;
+const RUN_KEYS = 32;
+const RUN_BYTES = 2048;
+
+/**
+ * Decodes a batch in records ([u32 klen][key][u32 vlen][value] each): what the core gives
+ * instead of columns for a large batch (big values) or when memory for columns is short.
+ * Same contract as decodeColumns.
+ */
+export function decodeRecords<K, V>(
+  kenc: KeyEncoder<K>,
+  venc: ValueEncoder<V>,
+  u8: Uint8Array,
+  dv: DataView,
+  p: number,
+  count: number,
+  keys: K[],
+  vals: V[],
+  wantValues: boolean,
+  b: Bounds,
+  shared: boolean,
+): number {
+  const stop = b.stop;
+  for (let n = 0; n < count; n++) {
+    const klen = dv.getUint32(p, true);
+    const koff = p + 4;
+    if (stop !== null && past(u8, koff, klen, b)) return n;
+    keys[n] = kenc.decodeFrom(u8, dv, koff, koff + klen, shared);
+    p = koff + klen;
+    const vlen = dv.getUint32(p, true);
+    if (wantValues) vals[n] = venc.decodeFrom(u8, p + 4, vlen, shared);
+    p += 4 + vlen;
+  }
+  return count;
+}
+
+/**
+ * Decodes the batch in columns at `p` (utf8 keys: the iterator asks for columns only for them)
+ * into keys[0..n) (and vals, if wanted); returns n, which is less than the batch's count when a
+ * key lies beyond the stop bound (it and the rest are not decoded).
+ */
+export function decodeColumns<V>(
+  venc: ValueEncoder<V>,
+  u8: Uint8Array,
+  dv: DataView,
+  p: number,
+  keys: string[],
+  vals: V[],
+  wantValues: boolean,
+  b: Bounds,
+  shared: boolean,
+): number {
+  const count = dv.getUint32(p, true);
+  const lens = p + BATCH_HEADER;
+  const keyStart = lens + 8 * count;
+  const valueStart = keyStart + dv.getUint32(p + 4, true);
+  let n = count;
+  if (b.stop !== null) {
+    for (let i = 0, o = keyStart; i < count; i++) {
+      const kl = dv.getUint32(lens + 4 * i, true) & KEY_LEN;
+      if (past(u8, o, kl, b)) {
+        n = i;
+        break;
+      }
+      o += kl;
+    }
+  }
+  decodeUtf8Keys(u8, dv, lens, keyStart, n, keys, shared);
+  if (wantValues) {
+    const vlens = lens + 4 * count;
+    for (let i = 0, o = valueStart; i < n; i++) {
+      const vl = dv.getUint32(vlens + 4 * i, true);
+      vals[i] = venc.decodeFrom(u8, o, vl, shared);
+      o += vl;
+    }
+  }
+  return n;
+}
+
+/** utf8 keys: runs of ASCII keys with one TextDecoder call each, other keys one by one. */
+function decodeUtf8Keys(u8: Uint8Array, dv: DataView, lens: number, off: number, n: number, keys: string[], shared: boolean): void {
+  let i = 0;
+  while (i < n) {
+    const w = dv.getUint32(lens + 4 * i, true);
+    if ((w & NON_ASCII) !== 0) {
+      const end = off + (w & KEY_LEN);
+      keys[i++] = readUtf8(u8, off, end, shared);
+      off = end;
+      continue;
+    }
+    // The run of ASCII keys starting at i.
+    let j = i + 1, end = off + w;
+    while (j < n && j - i < RUN_KEYS && end - off < RUN_BYTES) {
+      const x = dv.getUint32(lens + 4 * j, true);
+      if ((x & NON_ASCII) !== 0) break;
+      end += x;
+      j++;
+    }
+    if (j - i === 1) {
+      keys[i] = readUtf8(u8, off, end, shared);
+    } else {
+      const s = readUtf8(u8, off, end, shared);
+      for (let m = i, pos = 0; m < j; m++) {
+        const kl = dv.getUint32(lens + 4 * m, true);
+        keys[m] = s.slice(pos, pos + kl);
+        pos += kl;
+      }
+    }
+    off = end;
+    i = j;
+  }
+}
