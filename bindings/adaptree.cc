@@ -427,6 +427,10 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
     } else if (s == Status::kNotFound || s == Status::kKeyTooLarge) {
       if (!w.u32(0xFFFFFFFFu)) return st(Status::kOutOfMemory);
     } else {
+      // NEED_PAGE: the output of the keys before this one, and their number in key_len, so
+      // that the caller resumes here (a batch whose pages outgrow the pool never completes
+      // in one call).
+      if (s == Status::kNeedPage) set_result(c, nullptr, i, c->buf.data(), static_cast<uint32_t>(w.used), 0);
       return ret(t, c, s);
     }
     p += 4 + kl;

@@ -91,7 +91,8 @@ int32_t at_clear(at_tree* t);
  * result.value_len = records applied as well, also on NEED_PAGE (where aux is the page id),
  * so that the caller resumes after them instead of re-applying the batch. */
 int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count);
-/* Output (see above) in the context's buffer: result.value/value_len. */
+/* Output (see above) in the context's buffer: result.value/value_len. On NEED_PAGE (aux =
+ * the page id) result.key_len keys were answered and value/value_len hold their output. */
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count);
 /* Removes every key within the bounds; returns the number removed (>= 0) or a negative status.
  * On a store on an async host, AT_RANGE_NEED_PAGE with the page id in result.aux: keys

@@ -215,12 +215,15 @@ export class PageFaultError extends AdaptreeError {
   declare readonly code: 'NEED_PAGE';
   /** The page the core asked for. */
   readonly pageId: number;
-  /** setMany: how many entries (from the first) were applied before the fault. */
+  /** setMany/getMany: how many entries or keys (from the first) were done before the fault. */
   readonly applied?: number;
-  constructor(pageId: number, message?: string, options?: { cause?: unknown; applied?: number }) {
+  /** getMany: the values of those first `applied` keys. */
+  readonly values?: readonly unknown[];
+  constructor(pageId: number, message?: string, options?: { cause?: unknown; applied?: number; values?: readonly unknown[] }) {
     super(message ?? `page ${pageId} is not in memory (async backend: use the ...Async method)`, 'NEED_PAGE', options);
     this.pageId = pageId;
     if (options?.applied !== undefined) this.applied = options.applied;
+    if (options?.values !== undefined) this.values = options.values;
   }
 }
 

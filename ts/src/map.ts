@@ -354,11 +354,17 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     }
     const base = rt.data;
     const st = rt.ex.at_get_many(h.tree, rt.ctx, base, n);
-    if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'getMany');
+    let m = n;
+    if (st === Status.NEED_PAGE) {
+      // The keys before the fault were answered: their values go with the error, so that
+      // BTreeStore.getManyAsync resumes after them.
+      rt.refresh();
+      m = rt.dv.getUint32(rt.res + Result.KEY_LEN, true);
+    } else if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'getMany');
     rt.refresh();
     const dv = rt.dv, u8 = rt.u8;
     let p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
-    const out = new Array<V | undefined>(n);
+    const out = new Array<V | undefined>(m);
     // Custom decoders run user code: decode from a copy of the output, not from the context buffer.
     const custom = h.venc.name === 'custom';
     let src = u8, sdv = dv;
@@ -368,7 +374,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       sdv = new DataView(src.buffer);
       p = 0;
     }
-    for (let i = 0; i < n; i++) {
+    for (let i = 0; i < m; i++) {
       const vl = sdv.getUint32(p, true);
       p += 4;
       if (vl === ABSENT) {
@@ -379,6 +385,10 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       }
     }
     rt.shrink();
+    if (m < n) {
+      const pageId = rt.dv.getUint32(rt.res + Result.AUX, true);
+      throw new PageFaultError(pageId, undefined, { applied: m, values: out });
+    }
     return out;
   }
 

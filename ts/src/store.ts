@@ -126,6 +126,8 @@ export interface StoreOptions<K, V> {
 const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError']);
 const DEFAULT_POOL = 64 << 20;
 const PAGE_SIZE = 4096;
+/** Entries per core call when setManyAsync resumes after a page fault. */
+const ASYNC_BATCH = 512;
 /** Pages read ahead (by id) when a scan faults on an async backend. */
 const READ_AHEAD = 8;
 
@@ -1041,27 +1043,68 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#run(() => this.nextLower(key));
   }
 
-  getManyAsync(keys: Iterable<K>): Promise<(V | undefined)[]> {
+  /**
+   * getMany on every backend. On an asynchronous one a page fault used to restart the whole
+   * batch, which for a batch whose pages outgrow the pool never ends; now the keys answered
+   * before a fault are kept and the rest goes on after it, in slices of ASYNC_BATCH keys. A
+   * commit between faults (for a reader: a newer commit it follows) starts the batch over, so
+   * the values are of one committed state; this store's own uncommitted writes made while the
+   * batch waits for a page can show in the later keys.
+   */
+  async getManyAsync(keys: Iterable<K>): Promise<(V | undefined)[]> {
     const list = Array.from(keys);
-    return this.#run(() => this.getMany(list));
+    if (this.#b.kind !== 'async') return this.getMany(list);
+    let out: (V | undefined)[] = [];
+    let part: K[] = list;
+    let gen = this.#gen;
+    for (;;) {
+      if (this.#gate !== undefined) await this.#gate;
+      this.#open();
+      if (this.#gen !== gen) {
+        // A commit (or, for a reader, a newer commit followed) since the first answers: start
+        // over, so that the batch still shows one committed state.
+        gen = this.#gen;
+        out = [];
+        part = list;
+      }
+      try {
+        const got = this.getMany(part);
+        for (const v of got) out.push(v);
+        if (out.length >= list.length) return out;
+      } catch (e) {
+        if (!(e instanceof PageFaultError)) throw e;
+        if (e.values !== undefined) for (const v of e.values) out.push(v as V | undefined);
+        await this.#fault(this.#b, e.pageId, false);
+      }
+      part = list.slice(out.length, out.length + ASYNC_BATCH);
+    }
   }
 
   /** Sets many entries; on an async backend a retry after a page fault re-applies the batch
    * (set is idempotent, later duplicates still win). */
   async setManyAsync(entries: Iterable<readonly [K, V]>, options?: { onProgress?: ProgressCallback }): Promise<this> {
-    let list = Array.from(entries);
+    const list = Array.from(entries);
     // A page fault ends the core's call after the entries before it were applied: the retry
-    // goes on from there (re-applying the whole batch after each fault made a batch larger
-    // than the pool cost O(faults x batch), minutes for 8k entries on a 1 MiB pool).
+    // goes on from there, in slices of ASYNC_BATCH entries, so that a fault re-encodes at most
+    // one slice (re-applying the whole batch after each fault made a batch larger than the
+    // pool cost O(faults x batch): over a minute for 8k entries on a 1 MiB pool). The first
+    // attempt is the whole batch: a sorted batch into an empty store is bulk loaded.
+    let done = 0;
+    let part: (readonly [K, V])[] = list;
     for (;;) {
+      // As #run, but a fault resumes after the applied entries rather than retrying `part`.
+      if (this.#gate !== undefined) await this.#gate;
+      this.#open();
       try {
-        await this.#run(() => this.setMany(list, options));
-        return this;
+        this.setMany(part, options);
+        done += part.length;
+        if (done >= list.length) return this;
       } catch (e) {
-        if (!(e instanceof PageFaultError) || e.applied === undefined || this.#b.kind !== 'async') throw e;
-        if (e.applied > 0) list = list.slice(e.applied);
+        if (!(e instanceof PageFaultError) || this.#b.kind !== 'async') throw e;
+        done += e.applied ?? 0;
         await this.#fault(this.#b, e.pageId, false);
       }
+      part = list.slice(done, done + ASYNC_BATCH);
     }
   }
 
