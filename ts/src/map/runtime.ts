@@ -3,7 +3,7 @@
  * area and the memory views over them, and the default instance `new BTreeMap()` uses.
  */
 import type { AbiExports } from '../abi.js';
-import type { AdaptreeWasm } from '../wasm.js';
+import type { AdaptreeWasm, WasmMemory } from '../wasm.js';
 import { OutOfMemoryError } from '../errors.js';
 
 /** A data area larger than this is freed after use (a one-off huge value keeps no memory). */
@@ -13,7 +13,7 @@ const EMPTY = new Uint8Array(0);
 /** Per wasm instance: the exports, context, key areas, data area and memory views. */
 export class Runtime {
   readonly ex: AbiExports;
-  readonly mem: WebAssembly.Memory;
+  readonly mem: WasmMemory;
   readonly ctx: number;
   readonly res: number;
   readonly shared: boolean;

@@ -7,6 +7,7 @@
 import { Status, StoreFile } from '../abi.js';
 import { isAdaptreeError } from '../errors.js';
 import type { SyncFile, SyncStoreFiles } from './types.js';
+import type { WasmMemory } from '../wasm.js';
 
 export interface HostEntry {
   readonly files: SyncStoreFiles;
@@ -54,7 +55,7 @@ function failed(entry: HostEntry, e: unknown): number {
 
 /** The "env" functions for one wasm instance; `memory()` gives its memory (known only after
  * instantiation for the st build, which exports its memory). */
-export function hostImports(memory: () => WebAssembly.Memory): Record<string, (...args: number[]) => number> {
+export function hostImports(memory: () => WasmMemory): Record<string, (...args: number[]) => number> {
   const view = (ptr: number, len: number) => new Uint8Array(memory().buffer, ptr, len);
   return {
     at_host_read(io: number, file: number, offset: number, dst: number, len: number): number {
