@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -21,7 +22,7 @@ Status take_lock_file(const std::string& lock_path) {
   for (int attempt = 0; attempt < 2; attempt++) {
     int fd = ::open(lock_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
-      std::string pid = std::to_string(static_cast<long>(getpid()));
+      std::string pid = std::to_string(static_cast<long>(getpid())) + " flock";
       bool ok = ::write(fd, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size()) && fdatasync(fd) == 0;
       ::close(fd);
       if (ok) return Status::kOk;
@@ -42,19 +43,17 @@ Status take_lock_file(const std::string& lock_path) {
     if (n == 0) return Status::kLocked;
     char* end = nullptr;
     long pid = std::strtol(text, &end, 10);
-    if (pid > 0 && (pid == static_cast<long>(getpid()) || pid_alive(pid))) return Status::kLocked;
-    // Stale: its process is gone.
+    // "<pid> flock": written by a flock holder (Deno, this tool), and we hold the flock now.
+    bool flock_holder = std::strstr(text, "flock") != nullptr;
+    if (!flock_holder && pid > 0 && (pid == static_cast<long>(getpid()) || pid_alive(pid))) return Status::kLocked;
+    // Stale: its writer held the flock we hold, or its process is gone.
     if (unlink(lock_path.c_str()) != 0 && errno != ENOENT) return Status::kIoError;
   }
   return Status::kLocked;  // another process took it over meanwhile
 }
 
 Status PosixStorage::open(const std::string& path, PosixStorage** out) {
-  std::string lock_path = path + "-lock";
-  Status ls = take_lock_file(lock_path);
-  if (ls != Status::kOk) return ls;
   PosixStorage* s = new PosixStorage();
-  s->lock_path_ = lock_path;
   std::string names[2] = {path, path + "-log"};
   for (int i = 0; i < 2; i++) {
     s->fd_[i] = ::open(names[i].c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -63,11 +62,20 @@ Status PosixStorage::open(const std::string& path, PosixStorage** out) {
       return Status::kIoError;
     }
   }
+  // The flock first (it excludes Deno and other native openers), then Node's lock file:
+  // a lock file that says "flock" found while we hold the flock is then surely stale.
   if (flock(s->fd_[0], LOCK_EX | LOCK_NB) != 0) {
     Status st = errno == EWOULDBLOCK ? Status::kLocked : Status::kIoError;
     delete s;
     return st;
   }
+  std::string lock_path = path + "-lock";
+  Status ls = take_lock_file(lock_path);
+  if (ls != Status::kOk) {
+    delete s;
+    return ls;
+  }
+  s->lock_path_ = lock_path;
   *out = s;
   return Status::kOk;
 }

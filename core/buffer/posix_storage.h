@@ -1,9 +1,9 @@
 // Storage on two POSIX files (native builds): `path` and `path-log`, held
-// under the lock file `path-lock` that the Node backend takes too
-// (ts/src/storage/node.ts: created with O_EXCL, it holds the owner's pid;
-// stale when that process is gone), so a native tool and a Node process never
-// have one store open at once, plus an exclusive flock on the data file (what
-// the Deno backend takes). A second open in this process is kLocked as well.
+// under an exclusive flock on the data file (what the Deno backend takes) and,
+// taken second, the lock file `path-lock` that the Node backend takes
+// (ts/src/storage/node.ts: created with O_EXCL, it holds the owner's pid; we
+// and Deno write "<pid> flock"), so the native tool, Node and Deno never have
+// one store open at once. A second open in this process is kLocked as well.
 #pragma once
 #include <string>
 
@@ -27,8 +27,9 @@ class PosixStorage : public Storage {
   std::string lock_path_;  // removed by the destructor when set (we own it)
 };
 
-// Takes the lock file at lock_path (the Node backend's protocol): kOk, kLocked
-// when a live process (this one included) holds it, kIoError.
+// Takes the lock file at lock_path (the Node backend's protocol) with the data
+// file's flock held: kOk, kLocked when a live process (this one included) holds
+// it, kIoError. A file that says "flock" is stale (its writer held our flock).
 Status take_lock_file(const std::string& lock_path);
 
 }  // namespace adaptree

@@ -128,7 +128,7 @@ describe.each(REAL_BUILDS)('native and Node exclude each other (%s)', (build) =>
       });
       child.once('exit', (c) => rej(new Error(`adaptree-store-tool hold exited ${c}`)));
     });
-    expect(readFileSync(path + '-lock', 'utf8')).toBe(String(child.pid));
+    expect(readFileSync(path + '-lock', 'utf8')).toBe(`${child.pid} flock`);
     await expect(BTreeStore.open({ path, storage: 'node', keys: 'bytes', values: 'bytes', wasm })).rejects.toBeInstanceOf(LockedError);
     child.stdin!.end();
     expect(await exited).toBe(0);

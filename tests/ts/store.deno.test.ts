@@ -1,12 +1,13 @@
 // The store on Deno files: open, write, commit, a second open (LockedError through
 // FsFile.tryLockSync), reopen without the uncommitted write, close commits. Needs dist/.
 import { afterAll, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { tempDir } from './store-helpers.js';
+import { BTreeStore, LockedError } from '../../ts/src/index.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../..');
@@ -32,3 +33,78 @@ it('Deno: writes, commits, locks and reopens a store on Deno.FsFile', async () =
   });
   expect(existsSync(join(tmp.dir, 'deno.db-log'))).toBe(true);
 });
+
+// Node has no flock, Deno's backend takes one: both take the lock file `path-lock` too
+// (Node writes its pid, Deno "<pid> flock"), so neither opens a store the other holds, and a
+// holder that was killed leaves a lock the other takes over.
+const denoBin = join(repo, 'node_modules/.bin/deno');
+const denoEnv = { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' };
+// proc: Deno reads /proc/<pid> (whether a Node holder still runs) only under --allow-all.
+function denoArgs(mode: string, path: string, proc: boolean): string[] {
+  const perms = proc ? ['--allow-all'] : [`--allow-read=${repo},${tmp.dir}`, `--allow-write=${tmp.dir}`];
+  return ['run', '--quiet', ...perms, join(here, 'store-deno-lock.mjs'), mode, path];
+}
+async function denoTry(path: string, proc = true): Promise<{ result: string; message?: string; seen?: unknown }> {
+  const { stdout } = await promisify(execFile)(denoBin, denoArgs('try', path, proc), { cwd: repo, env: denoEnv });
+  return JSON.parse(stdout);
+}
+
+it('Node and Deno exclude each other through the lock file, and take over a killed holder\'s', async () => {
+  const path = join(tmp.dir, 'shared.db');
+  // Node holds it: Deno is refused and changes nothing.
+  let s = await BTreeStore.open<string, string>({ path, storage: 'node', keys: 'utf8', values: 'json' });
+  s.set('from', 'node');
+  await s.commit();
+  expect(readFileSync(path + '-lock', 'utf8')).toBe(String(process.pid));
+  expect((await denoTry(path)).result).toBe('LOCKED');
+  expect((await denoTry(path, false)).result).toBe('LOCKED'); // cannot read /proc: held all the same
+  expect(s.get('from')).toBe('node');
+  await s.close();
+  expect(existsSync(path + '-lock')).toBe(false);
+  expect(await denoTry(path)).toEqual({ result: 'ok', seen: 'node' });
+
+  // Deno holds it: Node gets LockedError; after Deno closes, Node opens.
+  const hold = (): Promise<{ child: ReturnType<typeof spawn>; exited: Promise<number | null> }> =>
+    new Promise((res, rej) => {
+      const child = spawn(denoBin, denoArgs('hold', path, false), { cwd: repo, env: denoEnv, stdio: ['pipe', 'pipe', 'inherit'] });
+      const exited = new Promise<number | null>((r) => child.once('exit', r));
+      let out = '';
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('open')) res({ child, exited });
+      });
+      child.once('exit', (c) => rej(new Error(`deno hold exited ${c}`)));
+    });
+  let h = await hold();
+  expect(readFileSync(path + '-lock', 'utf8')).toBe(`${h.child.pid} flock`);
+  await expect(BTreeStore.open({ path, storage: 'node', keys: 'utf8', values: 'json' })).rejects.toBeInstanceOf(LockedError);
+  h.child.stdin!.end();
+  expect(await h.exited).toBe(0);
+  expect(existsSync(path + '-lock')).toBe(false);
+  s = await BTreeStore.open<string, string>({ path, storage: 'node', keys: 'utf8', values: 'json' });
+  expect(s.get('from')).toBe('deno-hold');
+  await s.close();
+
+  // Deno killed while holding: its lock file stays, Node takes it over (the pid is gone).
+  h = await hold();
+  h.child.kill('SIGKILL');
+  await h.exited;
+  expect(readFileSync(path + '-lock', 'utf8')).toBe(`${h.child.pid} flock`);
+  s = await BTreeStore.open<string, string>({ path, storage: 'node', keys: 'utf8', values: 'json' });
+  expect(s.get('from')).toBe('deno-hold');
+  await s.close();
+
+  // A Node holder that died: Deno takes its lock over when it can read /proc, and says what to do
+  // when it cannot.
+  const dead = await new Promise<number>((res) => {
+    const c = spawn(process.execPath, ['-e', '0']);
+    c.once('exit', () => res(c.pid!));
+  });
+  writeFileSync(path + '-lock', String(dead));
+  const refused = await denoTry(path, false);
+  expect(refused.result).toBe('LOCKED');
+  expect(refused.message).toContain('/proc');
+  expect(readFileSync(path + '-lock', 'utf8')).toBe(String(dead));
+  expect(await denoTry(path)).toEqual({ result: 'ok', seen: 'deno-hold' });
+  expect(existsSync(path + '-lock')).toBe(false);
+}, 120_000);

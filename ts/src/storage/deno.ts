@@ -4,8 +4,15 @@
  * `path + '-log'`. Needs `--allow-read` and `--allow-write` for them.
  *
  * Locking: an exclusive advisory lock on the data file (`FsFile.tryLockSync(true)`, flock),
- * which the OS drops when the process dies, so there are no stale locks. A second open of
- * the same path in this process is refused before that (LockedError).
+ * which the OS drops when the process dies, so there are no stale locks among Deno processes
+ * (and the native tool, which takes the same flock). Node has no flock: its backend takes the
+ * lock file `path + '-lock'` holding its pid, so a Deno store takes that file too (writing
+ * `<pid> flock`), and both runtimes exclude each other. A lock file found while this process
+ * holds the flock is stale when it says `flock` (its writer held the flock, so it is gone) or
+ * when its pid is not running; whether a pid runs is read from `/proc/<pid>` on Linux, which
+ * needs `--allow-read=/proc`. Without that (or on another OS) a lock file written by Node is
+ * taken as held: LockedError, whose message names the file to remove if no process uses the
+ * store. A second open of the same path in this process is refused first (LockedError).
  */
 import { InvalidArgumentError, IoError, LockedError } from '../errors.js';
 import type { SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
@@ -24,10 +31,15 @@ interface DenoFsFile {
   close(): void;
 }
 interface DenoNs {
-  openSync(path: string, options: { read?: boolean; write?: boolean; create?: boolean }): DenoFsFile;
+  openSync(path: string, options: { read?: boolean; write?: boolean; create?: boolean; createNew?: boolean }): DenoFsFile;
+  readTextFileSync(path: string): string;
+  removeSync(path: string): void;
+  statSync(path: string): unknown;
   realPathSync(path: string): string;
   cwd(): string;
-  errors: { NotFound: new (...a: never[]) => Error };
+  pid: number;
+  build: { os: string };
+  errors: { NotFound: new (...a: never[]) => Error; AlreadyExists: new (...a: never[]) => Error };
 }
 
 const SEEK_START = 0;
@@ -86,6 +98,72 @@ function absolute(d: DenoNs, path: string): string {
   return (cwd.endsWith('/') ? cwd : cwd + '/') + path;
 }
 
+/** What `/proc` says of a pid: running, gone, or unknown (no permission, not Linux). */
+function pidState(d: DenoNs, pid: number): 'alive' | 'gone' | 'unknown' {
+  if (d.build.os !== 'linux') return 'unknown';
+  try {
+    d.statSync(`/proc/${pid}`);
+    return 'alive';
+  } catch (e) {
+    return e instanceof d.errors.NotFound ? 'gone' : 'unknown';
+  }
+}
+
+/**
+ * Takes the lock file Node's backend uses (see the header); called with the data file's
+ * flock held. Throws LockedError when a Node process (or one we cannot tell is gone) holds it.
+ */
+function takeLockFile(d: DenoNs, lockPath: string, storePath: string): void {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    let f: DenoFsFile;
+    try {
+      f = d.openSync(lockPath, { write: true, createNew: true });
+    } catch (e) {
+      if (!(e instanceof d.errors.AlreadyExists)) throw new IoError(`cannot create the lock file ${lockPath}: ${(e as Error).message}`, { cause: e });
+      let text: string;
+      try {
+        text = d.readTextFileSync(lockPath);
+      } catch (e2) {
+        if (e2 instanceof d.errors.NotFound) continue; // released meanwhile
+        throw new IoError(`cannot read the lock file ${lockPath}: ${(e2 as Error).message}`, { cause: e2 });
+      }
+      const pid = Number.parseInt(text, 10);
+      const flockHolder = /\bflock\b/.test(text);
+      if (!flockHolder) {
+        // An empty file: a Node process between creating and writing it.
+        if (text === '' || !Number.isInteger(pid) || pid <= 0) {
+          throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
+        }
+        const state = pid === d.pid ? 'gone' : pidState(d, pid);
+        if (state === 'alive') throw new LockedError(`the store ${storePath} is open in process ${pid} (lock file ${lockPath})`);
+        if (state === 'unknown') {
+          throw new LockedError(
+            `the store ${storePath} has a lock file ${lockPath} of process ${pid}, and this Deno cannot tell whether that process runs ` +
+              `(it reads /proc/${pid}, which Deno allows only with --allow-all); remove the file if no process uses the store`,
+          );
+        }
+      }
+      // Stale: its writer held the flock we now hold, or its process is gone.
+      try {
+        d.removeSync(lockPath);
+      } catch (e3) {
+        if (!(e3 instanceof d.errors.NotFound)) throw new IoError(`cannot remove the stale lock file ${lockPath}: ${(e3 as Error).message}`, { cause: e3 });
+      }
+      continue;
+    }
+    try {
+      const bytes = new TextEncoder().encode(`${d.pid} flock`);
+      let done = 0;
+      while (done < bytes.length) done += f.writeSync(bytes.subarray(done));
+      f.syncDataSync();
+    } finally {
+      f.close();
+    }
+    return;
+  }
+  throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
+}
+
 export const denoStorage: SyncBackend = {
   kind: 'sync',
   name: 'deno',
@@ -109,6 +187,7 @@ export const denoStorage: SyncBackend = {
         throw new IoError('this Deno has no FsFile.tryLockSync (Deno 2.7 or later is needed for locking)');
       }
       if (!data.tryLockSync(true)) throw new LockedError(`the store ${abs} is open in another process`);
+      takeLockFile(d, abs + '-lock', abs);
     } catch (e) {
       for (const f of files) f.close();
       openPaths.delete(abs);
@@ -121,6 +200,11 @@ export const denoStorage: SyncBackend = {
       close() {
         if (closed) return;
         closed = true;
+        try {
+          d.removeSync(abs + '-lock'); // before the flock goes, so no one finds it stale-but-held
+        } catch {
+          /* gone already; a stale file is taken over by the next open */
+        }
         try {
           files[0]!.unlockSync();
         } catch {
