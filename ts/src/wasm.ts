@@ -394,10 +394,11 @@ class Loaded implements AdaptreeWasm {
 
   markLost(tree: number): void {
     if (this.poison.word === null) return;
-    // Raw: the guarded export refuses once the memory is poisoned (a second lost worker).
-    // at_tree_abandon only sets a bit and notifies: it takes no lock and allocates nothing.
-    if (tree !== 0) this.raw.at_tree_abandon(tree);
+    // Raw: the guarded export refuses once the memory is poisoned. at_tree_abandon only sets
+    // a bit and notifies: it takes no lock and allocates nothing.
+    // The poison first: a waiter that wakes tests it after its call returns.
     Atomics.compareExchange(this.poison.word, 0, 0, POISON_LOST);
+    if (tree !== 0) this.raw.at_tree_abandon(tree);
   }
 
   release(): void {
