@@ -133,10 +133,14 @@ type WebWorker = {
 
 /** Starts one worker: a web Worker where the global exists (browsers, Deno, Bun), else Node's. */
 async function spawn(url: string | URL | undefined, name: string, onReply: (r: Reply) => void, onGone: (why: string) => void): Promise<Port> {
-  const W = (globalThis as { Worker?: new (u: string | URL, o: object) => WebWorker }).Worker;
-  if (typeof W === 'function') {
-    // Written literally so that bundlers see it and bundle pool-worker.js with its imports.
-    const w = url !== undefined ? new W(url, { type: 'module', name }) : new W(new URL('./pool-worker.js', import.meta.url), { type: 'module', name });
+  if (typeof (globalThis as { Worker?: unknown }).Worker === 'function') {
+    // `new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module' })` written out
+    // literally: bundlers (vite, webpack 5) recognise exactly this and bundle the worker.
+    const w = (
+      url !== undefined
+        ? new Worker(url, { type: 'module', name })
+        : new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module', name })
+    ) as unknown as WebWorker;
     w.addEventListener('message', (e) => onReply(e.data));
     w.addEventListener('error', (e) => {
       e.preventDefault?.();
