@@ -7,6 +7,8 @@
 // unusable with a typed error, waking the threads that wait for the latch, instead of a hang.
 import { describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { BTreeMap, WorkerPool, loadWasm, markWorkerLost, threadsAvailable } from '../../dist/index.js';
 import { POOL_PORTS } from '../../dist/pool.js';
 
@@ -98,6 +100,14 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
     const custom = new BTreeMap<string, string>(null, { wasm, values: { encode: (v: string) => new TextEncoder().encode(v), decode: (b: Uint8Array) => new TextDecoder().decode(b) } });
     await expect(WorkerPool.create(custom)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     custom.free();
+  });
+
+  it('a Node script that ends awaiting the pool gets its answer, then exits without close()', () => {
+    const script = fileURLToPath(new URL('./fixtures/pool-script.mjs', import.meta.url));
+    const r = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe('[2,null,1]');
   });
 
   it('the st build: ThreadsUnsupportedError, or the calling thread with fallback "inline"', async () => {

@@ -69,6 +69,8 @@ interface Reply {
 interface Port {
   post(m: unknown): void;
   terminate(): Promise<void>;
+  /** Node: keeps the process alive while a call waits for this worker (an idle pool does not). */
+  busy(yes: boolean): void;
 }
 
 interface Slot {
@@ -122,6 +124,7 @@ type NodeWorker = {
   on(e: 'message', f: (m: Reply) => void): void;
   on(e: 'exit', f: (code: number) => void): void;
   on(e: 'error', f: (err: Error) => void): void;
+  ref(): void;
   unref(): void;
 };
 type WebWorker = {
@@ -149,6 +152,7 @@ async function spawn(url: string | URL | undefined, name: string, onReply: (r: R
     return {
       post: (m) => w.postMessage(m),
       terminate: async () => w.terminate(),
+      busy: () => {},
     };
   }
   const specifier = 'node:worker_threads';
@@ -159,13 +163,15 @@ async function spawn(url: string | URL | undefined, name: string, onReply: (r: R
   w.on('message', onReply);
   w.on('error', () => {}); // 'exit' follows and reports it
   w.on('exit', (code) => onGone(`the worker exited (code ${code})`));
-  // Idle workers do not keep a Node process alive (close() still ends them).
+  // Idle workers do not keep a Node process alive (close() still ends them); a call waiting
+  // for one does (else `await pool.getMany(...)` could be the last thing and Node would exit).
   w.unref();
   return {
     post: (m) => w.postMessage(m),
     terminate: async () => {
       await w.terminate();
     },
+    busy: (yes) => (yes ? w.ref() : w.unref()),
   };
 }
 
@@ -255,6 +261,7 @@ export class WorkerPool<K = string, V = unknown> {
     const p = slot.pending.get(r.seq);
     if (p === undefined) return;
     slot.pending.delete(r.seq);
+    if (slot.pending.size === 0) slot.port.busy(false);
     if (r.error !== undefined) p.reject(rebuild(r.error));
     else p.resolve(r.value);
   }
@@ -287,11 +294,13 @@ export class WorkerPool<K = string, V = unknown> {
     return new Promise((resolve, reject) => {
       const seq = this.#seq++;
       slot.pending.set(seq, { resolve, reject });
+      if (slot.pending.size === 1) slot.port.busy(true);
       try {
         slot.port.post({ seq, ...m });
       } catch (e) {
         // A key or value that structured clone cannot copy (a function, a symbol, ...).
         slot.pending.delete(seq);
+        if (slot.pending.size === 0) slot.port.busy(false);
         reject(new InvalidValueError(`cannot send to a pool worker: ${(e as Error).message}`, { cause: e }));
       }
     });
