@@ -41,6 +41,7 @@ import {
 } from './errors.js';
 import { BTreeMap, treeOf } from './map.js';
 import { markWorkerLost, type SharedMapHandle } from './threads.js';
+import type { WasmUrl } from './wasm.js';
 
 /** Options of `WorkerPool.create`. */
 export interface WorkerPoolOptions {
@@ -54,7 +55,7 @@ export interface WorkerPoolOptions {
    */
   fallback?: 'throw' | 'inline';
   /** The worker script, where the default (pool-worker.js next to this module) does not resolve. */
-  workerUrl?: string | URL;
+  workerUrl?: string | WasmUrl;
   /** Stack reserved for each worker's instance (`map.share(stackSize)`); default 1 MiB. */
   stackSize?: number;
 }
@@ -184,9 +185,13 @@ function chunks(n: number, parts: number): [number, number][] {
 }
 
 /**
- * Workers attached to one shared map, running batches for the calling thread. See the file
- * comment and docs/THREADS.md. Create with `await WorkerPool.create(map, options)`; `close()`
- * when done (or `await using`).
+ * Workers attached to one shared map (mt build) that run `getMany` / `setMany` / `load` for
+ * the calling thread, split over the workers, results in input order; errors keep their class
+ * and `code`. Create with `await WorkerPool.create(map, options)`; `close()` when done (or
+ * `await using`): it frees the workers' attachments (their stacks go back to the memory) and
+ * later calls throw ClosedError. A worker that ends during a call makes the memory unusable
+ * (InstanceUnusableError, INSTANCE_POISONED; see markWorkerLost). docs/THREADS.md, "A pool of
+ * workers".
  */
 export class WorkerPool<K = string, V = unknown> {
   readonly #map: BTreeMap<K, V>;
