@@ -34,7 +34,7 @@ describe.runIf(existsSync(CHROMIUM))('WorkerPool with browser module workers (Ch
       expect(r.error).toBeUndefined();
       expect(errors).toEqual([]);
       expect(r).toMatchObject({ crossOriginIsolated: true, build: 'mt', same: true, size: 4000, tooLarge: 'KEY_TOO_LARGE', loaded: true, afterClose: 'CLOSED' });
-      // Four pools of two workers would keep 8 MiB of stacks; given back, at most one pool's worth.
+      // Two pools of two workers would keep 4 MiB of stacks; given back, at most one pool's worth.
       expect(r.grownMiB as number).toBeLessThanOrEqual(3);
     } finally {
       await browser.close();
