@@ -299,9 +299,15 @@ void at_tree_free(at_tree* t) {
     // Other threads may still call with this handle: wait for the calls in
     // flight, drop the tree, keep the (small) struct as a closed tombstone.
     TreeLatchGuard g(t->latch, true, TreeLatch::Wait::kSpin);
-    // Abandoned: a dead thread may have left the tree half-modified; it is not
-    // walked again, not even to free it (its memory stays allocated).
-    if (!g.held() || t->closed) return;
+    if (t->closed) return;
+    if (!g.held()) {
+      // Abandoned: a dead thread may have left the tree half-modified; it is not
+      // walked again, not even to free it (its memory stays allocated).
+#if ADAPTREE_LSAN
+      __lsan_ignore_object(t);
+#endif
+      return;
+    }
     for (at_cursor* c : t->cursors) c->cur.detach();  // their owner stays: the tombstone
     std::vector<at_cursor*>().swap(t->cursors);
     t->own.reset();
