@@ -96,6 +96,14 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
     map.free();
     await expect(pool2.getMany(['ok'])).rejects.toMatchObject({ code: 'CLOSED' });
     await pool2.close();
+    // A worker script that does not load: create rejects typed, the memory is not poisoned.
+    const live = new BTreeMap<string, string>([['a', 'b']], { wasm, values: 'utf8' });
+    await expect(WorkerPool.create(live, { workers: 2, workerUrl: new URL('./fixtures/no-such-worker.mjs', import.meta.url) })).rejects.toMatchObject({
+      code: 'INTERNAL',
+      message: expect.stringContaining('failed to start'),
+    });
+    expect(live.get('a')).toBe('b');
+    live.free();
     // What cannot go to workers fails typed at create.
     const custom = new BTreeMap<string, string>(null, { wasm, values: { encode: (v: string) => new TextEncoder().encode(v), decode: (b: Uint8Array) => new TextDecoder().decode(b) } });
     await expect(WorkerPool.create(custom)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });

@@ -3,7 +3,9 @@
  * worker, a browser module worker or a Deno worker. It attaches to the pool's map
  * (BTreeMap.attach on the handle it is given) and runs each request on it, in order.
  *
- * Protocol: `{ seq, op, ... }` → `{ seq, value }` or `{ seq, error: { name, code, message } }`.
+ * Protocol: `{ seq: 0 }` first, once the script runs (before it, a failing worker cannot have
+ * touched the shared memory); then `{ seq, op, ... }` → `{ seq, value }` or
+ * `{ seq, error: { name, code, message } }`.
  * Ops: 'attach' (handle), 'getMany' (keys → values), 'setMany' (entries; applied in
  * sub-batches so that other workers' batches interleave with this one's encoding),
  * 'load' (entries, turn, index: waits until the shared turn counter equals index, applies,
@@ -120,6 +122,7 @@ if (typeof g.WorkerGlobalScope !== 'undefined' || (typeof g.Deno !== 'undefined'
   // A browser or Deno worker.
   const handle = serve((m) => g.postMessage!(m));
   g.addEventListener!('message', (e) => handle(e.data));
+  g.postMessage!({ seq: 0 }); // started: from here on this worker may touch the memory
 } else {
   // Node worker_threads. The specifier is hidden from bundlers (browser builds never get here).
   const name = 'node:worker_threads';
@@ -130,4 +133,5 @@ if (typeof g.WorkerGlobalScope !== 'undefined' || (typeof g.Deno !== 'undefined'
   if (port === null) throw new Error('adaptree pool worker: not started as a worker');
   const handle = serve((m) => port.postMessage(m));
   port.on('message', handle);
+  port.postMessage({ seq: 0 }); // started
 }

@@ -80,6 +80,8 @@ interface Slot {
   /** Requests sent and not answered. */
   readonly pending: Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>;
   alive: boolean;
+  /** The worker's script runs (its `{ seq: 0 }` came): from then on it may touch the memory. */
+  started: boolean;
 }
 
 /** @internal Tests: the pool's workers (their terminate() ends one, as a crash would). */
@@ -162,8 +164,11 @@ async function spawn(url: string | URL | undefined, name: string, onReply: (r: R
   const file = './pool-worker.js';
   const w = new wt.Worker(url ?? new URL(file, import.meta.url), { name });
   w.on('message', onReply);
-  w.on('error', () => {}); // 'exit' follows and reports it
-  w.on('exit', (code) => onGone(`the worker exited (code ${code})`));
+  let failure = '';
+  w.on('error', (e) => {
+    failure = `${e.message}; `; // 'exit' follows and reports it
+  });
+  w.on('exit', (code) => onGone(`${failure}the worker exited with code ${code}`));
   // Idle workers do not keep a Node process alive (close() still ends them); a call waiting
   // for one does (else `await pool.getMany(...)` could be the last thing and Node would exit).
   w.unref();
@@ -235,7 +240,7 @@ export class WorkerPool<K = string, V = unknown> {
       for (let i = 0; i < n; i++) {
         // share() throws typed for what cannot be shared (a store: THREADS_UNSUPPORTED).
         const handle = map.share(options.stackSize);
-        const slot: Slot = { port: undefined as unknown as Port, handle, pending: new Map(), alive: true };
+        const slot: Slot = { port: undefined as unknown as Port, handle, pending: new Map(), alive: true, started: false };
         slots.push(slot);
         slot.port = await spawn(options.workerUrl, `adaptree pool ${i}`, (r) => pool.#reply(slot, r), (why) => pool.#gone(slot, why));
       }
@@ -263,6 +268,10 @@ export class WorkerPool<K = string, V = unknown> {
   }
 
   #reply(slot: Slot, r: Reply): void {
+    if (r.seq === 0) {
+      slot.started = true;
+      return;
+    }
     const p = slot.pending.get(r.seq);
     if (p === undefined) return;
     slot.pending.delete(r.seq);
@@ -275,19 +284,28 @@ export class WorkerPool<K = string, V = unknown> {
   #gone(slot: Slot, why: string): void {
     if (!slot.alive) return;
     slot.alive = false;
-    if (this.#closing !== undefined) {
-      for (const p of slot.pending.values()) p.reject(new ClosedError(`the pool was closed (${why})`));
+    // (close() marks a worker not alive before it ends it: that exit does not get here.)
+    if (!slot.started) {
+      // Its script never ran (a wrong workerUrl, a blocked or failing module): it touched
+      // nothing, and its handle's stack was never used.
+      const e = new AdaptreeError(`a pool worker failed to start (${why}); check workerUrl (docs/THREADS.md, "A pool of workers")`, 'INTERNAL');
+      for (const p of slot.pending.values()) p.reject(e);
       slot.pending.clear();
-      return;
-    }
-    if (slot.pending.size > 0) {
+    } else if (slot.pending.size > 0) {
       // It ended during a call: it may have held the tree latch, left the tree half-modified
       // or held the allocator's lock. Wake the waiters and make the memory unusable.
       markWorkerLost(this.#map as BTreeMap<unknown, unknown>);
       this.#broken = new InstanceUnusableError(`a pool worker ended during a call (${why}): the shared map may be half-modified, so its wasm memory is unusable from now on (docs/THREADS.md)`);
-      // Calls of the live workers answer for themselves (INSTANCE_POISONED from now on).
-      for (const p of slot.pending.values()) p.reject(this.#broken);
-      slot.pending.clear();
+      // The other workers can do nothing useful on that memory, and one that waits for the
+      // allocator's lock would never answer: end them all, every call rejects.
+      for (const s of this.#slots) {
+        for (const p of s.pending.values()) p.reject(this.#broken);
+        s.pending.clear();
+        if (s !== slot && s.alive) {
+          s.alive = false;
+          void s.port.terminate().catch(() => {});
+        }
+      }
     }
     // An idle worker that ended holds nothing: the pool goes on without it. (Its instance's
     // stack is not given back: a web worker's 'error' does not always end it.)
