@@ -139,9 +139,10 @@ async function main() {
 // BATCH keys) and pool-setMany (`keys` new entries, random order, into an empty map, in
 // setMany batches of BATCH). Rows: adaptree-wasm-mt workers 0 = map.getMany / map.setMany on
 // the calling thread; adaptree-wasm-mt-pool workers 1 and 2 = pool.getMany / pool.setMany
-// (keys, entries and values travel to and from the workers by structured clone). Each pool
-// row carries `ratio`: its ops/s over the calling thread's. The pool is created before the
-// clock starts and closed after it stops.
+// (keys, entries and values travel to and from the workers by structured clone), `mode`
+// 'awaited' (each batch awaited before the next) or 'pipelined' (all batches handed over at
+// once). Each pool row carries `ratio`: its ops/s over the calling thread's. The pool is
+// created before the clock starts and closed after it stops.
 const BATCH = 10_000;
 
 function poolBatches(workload, keys, ops, seed) {
@@ -161,13 +162,18 @@ function poolBatches(workload, keys, ops, seed) {
   return out;
 }
 
-async function measurePool(BTreeMap, WorkerPool, wasm, workload, keys, batches, workers) {
+async function measurePool(BTreeMap, WorkerPool, wasm, workload, keys, batches, workers, pipelined) {
   const map = new BTreeMap(null, { wasm, values: 'utf8' });
   if (workload === 'pool-getMany') load(map, keys);
   const pool = workers > 0 ? await WorkerPool.create(map, { workers }) : null;
   let found = 0;
   const t0 = performance.now();
-  for (const b of batches) {
+  if (pipelined) {
+    // Every batch handed to the pool at once: the calling thread clones the next batches
+    // while the workers answer the first ones.
+    const answers = await Promise.all(batches.map((b) => (workload === 'pool-setMany' ? pool.setMany(b) : pool.getMany(b))));
+    if (workload === 'pool-getMany') for (const vs of answers) for (const v of vs) if (v !== undefined) found++;
+  } else for (const b of batches) {
     if (workload === 'pool-setMany') {
       if (pool) await pool.setMany(b);
       else map.setMany(b);
@@ -190,21 +196,25 @@ async function poolRows(p, keys, ops, rounds, seed, median) {
   for (const workload of p.poolWorkloads ?? ['pool-getMany', 'pool-setMany']) {
     const batches = poolBatches(workload, keys, ops, seed);
     const n = batches.reduce((k, b) => k + b.length, 0);
+    // mode 'awaited': each batch awaited before the next (a caller that needs the answer);
+    // 'pipelined': all batches handed over at once.
     const cases = [
-      ['adaptree-wasm-mt', 0],
-      ['adaptree-wasm-mt-pool', 1],
-      ['adaptree-wasm-mt-pool', 2],
+      ['adaptree-wasm-mt', 0, false],
+      ['adaptree-wasm-mt-pool', 1, false],
+      ['adaptree-wasm-mt-pool', 2, false],
+      ['adaptree-wasm-mt-pool', 1, true],
+      ['adaptree-wasm-mt-pool', 2, true],
     ];
     const times = cases.map(() => []);
     for (let r = 0; r < rounds; r++) {
-      for (let c = 0; c < cases.length; c++) times[c].push(await measurePool(BTreeMap, WorkerPool, mt, workload, keys, batches, cases[c][1]));
+      for (let c = 0; c < cases.length; c++) times[c].push(await measurePool(BTreeMap, WorkerPool, mt, workload, keys, batches, cases[c][1], cases[c][2]));
     }
     const base = n / median(times[0]);
-    cases.forEach(([impl, workers], c) => {
+    cases.forEach(([impl, workers, pipelined], c) => {
       const seconds = median(times[c]);
       const row = {
         dataset: 'hex-keys', workload, impl, config: 'adaptive', keys, ops: n, workers, batch: BATCH,
-        seconds: +seconds.toFixed(6), ops_per_sec: Math.round(n / seconds),
+        mode: pipelined ? 'pipelined' : 'awaited', seconds: +seconds.toFixed(6), ops_per_sec: Math.round(n / seconds),
       };
       if (workers > 0) row.ratio = +((n / seconds) / base).toFixed(3);
       console.log(JSON.stringify(row));
