@@ -86,7 +86,11 @@ export async function attachMap<K, V>(handle: SharedMapHandle, options?: AttachM
   try {
     map = new BTreeMap<K, V>(null, opts);
   } catch (e) {
-    detachInstance(wasm);
+    try {
+      detachInstance(wasm);
+    } catch {
+      // (out of memory making the runtime: the original error says so)
+    }
     throw e;
   }
   live.add(detach);
