@@ -38,13 +38,13 @@ async function run() {
   } catch (e) {
     afterClose = e.code;
   }
-  const before = wasm.memory.buffer.byteLength;
+  const before = wasm.exports.at_memory_available(); // free heap + unclaimed room
   for (let i = 0; i < 2; i++) {
     const p = await WorkerPool.create(map, { workers: 2 });
     await p.getMany([key(1)]);
     await p.close();
   }
-  const grown = wasm.memory.buffer.byteLength - before;
+  const grown = before - wasm.exports.at_memory_available();
   const size = map.size;
   map.free();
   empty.free();
