@@ -34,7 +34,7 @@ describe.runIf(existsSync(CHROMIUM))('WorkerPool with browser module workers (Ch
       expect(r.error).toBeUndefined();
       expect(errors).toEqual([]);
       expect(r).toMatchObject({ crossOriginIsolated: true, build: 'mt', same: true, size: 4000, tooLarge: 'KEY_TOO_LARGE', loaded: true, afterClose: 'CLOSED' });
-      // Two pools of two workers would keep 4 MiB of stacks (measured as free heap plus
+      // A pool of two workers would keep 2 MiB of stacks (measured as free heap plus
       // unclaimed room taken).
       expect(r.grownMiB as number).toBeLessThanOrEqual(1);
     } finally {

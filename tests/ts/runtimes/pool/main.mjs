@@ -39,7 +39,7 @@ async function run() {
     afterClose = e.code;
   }
   const before = wasm.exports.at_memory_available(); // free heap + unclaimed room
-  for (let i = 0; i < 2; i++) {
+  for (let i = 0; i < 1; i++) {
     const p = await WorkerPool.create(map, { workers: 2 });
     await p.getMany([key(1)]);
     await p.close();
