@@ -104,7 +104,8 @@ class Held {
     mode_.shared = !g_.exclusive();
     mode_.rng = rng;
   }
-  bool ok() const { return !t_->closed; }
+  // Not held (the latch was abandoned: at_tree_abandon) counts as closed.
+  bool ok() const { return g_.held() && !t_->closed; }
   ReadMode* mode() { return &mode_; }
   bool exclusive() const { return g_.exclusive(); }
   // A shared read answered kRestart: hold exclusive from now on, run it again.
@@ -287,7 +288,7 @@ int32_t at_tree_share(at_tree* t) {
   // Phase 1: a store's page I/O belongs to the thread that opened it (docs/THREADS.md).
   if (t->store) return st(Status::kInvalidArgument);
   TreeLatchGuard g(t->latch, true, TreeLatch::Wait::kSpin);
-  if (t->closed) return st(Status::kClosed);
+  if (!g.held() || t->closed) return st(Status::kClosed);
   t->shared = true;
   return st(Status::kOk);
 }
@@ -299,6 +300,14 @@ void at_tree_free(at_tree* t) {
     // flight, drop the tree, keep the (small) struct as a closed tombstone.
     TreeLatchGuard g(t->latch, true, TreeLatch::Wait::kSpin);
     if (t->closed) return;
+    if (!g.held()) {
+      // Abandoned: a dead thread may have left the tree half-modified; it is not
+      // walked again, not even to free it (its memory stays allocated).
+#if ADAPTREE_LSAN
+      __lsan_ignore_object(t);
+#endif
+      return;
+    }
     for (at_cursor* c : t->cursors) c->cur.detach();  // their owner stays: the tombstone
     std::vector<at_cursor*>().swap(t->cursors);
     t->own.reset();
@@ -689,8 +698,14 @@ uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::check
 
 int32_t at_debug_latch(at_tree* t, uint32_t hold) {
   if (!t) return st(Status::kClosed);
-  if (hold) t->latch.lock_exclusive(TreeLatch::Wait::kSpin);
-  else t->latch.unlock_exclusive();
+  if (hold) return st(t->latch.lock_exclusive(TreeLatch::Wait::kSpin) ? Status::kOk : Status::kClosed);
+  t->latch.unlock_exclusive();
+  return st(Status::kOk);
+}
+
+int32_t at_tree_abandon(at_tree* t) {
+  if (!t) return st(Status::kClosed);
+  t->latch.abandon();
   return st(Status::kOk);
 }
 
@@ -875,7 +890,10 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
 // bindings/internal.h: the core tree behind a handle, for bindings/inspect.cc.
 LatchedTree::LatchedTree(at_tree* t) : t_(t) {
   if (!t) return;
-  t->latch.lock_exclusive(TreeLatch::Wait::kSpin);
+  if (!t->latch.lock_exclusive(TreeLatch::Wait::kSpin)) {  // abandoned: no tree
+    t_ = nullptr;
+    return;
+  }
   if (!t->closed) tree_ = &t->tree;
 }
 LatchedTree::~LatchedTree() {

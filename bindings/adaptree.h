@@ -243,6 +243,11 @@ double at_memory_available(void);
  * hold = 0 releases it. Lets a test keep a tree busy in one worker while another
  * thread's call waits (the browser's main thread must spin, never sleep). */
 int32_t at_debug_latch(at_tree* t, uint32_t hold);
+/* A thread died while it may have held t's latch (a worker terminated mid-call): marks the
+ * latch abandoned and wakes its waiters. From then on every call on t answers CLOSED
+ * without touching the tree (which may be half-modified), and at_tree_free leaves it
+ * allocated. The JavaScript runtime also marks the memory unusable (at_poison_word). */
+int32_t at_tree_abandon(at_tree* t);
 /* Test-only: traps (wasm `unreachable`), as a bug would. */
 void at_debug_trap(void);
 /* A u32 in linear memory that the JavaScript runtime sets to 1 when a call trapped, so

@@ -130,6 +130,96 @@ async function main() {
       }));
     });
   }
+  if (p.pool !== false) await poolRows(p, keys, ops, rounds, seed, median);
+}
+
+// ------------------------------------------------------------------ pool rows
+// WorkerPool (ts/src/pool.ts) against the map's own batch calls on the calling thread, mt
+// build. Workloads: pool-getMany (`ops` lookups of random present keys, in getMany batches of
+// BATCH keys) and pool-setMany (`keys` new entries, random order, into an empty map, in
+// setMany batches of BATCH). Rows: adaptree-wasm-mt workers 0 = map.getMany / map.setMany on
+// the calling thread; adaptree-wasm-mt-pool workers 1 and 2 = pool.getMany / pool.setMany
+// (keys, entries and values travel to and from the workers by structured clone), `mode`
+// 'awaited' (each batch awaited before the next) or 'pipelined' (all batches handed over at
+// once). Each pool row carries `ratio`: its ops/s over the calling thread's. The pool is
+// created before the clock starts and closed after it stops.
+const BATCH = 10_000;
+
+function poolBatches(workload, keys, ops, seed) {
+  const next = rng(seed + 17);
+  const out = [];
+  if (workload === 'pool-setMany') {
+    const order = Array.from({ length: keys }, (_, i) => i);
+    for (let i = keys - 1; i > 0; i--) { const j = next() % (i + 1); [order[i], order[j]] = [order[j], order[i]]; }
+    for (let a = 0; a < keys; a += BATCH) out.push(order.slice(a, a + BATCH).map((i) => [key(i), value(i)]));
+  } else {
+    for (let a = 0; a < ops; a += BATCH) {
+      const b = [];
+      for (let i = a; i < Math.min(ops, a + BATCH); i++) b.push(key(next() % keys));
+      out.push(b);
+    }
+  }
+  return out;
+}
+
+async function measurePool(BTreeMap, WorkerPool, wasm, workload, keys, batches, workers, pipelined) {
+  const map = new BTreeMap(null, { wasm, values: 'utf8' });
+  if (workload === 'pool-getMany') load(map, keys);
+  const pool = workers > 0 ? await WorkerPool.create(map, { workers }) : null;
+  let found = 0;
+  const t0 = performance.now();
+  if (pipelined) {
+    // Every batch handed to the pool at once: the calling thread clones the next batches
+    // while the workers answer the first ones.
+    const answers = await Promise.all(batches.map((b) => (workload === 'pool-setMany' ? pool.setMany(b) : pool.getMany(b))));
+    if (workload === 'pool-getMany') for (const vs of answers) for (const v of vs) if (v !== undefined) found++;
+  } else for (const b of batches) {
+    if (workload === 'pool-setMany') {
+      if (pool) await pool.setMany(b);
+      else map.setMany(b);
+    } else {
+      const vs = pool ? await pool.getMany(b) : map.getMany(b);
+      for (const v of vs) if (v !== undefined) found++;
+    }
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  if (pool) await pool.close();
+  if (workload === 'pool-setMany' && map.size !== keys) throw new Error(`pool-setMany: ${map.size} keys, expected ${keys}`);
+  if (workload === 'pool-getMany' && found !== batches.reduce((n, b) => n + b.length, 0)) throw new Error('pool-getMany: keys missing');
+  map.free();
+  return seconds;
+}
+
+async function poolRows(p, keys, ops, rounds, seed, median) {
+  const { BTreeMap, WorkerPool, loadWasm } = await import('../../dist/index.js');
+  const mt = await loadWasm({ threads: true });
+  for (const workload of p.poolWorkloads ?? ['pool-getMany', 'pool-setMany']) {
+    const batches = poolBatches(workload, keys, ops, seed);
+    const n = batches.reduce((k, b) => k + b.length, 0);
+    // mode 'awaited': each batch awaited before the next (a caller that needs the answer);
+    // 'pipelined': all batches handed over at once.
+    const cases = [
+      ['adaptree-wasm-mt', 0, false],
+      ['adaptree-wasm-mt-pool', 1, false],
+      ['adaptree-wasm-mt-pool', 2, false],
+      ['adaptree-wasm-mt-pool', 1, true],
+      ['adaptree-wasm-mt-pool', 2, true],
+    ];
+    const times = cases.map(() => []);
+    for (let r = 0; r < rounds; r++) {
+      for (let c = 0; c < cases.length; c++) times[c].push(await measurePool(BTreeMap, WorkerPool, mt, workload, keys, batches, cases[c][1], cases[c][2]));
+    }
+    const base = n / median(times[0]);
+    cases.forEach(([impl, workers, pipelined], c) => {
+      const seconds = median(times[c]);
+      const row = {
+        dataset: 'hex-keys', workload, impl, config: 'adaptive', keys, ops: n, workers, batch: BATCH,
+        mode: pipelined ? 'pipelined' : 'awaited', seconds: +seconds.toFixed(6), ops_per_sec: Math.round(n / seconds),
+      };
+      if (workers > 0) row.ratio = +((n / seconds) / base).toFixed(3);
+      console.log(JSON.stringify(row));
+    });
+  }
 }
 
 if (isMainThread) main().catch((e) => { process.stderr.write(`threads bench: ${e.stack || e.message}\n`); process.exit(1); });

@@ -19,6 +19,11 @@
 // yielding where the standard library has no wait). The browser's main
 // thread must never block (Atomics.wait throws there, and in wasm the wait
 // instruction traps): its contexts say Wait::kSpin and only spin.
+//
+// Abandoned (bit 29): a thread died while it may have held the latch (a worker
+// terminated mid-call; docs/THREADS.md). abandon() sets the bit and wakes every
+// sleeper; from then on every lock call, waiting or new, returns false at once
+// and the caller answers without touching the tree. The bit is never cleared.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -36,13 +41,16 @@ class TreeLatch {
 
   static constexpr uint32_t kExclusive = 1u << 31;
   static constexpr uint32_t kWriterWaits = 1u << 30;
-  static constexpr uint32_t kSharedMask = kWriterWaits - 1;
+  static constexpr uint32_t kAbandoned = 1u << 29;
+  static constexpr uint32_t kSharedMask = kAbandoned - 1;
 
-  void lock_shared(Wait w) {
+  // False (not held) once the latch is abandoned.
+  bool lock_shared(Wait w) {
     uint32_t v = word_.load(std::memory_order_relaxed);
     for (unsigned spins = 0;;) {
+      if (v & kAbandoned) return false;
       if (!(v & (kExclusive | kWriterWaits))) {
-        if (word_.compare_exchange_weak(v, v + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
+        if (word_.compare_exchange_weak(v, v + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) return true;
         continue;
       }
       v = pause(v, &spins, w);
@@ -53,11 +61,13 @@ class TreeLatch {
     if ((v & kSharedMask) == 0) wake();  // the last reader out: a waiting writer may go
   }
 
-  void lock_exclusive(Wait w) {
+  // False (not held) once the latch is abandoned.
+  bool lock_exclusive(Wait w) {
     uint32_t v = word_.load(std::memory_order_relaxed);
     for (unsigned spins = 0;;) {
+      if (v & kAbandoned) return false;
       if ((v & ~kWriterWaits) == 0) {  // free (a writer-waits mark may be ours or another writer's)
-        if (word_.compare_exchange_weak(v, kExclusive, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
+        if (word_.compare_exchange_weak(v, kExclusive, std::memory_order_seq_cst, std::memory_order_relaxed)) return true;
         continue;
       }
       if (!(v & kWriterWaits)) {
@@ -71,9 +81,21 @@ class TreeLatch {
   }
   void unlock_exclusive() {
     // Clears a writer-waits mark too: that writer sets it again if it must wait on.
-    word_.store(0, std::memory_order_seq_cst);
+    // Keeps an abandoned mark.
+    word_.fetch_and(kAbandoned, std::memory_order_seq_cst);
     wake();
   }
+
+  // Marks the latch abandoned and wakes every waiter (see the file comment).
+  void abandon() {
+    word_.fetch_or(kAbandoned, std::memory_order_seq_cst);
+#if defined(__wasm__) && defined(__wasm_atomics__)
+    __builtin_wasm_memory_atomic_notify(reinterpret_cast<int32_t*>(&word_), ~0u);
+#elif !defined(__wasm__) && defined(__cpp_lib_atomic_wait)
+    word_.notify_all();
+#endif
+  }
+  bool abandoned() const { return word_.load(std::memory_order_seq_cst) & kAbandoned; }
 
   // For tests and assertions: the raw word.
   uint32_t state() const { return word_.load(std::memory_order_relaxed); }
@@ -145,20 +167,22 @@ class TreeLatch {
 class TreeLatchGuard {
  public:
   TreeLatchGuard(TreeLatch& l, bool exclusive, TreeLatch::Wait w) : l_(l), w_(w), exclusive_(exclusive) {
-    if (exclusive) l.lock_exclusive(w);
-    else l.lock_shared(w);
+    held_ = exclusive ? l.lock_exclusive(w) : l.lock_shared(w);
   }
   ~TreeLatchGuard() {
+    if (!held_) return;
     if (exclusive_) l_.unlock_exclusive();
     else l_.unlock_shared();
   }
+  // False when the latch was abandoned (nothing is held: do not touch the tree).
+  bool held() const { return held_; }
   TreeLatchGuard(const TreeLatchGuard&) = delete;
   TreeLatchGuard& operator=(const TreeLatchGuard&) = delete;
   bool exclusive() const { return exclusive_; }
   void upgrade() {
-    if (exclusive_) return;
+    if (exclusive_ || !held_) return;
     l_.unlock_shared();
-    l_.lock_exclusive(w_);
+    held_ = l_.lock_exclusive(w_);
     exclusive_ = true;
   }
 
@@ -166,6 +190,7 @@ class TreeLatchGuard {
   TreeLatch& l_;
   TreeLatch::Wait w_;
   bool exclusive_;
+  bool held_ = false;
 };
 
 }  // namespace adaptree

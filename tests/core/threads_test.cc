@@ -372,5 +372,54 @@ TEST(Threads, SharedReadsStillAdapt) {
   at_tree_free(t);
 }
 
+// A thread that died holding the latch (docs/THREADS.md, "A worker that ends during a
+// call"): abandon() wakes the threads waiting for it, in both wait modes, and from then on
+// nobody gets the latch; through the C ABI, calls on the tree answer CLOSED without touching
+// it, calls on other trees go on, and freeing the abandoned tree leaves it be.
+TEST(Threads, AbandonedLatchWakesWaitersAndRefusesHolders) {
+  TreeLatch l;
+  ASSERT_TRUE(l.lock_exclusive(TreeLatch::Wait::kSpin));  // the holder that "dies"
+  std::atomic<int> refused{0};
+  std::vector<std::thread> ws;
+  for (int i = 0; i < 4; i++)
+    ws.emplace_back([&, i] {
+      TreeLatch::Wait w = i % 2 ? TreeLatch::Wait::kBlock : TreeLatch::Wait::kSpin;
+      bool got = i < 2 ? l.lock_exclusive(w) : l.lock_shared(w);
+      if (!got) refused++;
+    });
+  while (!(l.state() & TreeLatch::kWriterWaits)) std::this_thread::yield();
+  l.abandon();
+  for (auto& t : ws) t.join();
+  EXPECT_EQ(refused.load(), 4);
+  EXPECT_TRUE(l.abandoned());
+  EXPECT_FALSE(l.lock_shared(TreeLatch::Wait::kBlock));
+  {
+    TreeLatchGuard g(l, true, TreeLatch::Wait::kBlock);
+    EXPECT_FALSE(g.held());
+  }
+  EXPECT_TRUE(l.abandoned());  // the guard released nothing and cleared nothing
+
+  at_tree* t = at_tree_new(7);
+  at_tree* other = at_tree_new(7);
+  at_ctx* c = at_ctx_new();
+  ASSERT_EQ(at_tree_share(t), 0);
+  ASSERT_EQ(at_set(t, c, reinterpret_cast<const uint8_t*>("k"), 1, reinterpret_cast<const uint8_t*>("v"), 1), 0);
+  ASSERT_EQ(at_debug_latch(t, 1), 0);  // held by a thread that then dies
+  std::thread waiter([&] {
+    at_ctx* c2 = at_ctx_new();
+    at_ctx_set_wait(c2, 1);
+    EXPECT_EQ(at_get(t, c2, reinterpret_cast<const uint8_t*>("k"), 1), -6);  // woken: CLOSED
+    at_ctx_free(c2);
+  });
+  EXPECT_EQ(at_tree_abandon(t), 0);
+  waiter.join();
+  EXPECT_EQ(at_set(t, c, reinterpret_cast<const uint8_t*>("k"), 1, reinterpret_cast<const uint8_t*>("w"), 1), -6);
+  EXPECT_EQ(at_count(t), -6.0);
+  EXPECT_EQ(at_set(other, c, reinterpret_cast<const uint8_t*>("k"), 1, reinterpret_cast<const uint8_t*>("v"), 1), 0);
+  at_tree_free(t);  // leaves the abandoned tree allocated (it may be half-modified)
+  at_tree_free(other);
+  at_ctx_free(c);
+}
+
 }  // namespace
 }  // namespace adaptree::testing

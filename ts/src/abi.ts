@@ -113,6 +113,7 @@ export interface AbiExports {
   at_debug_trap(): void;
   /** Test-only: 1 takes a tree's latch exclusive and keeps it, 0 releases it. */
   at_debug_latch(tree: Ptr, hold: number): number;
+  at_tree_abandon(tree: Ptr): number;
   /** Address of the poison word (a u32 set when a call trapped; shared by mt instances). */
   at_poison_word(): Ptr;
   // Inspection (bindings/inspect.cc): pages read as copies; JSON into a caller buffer.
@@ -130,7 +131,7 @@ export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_remove', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
   'at_cursor_next_batch', 'at_atomic_add_u32', 'at_checksum',
-  'at_set_memory_limit', 'at_memory_limit', 'at_memory_available', 'at_debug_trap', 'at_debug_latch', 'at_poison_word',
+  'at_set_memory_limit', 'at_memory_limit', 'at_memory_available', 'at_debug_trap', 'at_debug_latch', 'at_tree_abandon', 'at_poison_word',
   'at_inspect_root', 'at_inspect_height', 'at_inspect_page', 'at_inspect_node', 'at_inspect_tree',
 ];
 

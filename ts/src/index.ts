@@ -119,7 +119,8 @@ export { numberKey } from './encoding/number.js';
 export { bigintKey } from './encoding/bigint.js';
 export { tupleKey, type Tuple, type TupleElement } from './encoding/tuple.js';
 export { jsonValue, utf8Value, bytesValue } from './encoding/values.js';
-export type { SharedMapHandle, AttachMapOptions } from './threads.js';
+export { markWorkerLost, type SharedMapHandle, type AttachMapOptions } from './threads.js';
+export { WorkerPool, type WorkerPoolOptions } from './pool.js';
 export {
   loadWasm,
   threadsAvailable,

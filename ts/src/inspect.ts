@@ -148,6 +148,11 @@ function trackerOf(wasm: AdaptreeWasm): Tracker {
     get poisoned() {
       return wasm.poisoned;
     },
+    markLost: (tree: number) => wasm.markLost(tree),
+    release: () => wasm.release(),
+    get released() {
+      return wasm.released;
+    },
   };
   trackers.set(wasm, tracker);
   t = tracker;

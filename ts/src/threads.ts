@@ -11,12 +11,20 @@
 // Lifetime: the map that share() was called on owns the tree. Its free() frees the tree
 // once the calls in flight are done; after that every call on an attached map throws
 // ClosedError (the core keeps a small closed record at the tree's address for this). An
-// attached map's free() releases only its own cursors and instance-side state.
+// attached map's free() releases its own cursors and its instance: the context, key and data
+// areas and the stack share() reserved (so share/attach/free in a loop does not grow memory).
+// In a Node worker that ends with attached maps still open, they are freed at its 'exit'.
+//
+// A worker that ends during a call (terminated, crashed) may have held the tree latch and
+// left the tree half-modified, or held the allocator's lock: markWorkerLost() (the pool calls
+// it itself) wakes the threads waiting for that latch and makes the whole memory unusable
+// (InstanceUnusableError, code INSTANCE_POISONED, in every thread).
 import { Status } from './abi.js';
 import type { KeyCodec, ValueCodec } from './encoding/codec.js';
 import { ClosedError, InvalidArgumentError, ThreadsUnsupportedError, errorFromStatus } from './errors.js';
 import { ATTACH_TREE, BTreeMap, treeOf, type AttachTree, type BTreeMapOptions } from './map.js';
-import { loadWasm, type AttachHandle } from './wasm.js';
+import { runtimeOf } from './map/runtime.js';
+import { loadWasm, type AdaptreeWasm, type AttachHandle } from './wasm.js';
 
 const KIND = 'adaptree.shared-map';
 
@@ -68,7 +76,63 @@ export async function attachMap<K, V>(handle: SharedMapHandle, options?: AttachM
   }
   // One instance per attach, on the stack share() reserved for it.
   const wasm = await loadWasm({ attach: handle.instance });
-  const attach: AttachTree = { tree: handle.tree, borrowed: true };
+  const detach = (): void => {
+    live.delete(detach);
+    detachInstance(wasm);
+  };
+  const attach: AttachTree = { tree: handle.tree, borrowed: true, onFree: detach };
   const opts = { wasm, keys, values, [ATTACH_TREE]: attach } as unknown as BTreeMapOptions<K, V>;
-  return new BTreeMap<K, V>(null, opts);
+  let map: BTreeMap<K, V>;
+  try {
+    map = new BTreeMap<K, V>(null, opts);
+  } catch (e) {
+    try {
+      detachInstance(wasm);
+    } catch {
+      // (out of memory making the runtime: the original error says so)
+    }
+    throw e;
+  }
+  live.add(detach);
+  watchExit();
+  return map;
+}
+
+/** An attached map was freed: its instance's areas, context and stack go back to the memory. */
+function detachInstance(wasm: AdaptreeWasm): void {
+  if (wasm.released) return;
+  runtimeOf(wasm).release();
+  wasm.release();
+}
+
+/** Attached maps of this thread not yet freed (their detach functions). */
+const live = new Set<() => void>();
+let watching = false;
+
+/** Node: a worker whose script ends (or calls process.exit) with attached maps open gives their
+ * stacks back at 'exit'. (worker.terminate() from outside runs no code in the worker: the pool
+ * frees its workers' maps before it ends them.) */
+function watchExit(): void {
+  if (watching) return;
+  const proc = (globalThis as { process?: { once?(e: string, f: () => void): unknown } }).process;
+  if (typeof proc?.once !== 'function') return;
+  watching = true;
+  proc.once('exit', () => {
+    for (const d of [...live]) d();
+  });
+}
+
+/**
+ * A worker using this shared map ended during a call on it (Node: its 'exit' event came while
+ * a call was in flight; any runtime: you terminated it mid-call). It may have held the tree's
+ * latch and left the tree half-modified, or held the allocator's lock, so nothing on this
+ * memory can be trusted: this wakes every thread waiting for the tree's latch and makes the
+ * whole wasm memory unusable: every call on every map of it, in every thread, then throws
+ * InstanceUnusableError (code INSTANCE_POISONED). Load a new instance to go on. WorkerPool
+ * does this itself. Call it from a thread that is not itself inside a call on the tree.
+ */
+export function markWorkerLost(map: BTreeMap<unknown, unknown>): void {
+  const { wasm, tree } = treeOf(map);
+  if (wasm.build !== 'mt') throw new ThreadsUnsupportedError('markWorkerLost(): the map is on the single-threaded build');
+  wasm.markLost(tree);
 }

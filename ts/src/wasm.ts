@@ -113,6 +113,18 @@ export interface AdaptreeWasm {
   setMaxMemory(bytes: number): void;
   /** True once a call into this instance trapped: every call now throws InstanceUnusableError. */
   readonly poisoned: boolean;
+  /**
+   * @internal mt: a worker ended during a call on `tree` (threads.ts, pool.ts): marks the tree's
+   * latch abandoned (its waiters wake) and the memory unusable for every instance on it.
+   */
+  markLost(tree: number): void;
+  /**
+   * @internal mt, an attached instance (loadWasm({ attach })): gives back its context, scratch
+   * and the stack share() reserved for it. The instance must not be called again.
+   */
+  release(): void;
+  /** @internal True after release(). */
+  readonly released: boolean;
 }
 
 // ----------------------------------------------------------------------------- traps
@@ -140,9 +152,18 @@ const poisons = new WeakMap<object, Poison>();
 /** Calls that release memory: on a poisoned instance they do nothing rather than throw. */
 const RELEASES: ReadonlySet<string> = new Set(['at_free', 'at_tree_free', 'at_cursor_free', 'at_ctx_free']);
 
+/** Poison word values (mt): a call trapped, or a worker ended during a call (markLost). */
+const POISON_TRAP = 1;
+const POISON_LOST = 2;
+
 function unusable(p: Poison): InstanceUnusableError {
   const c = p.cause as { message?: unknown } | undefined;
   const why = c !== null && typeof c === 'object' && typeof c.message === 'string' ? `: ${c.message}` : '';
+  if (p.word !== null && Atomics.load(p.word, 0) === POISON_LOST && !p.dead) {
+    return new InstanceUnusableError(
+      'a worker ended during a call on this shared wasm memory (docs/THREADS.md): a tree may be half-modified and the allocator locked, so every map on it refuses calls; load a new instance (loadWasm)',
+    );
+  }
   return new InstanceUnusableError(`the wasm instance trapped earlier${why}; load a new one (loadWasm) and reopen stores`, { cause: p.cause });
 }
 
@@ -151,7 +172,7 @@ function trapped(p: Poison, e: unknown): InstanceUnusableError {
     p.dead = true;
     p.cause = e;
   }
-  if (p.word !== null) Atomics.store(p.word, 0, 1);
+  if (p.word !== null) Atomics.compareExchange(p.word, 0, 0, POISON_TRAP);
   const m = e !== null && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string' ? (e as Error).message : String(e);
   return new InstanceUnusableError(`the wasm instance trapped (${m}) and is unusable from now on; load a new one (loadWasm) and reopen stores`, { cause: e });
 }
@@ -176,17 +197,19 @@ function wrap(f: Fn, p: Poison, release: boolean): Fn {
   }
 }
 
-/** mt: the same, testing the shared poison word (set by a trap in any worker) on each call. */
+/** mt: the same, testing the shared poison word (set by a trap in any worker, or when a worker
+ * ended mid-call) before each call and after it: a call that waited for a tree latch wakes with
+ * CLOSED when the latch was abandoned (at_tree_abandon), and must throw what the memory is. */
 function wrapShared(f: Fn, p: Poison, w: Int32Array, dead: () => undefined): Fn {
   switch (f.length) {
-    case 0: return function () { if (w[0] !== 0) return dead(); try { return f(); } catch (e) { throw trapped(p, e); } };
-    case 1: return function (a: number) { if (w[0] !== 0) return dead(); try { return f(a); } catch (e) { throw trapped(p, e); } };
-    case 2: return function (a: number, b: number) { if (w[0] !== 0) return dead(); try { return f(a, b); } catch (e) { throw trapped(p, e); } };
-    case 3: return function (a: number, b: number, c: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c); } catch (e) { throw trapped(p, e); } };
-    case 4: return function (a: number, b: number, c: number, d: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c, d); } catch (e) { throw trapped(p, e); } };
-    case 5: return function (a: number, b: number, c: number, d: number, g: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c, d, g); } catch (e) { throw trapped(p, e); } };
-    case 6: return function (a: number, b: number, c: number, d: number, g: number, h: number) { if (w[0] !== 0) return dead(); try { return f(a, b, c, d, g, h); } catch (e) { throw trapped(p, e); } };
-    default: return function (...args: number[]) { if (w[0] !== 0) return dead(); try { return f(...args); } catch (e) { throw trapped(p, e); } };
+    case 0: return function () { if (w[0] !== 0) return dead(); let r; try { r = f(); } catch (e) { throw trapped(p, e); } return w[0] !== 0 ? dead() : r; };
+    case 1: return function (a: number) { if (w[0] !== 0) return dead(); let r; try { r = f(a); } catch (e) { throw trapped(p, e); } return w[0] !== 0 ? dead() : r; };
+    case 2: return function (a: number, b: number) { if (w[0] !== 0) return dead(); let r; try { r = f(a, b); } catch (e) { throw trapped(p, e); } return w[0] !== 0 ? dead() : r; };
+    case 3: return function (a: number, b: number, c: number) { if (w[0] !== 0) return dead(); let r; try { r = f(a, b, c); } catch (e) { throw trapped(p, e); } return w[0] !== 0 ? dead() : r; };
+    case 4: return function (a: number, b: number, c: number, d: number) { if (w[0] !== 0) return dead(); let r; try { r = f(a, b, c, d); } catch (e) { throw trapped(p, e); } return w[0] !== 0 ? dead() : r; };
+    case 5: return function (a: number, b: number, c: number, d: number, g: number) { if (w[0] !== 0) return dead(); let r; try { r = f(a, b, c, d, g); } catch (e) { throw trapped(p, e); } return w[0] !== 0 ? dead() : r; };
+    case 6: return function (a: number, b: number, c: number, d: number, g: number, h: number) { if (w[0] !== 0) return dead(); let r; try { r = f(a, b, c, d, g, h); } catch (e) { throw trapped(p, e); } return w[0] !== 0 ? dead() : r; };
+    default: return function (...args: number[]) { if (w[0] !== 0) return dead(); let r; try { r = f(...args); } catch (e) { throw trapped(p, e); } return w[0] !== 0 ? dead() : r; };
   }
 }
 
@@ -305,12 +328,16 @@ class Loaded implements AdaptreeWasm {
   private scratchPtr = 0;
   private scratchSize = 0;
 
+  released = false;
+
   constructor(
     readonly build: WasmBuild,
     readonly module: WebAssembly.Module,
     readonly exports: AbiExports,
     readonly memory: WebAssembly.Memory,
     private readonly poison: Poison,
+    private readonly raw: AbiExports,
+    private readonly attached: AttachHandle | undefined,
   ) {
     this.view = new Uint8Array(memory.buffer);
     this.data = new DataView(memory.buffer);
@@ -363,6 +390,29 @@ class Loaded implements AdaptreeWasm {
       this.scratchSize = n;
     }
     return this.scratchPtr;
+  }
+
+  markLost(tree: number): void {
+    if (this.poison.word === null) return;
+    // Raw: the guarded export refuses once the memory is poisoned. at_tree_abandon only sets
+    // a bit and notifies: it takes no lock and allocates nothing.
+    // The poison first: a waiter that wakes tests it after its call returns.
+    Atomics.compareExchange(this.poison.word, 0, 0, POISON_LOST);
+    if (tree !== 0) this.raw.at_tree_abandon(tree);
+  }
+
+  release(): void {
+    if (this.released || this.attached === undefined) return;
+    this.released = true;
+    if (this.scratchPtr !== 0) this.exports.at_free(this.scratchPtr);
+    this.scratchPtr = 0;
+    this.scratchSize = 0;
+    this.exports.at_ctx_free(this.ctx);
+    // Last, from this instance itself, which runs on that stack: emmalloc's free writes the
+    // block's header below it and free-list links at its low end, while this call's frames sit
+    // at its top; after free() returns no code reads this stack again (wasm keeps the stack
+    // pointer in a global, not in memory).
+    this.exports.at_free(this.attached.stackBase);
   }
 
   attachHandle(stackSize = DEFAULT_STACK_SIZE): AttachHandle {
@@ -445,7 +495,7 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
   const poison = poisonOf(memory!, abi, build === 'mt');
   const exports = guard(abi, poison);
   if (budget !== undefined) exports.at_set_memory_limit(budget);
-  return new Loaded(build, module, exports, memory!, poison);
+  return new Loaded(build, module, exports, memory!, poison, abi, build === 'mt' ? attach : undefined);
 }
 
 export { Result };

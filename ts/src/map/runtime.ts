@@ -96,6 +96,17 @@ export class Runtime {
     return true;
   }
 
+  /** An attached instance's map was freed (threads.ts): gives back the key and data areas; the
+   * instance itself is released next (AdaptreeWasm.release). */
+  release(): void {
+    if (this.dataCap !== 0) this.ex.at_free(this.data);
+    this.data = 0;
+    this.dataCap = 0;
+    this.dataView = EMPTY;
+    this.ex.at_free(this.keyA);
+    runtimes.delete(this.wasm);
+  }
+
   /** Gives back a very large data area after a big value or batch. Touches no view: the call
    * before it may have grown memory (detaching them in st, leaving them short in mt); the
    * next reserve()/refresh() re-creates them. */

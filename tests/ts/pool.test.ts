@@ -1,0 +1,239 @@
+// WorkerPool (ts/src/pool.ts, docs/THREADS.md "A pool of workers") in Node worker_threads,
+// from the built package (the pool starts dist/pool-worker.js): results in input order,
+// typed errors from the workers, close() frees the workers' attachments, the inline
+// fallback on the st build. Also the stack share() reserves goes back when an attached map
+// is freed (share/attach/free 200 times: memory stays the same size), and a worker that ends
+// mid-call (terminated while it holds the tree latch, or mid-setMany) leaves the memory
+// unusable with a typed error, waking the threads that wait for the latch, instead of a hang.
+import { describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { BTreeMap, WorkerPool, loadWasm, markWorkerLost, threadsAvailable } from '../../dist/index.js';
+import { POOL_PORTS } from '../../dist/pool.js';
+
+const LOST = new URL('./fixtures/lost-worker.mjs', import.meta.url);
+const key = (i: number) => `k${String(i).padStart(7, '0')}`;
+
+function start(workerData: Record<string, unknown>): { worker: Worker; messages: unknown[]; next(): Promise<unknown>; exited: Promise<unknown> } {
+  const worker = new Worker(LOST, { workerData });
+  const exited = new Promise((r) => worker.once('exit', r));
+  const messages: unknown[] = [];
+  const waiting: ((m: unknown) => void)[] = [];
+  worker.on('message', (m) => {
+    const w = waiting.shift();
+    if (w) w(m);
+    else messages.push(m);
+  });
+  return {
+    worker,
+    exited,
+    messages,
+    next: () => (messages.length > 0 ? Promise.resolve(messages.shift()) : new Promise((r) => waiting.push(r))),
+  };
+}
+
+const codeOf = (f: () => unknown): string => {
+  try {
+    f();
+    return 'none';
+  } catch (e) {
+    return (e as { code?: string }).code ?? String(e);
+  }
+};
+
+describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
+  it('load, setMany and getMany over 2 workers: results in input order, content as the map says', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<string, { n: number }>(null, { wasm });
+    const pool = await WorkerPool.create(map, { workers: 2 });
+    expect(pool.workers).toBe(2);
+    // load(): an empty map, sorted entries, parts applied in input order.
+    const sorted = Array.from({ length: 3000 }, (_, i) => [`a${String(i).padStart(5, '0')}`, { n: i }] as [string, { n: number }]);
+    await pool.load(sorted);
+    expect([...map.entries()]).toEqual(sorted);
+    map.checkInvariants();
+    await expect(pool.load([[key(0), { n: 1 }]])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const n = 5000;
+    // Unsorted input, split over both workers.
+    const entries: [string, { n: number }][] = [];
+    for (let i = 0; i < n; i++) entries.push([key((i * 7919) % n), { n: (i * 7919) % n }]);
+    await pool.setMany(entries);
+    expect(map.size).toBe(n + sorted.length);
+    // Present and absent keys interleaved, in an order unlike the tree's.
+    const keys: string[] = [];
+    for (let i = n + 500; i-- > 0; ) keys.push(i % 3 === 0 ? `absent${i}` : key(i % n));
+    const got = await pool.getMany(keys);
+    expect(got).toEqual(map.getMany(keys));
+    expect(got.filter((v) => v === undefined).length).toBe(keys.filter((k) => k.startsWith('absent')).length);
+    expect(await pool.getMany([])).toEqual([]);
+    // Calls in flight at once share the workers; each answers its own keys.
+    const [a, b] = await Promise.all([pool.getMany(keys.slice(0, 700)), pool.getMany(keys.slice(700))]);
+    expect([...a, ...b]).toEqual(got);
+    await pool.close();
+    map.checkInvariants();
+    map.free();
+  });
+
+  it('errors reach the caller typed; calls after close() throw ClosedError', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<string, string>(null, { wasm, values: 'utf8' });
+    const pool = await WorkerPool.create(map, { workers: 2 });
+    await pool.setMany([['ok', 'v']]);
+    await expect(pool.setMany([['ok2', 'v'], ['x'.repeat(5000), 'v']])).rejects.toMatchObject({ code: 'KEY_TOO_LARGE', name: 'KeyTooLargeError' });
+    await expect(pool.getMany(['ok', 7 as unknown as string])).rejects.toMatchObject({ code: 'INVALID_KEY' });
+    await expect(pool.setMany([['f', (() => 1) as unknown as string]])).rejects.toMatchObject({ code: 'INVALID_VALUE' });
+    expect(await pool.getMany(['ok'])).toEqual(['v']); // the pool goes on after errors
+    await pool.close();
+    expect(pool.closed).toBe(true);
+    await expect(pool.getMany(['ok'])).rejects.toMatchObject({ code: 'CLOSED' });
+    await expect(pool.setMany([['a', 'b']])).rejects.toMatchObject({ code: 'CLOSED' });
+    await pool.close(); // idempotent
+    // The owner frees the map while a pool is open: the workers' calls report CLOSED.
+    const pool2 = await WorkerPool.create(map, { workers: 1 });
+    map.free();
+    await expect(pool2.getMany(['ok'])).rejects.toMatchObject({ code: 'CLOSED' });
+    await pool2.close();
+    // A worker script that does not load: create rejects typed, the memory is not poisoned.
+    const live = new BTreeMap<string, string>([['a', 'b']], { wasm, values: 'utf8' });
+    await expect(WorkerPool.create(live, { workers: 2, workerUrl: new URL('./fixtures/no-such-worker.mjs', import.meta.url) })).rejects.toMatchObject({
+      code: 'INTERNAL',
+      message: expect.stringContaining('failed to start'),
+    });
+    expect(live.get('a')).toBe('b');
+    live.free();
+    // What cannot go to workers fails typed at create.
+    const custom = new BTreeMap<string, string>(null, { wasm, values: { encode: (v: string) => new TextEncoder().encode(v), decode: (b: Uint8Array) => new TextDecoder().decode(b) } });
+    await expect(WorkerPool.create(custom)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    custom.free();
+  });
+
+  it('a Node script that ends awaiting the pool gets its answer, then exits without close()', () => {
+    const script = fileURLToPath(new URL('./fixtures/pool-script.mjs', import.meta.url));
+    const r = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toBe('[2,null,1]');
+  });
+
+  it('Deno: the pool starts module workers from the package and answers the same', () => {
+    const repo = fileURLToPath(new URL('../../', import.meta.url));
+    const script = fileURLToPath(new URL('./fixtures/pool-deno.mjs', import.meta.url));
+    const r = spawnSync(`${repo}node_modules/.bin/deno`, ['run', '--quiet', `--allow-read=${repo}`, script], {
+      encoding: 'utf8', timeout: 90_000, cwd: repo, env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+    });
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual({ build: 'mt', size: 3000, got: [7, null, 2999], code: 'KEY_TOO_LARGE', after: 'CLOSED' });
+  });
+
+  it('the st build: ThreadsUnsupportedError, or the calling thread with fallback "inline"', async () => {
+    const st = await loadWasm();
+    const map = new BTreeMap<string, number>(null, { wasm: st });
+    await expect(WorkerPool.create(map, { workers: 2 })).rejects.toMatchObject({ code: 'THREADS_UNSUPPORTED' });
+    const pool = await WorkerPool.create(map, { workers: 2, fallback: 'inline' });
+    expect(pool.workers).toBe(0);
+    await pool.setMany([['b', 2], ['a', 1]]);
+    expect(await pool.getMany(['a', 'z', 'b'])).toEqual([1, undefined, 2]);
+    await pool.close();
+    await expect(pool.getMany(['a'])).rejects.toMatchObject({ code: 'CLOSED' });
+    map.free();
+  });
+
+  it('the stack share() reserves goes back: share/attach/free 200 times, and pools opened and closed, keep memory the same size', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<string, number>(null, { wasm });
+    const cycle = async (i: number) => {
+      const a = await BTreeMap.attach<string, number>(map.share());
+      a.set(`a${i % 10}`, i);
+      a.getMany(['a0', 'a1']);
+      a.free();
+    };
+    for (let i = 0; i < 10; i++) await cycle(i);
+    const before = wasm.memory.buffer.byteLength;
+    for (let i = 0; i < 200; i++) await cycle(i);
+    // Without giving stacks back this grows by 1 MiB per share (200 MiB).
+    expect(wasm.memory.buffer.byteLength).toBe(before);
+    const available = wasm.exports.at_memory_available();
+    for (let i = 0; i < 3; i++) {
+      const pool = await WorkerPool.create(map, { workers: 2 });
+      await pool.setMany([[`p${i}`, i]]);
+      await pool.close();
+    }
+    // Three pools of two workers would have kept 6 MiB of stacks (the memory's length may not
+    // show it: free heap and unclaimed room do).
+    expect(available - wasm.exports.at_memory_available()).toBeLessThanOrEqual(1 << 20);
+    expect(map.get('p2')).toBe(2);
+    map.free();
+  });
+
+  it('a Node worker whose script ends without free() gives its stack back at exit', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<string, number>([['k', 1]], { wasm });
+    // Free heap plus unclaimed room: what a kept stack would take away (the memory's length
+    // alone may not move: 16 MiB initial hold a few stacks).
+    const available = () => wasm.exports.at_memory_available();
+    const before = available();
+    for (let i = 0; i < 4; i++) {
+      const w = start({ mode: 'leave', handle: map.share() });
+      expect(await w.next()).toBe(1);
+      await w.exited;
+    }
+    // Four stacks kept would be 4 MiB.
+    expect(before - available()).toBeLessThanOrEqual(1 << 20);
+    map.free();
+  });
+
+  it('a worker terminated while it holds the tree latch: markWorkerLost wakes the waiters, every call throws INSTANCE_POISONED', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<string, number>([['k', 1]], { wasm });
+    const forWaiter = map.share(); // share() takes the latch too: before the holder has it
+    const holder = start({ mode: 'hold', handle: map.share() });
+    expect(await holder.next()).toBe('holding');
+    const waiter = start({ mode: 'waiter', handle: forWaiter });
+    expect(await waiter.next()).toBe('ready'); // and then it sleeps on the held latch
+    await holder.worker.terminate(); // dies holding the latch
+    markWorkerLost(map as BTreeMap<unknown, unknown>);
+    expect(await waiter.next()).toEqual({ code: 'INSTANCE_POISONED' });
+    expect(codeOf(() => map.get('k'))).toBe('INSTANCE_POISONED');
+    expect(codeOf(() => map.set('k', 2))).toBe('INSTANCE_POISONED');
+    map.free(); // releases nothing of the abandoned tree; does not hang or throw
+    await waiter.worker.terminate();
+  });
+
+  it('a worker terminated mid-setMany (its own, then a pool worker): typed errors, no hang', async () => {
+    // Your own worker: you tell adaptree (markWorkerLost) when it ended mid-call.
+    {
+      const wasm = await loadWasm({ threads: true });
+      const map = new BTreeMap<string, unknown>(null, { wasm });
+      const forWaiter = map.share();
+      const writer = start({ mode: 'setMany', handle: map.share() });
+      expect(await writer.next()).toBe('started');
+      while (map.size < 5000) await new Promise((r) => setTimeout(r, 2)); // its batches are going in
+      const waiter = start({ mode: 'waiter', handle: forWaiter });
+      expect(await waiter.next()).toBe('ready');
+      await writer.worker.terminate();
+      markWorkerLost(map as BTreeMap<unknown, unknown>);
+      expect(await waiter.next()).toEqual({ code: 'INSTANCE_POISONED' });
+      expect(codeOf(() => map.size)).toBe('INSTANCE_POISONED');
+      await waiter.worker.terminate();
+      map.free();
+    }
+    // A pool worker: the pool sees it end with a call in flight and does the same itself.
+    {
+      const wasm = await loadWasm({ threads: true });
+      const map = new BTreeMap<string, unknown>(null, { wasm });
+      const pool = await WorkerPool.create(map, { workers: 2 });
+      const entries = Array.from({ length: 40000 }, (_, i) => [key(i), { i, pad: 'y'.repeat(40) }] as [string, unknown]);
+      const writing = pool.setMany(entries);
+      writing.catch(() => {});
+      while (map.size === 0) await new Promise((r) => setTimeout(r, 2));
+      const ports = (pool as unknown as Record<symbol, { terminate(): Promise<void> }[]>)[POOL_PORTS]!;
+      await ports[0]!.terminate();
+      await expect(writing).rejects.toMatchObject({ code: 'INSTANCE_POISONED' });
+      await expect(pool.getMany([key(1)])).rejects.toMatchObject({ code: 'INSTANCE_POISONED' });
+      expect(codeOf(() => map.get(key(1)))).toBe('INSTANCE_POISONED');
+      await pool.close();
+      map.free();
+    }
+  });
+});

@@ -1,0 +1,447 @@
+/**
+ * WorkerPool: a few workers attached to one shared BTreeMap (docs/THREADS.md, "A pool of
+ * workers") that run getMany / setMany / load for the calling thread, split over the workers,
+ * results in input order.
+ *
+ * ```ts
+ * await init({ threads: true });
+ * const map = new BTreeMap<string, number>();
+ * const pool = await WorkerPool.create(map, { workers: 2 });
+ * await pool.setMany(entries);
+ * const values = await pool.getMany(keys);   // same order as keys
+ * await pool.close();                          // frees the workers' attachments, ends them
+ * ```
+ *
+ * Workers are Node worker_threads, or module workers where `Worker` exists (browsers, Deno),
+ * running `pool-worker.js` from this package. `new Worker(new URL('./pool-worker.js',
+ * import.meta.url), { type: 'module' })` is written as bundlers (vite, webpack 5) recognise
+ * it, so a bundled app gets the worker bundled too; `workerUrl` overrides it.
+ *
+ * Honest expectations (bench `--suite threads`, pool rows): keys, entries and values are
+ * structured-cloned to and from the workers, which costs about what encoding them costs, and
+ * in phase 1 every write holds the one tree latch. A pool pays off when the calling thread
+ * must stay free (a page's main thread) or the per-key work is large, not for raw speed.
+ */
+import {
+  AbortedError,
+  AdaptreeError,
+  ClosedError,
+  CorruptionError,
+  InstanceUnusableError,
+  InvalidArgumentError,
+  InvalidKeyError,
+  InvalidValueError,
+  KeyTooLargeError,
+  NotInitializedError,
+  OutOfMemoryError,
+  ReentrancyError,
+  ThreadsUnsupportedError,
+  ValueTooLargeError,
+  type AdaptreeErrorCode,
+} from './errors.js';
+import { BTreeMap, treeOf } from './map.js';
+import { markWorkerLost, type SharedMapHandle } from './threads.js';
+import type { WasmUrl } from './wasm.js';
+
+/** Options of `WorkerPool.create`. */
+export interface WorkerPoolOptions {
+  /** Number of workers; default `navigator.hardwareConcurrency - 1`, between 1 and 4. */
+  workers?: number;
+  /**
+   * Where the map cannot be shared (it is on the st build: `init()` without `threads`, or a
+   * page that is not cross-origin isolated): `'throw'` (default) rejects with
+   * ThreadsUnsupportedError; `'inline'` gives a pool of 0 workers that runs every call on
+   * the calling thread (same API, same results, no parallelism).
+   */
+  fallback?: 'throw' | 'inline';
+  /** The worker script, where the default (pool-worker.js next to this module) does not resolve. */
+  workerUrl?: string | WasmUrl;
+  /** Stack reserved for each worker's instance (`map.share(stackSize)`); default 1 MiB. */
+  stackSize?: number;
+}
+
+interface Reply {
+  seq: number;
+  value?: unknown;
+  error?: { name: string; code?: AdaptreeErrorCode; message: string };
+}
+
+/** A started worker, Node or web, behind one interface. */
+interface Port {
+  post(m: unknown): void;
+  terminate(): Promise<void>;
+  /** Node: keeps the process alive while a call waits for this worker (an idle pool does not). */
+  busy(yes: boolean): void;
+}
+
+interface Slot {
+  port: Port;
+  handle: SharedMapHandle;
+  /** Requests sent and not answered. */
+  readonly pending: Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>;
+  alive: boolean;
+  /** The worker's script runs (its `{ seq: 0 }` came): from then on it may touch the memory. */
+  started: boolean;
+}
+
+/** @internal Tests: the pool's workers (their terminate() ends one, as a crash would). */
+export const POOL_PORTS: unique symbol = Symbol('adaptree.poolPorts') as never;
+
+/** Fewer keys or entries than this per worker are not worth a message. */
+const MIN_CHUNK = 256;
+
+/** The typed error for one a worker reported (same class and code). */
+function rebuild(e: NonNullable<Reply['error']>): Error {
+  const m = e.message;
+  switch (e.code) {
+    case 'INVALID_KEY': return new InvalidKeyError(m);
+    case 'INVALID_VALUE': return new InvalidValueError(m);
+    case 'INVALID_ARGUMENT': return new InvalidArgumentError(m);
+    case 'KEY_TOO_LARGE': return new KeyTooLargeError(m);
+    case 'VALUE_TOO_LARGE': return new ValueTooLargeError(m);
+    case 'CLOSED': return new ClosedError(m);
+    case 'CORRUPT': return new CorruptionError(m);
+    case 'OUT_OF_MEMORY': return new OutOfMemoryError(m);
+    case 'INSTANCE_POISONED': return new InstanceUnusableError(m);
+    case 'THREADS_UNSUPPORTED': return new ThreadsUnsupportedError(m);
+    case 'NOT_INITIALIZED': return new NotInitializedError(m);
+    case 'REENTRANT': return new ReentrancyError(m);
+    case 'ABORTED': return new AbortedError(m);
+    case undefined: {
+      const err = e.name === 'TypeError' ? new TypeError(m) : e.name === 'RangeError' ? new RangeError(m) : new Error(m);
+      if (err.name !== e.name) Object.defineProperty(err, 'name', { value: e.name, configurable: true, writable: true });
+      return err;
+    }
+    default: return new AdaptreeError(m, e.code);
+  }
+}
+
+function defaultWorkers(): number {
+  const hc = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 2;
+  return Math.max(1, Math.min(4, hc - 1));
+}
+
+type NodeWorker = {
+  postMessage(m: unknown): void;
+  terminate(): Promise<number>;
+  on(e: 'message', f: (m: Reply) => void): void;
+  on(e: 'exit', f: (code: number) => void): void;
+  on(e: 'error', f: (err: Error) => void): void;
+  ref(): void;
+  unref(): void;
+};
+type WebWorker = {
+  postMessage(m: unknown): void;
+  terminate(): void;
+  addEventListener(type: 'message', f: (e: { data: Reply }) => void): void;
+  addEventListener(type: 'error', f: (e: { message?: string; preventDefault?(): void }) => void): void;
+};
+
+/** Starts one worker: a web Worker where the global exists (browsers, Deno, Bun), else Node's. */
+async function spawn(url: string | URL | undefined, name: string, onReply: (r: Reply) => void, onGone: (why: string) => void): Promise<Port> {
+  if (typeof (globalThis as { Worker?: unknown }).Worker === 'function') {
+    // `new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module' })` written out
+    // literally: bundlers (vite, webpack 5) recognise exactly this and bundle the worker.
+    const w = (
+      url !== undefined
+        ? new Worker(url, { type: 'module', name })
+        : new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module', name })
+    ) as unknown as WebWorker;
+    w.addEventListener('message', (e) => onReply(e.data));
+    w.addEventListener('error', (e) => {
+      e.preventDefault?.();
+      onGone(e.message ?? 'the worker failed');
+    });
+    return {
+      post: (m) => w.postMessage(m),
+      terminate: async () => w.terminate(),
+      busy: () => {},
+    };
+  }
+  const specifier = 'node:worker_threads';
+  const wt = (await import(/* @vite-ignore */ specifier)) as { Worker: new (u: string | URL, o?: object) => NodeWorker };
+  // Not a literal: a browser bundle must not turn this one into an (unbundled) asset.
+  const file = './pool-worker.js';
+  const w = new wt.Worker(url ?? new URL(file, import.meta.url), { name });
+  w.on('message', onReply);
+  let failure = '';
+  w.on('error', (e) => {
+    failure = `${e.message}; `; // 'exit' follows and reports it
+  });
+  w.on('exit', (code) => onGone(`${failure}the worker exited with code ${code}`));
+  // Idle workers do not keep a Node process alive (close() still ends them); a call waiting
+  // for one does (else `await pool.getMany(...)` could be the last thing and Node would exit).
+  w.unref();
+  return {
+    post: (m) => w.postMessage(m),
+    terminate: async () => {
+      await w.terminate();
+    },
+    busy: (yes) => (yes ? w.ref() : w.unref()),
+  };
+}
+
+/** Splits [0, n) into at most `parts` contiguous chunks of at least MIN_CHUNK (except one). */
+function chunks(n: number, parts: number): [number, number][] {
+  const k = Math.max(1, Math.min(parts, Math.ceil(n / MIN_CHUNK)));
+  const out: [number, number][] = [];
+  for (let i = 0; i < k; i++) out.push([Math.floor((i * n) / k), Math.floor(((i + 1) * n) / k)]);
+  return out;
+}
+
+/**
+ * Workers attached to one shared map (mt build) that run `getMany` / `setMany` / `load` for
+ * the calling thread, split over the workers, results in input order; errors keep their class
+ * and `code`. Create with `await WorkerPool.create(map, options)`; `close()` when done (or
+ * `await using`): it frees the workers' attachments (their stacks go back to the memory) and
+ * later calls throw ClosedError. A worker that ends during a call makes the memory unusable
+ * (InstanceUnusableError, INSTANCE_POISONED; see markWorkerLost). docs/THREADS.md, "A pool of
+ * workers".
+ */
+export class WorkerPool<K = string, V = unknown> {
+  readonly #map: BTreeMap<K, V>;
+  readonly #slots: Slot[];
+  #seq = 1;
+  #next = 0;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+  /** Set when a worker ended during a call: every call rejects with it. */
+  #broken: Error | undefined;
+
+  private constructor(map: BTreeMap<K, V>, slots: Slot[]) {
+    this.#map = map;
+    this.#slots = slots;
+  }
+
+  /**
+   * Starts `workers` workers, each attached to `map` (which must be on the mt build and use
+   * named encodings, not custom codecs: a codec cannot be sent to a worker). `map` stays
+   * yours and usable on this thread; free it only after `close()`.
+   */
+  static async create<K, V>(map: BTreeMap<K, V>, options: WorkerPoolOptions = {}): Promise<WorkerPool<K, V>> {
+    if (options === null || typeof options !== 'object') throw new InvalidArgumentError('WorkerPool.create: options must be an object');
+    const n = options.workers ?? defaultWorkers();
+    if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError('WorkerPool.create: workers must be an integer from 1 to 64');
+    const fallback = options.fallback ?? 'throw';
+    if (fallback !== 'throw' && fallback !== 'inline') throw new InvalidArgumentError(`WorkerPool.create: fallback must be 'throw' or 'inline'`);
+    if (map.closed) throw new ClosedError('WorkerPool.create: the map is closed');
+    if (map.keyEncoding === 'custom' || map.valueEncoding === 'custom') {
+      throw new InvalidArgumentError('WorkerPool.create: a map with a custom codec cannot be sent to workers (attach it in your own workers: BTreeMap.attach(handle, { keys, values }))');
+    }
+    if (treeOf(map as BTreeMap<unknown, unknown>).wasm.build !== 'mt') {
+      if (fallback === 'inline') return new WorkerPool(map, []);
+      throw new ThreadsUnsupportedError(
+        'WorkerPool.create: the map is on the single-threaded build; create it after `await init({ threads: true })` where SharedArrayBuffer works (cross-origin isolated pages, Node, Deno), or pass { fallback: "inline" }',
+      );
+    }
+    const slots: Slot[] = [];
+    const pool = new WorkerPool(map, slots);
+    try {
+      for (let i = 0; i < n; i++) {
+        // share() throws typed for what cannot be shared (a store: THREADS_UNSUPPORTED).
+        const handle = map.share(options.stackSize);
+        const slot: Slot = { port: undefined as unknown as Port, handle, pending: new Map(), alive: true, started: false };
+        slots.push(slot);
+        slot.port = await spawn(options.workerUrl, `adaptree pool ${i}`, (r) => pool.#reply(slot, r), (why) => pool.#gone(slot, why));
+      }
+      await Promise.all(slots.map((s) => pool.#send(s, { op: 'attach', handle: s.handle })));
+    } catch (e) {
+      await pool.close().catch(() => {});
+      throw e;
+    }
+    return pool;
+  }
+
+  /** Number of workers (0 for an inline pool: `fallback: 'inline'` on the st build). */
+  get workers(): number {
+    return this.#slots.length;
+  }
+
+  /** @internal */
+  get [POOL_PORTS](): Port[] {
+    return this.#slots.map((s) => s.port);
+  }
+
+  /** True after close(). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  #reply(slot: Slot, r: Reply): void {
+    if (r.seq === 0) {
+      slot.started = true;
+      return;
+    }
+    const p = slot.pending.get(r.seq);
+    if (p === undefined) return;
+    slot.pending.delete(r.seq);
+    if (slot.pending.size === 0) slot.port.busy(false);
+    if (r.error !== undefined) p.reject(rebuild(r.error));
+    else p.resolve(r.value);
+  }
+
+  /** A worker ended (Node 'exit') or failed (web 'error') without close(). */
+  #gone(slot: Slot, why: string): void {
+    if (!slot.alive) return;
+    slot.alive = false;
+    // (close() marks a worker not alive before it ends it: that exit does not get here.)
+    if (!slot.started) {
+      // Its script never ran (a wrong workerUrl, a blocked or failing module): it touched
+      // nothing, and its handle's stack was never used.
+      const e = new AdaptreeError(`a pool worker failed to start (${why}); check workerUrl (docs/THREADS.md, "A pool of workers")`, 'INTERNAL');
+      for (const p of slot.pending.values()) p.reject(e);
+      slot.pending.clear();
+    } else if (slot.pending.size > 0) {
+      // It ended during a call: it may have held the tree latch, left the tree half-modified
+      // or held the allocator's lock. Wake the waiters and make the memory unusable.
+      markWorkerLost(this.#map as BTreeMap<unknown, unknown>);
+      this.#broken = new InstanceUnusableError(`a pool worker ended during a call (${why}): the shared map may be half-modified, so its wasm memory is unusable from now on (docs/THREADS.md)`);
+      // The other workers can do nothing useful on that memory, and one that waits for the
+      // allocator's lock would never answer: end them all, every call rejects.
+      for (const s of this.#slots) {
+        for (const p of s.pending.values()) p.reject(this.#broken);
+        s.pending.clear();
+        if (s !== slot && s.alive) {
+          s.alive = false;
+          void s.port.terminate().catch(() => {});
+        }
+      }
+    }
+    // An idle worker that ended holds nothing: the pool goes on without it. (Its instance's
+    // stack is not given back: a web worker's 'error' does not always end it.)
+    void slot.port.terminate().catch(() => {});
+  }
+
+  #send(slot: Slot, m: Record<string, unknown>): Promise<unknown> {
+    if (!slot.alive) return Promise.reject(this.#broken ?? new ClosedError('the pool worker ended'));
+    return new Promise((resolve, reject) => {
+      const seq = this.#seq++;
+      slot.pending.set(seq, { resolve, reject });
+      if (slot.pending.size === 1) slot.port.busy(true);
+      try {
+        slot.port.post({ seq, ...m });
+      } catch (e) {
+        // A key or value that structured clone cannot copy (a function, a symbol, ...).
+        slot.pending.delete(seq);
+        if (slot.pending.size === 0) slot.port.busy(false);
+        reject(new InvalidValueError(`cannot send to a pool worker: ${(e as Error).message}`, { cause: e }));
+      }
+    });
+  }
+
+  #check(): void {
+    if (this.#closed) throw new ClosedError('the worker pool is closed');
+    if (this.#broken !== undefined) throw this.#broken;
+  }
+
+  /** The live workers, starting from a rotating index so that concurrent calls spread. */
+  #live(): Slot[] {
+    const live = this.#slots.filter((s) => s.alive);
+    if (live.length === 0) throw new ClosedError('every worker of the pool ended');
+    const start = this.#next++ % live.length;
+    return [...live.slice(start), ...live.slice(0, start)];
+  }
+
+  /** The values of `keys` (undefined where absent), in the order of `keys`: split over the
+   * workers, each runs `map.getMany` on its part. */
+  async getMany(keys: Iterable<K>): Promise<(V | undefined)[]> {
+    this.#check();
+    const list = Array.isArray(keys) ? (keys as K[]) : Array.from(keys);
+    if (this.#slots.length === 0) return this.#map.getMany(list);
+    if (list.length === 0) return [];
+    const live = this.#live();
+    const parts = chunks(list.length, live.length);
+    const answers = await Promise.all(
+      parts.map(([a, b], i) => this.#send(live[i]!, { op: 'getMany', keys: a === 0 && b === list.length ? list : list.slice(a, b) })),
+    );
+    if (answers.length === 1) return answers[0] as (V | undefined)[];
+    return ([] as (V | undefined)[]).concat(...(answers as (V | undefined)[][]));
+  }
+
+  /**
+   * Sets the entries (later duplicates win within a worker's part; across parts the order of
+   * application is not defined: do not pass one key twice). Split over the workers, each runs
+   * `map.setMany` on its part in sub-batches. Not atomic: when it rejects (a bad key, out of
+   * memory), the parts of other workers may have been applied.
+   */
+  async setMany(entries: Iterable<readonly [K, V]>): Promise<void> {
+    this.#check();
+    const list = Array.isArray(entries) ? (entries as (readonly [K, V])[]) : Array.from(entries);
+    if (this.#slots.length === 0) {
+      this.#map.setMany(list);
+      return;
+    }
+    if (list.length === 0) return;
+    const live = this.#live();
+    const parts = chunks(list.length, live.length);
+    await Promise.all(parts.map(([a, b], i) => this.#send(live[i]!, { op: 'setMany', entries: list.slice(a, b) })));
+  }
+
+  /**
+   * Fills an empty map: like setMany, but the parts are applied in input order, one after the
+   * other (the workers receive and decode theirs at the same time). Sorted entries are the
+   * fast case: the first part is bulk loaded into the empty map and the others append.
+   * Rejects with InvalidArgumentError if the map is not empty.
+   */
+  async load(entries: Iterable<readonly [K, V]>): Promise<void> {
+    this.#check();
+    if (this.#map.size !== 0) throw new InvalidArgumentError('load(): the map is not empty (use setMany)');
+    const list = Array.isArray(entries) ? (entries as (readonly [K, V])[]) : Array.from(entries);
+    if (this.#slots.length === 0) {
+      this.#map.setMany(list);
+      return;
+    }
+    if (list.length === 0) return;
+    const live = this.#live();
+    const parts = chunks(list.length, live.length);
+    const turn = new Int32Array(new SharedArrayBuffer(4));
+    const sent = parts.map(([a, b], i) =>
+      this.#send(live[i]!, { op: 'load', entries: list.slice(a, b), turn, index: i }).catch((e: unknown) => {
+        // Parts waiting for this one's turn must not wait for ever.
+        if (Atomics.load(turn, 0) <= i) {
+          Atomics.store(turn, 0, -1);
+          Atomics.notify(turn, 0);
+        }
+        throw e;
+      }),
+    );
+    const results = await Promise.allSettled(sent);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+  }
+
+  /**
+   * Waits for the calls in flight, frees every worker's attached map (its stack goes back to
+   * the shared memory), then ends the workers. Later calls throw ClosedError. Idempotent. The
+   * map itself stays open.
+   */
+  close(): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
+    this.#closed = true;
+    this.#closing = (async () => {
+      const inFlight = this.#slots.flatMap((s) => [...s.pending.values()].map((p) => new Promise<void>((res) => {
+        const { resolve, reject } = p;
+        p.resolve = (v) => { res(); resolve(v); };
+        p.reject = (e) => { res(); reject(e); };
+      })));
+      await Promise.all(inFlight);
+      await Promise.all(
+        this.#slots.map(async (s) => {
+          if (s.alive && this.#broken === undefined) await this.#send(s, { op: 'close' }).catch(() => {});
+          s.alive = false;
+          await s.port.terminate().catch(() => {});
+        }),
+      );
+    })();
+    return this.#closing;
+  }
+
+  /** Same as close(): `await using pool = await WorkerPool.create(map)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+if (typeof Symbol.asyncDispose !== 'symbol') {
+  delete (WorkerPool.prototype as unknown as Record<string, unknown>)['undefined'];
+}
