@@ -185,6 +185,19 @@ self.onmessage = async (e) => {
         traw += now() - a;
       }
       const misses = (c.stats().misses - st0.misses) / 20000;
+      // where the read() lands: a 4 KiB buffer of its own vs a view into wasm memory (what
+      // the store's host import passes), alternating rounds, least of each
+      const wp = w.exports.at_alloc(4096);
+      let tOwn = Infinity, tWasm = Infinity;
+      for (let r = 0; r < 10; r++) {
+        let a = now();
+        for (let i = 0; i < 1000; i++) t.raw.read.call(raw, page, { at: rng.nextBelow(pages) * 4096 });
+        tOwn = Math.min(tOwn, now() - a);
+        a = now();
+        for (let i = 0; i < 1000; i++) t.raw.read.call(raw, new Uint8Array(w.memory.buffer, wp, 4096), { at: rng.nextBelow(pages) * 4096 });
+        tWasm = Math.min(tWasm, now() - a);
+      }
+      log(`raw 4 KiB read into its own buffer ${us(tOwn, 1000)} vs into a view of wasm memory (${(w.memory.buffer.byteLength / 2 ** 20).toFixed(0)} MiB) ${us(tWasm, 1000)}`);
       // the page checksum as the pool verifies it (4092 bytes), least of 10 rounds
       const buf = w.exports.at_alloc(4096);
       let x = 0, crc = Infinity;
