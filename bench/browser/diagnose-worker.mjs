@@ -8,6 +8,8 @@
 //   load    put_tx1000: setMany vs commit, and the commit's write/flush/read time and bytes
 //   alloc   copying values out of wasm memory: slice() per size, per value vs per batch
 //   scan    50-record scans with entries() vs keys()
+//   crc     at_checksum of 4092/4096 bytes per module (this build's st/mt, a --base build's),
+//           alternating rounds, least and median per module; no store
 // A worker named 'immediate' gets a setImmediate on MessageChannel before adaptree loads (the
 // store then schedules its commits with it instead of setTimeout(0)).
 if (self.name === 'immediate') {
@@ -38,9 +40,48 @@ function handleTimer() {
   return t;
 }
 
+/** Instantiates a module with stub imports (at_checksum needs none), data at 8 MiB. */
+async function checksumModule({ name, file, shared }) {
+  const mod = await WebAssembly.compile(await (await fetch(file)).arrayBuffer());
+  const imports = {};
+  let memory = null;
+  for (const imp of WebAssembly.Module.imports(mod)) {
+    imports[imp.module] ??= {};
+    if (imp.kind === 'function') imports[imp.module][imp.name] = () => { throw new Error('stub import ' + imp.name); };
+    else memory = imports[imp.module][imp.name] = new WebAssembly.Memory({ initial: 256, maximum: 32768, shared });
+  }
+  const inst = await WebAssembly.instantiate(mod, imports);
+  memory ??= inst.exports.memory;
+  const at = 8 << 20, u8 = new Uint8Array(memory.buffer, at, 8192);
+  let s = 12345;
+  for (let i = 0; i < u8.length; i++) { s = (Math.imul(s, 1103515245) + 12345) >>> 0; u8[i] = s >>> 24; }
+  return { name, run: (len, k) => { let x = 0; for (let i = 0; i < k; i++) x ^= inst.exports.at_checksum(at, len); return x >>> 0; } };
+}
+
+async function crcMode(modules) {
+  const ms = [];
+  for (const m of modules) ms.push(await checksumModule(m));
+  for (const len of [4092, 4096]) {
+    const values = new Set(ms.map((m) => m.run(len, 1)));
+    if (values.size !== 1) throw new Error(`the builds disagree on the checksum of ${len} bytes`);
+    for (const m of ms) m.run(len, 3000);
+    const t = ms.map(() => []);
+    for (let r = 0; r < 30; r++) ms.forEach((m, i) => { const a = now(); m.run(len, 2000); t[i].push(((now() - a) / 2000) * 1000); });
+    const parts = ms.map((m, i) => { const v = t[i].sort((a, b) => a - b); return `${m.name} ${v[0].toFixed(2)} us (median ${v[15].toFixed(2)})`; });
+    const mins = Object.fromEntries(ms.map((m, i) => [m.name, t[i][0]]));
+    const ratios = ['st', 'mt'].filter((f) => mins[`wasm-${f}-base`]).map((f) => `${f} base/new ${(mins[`wasm-${f}-base`] / mins[`wasm-${f}`]).toFixed(2)}x`);
+    log(`crc ${len} B: ${parts.join(', ')}${ratios.length ? '; ' + ratios.join(', ') : ''}`);
+  }
+}
+
 self.onmessage = async (e) => {
   const { mode, records: n } = e.data;
   try {
+    if (mode === 'crc') {
+      await crcMode(e.data.modules);
+      self.postMessage({ done: true });
+      return;
+    }
     log(`worker '${self.name}': setImmediate ${typeof globalThis.setImmediate}, mode ${mode}, ${n} records`);
     const w = await init();
     const { keys, value } = makeRecords(n + 5000, 1);
@@ -144,16 +185,46 @@ self.onmessage = async (e) => {
         traw += now() - a;
       }
       const misses = (c.stats().misses - st0.misses) / 20000;
+      // where the read() lands: a 4 KiB buffer of its own vs a view into wasm memory (what
+      // the store's host import passes), alternating rounds, least of each
+      const wp = w.exports.at_alloc(4096);
+      let tOwn = Infinity, tWasm = Infinity;
+      for (let r = 0; r < 10; r++) {
+        let a = now();
+        for (let i = 0; i < 1000; i++) t.raw.read.call(raw, page, { at: rng.nextBelow(pages) * 4096 });
+        tOwn = Math.min(tOwn, now() - a);
+        a = now();
+        for (let i = 0; i < 1000; i++) t.raw.read.call(raw, new Uint8Array(w.memory.buffer, wp, 4096), { at: rng.nextBelow(pages) * 4096 });
+        tWasm = Math.min(tWasm, now() - a);
+      }
+      log(`raw 4 KiB read into its own buffer ${us(tOwn, 1000)} vs into a view of wasm memory (${(w.memory.buffer.byteLength / 2 ** 20).toFixed(0)} MiB) ${us(tWasm, 1000)}`);
+      // the page checksum as the pool verifies it (4092 bytes), least of 10 rounds
       const buf = w.exports.at_alloc(4096);
-      let x = 0, a = now();
-      for (let i = 0; i < 20000; i++) x ^= w.exports.at_checksum(buf, 4096);
-      const crc = (now() - a) / 20000;
+      let x = 0, crc = Infinity;
+      for (let r = 0; r < 10; r++) {
+        const a = now();
+        for (let i = 0; i < 2000; i++) x ^= w.exports.at_checksum(buf, 4092);
+        crc = Math.min(crc, (now() - a) / 2000);
+      }
       log(`cold: file ${(fileBytes / 2 ** 20).toFixed(1)} MiB, pool ${(pool / 2 ** 20).toFixed(1)} MiB, ${misses.toFixed(3)} misses per get (${x >>> 31})`);
       log(`cold get ${us(tc, 20000)} (${rate(tc, 20000)}) vs raw 4 KiB read ${us(traw, 20000)} (${rate(traw, 20000)}): ratio ${(traw / tc).toFixed(2)}`);
       log(`  parts per cold get: a warm get ${us(tw, 20000)}; read() ${us(t.read, 20000)} (${us(t.read, t.reads)} per call); ` +
         `CRC-32C of 4 KiB ${(crc * 1000).toFixed(1)} us x ${misses.toFixed(2)} = ${(crc * misses * 1000).toFixed(1)} us; ` +
         `the rest ${(((tc - t.read - tw) / 20000 - crc * misses) * 1000).toFixed(1)} us`);
       await c.close();
+      // the same reads on the store's own data file (closed, so a handle can be had) vs the raw file
+      const sh = await (await dir.getFileHandle('store')).createSyncAccessHandle();
+      let tStore = Infinity, tRaw = Infinity;
+      for (let r = 0; r < 10; r++) {
+        let a = now();
+        for (let i = 0; i < 1000; i++) t.raw.read.call(sh, page, { at: rng.nextBelow(pages) * 4096 });
+        tStore = Math.min(tStore, now() - a);
+        a = now();
+        for (let i = 0; i < 1000; i++) t.raw.read.call(raw, page, { at: rng.nextBelow(pages) * 4096 });
+        tRaw = Math.min(tRaw, now() - a);
+      }
+      sh.close();
+      log(`raw 4 KiB reads on the store's data file ${us(tStore, 1000)} vs on the raw file ${us(tRaw, 1000)} (least of 10 rounds)`);
     } else {
       await s.close();
     }

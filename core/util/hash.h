@@ -7,9 +7,13 @@
 //   Test vectors: fingerprint("adaptree") = 91, fingerprint("") = 62,
 //   fingerprint("ada") = 8.
 // checksum(): CRC-32C (Castagnoli, reflected polynomial 0x82F63B78, initial
-//   value and final xor 0xFFFFFFFF), slicing-by-8, for page checksums.
-//   Test vectors (tests/core/hash_test.cc asserts them; the TS suite asserts
-//   the same values through the wasm export at_checksum):
+//   value and final xor 0xFFFFFFFF), for page checksums, log records and the
+//   superblock. Implemented in util/crc32c.cc with one kernel per target, all
+//   giving the same values (issue 10): wasm SIMD, 16 interleaved streams with
+//   nibble tables (i8x16.swizzle); x86-64 with SSE4.2, the crc32 instruction
+//   (3 streams); otherwise slicing-by-8.
+//   Test vectors (tests/core/hash_test.cc asserts them and more, pinning the
+//   format; the TS suite asserts the same values through the wasm export at_checksum):
 //     checksum("")                  = 0x00000000
 //     checksum("123456789")         = 0xE3069283   (the standard CRC-32C check value)
 //     checksum("adaptree")          = 0x89A97C7E
@@ -41,44 +45,25 @@ inline uint8_t fingerprint(const uint8_t* k, uint32_t len) {
   return static_cast<uint8_t>(h >> 56);
 }
 
-namespace detail {
-// CRC-32C lookup tables for slicing-by-8 (plain array: the wasm build may
-// compile with an older default -std, so no inline variables here).
-struct Crc32cTables {
-  uint32_t t[8][256];
-};
-constexpr Crc32cTables make_crc32c_tables() {
-  Crc32cTables x{};
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-    x.t[0][i] = c;
-  }
-  for (uint32_t i = 0; i < 256; i++)
-    for (int s = 1; s < 8; s++) x.t[s][i] = (x.t[s - 1][i] >> 8) ^ x.t[0][x.t[s - 1][i] & 0xff];
-  return x;
-}
-constexpr Crc32cTables kCrc32c = make_crc32c_tables();
-}  // namespace detail
-
 // CRC-32C of (the bytes behind crc) followed by p[0, len).
-inline uint32_t checksum_extend(uint32_t crc, const uint8_t* p, uint32_t len) {
-  const auto& t = detail::kCrc32c.t;
-  uint32_t c = crc ^ 0xFFFFFFFFu;
-  while (len >= 8) {
-    uint32_t lo, hi;
-    memcpy(&lo, p, 4);
-    memcpy(&hi, p + 4, 4);
-    lo ^= c;
-    c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
-        t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
-    p += 8;
-    len -= 8;
-  }
-  while (len--) c = (c >> 8) ^ t[0][(c ^ *p++) & 0xff];
-  return c ^ 0xFFFFFFFFu;
-}
+uint32_t checksum_extend(uint32_t crc, const uint8_t* p, uint32_t len);
 
 inline uint32_t checksum(const uint8_t* p, uint32_t len) { return checksum_extend(0, p, len); }
+
+namespace detail {
+// The CRC-32C kernels on the raw register (no initial or final inversion), for the
+// tests: every one gives the same values. checksum_extend uses crc32c_kernel_name()'s.
+uint32_t crc32c_bytewise(uint32_t reg, const uint8_t* p, uint32_t len);
+uint32_t crc32c_slice8(uint32_t reg, const uint8_t* p, uint32_t len);
+// The wasm SIMD kernel's algorithm (16 streams, padded head, combine) run on a scalar
+// model of the vector operations, so native tests cover its arithmetic and edge cases.
+uint32_t crc32c_lanes_model(uint32_t reg, const uint8_t* p, uint32_t len);
+// The SSE4.2 kernel where the CPU has it (x86-64), else nullptr.
+using Crc32cKernel = uint32_t (*)(uint32_t reg, const uint8_t* p, uint32_t len);
+Crc32cKernel crc32c_hardware();
+// The register after `zeros` zero bytes: reg * x^(8 zeros) mod P.
+uint32_t crc32c_shift(uint32_t reg, uint64_t zeros);
+const char* crc32c_kernel_name();
+}  // namespace detail
 
 }  // namespace adaptree

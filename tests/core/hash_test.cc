@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <cstdio>
 #include <set>
+#include <vector>
 
 #include "bindings/adaptree.h"
+#include "core/buffer/page_trailer.h"
 #include "core/util/hash.h"
 
 using namespace adaptree;
@@ -22,14 +25,72 @@ TEST(Hash, Crc32cVectors) {
   EXPECT_EQ(at_checksum(reinterpret_cast<const uint8_t*>("adaptree"), 8), 0x89A97C7Eu);
 }
 
-TEST(Hash, Crc32cSlicingMatchesBytewise) {
-  uint8_t buf[1000];
-  for (int i = 0; i < 1000; i++) buf[i] = static_cast<uint8_t>(i * 131 + 7);
-  for (uint32_t len = 0; len < 1000; len += 37) {
-    uint32_t c = 0xFFFFFFFFu;
-    for (uint32_t i = 0; i < len; i++) c = (c >> 8) ^ detail::kCrc32c.t[0][(c ^ buf[i]) & 0xff];
-    EXPECT_EQ(checksum(buf, len), c ^ 0xFFFFFFFFu) << len;
+// The format: these values are on disk in every page trailer, log record and
+// superblock. A faster kernel must give exactly these (issue 10).
+static void pattern(uint8_t* b, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) b[i] = static_cast<uint8_t>(i * 131 + 7);
+}
+
+TEST(Hash, Crc32cPinnedPageSizedValues) {
+  static uint8_t buf[12289];
+  pattern(buf, sizeof buf);
+  const struct {
+    uint32_t len, crc;
+  } pinned[] = {{2047, 0xBCC06929u}, {2048, 0x4FA26A4Du}, {3841, 0x035EFC8Bu}, {4092, 0xDF032110u},
+                {4096, 0xE6ADC5B2u}, {4120, 0x02CA9320u}, {8192, 0xFD5BED27u}, {12289, 0xD0DD452Fu}};
+  for (const auto& v : pinned) {
+    EXPECT_EQ(checksum(buf, v.len), v.crc) << v.len;
+    EXPECT_EQ(at_checksum(buf, v.len), v.crc) << v.len;
   }
+  static uint8_t zeros[4092], ones[4096];
+  memset(ones, 0xFF, sizeof ones);
+  EXPECT_EQ(checksum(zeros, sizeof zeros), 0xA732586Eu);
+  EXPECT_EQ(checksum(ones, sizeof ones), 0x25C1FE13u);
+}
+
+// Every kernel (slicing-by-8, the wasm SIMD algorithm on its scalar model, the
+// hardware one where the CPU has it, and whichever checksum_extend uses) gives the
+// bytewise definition's register, at every length around the kernels' thresholds
+// (2048: padded partial chunks; 4096: whole chunks; 768: SSE4.2's 3 streams), at
+// unaligned addresses and from any incoming register.
+TEST(Hash, Crc32cKernelsAgreeWithBytewise) {
+  static uint8_t buf[3 * 4096 + 64];
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  for (auto& b : buf) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    b = static_cast<uint8_t>(s >> 56);
+  }
+  std::vector<uint32_t> lens;
+  for (uint32_t n = 0; n <= 300; n++) lens.push_back(n);
+  for (uint32_t c : {760u, 768u, 1536u, 2048u, 2304u, 3840u, 4096u, 6144u, 8192u, 12288u})
+    for (uint32_t n = c - 9; n <= c + 9; n++) lens.push_back(n);
+  for (uint32_t n = 301; n < 3 * 4096; n += 97) lens.push_back(n);
+  const detail::Crc32cKernel hw = detail::crc32c_hardware();
+  std::printf("checksum kernel here: %s\n", detail::crc32c_kernel_name());
+  uint32_t reg = 0x12345678u;
+  for (uint32_t len : lens) {
+    const uint32_t off = len % 13;
+    const uint8_t* p = buf + off;
+    reg = reg * 2654435761u + len;
+    const uint32_t want = detail::crc32c_bytewise(reg, p, len);
+    ASSERT_EQ(detail::crc32c_slice8(reg, p, len), want) << len;
+    ASSERT_EQ(detail::crc32c_lanes_model(reg, p, len), want) << len;
+    if (hw) ASSERT_EQ(hw(reg, p, len), want) << len;
+    ASSERT_EQ(checksum_extend(~reg, p, len), ~want) << len;
+    ASSERT_EQ(at_checksum(p, len), ~detail::crc32c_bytewise(0xFFFFFFFFu, p, len)) << len;
+  }
+}
+
+TEST(Hash, Crc32cExtendAndShiftCompose) {
+  static uint8_t buf[4096 + 24];
+  pattern(buf, sizeof buf);
+  const uint32_t whole = checksum(buf, sizeof buf);
+  // how file_pager.cc checksums a log frame: its header, then the page image
+  for (uint32_t cut : {0u, 1u, 24u, 2048u, 4096u, 4120u})
+    EXPECT_EQ(checksum_extend(checksum(buf, cut), buf + cut, sizeof buf - cut), whole) << cut;
+  static const uint8_t zeros[5000] = {};
+  for (uint32_t n : {0u, 1u, 255u, 256u, 4096u, 5000u})
+    EXPECT_EQ(detail::crc32c_shift(0xDEADBEEFu, n), detail::crc32c_bytewise(0xDEADBEEFu, zeros, n)) << n;
 }
 
 TEST(Hash, FingerprintIsStableAndSpreads) {
@@ -45,4 +106,21 @@ TEST(Hash, FingerprintIsStableAndSpreads) {
     seen.insert(fingerprint(k, 4));
   }
   EXPECT_GT(seen.size(), 250u);
+}
+
+// A sealed page's trailer, byte for byte (core/buffer/page_trailer.h): the page id,
+// then the CRC-32C of everything before the CRC.
+TEST(Hash, SealedPageTrailerIsPinned) {
+  alignas(8) uint8_t image[kPageSize];
+  pattern(image, kPageSize);
+  seal_page(image, 7);
+  EXPECT_EQ(load32(image + kNodeSize), 7u);
+  EXPECT_EQ(load32(image + kNodeSize + 4), 0xFC7B4FF8u);
+  EXPECT_TRUE(page_intact(image, 7));
+  EXPECT_FALSE(page_intact(image, 8));
+  for (uint32_t at : {0u, 2047u, 2048u, 4000u, kNodeSize, kNodeSize + 4}) {
+    image[at] ^= 0x10;
+    EXPECT_FALSE(page_intact(image, 7)) << at;
+    image[at] ^= 0x10;
+  }
 }
