@@ -13,7 +13,7 @@ namespace {
 // A group is redistributed only while its leaves stay at most this full
 // after the insert (in eighths of a page): closer to 1 fills more but
 // redistributes again after a few inserts (each time rewriting the group).
-constexpr unsigned kRedistributeEighths = 7;  // 0.875
+constexpr unsigned kRedistributeSixteenths = 15;  // 0.9375
 // Estimated slot overhead of a record in a comparison-based leaf.
 constexpr unsigned kSlotEstimate = 10;
 // XMerge frees a page only when the group's free bytes exceed a page by this
@@ -300,7 +300,7 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
         if (v == kNone) ok = false;
         sum += v;
       }
-      if (!ok || sum * 8 > uint64_t{k} * kNodeSize * kRedistributeEighths) continue;
+      if (!ok || sum * 16 > uint64_t{k} * kNodeSize * kRedistributeSixteenths) continue;
       if (best < 0 || sum < best_sum) best = a, best_sum = sum;
     }
     if (best >= 0 && regroup(parent, static_cast<unsigned>(best), k, k, &key, vfield, 0)) {
