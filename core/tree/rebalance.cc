@@ -182,6 +182,13 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
       uint8_t counter = src_.data()[static_cast<size_t>(cnt ? src_of_[from] : 0) * kPageSize + hdr::kCounter];
       uint8_t* d = dst_.data() + size_t{q} * kPageSize;
       built = t.build_leaf(d, f, recs_.data() + from, cnt, counter);
+      // Operation adaption turns a fingerprint leaf back into a basic one on
+      // scans: it must still fit that layout (larger slots, hints), or it
+      // stays a fingerprint leaf for good.
+      if (built && t.cfg_.adaptive && d[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf)) {
+        uint32_t plen = t.cfg_.prefix_truncation ? fence_prefix_len(f) : 0;
+        built = BasicNode::space_needed(t.leaf_flags(), f, plen, recs_.data() + from, cnt) <= kNodeSize;
+      }
       if (key && key_in_fences(f, *key)) key_leaf = static_cast<int>(q);
     }
     if (built) break;
@@ -283,6 +290,20 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
     if (lf.lower_inf && regroup(parent, pos, 1, 2, &key, vfield, -1)) {
       stats_.edge_splits++;
       return true;
+    }
+  }
+  // Keys of several partitions in the leaf (partition ++ counter, paper
+  // section 4.6): the tree's partition-aware split keeps them apart better
+  // than any regroup.
+  if (t.cfg_.fully_dense_leaves && grow_scratch()) {
+    uint8_t* s = src_.data();
+    memcpy(s, lp, kPageSize);
+    unsigned n = leaf::count(s);
+    if (n > 1 && resize_checked(recs_, n)) {
+      if (s[0] == static_cast<uint8_t>(PageTag::kBasicLeaf)) BasicNode{s}.extract(recs_.data());
+      else FingerprintLeaf{s}.extract(recs_.data());
+      unsigned dp = FullyDenseLeaf::dense_prefix(fences_of(s), recs_.data(), n);
+      if (dp >= n / 2 && dp < n) return false;
     }
   }
   uint64_t key_bytes = key.len + (vfield & kValueLenMask) + kSlotEstimate;

@@ -363,6 +363,44 @@ TEST(RebalanceStore, XMergeUnderPoolPressure) {
   EXPECT_EQ(dump(st->tree()), model);
 }
 
+// Operation adaption meets fuller leaves: a scan-heavy fingerprint leaf too
+// full for the basic layout keeps its layout (counter at max) until it next
+// overflows; the regroup then builds it as a basic leaf.
+TEST(RebalanceAdaption, StuckFingerprintLeavesConvertAtNextOverflow) {
+  BTree t(LayoutConfig::kAdaptive);
+  ASSERT_EQ(t.init(), Status::kOk);
+  std::mt19937_64 g(21);
+  std::vector<std::string> keys;
+  for (unsigned i = 0; i < 40000; i++) {
+    keys.push_back(make_key(Keys::kUrls, i, g));
+    ASSERT_EQ(t.set(sl(keys.back()), sl("value678")), Status::kOk);
+  }
+  auto stuck = [&] {
+    uint64_t n = 0;
+    visit_nodes(
+        t,
+        [](const NodeInfo& i, void* c) {
+          if (i.level == 0 && i.tag == PageTag::kFingerprintLeaf && i.counter == kCounterMax) ++*static_cast<uint64_t*>(c);
+        },
+        &n);
+    return n;
+  };
+  Cursor c(&t);
+  for (int round = 0; round < 60000; round++) {
+    c.seek(sl(keys[g() % keys.size()]), 0);
+    ValueRef v;
+    for (int i = 0; i < 5 && c.next(nullptr, &v) == Status::kOk; i++) {
+    }
+  }
+  ASSERT_EQ(t.check(), "");
+  uint64_t s1 = stuck();
+  ASSERT_GT(s1, 0u);
+  for (unsigned i = 0; i < 40000; i++) ASSERT_EQ(t.set(sl(make_key(Keys::kUrls, i, g)), sl("value678")), Status::kOk);
+  ASSERT_EQ(t.check(), "");
+  uint64_t s2 = stuck();
+  EXPECT_LT(s2 * 2, s1) << s1 << " -> " << s2;
+}
+
 // Redistribution off: no regroup runs (the paper's behaviour is reproducible).
 TEST(RebalanceOptions, OffMeansOff) {
   BTree t(LayoutConfig::kAdaptive);
