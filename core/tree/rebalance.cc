@@ -55,7 +55,6 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   BasicNode pn{t.page(parent)};
   if (first + m - 1 > pn.count()) return false;
   PageId ids[kMaxGroup];
-  unsigned src_start[kMaxGroup + 1];
   recs_.clear();
   src_of_.clear();
   // 1. The group's records, in key order (each leaf is a copy: fingerprint
@@ -67,7 +66,6 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
     if (!is_leaf_page(s)) return false;
     unsigned n = leaf::count(s);
     size_t base = recs_.size();
-    src_start[i] = static_cast<unsigned>(base);
     if (!resize_checked(recs_, base + n) || !resize_checked(src_of_, base + n)) return false;
     uint8_t* arena = arena_.data() + size_t{i} * (4 * kPageSize + 4);
     unsigned got = n;
@@ -82,7 +80,6 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
     for (unsigned j = 0; j < n; j++) src_of_[base + j] = static_cast<uint8_t>(i);
   }
   unsigned n = static_cast<unsigned>(recs_.size());
-  src_start[m] = n;
   if (edge != 0) {
     // An append (prepend) past every record of the tree's last (first) leaf:
     // the leaf keeps its records and the key starts a new one beside it.
@@ -165,10 +162,8 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   for (unsigned shift = 0;; shift++) {
     if (edge != 0 && shift > 0) {
       if (shift > 8 || shift >= n) return false;
-      RecordRef kr{key->data, nullptr, nullptr, static_cast<uint16_t>(key->len), 0, 0};
       cut[1] = edge > 0 ? n - shift : shift;
       separator_between(recs_[cut[1] - 1], recs_[cut[1]], &seps_[0]);
-      (void)kr;
     }
     bool built = true;
     key_leaf = -1;
@@ -194,7 +189,6 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
     if (built) break;
     if (edge == 0) return false;
   }
-  (void)src_start;
   // The pending insert must fit where it goes, or this was for nothing.
   if (key) {
     if (key_leaf < 0) return false;
