@@ -484,6 +484,28 @@ double at_delete_range(at_tree* t, at_ctx* c, const uint8_t* lo, uint32_t lo_len
   return static_cast<double>(removed);
 }
 
+int32_t at_tree_set_fill(at_tree* t, uint32_t flags) {
+  if (!t) return st(Status::kClosed);
+  if (flags > 3) return st(Status::kInvalidArgument);
+  Held h(t, true, TreeLatch::Wait::kSpin, nullptr);
+  if (!h.ok()) return st(Status::kClosed);
+  adaptree::FillOptions o;
+  o.redistribute = flags & 1;
+  o.xmerge_on_pressure = flags & 2;
+  t->tree.set_fill(o);
+  return st(Status::kOk);
+}
+
+int32_t at_tree_compact(at_tree* t, at_ctx* c) {
+  if (!t) return st(Status::kClosed);
+  Held h(t, true, wait_of(c), nullptr);
+  if (!h.ok()) return st(Status::kClosed);
+  uint64_t freed = 0;
+  Status s = t->tree.compact(&freed);
+  if (c) set_result(c, nullptr, 0, nullptr, 0, static_cast<uint32_t>(freed));
+  return st(s);
+}
+
 int32_t at_stats(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
   Held h(t, true, wait_of(c), nullptr);  // rare: exclusive keeps the walk simple

@@ -103,6 +103,12 @@ double at_delete_range(at_tree* t, at_ctx* c, const uint8_t* lo, uint32_t lo_len
                        uint32_t hi_len, uint32_t flags);
 /* Writes a JSON object (layout counts, height, bytes, fill, ...) -> result.value. */
 int32_t at_stats(at_tree* t, at_ctx* c);
+/* Node fill (core/tree/rebalance.h). flags: 1 redistribute before splits (2-to-3 and edge
+ * splits), 2 XMerge after the store's pool evicted. A new tree has both (3). */
+int32_t at_tree_set_fill(at_tree* t, uint32_t flags);
+/* XMerge over the whole tree (an async store: over its resident pages). OK with the
+ * number of pages freed in result.count (word 4), or an error / BUSY. */
+int32_t at_tree_compact(at_tree* t, at_ctx* c);
 /* Runs the invariant checker; on failure a message -> result.value and CORRUPT. */
 int32_t at_check(at_tree* t, at_ctx* c);
 

@@ -112,6 +112,7 @@ FrameId BufferPool::take_frame() {
     free_frames_.pop_back();
     return f;
   }
+  pressure_ = true;  // full: a page freed by XMerge would have saved this eviction
   // Clock: two sweeps give every referenced frame its second chance.
   for (uint64_t step = 0; step < 2 * uint64_t{frame_count_} + 1; step++) {
     FrameId f = hand_;

@@ -53,6 +53,14 @@ class BufferPool {
   // the store's next new page id, free_ids its free pages. Drops all frames.
   void attach(PageBackend* backend, uint32_t frames, PageId page_count, std::vector<PageId> free_ids);
   bool backed() const { return backend_ != nullptr; }
+  bool asynchronous() const { return async_; }
+  // True once after the pool had to evict (the tree XMerges at its next
+  // write: core/tree/rebalance.h); the flag is cleared.
+  bool take_pressure() {
+    bool p = pressure_;
+    pressure_ = false;
+    return p;
+  }
 
   // Memory mode has no eviction and no failures: nothing to do, and so
   // nothing written by reads that hold a tree latch shared (tree_latch.h).
@@ -206,6 +214,7 @@ class BufferPool {
   PageId pending_free_head_ = kInvalidPageId;
   uint32_t pending_free_count_ = 0;
   PoolStats stats_;
+  bool pressure_ = false;
 };
 
 }  // namespace adaptree

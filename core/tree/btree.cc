@@ -23,6 +23,12 @@ const uint8_t kEmpty[1] = {0};
 }  // namespace
 
 BTree::BTree(LayoutConfig layout) : cfg_(Config::of(layout)), layout_(layout) {}
+BTree::~BTree() = default;
+
+Rebalancer* BTree::rebalancer() {
+  if (!rebalance_) rebalance_.reset(new (std::nothrow) Rebalancer(this));
+  return rebalance_.get();
+}
 
 uint8_t BTree::leaf_flags() const {
   return (cfg_.heads ? kFlagHeads : 0) | (cfg_.hints && cfg_.heads ? kFlagHints : 0);
@@ -243,6 +249,11 @@ Status BTree::begin_write(Slice key) {
   // Allocation takes from the free-page list: an async store reads it first.
   Status s = store_.load_free_list();
   if (s != Status::kOk) return s;
+  // The pool evicted since the last write: XMerge first (core/tree/rebalance.h).
+  if (store_.take_pressure() && fill_.xmerge_on_pressure && rebalancer()) {
+    rebalance_->xmerge_random(rng_.next());
+    if (store_.failure() != Status::kOk) return store_.failure();
+  }
   return prefetch_for_write(key);
 }
 
@@ -821,6 +832,9 @@ Status BTree::make_room(Path* path, Slice key, uint16_t vfield) {
       // A comparison-based leaf about to split becomes dense if it can.
       if (cfg_.fully_dense_leaves && convert_leaf(leaf, PageTag::kFullyDenseLeaf, &key, vfield)) return Status::kOk;
       if (cfg_.semi_dense_leaves && convert_leaf(leaf, PageTag::kSemiDenseLeaf, &key, vfield)) return Status::kOk;
+      // Neighbours with room take records first (core/tree/rebalance.h).
+      if (fill_.redistribute && rebalancer() && rebalance_->before_split(path->ids, path->depth, key, vfield))
+        return Status::kOk;
       return split_leaf(path, key);
     case PageTag::kSemiDenseLeaf:
     case PageTag::kFullyDenseLeaf: {

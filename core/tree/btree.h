@@ -5,6 +5,7 @@
 // page faults can later flow through the same paths.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "core/layouts/node_common.h"
 #include "core/layouts/record.h"
 #include "core/buffer/buffer_pool.h"
+#include "core/tree/rebalance.h"
 #include "core/status.h"
 
 namespace adaptree {
@@ -40,7 +42,7 @@ class BTree {
   static constexpr unsigned kMaxHeight = 64;
 
   explicit BTree(LayoutConfig layout);
-  ~BTree() = default;
+  ~BTree();
   BTree(const BTree&) = delete;
   BTree& operator=(const BTree&) = delete;
 
@@ -92,6 +94,15 @@ class BTree {
   LayoutConfig layout() const { return layout_; }
   BufferPool& store() const { return store_; }
 
+  // Node fill (core/tree/rebalance.h): redistribution before splits and
+  // XMerge under pool pressure, both on by default.
+  void set_fill(const FillOptions& o) { fill_ = o; }
+  const FillOptions& fill() const { return fill_; }
+  FillStats fill_stats() const { return rebalance_ ? rebalance_->stats() : FillStats{}; }
+  // XMerge over the whole tree on demand: packs groups of adjacent leaves
+  // whose free space adds up to a page into one leaf less; *freed pages.
+  Status compact(uint64_t* freed);
+
   // Copies page id's 4 KiB image to out (inspection: demo, diagnostics).
   // Stable across storage changes: it never hands out a pointer into a frame.
   Status copy_page(PageId id, uint8_t* out) const;
@@ -103,6 +114,7 @@ class BTree {
 
  private:
   friend class Cursor;
+  friend class Rebalancer;
   struct Path {
     PageId ids[kMaxHeight];
     unsigned depth = 0;
@@ -192,6 +204,9 @@ class BTree {
   Status read_only_ = Status::kOk;
   bool held_ = false;
   XorShift32 rng_;
+  FillOptions fill_;
+  std::unique_ptr<Rebalancer> rebalance_;  // made on first use
+  Rebalancer* rebalancer();
 
   // Scratch space for structure modifications (no allocation per operation).
   alignas(16) uint8_t scratch_[3][kPageSize];

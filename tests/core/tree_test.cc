@@ -126,6 +126,12 @@ TEST(Transition, BasicToFingerprintAndBackByOperationCounter) {
   // operations make leaves fingerprinting.
   BTree t(LayoutConfig::kAdaptive);
   ASSERT_EQ(t.init(), Status::kOk);
+  // The paper's splits: with redistribution (core/tree/rebalance.h) many
+  // leaves are too full for the basic layout and convert only at their next
+  // overflow (RebalanceAdaption.StuckFingerprintLeavesConvertAtNextOverflow).
+  FillOptions paper;
+  paper.redistribute = false;
+  t.set_fill(paper);
   auto keys = url_keys(60000);
   for (auto& k : keys) ASSERT_EQ(t.set(sl(k), sl(kVal8)), Status::kOk);
   expect_sound(t);
@@ -659,6 +665,9 @@ TEST(BulkLoad, SortedSetManyFillsLeavesDensely) {
   for (uint32_t cfg : {3u, 4u, 7u}) {
     at_tree* bulk = at_tree_new(cfg);
     at_tree* random = at_tree_new(cfg);
+    // The paper's splits (about 70%); redistribution fills random inserts to
+    // about 0.85-0.93 (RebalanceFill.RandomLoadFillsLeaves).
+    ASSERT_EQ(at_tree_set_fill(random, 0), 0);
     at_ctx* c = at_ctx_new();
     std::vector<uint8_t> batch;
     auto keys = url_keys(50000);

@@ -104,6 +104,10 @@ export interface AbiExports {
   at_store_commit_end?(tree: Ptr, hostStatus: number): number;
   at_store_follow?(tree: Ptr, superblock: Ptr): number;
   at_store_set_checkpoint_bytes?(tree: Ptr, bytes: number): number;
+  /** Node fill (core/tree/rebalance.h): 1 redistribution before splits, 2 XMerge under pool pressure. */
+  at_tree_set_fill?(tree: Ptr, flags: number): number;
+  /** XMerge over the whole tree; pages freed in result.aux. */
+  at_tree_compact?(tree: Ptr, ctx: Ptr): number;
   at_checksum(data: Ptr, len: number): number;
   // Memory budget (bindings/wasm_runtime.cc): 0 or INVALID_ARGUMENT; bytes; bytes.
   at_set_memory_limit(bytes: number): number;

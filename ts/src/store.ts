@@ -121,9 +121,21 @@ export interface StoreOptions<K, V> {
   onProgress?: ProgressCallback;
   /** Receives the error of a failed automatic commit (the store is then read-only). */
   onError?: (e: Error) => void;
+  /** Node fill (docs: README, "Node fill"): `redistribute` lets a full leaf share records with
+   * its neighbours before it splits (leaves ~0.85 full after random inserts instead of ~0.70),
+   * `xmerge` packs underfull neighbour leaves into fewer when the buffer pool has to evict.
+   * Both default to true; `{ redistribute: false, xmerge: false }` gives the paper's splits. */
+  fill?: { redistribute?: boolean; xmerge?: boolean };
 }
 
-const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError']);
+const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError', 'fill']);
+
+/** at_tree_set_fill's flags for a store's `fill` option (undefined: the tree's defaults). */
+function fillFlags(fill: StoreOptions<unknown, unknown>['fill']): number | undefined {
+  if (fill === undefined) return undefined;
+  if (fill === null || typeof fill !== 'object') throw new InvalidArgumentError('fill must be an object { redistribute?, xmerge? }');
+  return (fill.redistribute === false ? 0 : 1) | (fill.xmerge === false ? 0 : 2);
+}
 const DEFAULT_POOL = 64 << 20;
 const PAGE_SIZE = 4096;
 /** Entries per core call when setManyAsync resumes after a page fault. */
@@ -396,7 +408,13 @@ export class BTreeStore<K = string, V = unknown> {
     }
     const create = (options.create ?? true) && !readOnly;
     const storageOptions = { create, wait: options.wait === true, readOnly };
+    const fill = fillFlags(options.fill);
     const mapOptions = (tree: number, onFree: () => void): BTreeMapOptions<K, V> => {
+      if (fill !== undefined) {
+        if (typeof ex.at_tree_set_fill !== 'function') throw new AdaptreeError('this wasm build has no fill option (missing at_tree_set_fill)', 'INTERNAL');
+        const st = ex.at_tree_set_fill(tree, fill);
+        if (st < 0) throw errorFromStatus(st, 'fill');
+      }
       const o: BTreeMapOptions<K, V> & { [ATTACH_TREE]?: unknown } = { layout: layoutName, wasm, [ATTACH_TREE]: { tree, onFree } };
       if (options.keys !== undefined) o.keys = options.keys;
       if (options.values !== undefined) o.values = options.values;
@@ -895,6 +913,20 @@ export class BTreeStore<K = string, V = unknown> {
       this.#wrote();
     }
     return this;
+  }
+
+  /** XMerge over the whole tree (core/tree/rebalance.h): neighbour leaves whose free space
+   * adds up to a page are packed into one leaf less. Returns the pages freed; the next writes
+   * reuse them (the file does not shrink). Asynchronous backends: over the resident pages. */
+  compact(): number {
+    this.#writable();
+    const ex = this.#wasm.exports;
+    if (typeof ex.at_tree_compact !== 'function') throw new AdaptreeError('this wasm build has no compact (missing at_tree_compact)', 'INTERNAL');
+    const st = ex.at_tree_compact(this.#tree, this.#wasm.ctx);
+    if (st < 0) throw errorFromStatus(st, 'compact');
+    const freed = this.#wasm.dv().getUint32(this.#wasm.result + Result.AUX, true);
+    if (freed > 0) this.#wrote();
+    return freed;
   }
 
   /** The tree's figures (layouts, height, fill; BTreeMap.stats()). Reads every page. */

@@ -1,0 +1,445 @@
+#include "core/tree/rebalance.h"
+
+#include <cstring>
+
+#include "core/layouts/leaf.h"
+#include "core/layouts/separator.h"
+#include "core/tree/btree.h"
+#include "core/util/checked.h"
+
+namespace adaptree {
+
+namespace {
+// A group is redistributed only while its leaves stay at most this full
+// after the insert (in eighths of a page): closer to 1 fills more but
+// redistributes again after a few inserts (each time rewriting the group).
+constexpr unsigned kRedistributeSixteenths = 15;  // 0.9375
+// Estimated slot overhead of a record in a comparison-based leaf.
+constexpr unsigned kSlotEstimate = 10;
+// XMerge frees a page only when the group's free bytes exceed a page by this
+// much per leaf (fences and headers of the packed leaves).
+constexpr unsigned kXMergeMarginPerLeaf = 64;
+const uint8_t kZeros[kPageSize] = {};
+
+bool is_leaf_page(const uint8_t* p) { return leaf::is_leaf(p); }
+}  // namespace
+
+unsigned Rebalancer::leaf_content(const uint8_t* p) {
+  uint8_t* q = const_cast<uint8_t*>(p);
+  unsigned used;
+  switch (static_cast<PageTag>(p[0])) {
+    case PageTag::kBasicLeaf: used = BasicNode{q}.used_bytes(); break;
+    case PageTag::kFingerprintLeaf: used = FingerprintLeaf{q}.used_bytes(); break;
+    case PageTag::kSemiDenseLeaf: used = SemiDenseLeaf{q}.used_bytes(); break;
+    case PageTag::kFullyDenseLeaf: used = FullyDenseLeaf{q}.used_bytes(); break;
+    default: return kNodeSize;
+  }
+  unsigned fences = load16(p + hdr::kLowerLen) + load16(p + hdr::kUpperLen);
+  return used > fences ? used - fences : 0;
+}
+
+bool Rebalancer::grow_scratch() {
+  if (src_.size() >= size_t{kMaxGroup} * kPageSize) return true;
+  return resize_checked(src_, size_t{kMaxGroup} * kPageSize) && resize_checked(dst_, size_t{kMaxGroup} * kPageSize) &&
+         resize_checked(probe_, kPageSize) && resize_checked(arena_, size_t{kMaxGroup} * (4 * kPageSize + 4));
+}
+
+// ---------------------------------------------------------------- regroup
+
+bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_out, const Slice* key, uint16_t vfield,
+                         int edge) {
+  BTree& t = *t_;
+  stats_.regroup_calls++;
+  if (m < 1 || m > kMaxGroup || m_out < 1 || m_out > kMaxGroup) return false;
+  if (!grow_scratch()) return false;
+  BasicNode pn{t.page(parent)};
+  if (first + m - 1 > pn.count()) return false;
+  PageId ids[kMaxGroup];
+  recs_.clear();
+  src_of_.clear();
+  // 1. The group's records, in key order (each leaf is a copy: fingerprint
+  //    leaves sort theirs, dense leaves spell their keys out into the arena).
+  for (unsigned i = 0; i < m; i++) {
+    ids[i] = pn.child(first + i);
+    uint8_t* s = src_.data() + size_t{i} * kPageSize;
+    memcpy(s, t.page(ids[i]), kPageSize);
+    if (!is_leaf_page(s)) return false;
+    unsigned n = leaf::count(s);
+    size_t base = recs_.size();
+    if (!resize_checked(recs_, base + n) || !resize_checked(src_of_, base + n)) return false;
+    uint8_t* arena = arena_.data() + size_t{i} * (4 * kPageSize + 4);
+    unsigned got = n;
+    switch (static_cast<PageTag>(s[0])) {
+      case PageTag::kBasicLeaf: BasicNode{s}.extract(recs_.data() + base); break;
+      case PageTag::kFingerprintLeaf: FingerprintLeaf{s}.extract(recs_.data() + base); break;
+      case PageTag::kSemiDenseLeaf: got = SemiDenseLeaf{s}.extract(recs_.data() + base, arena); break;
+      case PageTag::kFullyDenseLeaf: got = FullyDenseLeaf{s}.extract(recs_.data() + base, arena); break;
+      default: return false;
+    }
+    if (got != n) return false;
+    for (unsigned j = 0; j < n; j++) src_of_[base + j] = static_cast<uint8_t>(i);
+  }
+  unsigned n = static_cast<unsigned>(recs_.size());
+  if (edge != 0) {
+    // An append (prepend) past every record of the tree's last (first) leaf:
+    // the leaf keeps its records and the key starts a new one beside it.
+    if (!key || m != 1 || m_out != 2 || n == 0) return false;
+    RecordRef kr{key->data, nullptr, nullptr, static_cast<uint16_t>(key->len), 0, 0};
+    if (edge > 0 && compare_record_key(recs_[n - 1], *key) >= 0) return false;
+    if (edge < 0 && compare_record_key(recs_[0], *key) <= 0) return false;
+    if (edge > 0) separator_between(recs_[n - 1], kr, &seps_[0]);
+    else separator_between(kr, recs_[0], &seps_[0]);
+  } else if (n < m_out) {
+    return false;  // every leaf keeps a record
+  }
+  Fences lo_f = fences_of(src_.data()), hi_f = fences_of(src_.data() + size_t{m - 1} * kPageSize);
+
+  // 2. Cut points, even by estimated bytes (the pending key counted where it goes).
+  unsigned kpos = n, key_bytes = 0;
+  if (key) {
+    key_bytes = key->len + (vfield & kValueLenMask) + kSlotEstimate;
+    unsigned lo = 0, hi = n;
+    while (lo < hi) {
+      unsigned mid = (lo + hi) / 2;
+      if (compare_record_key(recs_[mid], *key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    kpos = lo;
+  }
+  if (!resize_checked(cum_, size_t{n} + 1)) return false;
+  cum_[0] = 0;
+  for (unsigned i = 0; i < n; i++)
+    cum_[i + 1] = cum_[i] + recs_[i].key_len() + recs_[i].value_bytes() + kSlotEstimate + (i == kpos ? key_bytes : 0);
+  uint64_t total = cum_[n] + (kpos == n ? key_bytes : 0);
+  unsigned cut[kMaxGroup + 1];
+  cut[0] = 0;
+  cut[m_out] = n;
+  if (edge != 0) cut[1] = edge > 0 ? n : 0;
+  unsigned per_leaf = n / m_out;
+  unsigned w = per_leaf / 32;  // as choose_split_point: n/16 keys around the even cut
+  for (unsigned q = 1; q < m_out && edge == 0; q++) {
+    uint64_t target = total * q / m_out;
+    unsigned b = 1;
+    {
+      unsigned lo = 1, hi = n - 1;
+      while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (cum_[mid] < target) lo = mid + 1;
+        else hi = mid;
+      }
+      b = lo;
+    }
+    unsigned lo = b > w ? b - w : 1, hi = b + w;
+    if (lo < cut[q - 1] + 1) lo = cut[q - 1] + 1;
+    unsigned max_cut = n - (m_out - q);  // leaves a record for each later leaf
+    if (hi > max_cut) hi = max_cut;
+    if (lo > hi) {
+      if (cut[q - 1] + 1 > max_cut) return false;
+      lo = hi = cut[q - 1] + 1 > b ? cut[q - 1] + 1 : (b > max_cut ? max_cut : b);
+    }
+    // The shortest separator in [lo, hi]: the first record that differs from
+    // the window's first in the byte past the window's common prefix.
+    unsigned j = lo;
+    if (lo < hi) {
+      uint32_t common = common_prefix_records(recs_[lo - 1], recs_[hi]);
+      const RecordRef& low = recs_[lo - 1];
+      j = hi;
+      for (unsigned c = lo; c <= hi; c++) {
+        if (low.key_len() <= common || recs_[c].key_len() <= common ||
+            recs_[c].key_byte(common) != low.key_byte(common)) {
+          j = c;
+          break;
+        }
+      }
+    }
+    cut[q] = j;
+    separator_between(recs_[j - 1], recs_[j], &seps_[q - 1]);
+  }
+
+  // 3. The new leaves, built aside. An edge split whose full leaf does not
+  //    take its new fence (no prefix truncation) gives a few records along.
+  int key_leaf = -1;
+  for (unsigned shift = 0;; shift++) {
+    if (edge != 0 && shift > 0) {
+      if (shift > 8 || shift >= n) return false;
+      cut[1] = edge > 0 ? n - shift : shift;
+      separator_between(recs_[cut[1] - 1], recs_[cut[1]], &seps_[0]);
+    }
+    bool built = true;
+    key_leaf = -1;
+    for (unsigned q = 0; q < m_out && built; q++) {
+      Fences f;
+      f.lower_inf = q == 0 ? lo_f.lower_inf : false;
+      f.lower = q == 0 ? lo_f.lower : seps_[q - 1].slice();
+      f.upper_inf = q == m_out - 1 ? hi_f.upper_inf : false;
+      f.upper = q == m_out - 1 ? hi_f.upper : seps_[q].slice();
+      unsigned from = cut[q], cnt = cut[q + 1] - cut[q];
+      uint8_t counter = src_.data()[static_cast<size_t>(cnt ? src_of_[from] : 0) * kPageSize + hdr::kCounter];
+      uint8_t* d = dst_.data() + size_t{q} * kPageSize;
+      built = t.build_leaf(d, f, recs_.data() + from, cnt, counter);
+      // Operation adaption turns a fingerprint leaf back into a basic one on
+      // scans: it must still fit that layout (larger slots, hints), or it
+      // stays a fingerprint leaf for good.
+      if (built && t.cfg_.adaptive && d[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf)) {
+        uint32_t plen = t.cfg_.prefix_truncation ? fence_prefix_len(f) : 0;
+        built = BasicNode::space_needed(t.leaf_flags(), f, plen, recs_.data() + from, cnt) <= kNodeSize;
+      }
+      if (key && key_in_fences(f, *key)) key_leaf = static_cast<int>(q);
+    }
+    if (built) break;
+    if (edge == 0) return false;
+  }
+  // The pending insert must fit where it goes, or this was for nothing.
+  if (key) {
+    if (key_leaf < 0) return false;
+    memcpy(probe_.data(), dst_.data() + static_cast<size_t>(key_leaf) * kPageSize, kPageSize);
+    OldValue old;
+    if (leaf::upsert(probe_.data(), *key, kZeros, vfield, &old) == PutResult::kNoSpace) return false;
+  }
+
+  // 4. The parent takes m_out - 1 separators for the m - 1 it gives up.
+  unsigned plen = pn.prefix_len();
+  uint64_t need = 0, have = pn.free_space_after_compaction();
+  for (unsigned i = 0; i + 1 < m; i++) have += pn.entry_space(pn.suffix(first + i).len, 4);
+  for (unsigned q = 0; q + 1 < m_out; q++) {
+    if (seps_[q].len < plen) return false;
+    need += pn.entry_space(seps_[q].len - plen, 4);
+  }
+  if (need > have) return false;
+  // Every separator count change keeps a key in the parent (or the root goes).
+  unsigned parent_keys = pn.count() - (m - 1) + (m_out - 1);
+  if (parent_keys == 0 && parent != t.root_) return false;
+
+  // 5. Pages: the last leaf keeps its id (the parent's entry after the group
+  //    points to it); the others reuse the group's ids, new or freed as needed.
+  PageId out_ids[kMaxGroup];
+  unsigned reuse = m - 1 < m_out - 1 ? m - 1 : m_out - 1;
+  for (unsigned q = 0; q < reuse; q++) out_ids[q] = ids[q];
+  for (unsigned q = reuse; q + 1 < m_out; q++) {
+    Status s = t.store_.allocate(&out_ids[q]);
+    if (s != Status::kOk) {
+      for (unsigned r = reuse; r < q; r++) t.store_.release(out_ids[r]);
+      return false;
+    }
+  }
+  out_ids[m_out - 1] = ids[m - 1];
+  // The parent pointer again: an allocation may have moved nothing (frames
+  // of this operation stay put), but read it fresh for the change.
+  pn = BasicNode{t.page_mut(parent)};
+  for (unsigned q = 0; q < m_out; q++)
+    memcpy(t.page_mut(out_ids[q]), dst_.data() + size_t{q} * kPageSize, kPageSize);
+  for (unsigned i = 0; i + 1 < m; i++) pn.remove_at(first);
+  for (unsigned q = 0; q + 1 < m_out; q++) {
+    uint8_t child[4];
+    store32(child, out_ids[q]);
+    pn.insert_at(first + q, seps_[q].data + plen, seps_[q].len - plen, child, 4);
+  }
+  for (unsigned i = reuse; i + 1 < m; i++) t.store_.release(ids[i]);
+  if (parent_keys == 0) {
+    // The root lost its last key: its only child is the new root.
+    PageId child = pn.upper_child();
+    t.store_.release(parent);
+    t.root_ = child;
+    t.height_--;
+  }
+  t.version_++;
+  return true;
+}
+
+// ---------------------------------------------------------------- redistribution
+
+bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint16_t vfield) {
+  stats_.before_split_calls++;
+  if (depth < 2) return false;
+  BTree& t = *t_;
+  PageId parent = ids[depth - 2], leaf_id = ids[depth - 1];
+  BasicNode pn{t.page(parent)};
+  bool exact;
+  unsigned pos = pn.lower_bound(key.data, key.len, &exact);
+  unsigned c = pn.count();
+  if (pos > c || pn.child(pos) != leaf_id) return false;
+  // Content of the leaves pos-2 .. pos+2 (resident ones only: a store does not
+  // read pages to redistribute, and an asynchronous one cannot).
+  constexpr unsigned kNone = ~0u;
+  unsigned content[5];
+  for (int d = -2; d <= 2; d++) {
+    int q = static_cast<int>(pos) + d;
+    content[d + 2] = kNone;
+    if (q < 0 || q > static_cast<int>(c)) continue;
+    PageId id = pn.child(static_cast<unsigned>(q));
+    if (!t.store_.resident(id)) continue;
+    const uint8_t* p = t.page(id);
+    if (!is_leaf_page(p)) return false;
+    content[d + 2] = leaf_content(p);
+  }
+  // Appends past the tree's last record (prepends before its first) fill
+  // leaves completely: the full leaf stays as it is.
+  const uint8_t* lp = t.page(leaf_id);
+  Fences lf = fences_of(lp);
+  if ((lf.upper_inf || lf.lower_inf) && leaf::count(lp) > 0) {
+    if (lf.upper_inf && regroup(parent, pos, 1, 2, &key, vfield, 1)) {
+      stats_.edge_splits++;
+      return true;
+    }
+    if (lf.lower_inf && regroup(parent, pos, 1, 2, &key, vfield, -1)) {
+      stats_.edge_splits++;
+      return true;
+    }
+  }
+  // Keys of several partitions in the leaf (partition ++ counter, paper
+  // section 4.6): the tree's partition-aware split keeps them apart better
+  // than any regroup.
+  if (t.cfg_.fully_dense_leaves && grow_scratch()) {
+    uint8_t* s = src_.data();
+    memcpy(s, lp, kPageSize);
+    unsigned n = leaf::count(s);
+    if (n > 1 && resize_checked(recs_, n)) {
+      if (s[0] == static_cast<uint8_t>(PageTag::kBasicLeaf)) BasicNode{s}.extract(recs_.data());
+      else FingerprintLeaf{s}.extract(recs_.data());
+      unsigned dp = FullyDenseLeaf::dense_prefix(fences_of(s), recs_.data(), n);
+      if (dp >= n / 2 && dp < n) return false;
+    }
+  }
+  uint64_t key_bytes = key.len + (vfield & kValueLenMask) + kSlotEstimate;
+  // Redistribution: the smallest group (2, then 3 leaves) around the leaf
+  // that stays below the fill limit, the emptiest such group first.
+  for (unsigned k = 2; k <= 3; k++) {
+    int best = -1;
+    uint64_t best_sum = 0;
+    for (int a = static_cast<int>(pos) - static_cast<int>(k) + 1; a <= static_cast<int>(pos); a++) {
+      if (a < 0 || a + static_cast<int>(k) - 1 > static_cast<int>(c)) continue;
+      uint64_t sum = key_bytes;
+      bool ok = true;
+      for (unsigned i = 0; i < k; i++) {
+        unsigned v = content[a + i - static_cast<int>(pos) + 2];
+        if (v == kNone) ok = false;
+        sum += v;
+      }
+      if (!ok || sum * 16 > uint64_t{k} * kNodeSize * kRedistributeSixteenths) continue;
+      if (best < 0 || sum < best_sum) best = a, best_sum = sum;
+    }
+    if (best >= 0 && regroup(parent, static_cast<unsigned>(best), k, k, &key, vfield, 0)) {
+      stats_.redistributions++;
+      return true;
+    }
+  }
+  // 2-to-3 split with the emptier neighbour.
+  int nb = -1;
+  if (content[1] != kNone) nb = static_cast<int>(pos) - 1;
+  if (content[3] != kNone && (nb < 0 || content[3] < content[1])) nb = static_cast<int>(pos) + 1;
+  if (nb >= 0) {
+    unsigned a = static_cast<unsigned>(nb) < pos ? static_cast<unsigned>(nb) : pos;
+    if (regroup(parent, a, 2, 3, &key, vfield, 0)) {
+      stats_.splits_2to3++;
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------- XMerge
+
+bool Rebalancer::xmerge_at(PageId parent, unsigned first, bool resident_only) {
+  BTree& t = *t_;
+  BasicNode pn{t.page(parent)};
+  unsigned c = pn.count();
+  if (first > c) return false;
+  uint64_t free_sum = 0;
+  unsigned x = 0;
+  // Grow the group to the right until its free space adds up to a page.
+  while (x < kMaxGroup && first + x <= c) {
+    PageId id = pn.child(first + x);
+    if (resident_only && !t.store_.resident(id)) break;
+    const uint8_t* p = t.page(id);
+    if (!is_leaf_page(p)) return false;
+    free_sum += kNodeSize - leaf_content(p);
+    x++;
+    if (x >= 2 && free_sum >= kNodeSize + uint64_t{x} * kXMergeMarginPerLeaf) break;
+  }
+  if (x < 2 || free_sum < kNodeSize + uint64_t{x} * kXMergeMarginPerLeaf) return false;
+  if (!regroup(parent, first, x, x - 1, nullptr, 0, 0)) return false;
+  stats_.xmerges++;
+  return true;
+}
+
+bool Rebalancer::xmerge_random(uint32_t r) {
+  BTree& t = *t_;
+  if (t.height_ < 2) return false;
+  stats_.xmerge_attempts++;
+  // Down a random path through resident pages only.
+  PageId id = t.root_, parent = kInvalidPageId;
+  unsigned pos = 0;
+  for (unsigned level = 0; level < BTree::kMaxHeight; level++) {
+    if (!t.store_.resident(id)) return false;
+    uint8_t* p = t.page(id);
+    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
+    BasicNode n{p};
+    parent = id;
+    pos = r % (n.count() + 1);
+    r = r / (n.count() + 1) * 2654435761u + 0x9E3779B9u;
+    id = n.child(pos);
+  }
+  if (parent == kInvalidPageId || !t.store_.resident(id) || !is_leaf_page(t.page(id))) return false;
+  // The group starts at the leaf or up to K-1 leaves to its left.
+  unsigned back = r % kMaxGroup;
+  unsigned first = pos > back ? pos - back : 0;
+  return xmerge_at(parent, first, true);
+}
+
+Status Rebalancer::compact(bool resident_only, uint64_t* freed) {
+  BTree& t = *t_;
+  *freed = 0;
+  if (t.height_ < 2) return Status::kOk;
+  // The parents of leaves, in key order.
+  std::vector<PageId> level{t.root_}, next;
+  for (unsigned h = t.height_; h > 2; h--) {
+    next.clear();
+    for (PageId id : level) {
+      if (resident_only && !t.store_.resident(id)) continue;
+      const uint8_t* p = t.page(id);
+      if (t.store_.failure() != Status::kOk) return t.store_.failure();
+      if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return Status::kCorrupt;
+      BasicNode n{const_cast<uint8_t*>(p)};
+      if (!reserve_checked(next, next.size() + n.count() + 1)) return Status::kOutOfMemory;
+      for (unsigned i = 0; i <= n.count(); i++) next.push_back(n.child(i));
+    }
+    level.swap(next);
+  }
+  for (PageId parent : level) {
+    for (unsigned pos = 0;; pos++) {
+      if (t.height_ < 2) break;  // the root went: one leaf is left
+      const uint8_t* pp = t.page(parent);
+      if (t.store_.failure() != Status::kOk) return t.store_.failure();
+      if (pos > BasicNode{const_cast<uint8_t*>(pp)}.count()) break;
+      // A long pass over a store lets go of the pages it has passed.
+      t.store_.end_protection();
+      if (resident_only && !t.store_.resident(parent)) break;
+      // After a merge the same start takes in the leaves to its right.
+      if (xmerge_at(parent, pos, resident_only)) {
+        (*freed)++;
+        pos--;
+      }
+      if (t.store_.failure() != Status::kOk) return t.store_.failure();
+    }
+  }
+  return Status::kOk;
+}
+
+// ---------------------------------------------------------------- BTree::compact
+
+Status BTree::compact(uint64_t* freed) {
+  *freed = 0;
+  Status w = writable();
+  if (w != Status::kOk) return w;
+  store_.begin_op();
+  if (store_.backed()) {
+    Status s = store_.load_free_list();
+    if (s != Status::kOk) return s;
+  }
+  Rebalancer* r = rebalancer();
+  if (!r) return Status::kOutOfMemory;
+  // An asynchronous store merges what is resident (nothing is fetched).
+  return end_write(r->compact(store_.asynchronous(), freed));
+}
+
+}  // namespace adaptree

@@ -1,0 +1,97 @@
+// Node fill: redistribution before a split and XMerge (issues #10 and #11).
+//
+// Both are one operation, `regroup`: the records of m adjacent leaves under one
+// parent are dealt out again over m' leaves, evenly by bytes, with the
+// shortest separators near the even cut points; the parent's m - 1
+// separators between them are replaced by m' - 1 new ones.
+// - Redistribution (m' = m): a full leaf shares its records with up to two
+//   neighbours under the same parent instead of splitting (B*-Tree style), as
+//   long as the group stays below kRedistributeFill after the insert; when no
+//   group has room, two full leaves become three (2-to-3 split) where the
+//   parent has room, else the tree's own split runs. Random loads fill leaves
+//   to ~0.85 instead of ~0.70 (ln 2).
+// - XMerge (m' = m - 1, papers/contention-split-xmerge-cidr21.md, section 4):
+//   a group of 2..5 adjacent leaves whose free space adds up to a page packs
+//   into one leaf less and frees a page. Run on demand over the whole tree
+//   (compact), or on one random resident leaf when the buffer pool had to
+//   evict (a store under memory pressure: the freed frame is the next one
+//   taken, so that eviction is saved), touching resident pages only.
+//
+// Nothing changes unless the whole regroup fits: every new leaf image, the
+// pending key in its leaf, the parent's new separators and any new page are
+// checked or taken first. Otherwise the caller falls back (a split), and the
+// tree is as it was.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/config.h"
+#include "core/layouts/node_common.h"
+#include "core/status.h"
+
+namespace adaptree {
+
+class BTree;
+
+// Per-tree switches; a tree is built with the defaults (both on).
+struct FillOptions {
+  // Redistribution and 2-to-3 splits before a leaf split. Off reproduces the
+  // paper's (and the original core's) 1-to-2 splits.
+  bool redistribute = true;
+  // XMerge on one random resident leaf after the pool evicted (stores only).
+  bool xmerge_on_pressure = true;
+};
+
+struct FillStats {
+  uint64_t redistributions = 0;  // regroups m -> m before a split
+  uint64_t splits_2to3 = 0;      // 2 -> 3 splits
+  uint64_t edge_splits = 0;      // appends past the last leaf: it stays full
+  uint64_t xmerges = 0;          // groups packed into one leaf less
+  uint64_t xmerge_attempts = 0;  // pressure-triggered attempts
+  uint64_t regroup_calls = 0, before_split_calls = 0;
+};
+
+class Rebalancer {
+ public:
+  static constexpr unsigned kMaxGroup = 5;  // XMerge's K
+  explicit Rebalancer(BTree* t) : t_(t) {}
+
+  // The leaf at the end of ids[0..depth) cannot take key (value field vfield):
+  // redistributes or splits 2-to-3. True if room was made (the caller retries
+  // the insert), false if nothing changed (the caller splits).
+  bool before_split(const PageId* ids, unsigned depth, Slice key, uint16_t vfield);
+
+  // XMerge over every group of leaves in the tree (resident_only: of the
+  // resident pages, for an asynchronous store); *freed counts pages freed.
+  Status compact(bool resident_only, uint64_t* freed);
+  // One pressure-triggered XMerge attempt at a random resident leaf (resident
+  // pages only; nothing is loaded). True if a page was freed.
+  bool xmerge_random(uint32_t r);
+  // XMerge of the group that starts at child `first` of parent (up to K
+  // children to its right): true if a page was freed.
+  bool xmerge_at(PageId parent, unsigned first, bool resident_only);
+
+  const FillStats& stats() const { return stats_; }
+
+ private:
+  // Deals the records of children [first, first + m) of parent over m_out
+  // leaves. With key: the leaf that will hold key must have room for it.
+  // edge = 1 (-1): one leaf into two where key lies past (before) every
+  // record: the leaf keeps them all, key starts the new leaf.
+  bool regroup(PageId parent, unsigned first, unsigned m, unsigned m_out, const Slice* key, uint16_t vfield, int edge);
+  bool grow_scratch();
+  // Bytes a leaf's content needs (without its fences): merge and fill decisions.
+  static unsigned leaf_content(const uint8_t* p);
+
+  BTree* t_;
+  FillStats stats_;
+  // Copies of the group's leaves and the images built; records point into src_.
+  std::vector<uint8_t> src_, dst_, probe_;
+  std::vector<uint8_t> arena_;
+  std::vector<RecordRef> recs_;
+  std::vector<uint8_t> src_of_;  // source leaf of each record
+  KeyBuffer seps_[kMaxGroup];
+  std::vector<uint32_t> cum_;
+};
+
+}  // namespace adaptree
