@@ -214,6 +214,7 @@ int run_paper(const Args& a, const Keys& keys, const std::vector<LayoutConfig>& 
   for (LayoutConfig cfg : cfgs) {
     Subject x{cfg, config_label(cfg), std::make_unique<BTree>(cfg)};
     if (x.tree->init() != Status::kOk) return 1;
+    x.tree->set_fill(FillOptions{false, false});  // as the wasm map (at_tree_new) and the paper
     double t0 = now();
     for (uint32_t i = 0; i < n90; i++) {
       value_for(i, val);
@@ -373,6 +374,7 @@ int run_ycsb(const Args& a, const Keys& keys, LayoutConfig cfg) {
   std::string label = config_label(cfg);
   BTree t(cfg);
   if (t.init() != Status::kOk) return 1;
+  t.set_fill(FillOptions{false, false});  // as the wasm map (at_tree_new) and the paper
   uint8_t val[8];
   for (uint32_t i = 0; i < loaded; i++) {
     value_for(i, val);
