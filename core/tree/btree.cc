@@ -32,7 +32,7 @@ uint8_t BTree::inner_flags() const { return leaf_flags(); }
 void BTree::adopt(PageId root, unsigned height, uint64_t count) {
   root_ = root;
   height_ = height;
-  count_ = count;
+  set_count(count);
   version_++;
 }
 
@@ -43,7 +43,7 @@ Status BTree::init() {
   build_leaf(page_mut(id), Fences{}, nullptr, 0, kCounterDisabled);
   root_ = id;
   height_ = 1;
-  count_ = 0;
+  set_count(0);
   version_++;
   return Status::kOk;
 }
@@ -92,6 +92,12 @@ PageId BTree::descend(Slice key, Path* path) const {
   }
 }
 
+PageId BTree::leaf_for(Slice key) const {
+  PageId id = root_;
+  for (unsigned d = 1; d < height_; d++) id = BasicNode{store_.memory_page(id)}.child_for(key.data, key.len);
+  return id;
+}
+
 PageId BTree::descend_after(Slice key) const {
   PageId id = root_;
   for (;;) {
@@ -119,6 +125,26 @@ Status BTree::get(Slice key, ValueRef* out, ReadMode* mode) {
   if (!key.data) key.data = kEmpty;
   PageId id = root_;
   uint8_t* leaf;
+  if (mode && mode->leaves && mode->shared) {
+    // Writers change leaves meanwhile (under their latches): latch the leaf;
+    // on kOk it stays latched for the caller to copy the value (mode->release()).
+    mode->release();
+    id = leaf_for(key);
+    PageLatch latch(store_.latch_word(id));
+    latch.lock_shared();
+    leaf = store_.memory_page(id);
+    if (cfg_.adaptive && !point_step_shared(leaf, *mode->rng)) {
+      latch.unlock_shared();
+      mode->step = true;  // drawn: the exclusive run takes it
+      return Status::kRestart;
+    }
+    if (!leaf::lookup(leaf, key, out)) {
+      latch.unlock_shared();
+      return Status::kNotFound;
+    }
+    mode->held = store_.latch_word(id);
+    return Status::kOk;
+  }
   if (!store_.backed()) {
     // Memory mode: pages never fail and never move; nothing to protect.
     for (;;) {
@@ -172,17 +198,108 @@ Status BTree::read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* 
   return s;
 }
 
-Status BTree::set(Slice key, Slice value) {
+Status BTree::set(Slice key, Slice value, ReadMode* mode) {
   if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
   if (value.len > kMaxValueSize) return Status::kValueTooLarge;
   if (!key.data) key.data = kEmpty;
+  if (mode && mode->shared) return set_shared(key, value, *mode);
   Status ps = begin_write(key);
   if (ps != Status::kOk) return ps;
-  Status s = set_attempt(key, value);
+  Status s = set_attempt(key, value, mode);
   return end_write(s);
 }
 
-Status BTree::set_attempt(Slice key, Slice value) {
+// ---------------------------------------------------------------- writes under the shared latch
+
+// The counter step of a point write under the shared latch, with its leaf
+// latched exclusive (readers step the same byte with atomics under the leaf's
+// shared latch, so the step stays atomic). False: the step converts the leaf,
+// which needs the scratch (exclusive); nothing changed, the exclusive run takes it.
+static bool shared_write_step(uint8_t* p, ReadMode& m, bool (*step)(uint8_t*, XorShift32&)) {
+  if (m.counted) return true;
+  if (!step(p, *m.rng)) {
+    m.step = true;
+    return false;
+  }
+  m.counted = true;
+  return true;
+}
+
+Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
+  Status w = writable();
+  if (w != Status::kOk) return w;
+  // An overflow value allocates pages: the free list is the tree's.
+  if (!m.leaves || store_.backed() || !value_is_inline(key.len, value.len)) return Status::kRestart;
+  PageId id = leaf_for(key);
+  PageLatch latch(store_.latch_word(id));
+  latch.lock_exclusive();
+  uint8_t* p = store_.memory_page(id);
+  if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
+    latch.unlock_exclusive_unchanged();
+    return Status::kRestart;
+  }
+  OldValue old;
+  PutResult r = leaf::upsert(p, key, value.data ? value.data : kEmpty, static_cast<uint16_t>(value.len), &old);
+  if (r == PutResult::kNoSpace) {  // a split or conversion: exclusive (the counter step is taken)
+    latch.unlock_exclusive_unchanged();
+    return Status::kRestart;
+  }
+  latch.unlock_exclusive();
+  m.counted = false;
+  if (r == PutResult::kInserted) counts_[id % kCountStripes].n.fetch_add(1, std::memory_order_relaxed);
+  // The replaced value's pages: nobody reaches them now, but a reader under the
+  // shared latch may still be copying them. Freed under the exclusive latch.
+  if (old.overflow) m.free_chain = old.first_page;
+  return Status::kOk;
+}
+
+Status BTree::remove_shared(Slice key, ReadMode& m) {
+  Status w = writable();
+  if (w != Status::kOk) return w;
+  if (!m.leaves || store_.backed()) return Status::kRestart;
+  PageId id = leaf_for(key);
+  PageLatch latch(store_.latch_word(id));
+  latch.lock_exclusive();
+  uint8_t* p = store_.memory_page(id);
+  if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
+    latch.unlock_exclusive_unchanged();
+    return Status::kRestart;
+  }
+  m.counted = false;
+  OldValue old;
+  if (!leaf::remove(p, key, &old)) {
+    latch.unlock_exclusive_unchanged();
+    return Status::kNotFound;
+  }
+  bool underfull = height_ > 1 && content_bytes(p) <= kMergeThreshold;
+  latch.unlock_exclusive();
+  counts_[id % kCountStripes].n.fetch_sub(1, std::memory_order_relaxed);
+  if (old.overflow) m.free_chain = old.first_page;
+  if (underfull) m.rebalance = true;  // merging changes the parent: exclusive, after
+  return Status::kOk;
+}
+
+Status BTree::finish_shared(Slice key, ReadMode* m) {
+  Status s = Status::kOk;
+  if (!key.data) key.data = kEmpty;
+  if (m->free_chain != kInvalidPageId) {
+    s = overflow_free(store_, m->free_chain);
+    m->free_chain = kInvalidPageId;
+  }
+  if (m->rebalance) {
+    m->rebalance = false;
+    // Other writers came in between: merge only if the leaf is still underfull.
+    Path path;
+    PageId leaf = descend(key, &path);
+    if (path.depth > 1 && content_bytes(page(leaf)) <= kMergeThreshold) {
+      Status r = rebalance(&path, key);
+      if (s == Status::kOk) s = r;
+    }
+  }
+  return s;
+}
+
+Status BTree::set_attempt(Slice key, Slice value, ReadMode* mode) {
   uint8_t ref[kOverflowRefSize];
   const uint8_t* vptr = value.data ? value.data : kEmpty;
   uint16_t field;
@@ -200,7 +317,15 @@ Status BTree::set_attempt(Slice key, Slice value) {
   for (unsigned attempt = 0; attempt < kMaxAttempts; attempt++) {
     Path path;
     PageId leaf = descend(key, &path);
-    if (attempt == 0 && cfg_.adaptive) on_point_op(leaf);
+    if (attempt == 0 && cfg_.adaptive) {
+      if (!mode || !(mode->counted || mode->step)) {
+        on_point_op(leaf);
+      } else if (mode->step) {  // a shared run drew this step
+        mode->step = false;
+        point_step(leaf, page(leaf));
+      }
+      if (mode) mode->counted = false;  // a shared run took it already
+    }
     OldValue old;
     PutResult r = leaf::upsert(page_mut(leaf), key, vptr, field, &old);
     if (r != PutResult::kNoSpace) {
@@ -223,12 +348,21 @@ Status BTree::set_attempt(Slice key, Slice value) {
   return Status::kCorrupt;
 }
 
-Status BTree::remove(Slice key) {
+Status BTree::remove(Slice key, ReadMode* mode) {
   if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
   if (!key.data) key.data = kEmpty;
+  if (mode && mode->shared) return remove_shared(key, *mode);
   Status ps = begin_write(key);
   if (ps != Status::kOk) return ps;
-  return end_write(remove_attempt(key));
+  if (mode && cfg_.adaptive && (mode->counted || mode->step)) {
+    // A shared run stepped (or drew the step of) this remove's counter.
+    Path path;
+    PageId leaf = descend(key, &path);
+    if (mode->step) point_step(leaf, page(leaf));
+    mode->counted = mode->step = false;
+    return end_write(remove_attempt(key, false));
+  }
+  return end_write(remove_attempt(key, true));
 }
 
 // Write operations on a backed pool: everything the operation may touch is
@@ -288,7 +422,7 @@ Status BTree::prefetch_for_write(Slice key) {
   }
   // Removing the last record of a tree taller than one leaf releases every
   // node (remove_attempt starts over from one leaf): all of them, then.
-  if (count_ <= 1 && height_ > 1) {
+  if (count() <= 1 && height_ > 1) {
     std::vector<PageId> todo{root_};
     while (!todo.empty()) {
       PageId n = todo.back();
@@ -303,10 +437,10 @@ Status BTree::prefetch_for_write(Slice key) {
   return Status::kOk;
 }
 
-Status BTree::remove_attempt(Slice key) {
+Status BTree::remove_attempt(Slice key, bool step) {
   Path path;
   PageId leaf = descend(key, &path);
-  if (cfg_.adaptive) on_point_op(leaf);
+  if (step && cfg_.adaptive) on_point_op(leaf);
   OldValue old;
   if (!leaf::remove(page_mut(leaf), key, &old)) return Status::kNotFound;
   count_--;
@@ -315,7 +449,13 @@ Status BTree::remove_attempt(Slice key) {
     Status fs = overflow_free(store_, old.first_page);
     if (fs != Status::kOk) return fs;
   }
-  if (path.depth > 1 && content_bytes(page(leaf)) <= kMergeThreshold) {
+  if (path.depth > 1 && content_bytes(page(leaf)) <= kMergeThreshold) return rebalance(&path, key);
+  return Status::kOk;
+}
+
+Status BTree::rebalance(Path* p, Slice key) {
+  Path& path = *p;
+  {
     // Walk up: merge the leaf, then each parent that became underfull.
     for (unsigned d = path.depth; d >= 2; d--) {
       PageId node = path.ids[d - 1], parent = path.ids[d - 2];
@@ -332,7 +472,7 @@ Status BTree::remove_attempt(Slice key) {
     // An emptied tree starts over from one leaf: with very long separators
     // (1 KiB keys without prefix truncation) inner nodes that hold one key
     // each cannot always merge, and would otherwise linger.
-    if (count_ == 0 && height_ > 1) {
+    if (count() == 0 && height_ > 1) {
       release_subtree(root_);
       store_.release(root_);
       return init();
@@ -990,11 +1130,21 @@ void BTree::fix_keyless_inner(Slice key) {
 // ---------------------------------------------------------------- cursor
 
 bool Cursor::enter(PageId leaf, bool scan_start) {
+  if (latching()) {
+    // One leaf latched at a time: inner nodes do not change under the shared
+    // tree latch, so the next leaf is found without holding this one.
+    release();
+    held_ = t_->latch_word(leaf);
+    leaf_ver_ = PageLatch(held_).lock_shared();
+  } else {
+    leaf_ver_ = t_->leaf_version(leaf);
+  }
   // The operation counter steps once per scan (paper, section 5.1), on the
   // leaf where it starts: leaves reached by moving on, or by re-positioning
   // after a modification, belong to the same scan.
   if (scan_start && t_->cfg_.adaptive && !t_->on_scan(leaf, mode_)) {
     restart_ = true;
+    release();
     return false;
   }
   leaf_ = leaf;
@@ -1005,6 +1155,7 @@ bool Cursor::enter(PageId leaf, bool scan_start) {
   if (p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf) && !FingerprintLeaf{p}.is_sorted()) {
     if (mode_ && mode_->shared) {  // a shared holder changes no page
       restart_ = true;
+      release();
       return false;
     }
     FingerprintLeaf{t_->page_mut(leaf)}.sort();
@@ -1014,6 +1165,7 @@ bool Cursor::enter(PageId leaf, bool scan_start) {
 
 Status Cursor::restart() {
   restart_ = false;
+  release();
   // Positioned before: re-position from the last key returned (or the seek key).
   if (state_ != kUnpositioned) version_ = t_->version_ - 1;
   return Status::kRestart;
@@ -1083,6 +1235,16 @@ Status Cursor::position(bool scan_start) {
   return ok ? Status::kOk : Status::kNotFound;
 }
 
+bool Cursor::leaf_unchanged() {
+  if (t_->store_.backed()) return true;  // a store's cursors go by version_ (nothing writes beside)
+  if (!latching()) return t_->leaf_version(leaf_) == leaf_ver_;
+  if (held_) return true;  // latched since it was entered: unchanged
+  held_ = t_->latch_word(leaf_);
+  if (PageLatch(held_).lock_shared() == leaf_ver_) return true;
+  release();
+  return false;
+}
+
 Status Cursor::seek(Slice key, uint32_t flags) {
   if (t_->broken_ != Status::kOk) return t_->broken_;
   t_->store_.begin_op();
@@ -1137,8 +1299,8 @@ Status Cursor::next_attempt(KeyBuffer* key, ValueRef* value) {
     reverse_ = false;
     // next() without seek() starts a scan from the first key
     if (position(true) == Status::kRestart) return restart();
-  } else if (t_->version_ != version_) {
-    // the tree changed: re-seek from the last key returned (or the seek key)
+  } else if (t_->version_ != version_ || !leaf_unchanged()) {
+    // the tree (or the leaf) changed: re-seek from the last key returned (or the seek key)
     if (position(false) == Status::kRestart) return restart();
   } else if (pending_advance_) {
     pending_advance_ = false;
@@ -1150,12 +1312,13 @@ Status Cursor::next_attempt(KeyBuffer* key, ValueRef* value) {
   if (state_ != kOnRecord) return Status::kNotFound;
   const uint8_t* p = t_->page(leaf_);
   // Keys of one leaf share their prefix: after the first, copy only the rest.
-  if (anchor_leaf_ == leaf_ && anchor_version_ == t_->version_) {
+  if (anchor_leaf_ == leaf_ && anchor_version_ == t_->version_ && anchor_leaf_ver_ == leaf_ver_) {
     leaf::key_tail_at(p, pos_, &anchor_);
   } else {
     leaf::key_at(p, pos_, &anchor_);
     anchor_leaf_ = leaf_;
     anchor_version_ = t_->version_;
+    anchor_leaf_ver_ = leaf_ver_;
   }
   if (key) key->assign(anchor_.slice());
   if (value) *value = leaf::value_at(p, pos_);
