@@ -1153,6 +1153,25 @@ bool Cursor::enter(PageId leaf, bool scan_start) {
   // The sorted image is kept (marked dirty): a cursor's positions refer to it,
   // and a clean frame could be dropped and reloaded unsorted.
   if (p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf) && !FingerprintLeaf{p}.is_sorted()) {
+    // Shared with writers: the sort changes this leaf alone (no scratch, no
+    // tree field), so it runs under the leaf's latch exclusive, and the cursor
+    // latches it shared again. A writer may unsort it in between: a few tries,
+    // then the exclusive tree latch.
+    for (unsigned tries = 0; latching() && tries < 4; tries++) {
+      std::atomic<uint64_t>* w = held_;
+      release();
+      PageLatch l(w);
+      l.lock_exclusive();
+      if (!FingerprintLeaf{p}.is_sorted()) {
+        FingerprintLeaf{p}.sort();
+        l.unlock_exclusive();
+      } else {
+        l.unlock_exclusive_unchanged();
+      }
+      held_ = w;
+      leaf_ver_ = l.lock_shared();
+      if (FingerprintLeaf{p}.is_sorted()) return true;
+    }
     if (mode_ && mode_->shared) {  // a shared holder changes no page
       restart_ = true;
       release();

@@ -629,5 +629,33 @@ TEST(Threads, ScansBesideWritersInTheSameLeaves) {
   at_tree_free(t);
 }
 
+// A cursor of a shared tree sorts a fingerprint leaf under that leaf's latch
+// (exclusive, then shared again), not under the tree latch exclusive: under a
+// shared mode with leaves the scan goes through without kRestart, in order.
+TEST(Threads, SharedScanSortsUnderTheLeafLatch) {
+  using namespace phase2a;
+  BTree t(LayoutConfig::kFingerprint);
+  ASSERT_EQ(t.init(), Status::kOk);
+  constexpr uint32_t kN = 2000;
+  for (uint32_t i = 0; i < kN; i++) ASSERT_EQ(t.set(sl(ck(i * 7919 % kN)), sl("v")), Status::kOk);
+  XorShift32 rng;
+  ReadMode m;
+  m.shared = m.leaves = true;
+  m.rng = &rng;
+  Cursor c(&t);
+  c.set_mode(&m);
+  ASSERT_EQ(c.seek({}, kSeekEdge), Status::kOk);
+  KeyBuffer k;
+  ValueRef v;
+  uint32_t n = 0;
+  for (Status s; (s = c.next(&k, &v)) != Status::kNotFound; n++) {
+    ASSERT_EQ(s, Status::kOk) << n;
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(k.data), k.len), ck(n));
+  }
+  c.release();
+  EXPECT_EQ(n, kN);
+  EXPECT_EQ(t.check(), "");
+}
+
 }  // namespace
 }  // namespace adaptree::testing
