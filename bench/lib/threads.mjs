@@ -9,7 +9,15 @@
 // into an empty map), mix (50% lookups, 50% writes of random keys). Time runs from releasing
 // the workers (they wait on an Atomics flag after attaching) until the last one is done.
 // Each measurement runs `rounds` times; the row is the median round.
+// ADAPTREE_BENCH_BASELINE=<a dist/ directory of another build> adds its mt build's rows as
+// impl `adaptree-wasm-mt-base` (workers 1 and 2) to the same rounds, so that a change and the
+// build before it are measured side by side on a loaded machine (same-run ratios).
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { pathToFileURL } from 'node:url';
+import path from 'node:path';
+
+const DIST = new URL('../../dist/index.js', import.meta.url).href;
+const distOf = (dir) => pathToFileURL(path.join(path.resolve(dir), 'index.js')).href;
 
 const hex = (i) => ((Math.imul(i, 0x9e3779b1) >>> 0).toString(16).padStart(8, '0'));
 const key = (i) => `k${hex(i)}`;
@@ -43,8 +51,8 @@ function run(map, workload, keys, ops, part, parts, seed) {
 }
 
 async function workerMain() {
-  const { BTreeMap } = await import('../../dist/index.js');
-  const { handle, flag, workload, keys, ops, part, parts, seed } = workerData;
+  const { handle, flag, workload, keys, ops, part, parts, seed, dist } = workerData;
+  const { BTreeMap } = await import(dist);
   const map = await BTreeMap.attach(handle);
   const f = new Int32Array(flag);
   Atomics.add(f, 1, 1); // attached
@@ -64,7 +72,7 @@ function load(map, n) {
   map.setMany(batch);
 }
 
-async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed) {
+async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed, dist = DIST) {
   const map = new BTreeMap(null, { wasm, values: 'utf8' });
   if (workload !== 'insert') load(map, workload === 'mix' ? keys : keys);
   const flag = new SharedArrayBuffer(8);
@@ -73,7 +81,7 @@ async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed)
   const done = [];
   for (let p = 0; p < workers; p++) {
     const w = new Worker(new URL(import.meta.url), {
-      workerData: { handle: map.share(), flag, workload, keys, ops: Math.ceil(ops / workers), part: p, parts: workers, seed },
+      workerData: { handle: map.share(), flag, workload, keys, ops: Math.ceil(ops / workers), part: p, parts: workers, seed, dist },
     });
     done.push(new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); }));
     ws.push(w);
@@ -106,10 +114,16 @@ async function main() {
   const ops = p.ops ?? 1_000_000;
   const rounds = p.rounds ?? 3;
   const seed = p.seed ?? 1;
-  const { BTreeMap, loadWasm } = await import('../../dist/index.js');
+  const { BTreeMap, loadWasm } = await import(DIST);
   const st = await loadWasm();
   const mt = await loadWasm({ threads: true });
   if (mt.build !== 'mt') throw new Error('no mt build here (SharedArrayBuffer)');
+  const baseDir = process.env.ADAPTREE_BENCH_BASELINE;
+  let base = null;
+  if (baseDir) {
+    const b = await import(distOf(baseDir));
+    base = { BTreeMap: b.BTreeMap, mt: await b.loadWasm({ threads: true }), dist: distOf(baseDir) };
+  }
   const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
   for (const workload of p.workloads ?? ['lookup', 'insert', 'mix']) {
     const n = workload === 'insert' ? keys : ops;
@@ -119,6 +133,10 @@ async function main() {
       ['adaptree-wasm-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed)],
       ['adaptree-wasm-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed)],
     ];
+    if (base) {
+      cases.push(['adaptree-wasm-mt-base', 1, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 1, seed, base.dist)]);
+      cases.push(['adaptree-wasm-mt-base', 2, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 2, seed, base.dist)]);
+    }
     // Rounds rotate through the cases, so that machine noise hits them alike.
     const times = cases.map(() => []);
     for (let r = 0; r < rounds; r++) for (let c = 0; c < cases.length; c++) times[c].push(await cases[c][2]());

@@ -323,7 +323,7 @@ TEST(Threads, MixedOperationsOnOneTree) { run_and_check(false, env_or("ADAPTREE_
 
 // Every thread writes the same few leaves: they split, merge, change layout
 // and carry overflow values while the others read, scan and write beside.
-TEST(Threads, HotLeavesSplitMergeConvert) { run_and_check(true, env_or("ADAPTREE_THREAD_OPS", 60000) / 2); }
+TEST(Threads, HotLeavesSplitMergeConvert) { run_and_check(true, env_or("ADAPTREE_THREAD_OPS", 60000) / 4); }
 
 // A freed shared tree answers CLOSED to every later call, from any thread.
 TEST(Threads, CallsAfterFreeAreClosed) {
