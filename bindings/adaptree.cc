@@ -734,8 +734,17 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
 uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }
 
 // Tests: 1 takes the tree latch exclusive, 0 releases it; 2 takes it shared, 3 releases that.
+// Contention Split (docs/THREADS.md): 4 turns it on, 5 off; 6 returns the number of
+// contention splits so far.
 int32_t at_debug_latch(at_tree* t, uint32_t hold) {
   if (!t) return st(Status::kClosed);
+  if (hold >= 4 && hold <= 6) {
+    Held h(t, true, TreeLatch::Wait::kSpin, nullptr);
+    if (!h.ok()) return st(Status::kClosed);
+    if (hold == 6) return static_cast<int32_t>(t->tree.contention_splits());
+    t->tree.set_contention_split(hold == 4);
+    return st(Status::kOk);
+  }
   switch (hold) {
     case 0: t->latch.unlock_exclusive(); break;
     case 2: t->latch.lock_shared(TreeLatch::Wait::kSpin); break;

@@ -98,6 +98,11 @@ class BufferPool {
     uint32_t i = id & (kChunkFrames - 1);
     return reinterpret_cast<std::atomic<uint64_t>*>(data(id) + size_t{kChunkFrames - i} * kPageSize) + i;
   }
+  // Memory mode only: the page's Contention Split counters (BTree), after the
+  // chunk's latch words. Read and written only under the page's latch exclusive.
+  uint64_t* contention_word(PageId id) const {
+    return reinterpret_cast<uint64_t*>(latch_word(id) + kChunkFrames);
+  }
   // The page's bytes for changing it: marks it dirty.
   uint8_t* page_mut(PageId id) {
     if (!backend_) return data(id);

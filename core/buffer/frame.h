@@ -52,9 +52,11 @@ class PageLatch {
   }
   void unlock_shared() { w_->fetch_sub(kOne, std::memory_order_release); }
 
-  // Returns the version the holder found (the unlock bumps it).
-  uint64_t lock_exclusive() {
+  // Returns the version the holder found (the unlock bumps it). *waited: the
+  // latch was taken when it came (Contention Split counts these).
+  uint64_t lock_exclusive(bool* waited = nullptr) {
     uint64_t v = w_->load(std::memory_order_relaxed);
+    if (waited) *waited = frame_state::lock_state(v) != frame_state::kUnlocked;
     for (unsigned spins = 0;;) {
       if (frame_state::lock_state(v) == frame_state::kUnlocked) {
         if (w_->compare_exchange_weak(v, frame_state::make(frame_state::kExclusive, frame_state::version(v)),

@@ -2,6 +2,7 @@
 #include "core/util/checked.h"
 
 #include <climits>
+#include <utility>
 
 #include "core/layouts/dense_keys.h"
 #include "core/layouts/leaf.h"
@@ -232,7 +233,8 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   if (!m.leaves || store_.backed() || !value_is_inline(key.len, value.len)) return Status::kRestart;
   PageId id = leaf_for(key);
   PageLatch latch(store_.latch_word(id));
-  latch.lock_exclusive();
+  bool waited;
+  latch.lock_exclusive(&waited);
   uint8_t* p = store_.memory_page(id);
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
     latch.unlock_exclusive_unchanged();
@@ -244,6 +246,7 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;
   }
+  if (csplit_) note_contention(id, p, key, waited || m.contended, m);
   latch.unlock_exclusive();
   m.counted = false;
   if (r == PutResult::kInserted) counts_[id % kCountStripes].n.fetch_add(1, std::memory_order_relaxed);
@@ -279,9 +282,59 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   return Status::kOk;
 }
 
+// Contention Split's probabilistic counters (paper, listing 1), in the leaf's
+// contention word: sampled updates (16 bits), how many of them waited for the
+// latch (16 bits), the record index last sampled + 1 (16 bits; 0 none). A
+// period ends with probability 2^-9: if enough of its sampled updates waited,
+// and this update's record is not the one last sampled, the leaf is contended
+// by writers of different records: split between the two. The paper asks for
+// every sampled update to have waited (many threads on one leaf); with two
+// workers a contended leaf finds its latch taken in a part of the updates, so
+// one in eight (of at least eight samples) counts here.
+void BTree::note_contention(PageId id, const uint8_t* p, Slice key, bool waited, ReadMode& m) {
+  if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf)) return;  // record index = position
+  uint32_t r = m.rng->next();
+  constexpr uint32_t kSample = 1u << 30, kPeriod = 1u << 23;  // 2^-2, 2^-9
+  if (r >= kSample) return;
+  uint64_t* w = store_.contention_word(id);
+  uint64_t updates = *w & 0xFFFF, slow = (*w >> 16) & 0xFFFF, last = (*w >> 32) & 0xFFFF;
+  bool exact;
+  unsigned pos = static_cast<unsigned>(BasicNode{const_cast<uint8_t*>(p)}.lower_bound(key.data, key.len, &exact));
+  if (r < kPeriod) {
+    if (updates >= 8 && slow * 8 >= updates && last != 0 && last - 1 != pos) {
+      unsigned a = static_cast<unsigned>(last - 1), b = pos;
+      if (a > b) std::swap(a, b);
+      m.contention_split = (a + b + 1) / 2;  // records a and b end up in different leaves
+    }
+    *w = 0;
+    return;
+  }
+  if (updates < 0xFFFF) {
+    updates++;
+    slow += waited;
+  }
+  *w = updates | (slow << 16) | (uint64_t{pos + 1} << 32);
+}
+
 Status BTree::finish_shared(Slice key, ReadMode* m) {
   Status s = Status::kOk;
   if (!key.data) key.data = kEmpty;
+  if (unsigned at = m->contention_split) {
+    m->contention_split = 0;
+    Path path;
+    PageId leaf = descend(key, &path);
+    const uint8_t* p = page(leaf);
+    // Other writers came in between: only a basic leaf that still has records on both sides.
+    if (p[0] == static_cast<uint8_t>(PageTag::kBasicLeaf) && at < leaf::count(p) && leaf::count(p) >= 4) {
+      unsigned before = leaf::count(p);
+      Status r = split_leaf(&path, key, at);
+      if (r == Status::kOk && leaf::count(page(leaf)) < before) {  // (not when a parent split first)
+        csplits_++;
+        if (height_ > 2) fix_keyless_inner(key);
+      }
+      if (s == Status::kOk && r != Status::kOk) s = r;
+    }
+  }
   if (m->free_chain != kInvalidPageId) {
     s = overflow_free(store_, m->free_chain);
     m->free_chain = kInvalidPageId;
@@ -845,7 +898,7 @@ Status BTree::split_inner(Path* path, unsigned idx) {
   return install_split(path->ids[idx - 1], node, sep.slice());
 }
 
-Status BTree::split_leaf(Path* path, Slice key) {
+Status BTree::split_leaf(Path* path, Slice key, unsigned at) {
   unsigned d = path->depth;
   PageId leaf = path->ids[d - 1];
   unsigned n = extract(page(leaf), 0, &recs_);
@@ -879,6 +932,7 @@ Status BTree::split_leaf(Path* path, Slice key) {
       unsigned dp = FullyDenseLeaf::dense_prefix(f, recs_.data(), n);
       if (dp >= n / 2 && dp < n) j = dp;
     }
+    if (at > 0 && at < n) j = at;  // Contention Split's choice
     if (j == 0) j = choose_split_point(recs_.data(), n);
     separator_between(recs_[j - 1], recs_[j], &sep);
   }

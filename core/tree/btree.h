@@ -53,12 +53,17 @@ struct ReadMode {
   // still underfull; free a replaced overflow chain.
   bool rebalance = false;
   PageId free_chain = kInvalidPageId;
+  // Contention Split found the leaf contended: split it before this record
+  // index (0: no split wanted).
+  unsigned contention_split = 0;
+  // Tests: count every leaf latch this mode takes as contended.
+  bool contended = false;
   XorShift32* rng = nullptr;  // shared: the calling context's own random source
   // get() under `leaves` answers kOk with the leaf latched shared, so that the
   // caller copies the value before a writer changes the page: release() then.
   std::atomic<uint64_t>* held = nullptr;
 
-  bool pending() const { return rebalance || free_chain != kInvalidPageId; }
+  bool pending() const { return rebalance || free_chain != kInvalidPageId || contention_split; }
   void release() {
     if (held) PageLatch(held).unlock_shared();
     held = nullptr;
@@ -91,6 +96,13 @@ class BTree {
   }
   // kOk, or the failure that left the tree in memory unusable.
   Status broken() const { return broken_; }
+  // Contention Split (CIDR 2021, seed 002; docs/THREADS.md): writers under the
+  // shared latch sample whether they waited for their leaf's latch, and a leaf
+  // whose updates keep finding it taken splits between the two positions last
+  // written. Off by default; set under the exclusive latch.
+  void set_contention_split(bool on) { csplit_ = on; }
+  bool contention_split() const { return csplit_; }
+  uint64_t contention_splits() const { return csplits_; }
 
   Status get(Slice key, ValueRef* out, ReadMode* mode = nullptr);
   Status contains(Slice key);
@@ -181,7 +193,10 @@ class BTree {
   // converts it to another layout or splits it (or its parents). kOk means
   // retry the operation from the root.
   Status make_room(Path* path, Slice key, uint16_t vfield);
-  Status split_leaf(Path* path, Slice key);
+  // at (1..records-1): split before that record (Contention Split), else where the layout prefers.
+  Status split_leaf(Path* path, Slice key, unsigned at = 0);
+  // After a shared write of key at record index pos of leaf id (latched exclusive).
+  void note_contention(PageId id, const uint8_t* p, Slice key, bool waited, ReadMode& m);
   // Dense leaf (fully or semi-dense) and a key past its last slot.
   Status split_to_self(Path* path, Slice key, uint16_t vfield);
   Status split_inner(Path* path, unsigned idx);
@@ -255,6 +270,8 @@ class BTree {
   uint64_t version_ = 0;
   Status broken_ = Status::kOk;
   Status read_only_ = Status::kOk;
+  bool csplit_ = false;
+  uint64_t csplits_ = 0;  // contention splits done (exclusive)
   bool held_ = false;
   XorShift32 rng_;
 
