@@ -353,6 +353,7 @@ int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, cons
   Held h(t, PointWrite{}, wait_of(c), c ? &c->rng : nullptr);
   if (!h.ok()) return st(Status::kClosed);
   Slice k{key, key_len};
+  if (h.exclusive()) return ret(t, c, t->tree.set(k, {value, value_len}));  // not shared: as phase 1
   return ret(t, c, run_write(h, t->tree, k, [&](ReadMode* m) { return t->tree.set(k, {value, value_len}, m); }));
 }
 
@@ -394,6 +395,7 @@ int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   Held h(t, PointWrite{}, wait_of(c), c ? &c->rng : nullptr);
   if (!h.ok()) return st(Status::kClosed);
   Slice k{key, key_len};
+  if (h.exclusive()) return ret(t, c, t->tree.remove(k));  // not shared: as phase 1
   return ret(t, c, run_write(h, t->tree, k, [&](ReadMode* m) { return t->tree.remove(k, m); }));
 }
 
@@ -458,7 +460,8 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
     memcpy(&kl, p, 4);
     memcpy(&vl, p + 4 + kl, 4);
     Slice k{p + 4, kl};
-    s = run_write(h, t->tree, k, [&](ReadMode* m) { return t->tree.set(k, {p + 8 + kl, vl}, m); });
+    s = h.exclusive() ? t->tree.set(k, {p + 8 + kl, vl})
+                      : run_write(h, t->tree, k, [&](ReadMode* m) { return t->tree.set(k, {p + 8 + kl, vl}, m); });
     if (s != Status::kOk) break;
     p += 8 + kl + vl;
   }

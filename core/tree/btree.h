@@ -169,6 +169,7 @@ class BTree {
   // The leaf for key, under a shared latch: inner nodes (height_ - 1 levels)
   // do not change then, and the leaf's tag is not read before it is latched.
   PageId leaf_for(Slice key) const;
+  Status get_latched(Slice key, ValueRef* out, ReadMode& mode);
   Status set_shared(Slice key, Slice value, ReadMode& m);
   Status remove_shared(Slice key, ReadMode& m);
   // The merges after a remove left the leaf at the end of path underfull.
