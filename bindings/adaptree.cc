@@ -2,11 +2,13 @@
 // JavaScript calls it: contexts carry the result block and a growable output
 // buffer, cursors are core cursors that also notice when their tree is freed.
 //
-// Threads (docs/THREADS.md, phase 1): every call on a tree holds the tree's
-// latch (core/tree/tree_latch.h) for its length: shared for reads of an
-// in-memory tree, exclusive for writes and for everything on a store (whose
-// reads change its buffer pool). A shared read that must change a page
-// answers kRestart and runs again exclusive (run_read below).
+// Threads (docs/THREADS.md): every call on a tree holds the tree's latch
+// (core/tree/tree_latch.h) for its length: shared for reads of an in-memory
+// tree and, once the tree is shared between threads, for its point writes
+// (set, remove, setMany entry by entry; phase 2a: they latch the leaf they
+// change); exclusive for other writes and for everything on a store (whose
+// reads change its buffer pool). A shared call that must change more than a
+// leaf answers kRestart and runs again exclusive (run_read, run_write below).
 #include "bindings/adaptree.h"
 #include "bindings/internal.h"
 
@@ -52,8 +54,10 @@ struct at_tree {
   at_ctx* ctx = nullptr;            // the context of the last call that had one (NEED_PAGE of cursor seeks)
   TreeLatch latch;                  // held by every call on the tree
   // Set once by at_tree_share (under the latch): other threads may call. Values are
-  // then copied out under the latch, and at_tree_free leaves this struct behind.
-  bool shared = false;
+  // then copied out under the leaf's latch, point writes run under the shared tree
+  // latch, and at_tree_free leaves this struct behind. Atomic: a call reads it
+  // before it takes the latch, to choose the mode.
+  std::atomic<bool> shared{false};
   // A shared tree after at_tree_free: the tree is gone, this struct stays so
   // that a late call from another thread finds it closed (kClosed) instead of
   // reading freed memory.
@@ -96,26 +100,41 @@ TreeLatch::Wait wait_of(const at_ctx* c) { return c ? c->wait : TreeLatch::Wait:
 
 // A call's hold on a tree's latch. Reads of an in-memory tree share it; a
 // store's reads fix and evict frames, so everything on a store is exclusive.
+// Point writes (PointWrite) share it once the tree is shared between threads
+// (before, one thread alone: exclusive costs nothing and latches no leaf).
 // ok() is false (say kClosed) when the tree was closed by another thread.
+struct PointWrite {};
 class Held {
  public:
   Held(at_tree* t, bool write, TreeLatch::Wait w, XorShift32* rng)
       : t_(t), g_(t->latch, write || t->store != nullptr, w) {
-    mode_.shared = !g_.exclusive();
-    mode_.rng = rng;
+    init(rng);
   }
+  Held(at_tree* t, PointWrite, TreeLatch::Wait w, XorShift32* rng)
+      : t_(t), g_(t->latch, t->store != nullptr || !rng || !t->shared.load(std::memory_order_relaxed), w) {
+    init(rng);
+  }
+  ~Held() { mode_.release(); }
   // Not held (the latch was abandoned: at_tree_abandon) counts as closed.
   bool ok() const { return g_.held() && !t_->closed; }
   ReadMode* mode() { return &mode_; }
   bool exclusive() const { return g_.exclusive(); }
-  // A shared read answered kRestart: hold exclusive from now on, run it again.
+  // A shared call answered kRestart: hold exclusive from now on, run it again.
   bool upgrade() {
+    mode_.release();
     g_.upgrade();
     mode_.shared = false;
     return ok();
   }
 
  private:
+  void init(XorShift32* rng) {
+    mode_.shared = !g_.exclusive();
+    // Another thread may write beside this call (only under the latch: a shared
+    // tree stays shared, and shared is set under the latch exclusive).
+    mode_.leaves = mode_.shared && t_->shared.load(std::memory_order_relaxed);
+    mode_.rng = rng;
+  }
   at_tree* t_;
   TreeLatchGuard g_;
   ReadMode mode_;
@@ -130,6 +149,20 @@ Status run_read(Held& h, Read&& read) {
     if (s != Status::kRestart) return s;
     if (!h.upgrade()) return Status::kClosed;
   }
+}
+
+// A point write on key: as run_read, then the work a shared write left for the
+// exclusive latch (a merge, an overflow chain to free). The latch stays
+// exclusive for the rest of the call (a batch goes on so).
+template <class Write>
+Status run_write(Held& h, BTree& t, Slice key, Write&& write) {
+  Status s = run_read(h, write);
+  if (h.mode()->pending()) {
+    if (!h.exclusive() && !h.upgrade()) return Status::kClosed;
+    Status f = t.finish_shared(key, h.mode());
+    if (s == Status::kOk) s = f;
+  }
+  return s;
 }
 
 void set_result(at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value, uint32_t value_len,
@@ -293,7 +326,7 @@ int32_t at_tree_share(at_tree* t) {
   if (t->store) return st(Status::kInvalidArgument);
   TreeLatchGuard g(t->latch, true, TreeLatch::Wait::kSpin);
   if (!g.held() || t->closed) return st(Status::kClosed);
-  t->shared = true;
+  t->shared.store(true, std::memory_order_relaxed);
   return st(Status::kOk);
 }
 
@@ -330,9 +363,11 @@ void at_tree_free(at_tree* t) {
 
 int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value, uint32_t value_len) {
   if (!t) return st(Status::kClosed);
-  Held h(t, true, wait_of(c), nullptr);
+  Held h(t, PointWrite{}, wait_of(c), c ? &c->rng : nullptr);
   if (!h.ok()) return st(Status::kClosed);
-  return ret(t, c, t->tree.set({key, key_len}, {value, value_len}));
+  Slice k{key, key_len};
+  if (h.exclusive()) return ret(t, c, t->tree.set(k, {value, value_len}));  // not shared: as phase 1
+  return ret(t, c, run_write(h, t->tree, k, [&](ReadMode* m) { return t->tree.set(k, {value, value_len}, m); }));
 }
 
 int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
@@ -346,11 +381,12 @@ int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
     return ret(t, c, s);
   }
   Slice out;
-  if (v.is_overflow() || t->shared) trim_output(c);
+  if (v.is_overflow() || t->shared.load(std::memory_order_relaxed)) trim_output(c);
+  // (Under a leaves mode get() left the leaf latched for this copy: Held releases it.)
   s = t->tree.read_value(v, &c->buf, &out);
   // Shared with other threads, the page may change once the latch is released:
   // the value leaves in the context's buffer (read_value put an overflow value there).
-  if (s == Status::kOk && t->shared && !v.is_overflow()) {
+  if (s == Status::kOk && t->shared.load(std::memory_order_relaxed) && !v.is_overflow()) {
     if (!adaptree::resize_checked(c->buf, out.len)) return st(Status::kOutOfMemory);
     adaptree::copy_small(c->buf.data(), out.data, out.len);
     out.data = c->buf.data();
@@ -369,9 +405,11 @@ int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
 
 int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
-  Held h(t, true, wait_of(c), nullptr);
+  Held h(t, PointWrite{}, wait_of(c), c ? &c->rng : nullptr);
   if (!h.ok()) return st(Status::kClosed);
-  return ret(t, c, t->tree.remove({key, key_len}));
+  Slice k{key, key_len};
+  if (h.exclusive()) return ret(t, c, t->tree.remove(k));  // not shared: as phase 1
+  return ret(t, c, run_write(h, t->tree, k, [&](ReadMode* m) { return t->tree.remove(k, m); }));
 }
 
 double at_count(at_tree* t) {
@@ -389,11 +427,15 @@ int32_t at_clear(at_tree* t) {
 
 int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count) {
   if (!t) return st(Status::kClosed);
-  Held h(t, true, wait_of(c), nullptr);
+  // Entry by entry under the shared latch once the tree is shared (each entry
+  // latches its leaf), so a long batch does not block readers and other writers.
+  Held h(t, PointWrite{}, wait_of(c), c ? &c->rng : nullptr);
   if (!h.ok()) return st(Status::kClosed);
   // A strictly ascending batch into an empty tree is bulk loaded (dense nodes).
   // Without memory for the two index arrays it goes one by one (which needs none).
+  // The bulk load builds the whole tree: exclusive.
   std::vector<Slice> keys, values;
+  if (t->tree.count() == 0 && count > 1 && !h.exclusive() && !h.upgrade()) return st(Status::kClosed);
   if (t->tree.count() == 0 && count > 1 && adaptree::resize_checked(keys, count) &&
       adaptree::resize_checked(values, count)) {
     const uint8_t* p = batch;
@@ -430,7 +472,9 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
     uint32_t kl, vl;
     memcpy(&kl, p, 4);
     memcpy(&vl, p + 4 + kl, 4);
-    s = t->tree.set({p + 4, kl}, {p + 8 + kl, vl});
+    Slice k{p + 4, kl};
+    s = h.exclusive() ? t->tree.set(k, {p + 8 + kl, vl})
+                      : run_write(h, t->tree, k, [&](ReadMode* m) { return t->tree.set(k, {p + 8 + kl, vl}, m); });
     if (s != Status::kOk) break;
     p += 8 + kl + vl;
   }
@@ -453,7 +497,8 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
     // A restart upgrades the latch for the rest of the batch: the values so far stay valid.
     Status s = run_read(h, [&](ReadMode* m) { return t->tree.get({p + 4, kl}, &v, m); });
     if (s == Status::kOk) {
-      s = append_value(t->tree, w, v);
+      s = append_value(t->tree, w, v);  // under the leaf's latch (leaves mode)
+      h.mode()->release();
       if (s != Status::kOk) return ret(t, c, s);
       found++;
     } else if (s == Status::kNotFound || s == Status::kKeyTooLarge) {
@@ -570,11 +615,15 @@ class HeldCursor : public Held {
     cur->mode = *mode();
   }
   bool upgrade() {
+    cur_->cur.release();
     bool ok = Held::upgrade();
     cur_->mode.shared = false;
     return ok;
   }
-  ~HeldCursor() { cur_->mode.shared = false; }
+  ~HeldCursor() {
+    cur_->cur.release();  // before the tree latch goes
+    cur_->mode.shared = cur_->mode.leaves = false;
+  }
 
  private:
   at_cursor* cur_;
@@ -604,7 +653,7 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
   }
   Slice out{};
   if (want_value) {
-    bool shared = cur->owner->shared;
+    bool shared = cur->owner->shared.load(std::memory_order_relaxed);
     if (v.is_overflow() || shared) trim_output(c);
     s = cur->owner->tree.read_value(v, &c->buf, &out);
     if (s != Status::kOk) return ret(cur->owner, c, s);
@@ -722,11 +771,26 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
 
 uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }
 
+// Tests: 1 takes the tree latch exclusive, 0 releases it; 2 takes it shared, 3 releases that.
+// Contention Split (docs/THREADS.md): 4 turns it on, 5 off; 6 returns the number of
+// contention splits so far.
 int32_t at_debug_latch(at_tree* t, uint32_t hold) {
   if (!t) return st(Status::kClosed);
-  if (hold) return st(t->latch.lock_exclusive(TreeLatch::Wait::kSpin) ? Status::kOk : Status::kClosed);
-  t->latch.unlock_exclusive();
-  return st(Status::kOk);
+  if (hold >= 4 && hold <= 6) {
+    Held h(t, true, TreeLatch::Wait::kSpin, nullptr);
+    if (!h.ok()) return st(Status::kClosed);
+    if (hold == 6) return static_cast<int32_t>(t->tree.contention_splits());
+    t->tree.set_contention_split(hold == 4);
+    return st(Status::kOk);
+  }
+  bool took = true;
+  switch (hold) {
+    case 0: t->latch.unlock_exclusive(); break;
+    case 2: took = t->latch.lock_shared(TreeLatch::Wait::kSpin); break;
+    case 3: t->latch.unlock_shared(); break;
+    default: took = t->latch.lock_exclusive(TreeLatch::Wait::kSpin); break;
+  }
+  return st(took ? Status::kOk : Status::kClosed);
 }
 
 int32_t at_tree_abandon(at_tree* t) {

@@ -247,7 +247,9 @@ double at_memory_limit(void);
 double at_memory_available(void);
 /* Test-only: hold = 1 takes t's latch exclusive (spinning) and returns with it held;
  * hold = 0 releases it. Lets a test keep a tree busy in one worker while another
- * thread's call waits (the browser's main thread must spin, never sleep). */
+ * thread's call waits (the browser's main thread must spin, never sleep). 2 and 3 take
+ * and release it shared. Contention Split (docs/THREADS.md, off by default): 4 turns it
+ * on for t, 5 off, 6 returns how many contention splits t made. */
 int32_t at_debug_latch(at_tree* t, uint32_t hold);
 /* A thread died while it may have held t's latch (a worker terminated mid-call): marks the
  * latch abandoned and wakes its waiters. From then on every call on t answers CLOSED

@@ -6,10 +6,21 @@
 //                     run the operations, split evenly; workers: 0 is the mt build on the main
 //                     thread without sharing (what a single-threaded user of mt pays)
 // Workloads: lookup (uniform random keys of a loaded map), insert (N new keys, random order,
-// into an empty map), mix (50% lookups, 50% writes of random keys). Time runs from releasing
+// into an empty map), mix (50% lookups, 50% writes of random keys), hot (skewed writes: each
+// worker upserts its own 16 keys, and all workers' hot keys start in one leaf of a loaded map;
+// rows for 1 and 2 workers, and 2 workers with Contention Split on: config
+// 'adaptive+contention-split', docs/THREADS.md). Time runs from releasing
 // the workers (they wait on an Atomics flag after attaching) until the last one is done.
 // Each measurement runs `rounds` times; the row is the median round.
+// ADAPTREE_BENCH_BASELINE=<a dist/ directory of another build> adds its mt build's rows as
+// impl `adaptree-wasm-mt-base` (workers 1 and 2) to the same rounds, so that a change and the
+// build before it are measured side by side on a loaded machine (same-run ratios).
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { pathToFileURL } from 'node:url';
+import path from 'node:path';
+
+const DIST = new URL('../../dist/index.js', import.meta.url).href;
+const distOf = (dir) => pathToFileURL(path.join(path.resolve(dir), 'index.js')).href;
 
 const hex = (i) => ((Math.imul(i, 0x9e3779b1) >>> 0).toString(16).padStart(8, '0'));
 const key = (i) => `k${hex(i)}`;
@@ -26,9 +37,16 @@ function rng(seed) {
 }
 
 /** Runs `ops` operations of `workload` on map; part `part` of `parts` (inserts take their slice of keys). */
+const HOT = 16;
+const hotKey = (part, j) => `h${part}${hex(j + 1)}`;
+
 function run(map, workload, keys, ops, part, parts, seed) {
   const next = rng(seed + part * 7919);
   let found = 0;
+  if (workload === 'hot') {
+    for (let n = 0; n < ops; n++) map.set(hotKey(part, next() % HOT), value(n));
+    return ops;
+  }
   if (workload === 'insert') {
     // key i belongs to part i % parts; a scrambled order inside the part
     for (let i = part; i < keys; i += parts) map.set(key(i), value(i));
@@ -43,8 +61,8 @@ function run(map, workload, keys, ops, part, parts, seed) {
 }
 
 async function workerMain() {
-  const { BTreeMap } = await import('../../dist/index.js');
-  const { handle, flag, workload, keys, ops, part, parts, seed } = workerData;
+  const { handle, flag, workload, keys, ops, part, parts, seed, dist } = workerData;
+  const { BTreeMap } = await import(dist);
   const map = await BTreeMap.attach(handle);
   const f = new Int32Array(flag);
   Atomics.add(f, 1, 1); // attached
@@ -64,16 +82,23 @@ function load(map, n) {
   map.setMany(batch);
 }
 
-async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed) {
+async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed, dist = DIST, csplit = false) {
   const map = new BTreeMap(null, { wasm, values: 'utf8' });
-  if (workload !== 'insert') load(map, workload === 'mix' ? keys : keys);
+  if (workload !== 'insert') load(map, keys);
+  if (workload === 'hot') for (let p = 0; p < 2; p++) for (let j = 0; j < HOT; j++) map.set(hotKey(p, j), value(j));
+  let splitsOf = null;
+  if (csplit) {
+    const h = map.share(); // (an extra handle: its stack region stays reserved, as any share())
+    wasm.exports.at_debug_latch(h.tree, 4);
+    splitsOf = () => wasm.exports.at_debug_latch(h.tree, 6);
+  }
   const flag = new SharedArrayBuffer(8);
   const f = new Int32Array(flag);
   const ws = [];
   const done = [];
   for (let p = 0; p < workers; p++) {
     const w = new Worker(new URL(import.meta.url), {
-      workerData: { handle: map.share(), flag, workload, keys, ops: Math.ceil(ops / workers), part: p, parts: workers, seed },
+      workerData: { handle: map.share(), flag, workload, keys, ops: Math.ceil(ops / workers), part: p, parts: workers, seed, dist },
     });
     done.push(new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); }));
     ws.push(w);
@@ -86,6 +111,7 @@ async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed)
   const seconds = (performance.now() - t0) / 1000;
   await Promise.all(ws.map((w) => w.terminate()));
   if (workload === 'insert' && map.size !== keys) throw new Error(`insert: ${map.size} keys, expected ${keys}`);
+  if (splitsOf) process.stderr.write(`threads bench: ${workers} workers, contention splits: ${splitsOf()}\n`);
   map.free();
   return seconds;
 }
@@ -93,6 +119,7 @@ async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed)
 function measureLocal(BTreeMap, wasm, workload, keys, ops, seed) {
   const map = new BTreeMap(null, { wasm, values: 'utf8' });
   if (workload !== 'insert') load(map, keys);
+  if (workload === 'hot') for (let j = 0; j < HOT; j++) map.set(hotKey(0, j), value(j));
   const t0 = performance.now();
   run(map, workload, keys, ops, 0, 1, seed);
   const seconds = (performance.now() - t0) / 1000;
@@ -106,26 +133,41 @@ async function main() {
   const ops = p.ops ?? 1_000_000;
   const rounds = p.rounds ?? 3;
   const seed = p.seed ?? 1;
-  const { BTreeMap, loadWasm } = await import('../../dist/index.js');
+  const { BTreeMap, loadWasm } = await import(DIST);
   const st = await loadWasm();
   const mt = await loadWasm({ threads: true });
   if (mt.build !== 'mt') throw new Error('no mt build here (SharedArrayBuffer)');
+  const baseDir = process.env.ADAPTREE_BENCH_BASELINE;
+  let base = null;
+  if (baseDir) {
+    const b = await import(distOf(baseDir));
+    base = { BTreeMap: b.BTreeMap, mt: await b.loadWasm({ threads: true }), dist: distOf(baseDir) };
+  }
   const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
-  for (const workload of p.workloads ?? ['lookup', 'insert', 'mix']) {
+  for (const workload of p.workloads ?? ['lookup', 'insert', 'mix', 'hot']) {
     const n = workload === 'insert' ? keys : ops;
-    const cases = [
+    const cases = workload === 'hot' ? [
+      ['adaptree-wasm-mt', 0, () => measureLocal(BTreeMap, mt, workload, keys, ops, seed)],
+      ['adaptree-wasm-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed)],
+      ['adaptree-wasm-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed)],
+      ['adaptree-wasm-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed, DIST, true), 'adaptive+contention-split'],
+    ] : [
       ['adaptree-wasm', 1, () => measureLocal(BTreeMap, st, workload, keys, ops, seed)],
       ['adaptree-wasm-mt', 0, () => measureLocal(BTreeMap, mt, workload, keys, ops, seed)],
       ['adaptree-wasm-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed)],
       ['adaptree-wasm-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed)],
     ];
+    if (base) {
+      cases.push(['adaptree-wasm-mt-base', 1, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 1, seed, base.dist)]);
+      cases.push(['adaptree-wasm-mt-base', 2, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 2, seed, base.dist)]);
+    }
     // Rounds rotate through the cases, so that machine noise hits them alike.
     const times = cases.map(() => []);
     for (let r = 0; r < rounds; r++) for (let c = 0; c < cases.length; c++) times[c].push(await cases[c][2]());
-    cases.forEach(([impl, workers], c) => {
+    cases.forEach(([impl, workers, , config], c) => {
       const seconds = median(times[c]);
       console.log(JSON.stringify({
-        dataset: 'hex-keys', workload, impl, config: 'adaptive', keys, ops: n, workers,
+        dataset: 'hex-keys', workload, impl, config: config ?? 'adaptive', keys, ops: n, workers,
         seconds: +seconds.toFixed(6), ops_per_sec: Math.round(n / seconds),
       }));
     });

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "core/buffer/page_trailer.h"
 #include "core/buffer/superblock.h"
@@ -35,7 +36,9 @@ bool BufferPool::grow() {
       return false;
   }
   void* mem = nullptr;
-  if (posix_memalign(&mem, kPageSize, size_t{kChunkFrames} * kPageSize) != 0 || !mem) return false;
+  // The pages, then their state words (latch_word), then their contention counters.
+  constexpr size_t kChunkBytes = size_t{kChunkFrames} * kPageSize + kChunkFrames * 2 * sizeof(uint64_t);
+  if (posix_memalign(&mem, kPageSize, kChunkBytes) != 0 || !mem) return false;
   // A store's pool leaves 1 MiB of the heap to the rest (the pager's log index, at most
   // 16 bytes per page in a 64 MiB log, record scratch, output buffers): under a memory
   // budget it stops growing a little early and evicts, rather than taking the last bytes
@@ -45,6 +48,10 @@ bool BufferPool::grow() {
     free(mem);
     return false;
   }
+  auto* words = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<uint8_t*>(mem) + size_t{kChunkFrames} * kPageSize);
+  for (uint32_t i = 0; i < kChunkFrames; i++) new (words + i) std::atomic<uint64_t>(frame_state::make(0, 0));
+  memset(static_cast<uint8_t*>(mem) + size_t{kChunkFrames} * kPageSize + kChunkFrames * sizeof(uint64_t), 0,
+         kChunkFrames * sizeof(uint64_t));
   chunks_.push_back(static_cast<uint8_t*>(mem));
   for (uint32_t i = 0; i < kChunkFrames; i++) frame_data_.push_back(static_cast<uint8_t*>(mem) + size_t{i} * kPageSize);
   if (backend_) {

@@ -27,6 +27,7 @@
 // returns it. Read operations change nothing before a failure; write
 // operations fetch what they need first (BTree::prefetch_for_write).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -95,6 +96,21 @@ class BufferPool {
   // Memory mode only (!backed()): the page's bytes, no mode check. The
   // tree's lookup descends with this when the pool has no backend.
   uint8_t* memory_page(PageId id) const { return data(id); }
+  // Memory mode only: the page's state word (core/buffer/frame.h), its node
+  // latch. In memory mode a page is a frame but has no FrameMeta (the rest of
+  // it is eviction bookkeeping): the words of a chunk's 64 pages sit after the
+  // pages, in the same allocation, so the word is found from the page pointer
+  // without another load, lives as long as the page and never moves. Chunks are
+  // added only by allocate(), which a tree calls under its latch exclusive.
+  std::atomic<uint64_t>* latch_word(PageId id) const {
+    uint32_t i = id & (kChunkFrames - 1);
+    return reinterpret_cast<std::atomic<uint64_t>*>(data(id) + size_t{kChunkFrames - i} * kPageSize) + i;
+  }
+  // Memory mode only: the page's Contention Split counters (BTree), after the
+  // chunk's latch words. Read and written only under the page's latch exclusive.
+  uint64_t* contention_word(PageId id) const {
+    return reinterpret_cast<uint64_t*>(latch_word(id) + kChunkFrames);
+  }
   // The page's bytes for changing it: marks it dirty.
   uint8_t* page_mut(PageId id) {
     if (!backend_) return data(id);

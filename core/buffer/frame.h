@@ -3,12 +3,18 @@
 // top 8 bits are the lock state (0 unlocked, 1..252 shared holders, 253
 // exclusive, 254 marked, 255 evicted), the low 56 bits a version that every
 // exclusive unlock and every reuse of the frame for another page bumps, so an
-// optimistic reader that read a stale version restarts. Single-threaded today:
-// the pool bumps versions on reuse and writes; the OLC issue turns on the
-// shared/exclusive modes on the same word.
+// optimistic reader that read a stale version restarts. A store's pool bumps
+// versions on reuse and writes. In memory mode (BTreeMap) the word of each
+// page is its node latch (PageLatch below, BufferPool::latch_word): shared
+// and exclusive modes for the leaves of a tree shared between threads
+// (docs/THREADS.md, phase 2a); optimistic reads (phase 2) use the same word.
 #pragma once
 #include <atomic>
 #include <cstdint>
+
+#if !defined(__wasm__)
+#include <thread>
+#endif
 
 #include "core/config.h"
 
@@ -20,6 +26,81 @@ inline uint64_t lock_state(uint64_t w) { return w >> 56; }
 inline uint64_t version(uint64_t w) { return w & ((uint64_t{1} << 56) - 1); }
 inline uint64_t make(uint64_t lock, uint64_t version) { return (lock << 56) | (version & ((uint64_t{1} << 56) - 1)); }
 }  // namespace frame_state
+
+// The node latch on a state word (docs/THREADS.md, phase 2a). Shared holders
+// count in the lock state (1..252), an exclusive holder sets 253; releasing
+// exclusive bumps the version, so a holder that remembered a version (a
+// cursor between calls) sees that the node changed. Held for a few hundred
+// instructions at most (one leaf insert or lookup), so waiting spins, and
+// natively yields after a while; in wasm there is nothing to yield to.
+class PageLatch {
+ public:
+  explicit PageLatch(std::atomic<uint64_t>* w) : w_(w) {}
+
+  // Returns the version under the latch (stable until unlock_shared).
+  uint64_t lock_shared() {
+    uint64_t v = w_->load(std::memory_order_relaxed);
+    for (unsigned spins = 0;;) {
+      uint64_t s = frame_state::lock_state(v);
+      if (s < kMaxShared) {
+        if (w_->compare_exchange_weak(v, v + kOne, std::memory_order_acquire, std::memory_order_relaxed))
+          return frame_state::version(v);
+        continue;
+      }
+      v = pause(&spins);
+    }
+  }
+  void unlock_shared() { w_->fetch_sub(kOne, std::memory_order_release); }
+
+  // Returns the version the holder found (the unlock bumps it). *waited: the
+  // latch was taken when it came (Contention Split counts these).
+  uint64_t lock_exclusive(bool* waited = nullptr) {
+    uint64_t v = w_->load(std::memory_order_relaxed);
+    if (waited) *waited = frame_state::lock_state(v) != frame_state::kUnlocked;
+    for (unsigned spins = 0;;) {
+      if (frame_state::lock_state(v) == frame_state::kUnlocked) {
+        if (w_->compare_exchange_weak(v, frame_state::make(frame_state::kExclusive, frame_state::version(v)),
+                                      std::memory_order_acquire, std::memory_order_relaxed))
+          return frame_state::version(v);
+        continue;
+      }
+      v = pause(&spins);
+    }
+  }
+  // The node changed: unlocked with the next version.
+  void unlock_exclusive() {
+    uint64_t v = w_->load(std::memory_order_relaxed);
+    w_->store(frame_state::make(frame_state::kUnlocked, frame_state::version(v) + 1), std::memory_order_release);
+  }
+  // Nothing changed: unlocked with the same version (holders of it stay valid).
+  void unlock_exclusive_unchanged() {
+    uint64_t v = w_->load(std::memory_order_relaxed);
+    w_->store(frame_state::make(frame_state::kUnlocked, frame_state::version(v)), std::memory_order_release);
+  }
+  // The version now (meaningful to a caller that holds the latch, or that holds
+  // the tree latch exclusive: nobody else changes the node then).
+  uint64_t version() const { return frame_state::version(w_->load(std::memory_order_acquire)); }
+  uint64_t state() const { return w_->load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr uint64_t kOne = uint64_t{1} << 56;
+  static constexpr uint64_t kMaxShared = 252;
+
+  uint64_t pause(unsigned* spins) {
+    if (++*spins < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+#if !defined(__wasm__)
+      std::this_thread::yield();
+#endif
+    }
+    return w_->load(std::memory_order_relaxed);
+  }
+
+  std::atomic<uint64_t>* w_;
+};
 
 using FrameId = uint32_t;
 constexpr FrameId kNoFrame = ~FrameId{0};

@@ -38,7 +38,7 @@ uint8_t BTree::inner_flags() const { return leaf_flags(); }
 void BTree::adopt(PageId root, unsigned height, uint64_t count) {
   root_ = root;
   height_ = height;
-  count_ = count;
+  set_count(count);
   version_++;
 }
 
@@ -49,7 +49,7 @@ Status BTree::init() {
   build_leaf(page_mut(id), Fences{}, nullptr, 0, kCounterDisabled);
   root_ = id;
   height_ = 1;
-  count_ = 0;
+  set_count(0);
   version_++;
   return Status::kOk;
 }
@@ -98,6 +98,12 @@ PageId BTree::descend(Slice key, Path* path) const {
   }
 }
 
+PageId BTree::leaf_for(Slice key) const {
+  PageId id = root_;
+  for (unsigned d = 1; d < height_; d++) id = BasicNode{store_.memory_page(id)}.child_for(key.data, key.len);
+  return id;
+}
+
 PageId BTree::descend_after(Slice key) const {
   PageId id = root_;
   for (;;) {
@@ -125,6 +131,7 @@ Status BTree::get(Slice key, ValueRef* out, ReadMode* mode) {
   if (!key.data) key.data = kEmpty;
   PageId id = root_;
   uint8_t* leaf;
+  if (mode && mode->leaves && mode->shared) [[unlikely]] return get_latched(key, out, *mode);
   if (!store_.backed()) {
     // Memory mode: pages never fail and never move; nothing to protect.
     for (;;) {
@@ -178,17 +185,18 @@ Status BTree::read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* 
   return s;
 }
 
-Status BTree::set(Slice key, Slice value) {
+Status BTree::set(Slice key, Slice value, ReadMode* mode) {
   if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
   if (value.len > kMaxValueSize) return Status::kValueTooLarge;
   if (!key.data) key.data = kEmpty;
+  if (mode && mode->shared) return set_shared(key, value, *mode);
   Status ps = begin_write(key);
   if (ps != Status::kOk) return ps;
-  Status s = set_attempt(key, value);
+  Status s = set_attempt(key, value, mode);
   return end_write(s);
 }
 
-Status BTree::set_attempt(Slice key, Slice value) {
+Status BTree::set_attempt(Slice key, Slice value, ReadMode* mode) {
   uint8_t ref[kOverflowRefSize];
   const uint8_t* vptr = value.data ? value.data : kEmpty;
   uint16_t field;
@@ -206,7 +214,15 @@ Status BTree::set_attempt(Slice key, Slice value) {
   for (unsigned attempt = 0; attempt < kMaxAttempts; attempt++) {
     Path path;
     PageId leaf = descend(key, &path);
-    if (attempt == 0 && cfg_.adaptive) on_point_op(leaf);
+    if (attempt == 0 && cfg_.adaptive) {
+      if (!mode || !(mode->counted || mode->step)) {
+        on_point_op(leaf);
+      } else if (mode->step) {  // a shared run drew this step
+        mode->step = false;
+        point_step(leaf, page(leaf));
+      }
+      if (mode) mode->counted = false;  // a shared run took it already
+    }
     OldValue old;
     PutResult r = leaf::upsert(page_mut(leaf), key, vptr, field, &old);
     if (r != PutResult::kNoSpace) {
@@ -229,12 +245,21 @@ Status BTree::set_attempt(Slice key, Slice value) {
   return Status::kCorrupt;
 }
 
-Status BTree::remove(Slice key) {
+Status BTree::remove(Slice key, ReadMode* mode) {
   if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
   if (!key.data) key.data = kEmpty;
+  if (mode && mode->shared) return remove_shared(key, *mode);
   Status ps = begin_write(key);
   if (ps != Status::kOk) return ps;
-  return end_write(remove_attempt(key));
+  if (mode && cfg_.adaptive && (mode->counted || mode->step)) {
+    // A shared run stepped (or drew the step of) this remove's counter.
+    Path path;
+    PageId leaf = descend(key, &path);
+    if (mode->step) point_step(leaf, page(leaf));
+    mode->counted = mode->step = false;
+    return end_write(remove_attempt(key, false));
+  }
+  return end_write(remove_attempt(key, true));
 }
 
 // Write operations on a backed pool: everything the operation may touch is
@@ -299,7 +324,7 @@ Status BTree::prefetch_for_write(Slice key) {
   }
   // Removing the last record of a tree taller than one leaf releases every
   // node (remove_attempt starts over from one leaf): all of them, then.
-  if (count_ <= 1 && height_ > 1) {
+  if (count() <= 1 && height_ > 1) {
     std::vector<PageId> todo{root_};
     while (!todo.empty()) {
       PageId n = todo.back();
@@ -314,10 +339,10 @@ Status BTree::prefetch_for_write(Slice key) {
   return Status::kOk;
 }
 
-Status BTree::remove_attempt(Slice key) {
+Status BTree::remove_attempt(Slice key, bool step) {
   Path path;
   PageId leaf = descend(key, &path);
-  if (cfg_.adaptive) on_point_op(leaf);
+  if (step && cfg_.adaptive) on_point_op(leaf);
   OldValue old;
   if (!leaf::remove(page_mut(leaf), key, &old)) return Status::kNotFound;
   count_--;
@@ -326,7 +351,13 @@ Status BTree::remove_attempt(Slice key) {
     Status fs = overflow_free(store_, old.first_page);
     if (fs != Status::kOk) return fs;
   }
-  if (path.depth > 1 && content_bytes(page(leaf)) <= kMergeThreshold) {
+  if (path.depth > 1 && content_bytes(page(leaf)) <= kMergeThreshold) return rebalance(&path, key);
+  return Status::kOk;
+}
+
+Status BTree::rebalance(Path* p, Slice key) {
+  Path& path = *p;
+  {
     // Walk up: merge the leaf, then each parent that became underfull.
     for (unsigned d = path.depth; d >= 2; d--) {
       PageId node = path.ids[d - 1], parent = path.ids[d - 2];
@@ -343,7 +374,7 @@ Status BTree::remove_attempt(Slice key) {
     // An emptied tree starts over from one leaf: with very long separators
     // (1 KiB keys without prefix truncation) inner nodes that hold one key
     // each cannot always merge, and would otherwise linger.
-    if (count_ == 0 && height_ > 1) {
+    if (count() == 0 && height_ > 1) {
       release_subtree(root_);
       store_.release(root_);
       return init();
@@ -716,7 +747,7 @@ Status BTree::split_inner(Path* path, unsigned idx) {
   return install_split(path->ids[idx - 1], node, sep.slice());
 }
 
-Status BTree::split_leaf(Path* path, Slice key) {
+Status BTree::split_leaf(Path* path, Slice key, unsigned at) {
   unsigned d = path->depth;
   PageId leaf = path->ids[d - 1];
   unsigned n = extract(page(leaf), 0, &recs_);
@@ -750,6 +781,7 @@ Status BTree::split_leaf(Path* path, Slice key) {
       unsigned dp = FullyDenseLeaf::dense_prefix(f, recs_.data(), n);
       if (dp >= n / 2 && dp < n) j = dp;
     }
+    if (at > 0 && at < n) j = at;  // Contention Split's choice
     if (j == 0) j = choose_split_point(recs_.data(), n);
     separator_between(recs_[j - 1], recs_[j], &sep);
   }
@@ -1004,11 +1036,21 @@ void BTree::fix_keyless_inner(Slice key) {
 // ---------------------------------------------------------------- cursor
 
 bool Cursor::enter(PageId leaf, bool scan_start) {
+  if (latching()) {
+    // One leaf latched at a time: inner nodes do not change under the shared
+    // tree latch, so the next leaf is found without holding this one.
+    release();
+    held_ = t_->latch_word(leaf);
+    leaf_ver_ = PageLatch(held_).lock_shared();
+  } else {
+    leaf_ver_ = t_->leaf_version(leaf);
+  }
   // The operation counter steps once per scan (paper, section 5.1), on the
   // leaf where it starts: leaves reached by moving on, or by re-positioning
   // after a modification, belong to the same scan.
   if (scan_start && t_->cfg_.adaptive && !t_->on_scan(leaf, mode_)) {
     restart_ = true;
+    release();
     return false;
   }
   leaf_ = leaf;
@@ -1017,8 +1059,28 @@ bool Cursor::enter(PageId leaf, bool scan_start) {
   // The sorted image is kept (marked dirty): a cursor's positions refer to it,
   // and a clean frame could be dropped and reloaded unsorted.
   if (p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf) && !FingerprintLeaf{p}.is_sorted()) {
+    // Shared with writers: the sort changes this leaf alone (no scratch, no
+    // tree field), so it runs under the leaf's latch exclusive, and the cursor
+    // latches it shared again. A writer may unsort it in between: a few tries,
+    // then the exclusive tree latch.
+    for (unsigned tries = 0; latching() && tries < 4; tries++) {
+      std::atomic<uint64_t>* w = held_;
+      release();
+      PageLatch l(w);
+      l.lock_exclusive();
+      if (!FingerprintLeaf{p}.is_sorted()) {
+        FingerprintLeaf{p}.sort();
+        l.unlock_exclusive();
+      } else {
+        l.unlock_exclusive_unchanged();
+      }
+      held_ = w;
+      leaf_ver_ = l.lock_shared();
+      if (FingerprintLeaf{p}.is_sorted()) return true;
+    }
     if (mode_ && mode_->shared) {  // a shared holder changes no page
       restart_ = true;
+      release();
       return false;
     }
     FingerprintLeaf{t_->page_mut(leaf)}.sort();
@@ -1028,6 +1090,7 @@ bool Cursor::enter(PageId leaf, bool scan_start) {
 
 Status Cursor::restart() {
   restart_ = false;
+  release();
   // Positioned before: re-position from the last key returned (or the seek key).
   if (state_ != kUnpositioned) version_ = t_->version_ - 1;
   return Status::kRestart;
@@ -1097,6 +1160,16 @@ Status Cursor::position(bool scan_start) {
   return ok ? Status::kOk : Status::kNotFound;
 }
 
+bool Cursor::leaf_unchanged() {
+  if (t_->store_.backed()) return true;  // a store's cursors go by version_ (nothing writes beside)
+  if (!latching()) return t_->leaf_version(leaf_) == leaf_ver_;
+  if (held_) return true;  // latched since it was entered: unchanged
+  held_ = t_->latch_word(leaf_);
+  if (PageLatch(held_).lock_shared() == leaf_ver_) return true;
+  release();
+  return false;
+}
+
 Status Cursor::seek(Slice key, uint32_t flags) {
   if (t_->broken_ != Status::kOk) return t_->broken_;
   t_->store_.begin_op();
@@ -1151,8 +1224,8 @@ Status Cursor::next_attempt(KeyBuffer* key, ValueRef* value) {
     reverse_ = false;
     // next() without seek() starts a scan from the first key
     if (position(true) == Status::kRestart) return restart();
-  } else if (t_->version_ != version_) {
-    // the tree changed: re-seek from the last key returned (or the seek key)
+  } else if (t_->version_ != version_ || !leaf_unchanged()) {
+    // the tree (or the leaf) changed: re-seek from the last key returned (or the seek key)
     if (position(false) == Status::kRestart) return restart();
   } else if (pending_advance_) {
     pending_advance_ = false;
@@ -1164,12 +1237,13 @@ Status Cursor::next_attempt(KeyBuffer* key, ValueRef* value) {
   if (state_ != kOnRecord) return Status::kNotFound;
   const uint8_t* p = t_->page(leaf_);
   // Keys of one leaf share their prefix: after the first, copy only the rest.
-  if (anchor_leaf_ == leaf_ && anchor_version_ == t_->version_) {
+  if (anchor_leaf_ == leaf_ && anchor_version_ == t_->version_ && anchor_leaf_ver_ == leaf_ver_) {
     leaf::key_tail_at(p, pos_, &anchor_);
   } else {
     leaf::key_at(p, pos_, &anchor_);
     anchor_leaf_ = leaf_;
     anchor_version_ = t_->version_;
+    anchor_leaf_ver_ = leaf_ver_;
   }
   if (key) key->assign(anchor_.slice());
   if (value) *value = leaf::value_at(p, pos_);

@@ -4,6 +4,7 @@
 // PageStore, and every operation returns a Status so that OLC restarts and
 // page faults can later flow through the same paths.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,20 +22,54 @@ namespace adaptree {
 class Cursor;
 struct SepList;  // bulk_load.cc
 
-// How a read runs (core/tree/tree_latch.h). Without one, or not shared, a
-// read may change pages as the paper's adaption does: the operation counter,
-// a conversion, the lazy sort of a fingerprint leaf. Under a shared latch it
-// must not: the counter steps atomically, and a step that would convert a
-// leaf (or a sort) changes nothing and returns kRestart; the caller then runs
-// the read again under the exclusive latch with the same ReadMode, whose
-// `step` makes that run take the step the shared one drew (no second draw).
+// How a call runs (core/tree/tree_latch.h, docs/THREADS.md). Without one, or
+// not shared, a call may change pages as the paper's adaption does: the
+// operation counter, a conversion, the lazy sort of a fingerprint leaf, any
+// structure modification. Under a shared tree latch it must not change what
+// other holders read without a latch: inner nodes, the tree's fields, the
+// scratch, the free list. A read steps the counter atomically; a step that
+// would convert a leaf (or a sort) changes nothing and returns kRestart; the
+// caller then runs the call again under the exclusive latch with the same
+// mode, whose `step` makes that run take the step the shared one drew (no
+// second draw).
+//
+// With `leaves` (the tree is shared between threads: writers run beside
+// readers) every leaf is read under its node latch shared and point writes
+// (set, remove) run under the shared tree latch with the leaf's latch
+// exclusive. A write that needs more than its leaf (a split, a conversion,
+// overflow pages) changes nothing and returns kRestart; work that can wait
+// (merging an underfull leaf, freeing a replaced overflow chain) is left in
+// the mode for finish_shared() under the exclusive latch.
 struct ReadMode {
   bool shared = false;
   bool step = false;
   // A shared run took the scan step (a cursor restarted later, for a sort): the
   // exclusive run must not take it again. One scan start per call of the C ABI.
   bool scanned = false;
+  // Leaves are latched (the tree is shared: writers may change them meanwhile).
+  bool leaves = false;
+  // A shared write stepped its leaf's counter before it restarted: the
+  // exclusive run does not step again.
+  bool counted = false;
+  // Left by a shared write for finish_shared(): merge key's leaf if it is
+  // still underfull; free a replaced overflow chain.
+  bool rebalance = false;
+  PageId free_chain = kInvalidPageId;
+  // Contention Split found the leaf contended: split it before this record
+  // index (0: no split wanted).
+  unsigned contention_split = 0;
+  // Tests: count every leaf latch this mode takes as contended.
+  bool contended = false;
   XorShift32* rng = nullptr;  // shared: the calling context's own random source
+  // get() under `leaves` answers kOk with the leaf latched shared, so that the
+  // caller copies the value before a writer changes the page: release() then.
+  std::atomic<uint64_t>* held = nullptr;
+
+  bool pending() const { return rebalance || free_chain != kInvalidPageId || contention_split; }
+  void release() {
+    if (held) PageLatch(held).unlock_shared();
+    held = nullptr;
+  }
 };
 
 class BTree {
@@ -63,12 +98,24 @@ class BTree {
   }
   // kOk, or the failure that left the tree in memory unusable.
   Status broken() const { return broken_; }
+  // Contention Split (CIDR 2021, seed 002; docs/THREADS.md): writers under the
+  // shared latch sample whether they waited for their leaf's latch, and a leaf
+  // whose updates keep finding it taken splits between the two positions last
+  // written. Off by default; set under the exclusive latch.
+  void set_contention_split(bool on) { csplit_ = on; }
+  bool contention_split() const { return csplit_; }
+  uint64_t contention_splits() const { return csplits_; }
 
   Status get(Slice key, ValueRef* out, ReadMode* mode = nullptr);
   Status contains(Slice key);
-  // Upsert. Tree unchanged on error.
-  Status set(Slice key, Slice value);
-  Status remove(Slice key);
+  // Upsert. Tree unchanged on error. With a shared mode (ReadMode::leaves, in
+  // memory): kRestart, nothing changed, when the write needs the tree latch
+  // exclusive; run it again so with the same mode.
+  Status set(Slice key, Slice value, ReadMode* mode = nullptr);
+  Status remove(Slice key, ReadMode* mode = nullptr);
+  // Under the exclusive latch after a shared write that left work (pending()):
+  // the merge of key's leaf, the overflow chain to free.
+  Status finish_shared(Slice key, ReadMode* mode);
   Status clear();
   // Bulk load into an empty tree from strictly ascending keys: builds the
   // tree bottom-up with leaves and inner nodes filled densely. kInvalidArgument
@@ -83,7 +130,12 @@ class BTree {
   // kOutOfMemory (nothing changed) when buf cannot grow to the value's length.
   Status read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* out) const;
 
-  uint64_t count() const { return count_; }
+  // count_ plus what writers under the shared latch counted in their stripes.
+  uint64_t count() const {
+    uint64_t n = count_;
+    for (const CountStripe& c : counts_) n += static_cast<uint64_t>(c.n.load(std::memory_order_relaxed));
+    return n;
+  }
   uint64_t version() const { return version_; }
   // The version word, for a reader's pager: it bumps it when it drops a page a
   // read changed, so cursors re-seek (FilePager::set_read_only).
@@ -121,11 +173,28 @@ class BTree {
   };
 
   uint8_t* page(PageId id) const { return store_.page(id); }
+  // A leaf's latch version (0 on a store: its cursors compare version_ alone).
+  uint64_t leaf_version(PageId id) const {
+    return store_.backed() ? 0 : PageLatch(store_.latch_word(id)).version();
+  }
+  std::atomic<uint64_t>* latch_word(PageId id) const { return store_.latch_word(id); }
+  // The leaf for key, under a shared latch: inner nodes (height_ - 1 levels)
+  // do not change then, and the leaf's tag is not read before it is latched.
+  PageId leaf_for(Slice key) const;
+  Status get_latched(Slice key, ValueRef* out, ReadMode& mode);
+  Status set_shared(Slice key, Slice value, ReadMode& m);
+  Status remove_shared(Slice key, ReadMode& m);
+  // The merges after a remove left the leaf at the end of path underfull.
+  Status rebalance(Path* path, Slice key);
+  void set_count(uint64_t n) {
+    count_ = n;
+    for (CountStripe& c : counts_) c.n.store(0, std::memory_order_relaxed);
+  }
   Status begin_write(Slice key);
   Status end_write(Status s);
   Status prefetch_for_write(Slice key);
-  Status set_attempt(Slice key, Slice value);
-  Status remove_attempt(Slice key);
+  Status set_attempt(Slice key, Slice value, ReadMode* mode);
+  Status remove_attempt(Slice key, bool step);
   Status bulk_load_attempt(const Slice* keys, const Slice* values, size_t n);
   // A page the operation changes: dirty until the next commit writes it.
   uint8_t* page_mut(PageId id) const { return store_.page_mut(id); }
@@ -137,7 +206,10 @@ class BTree {
   // converts it to another layout or splits it (or its parents). kOk means
   // retry the operation from the root.
   Status make_room(Path* path, Slice key, uint16_t vfield);
-  Status split_leaf(Path* path, Slice key);
+  // at (1..records-1): split before that record (Contention Split), else where the layout prefers.
+  Status split_leaf(Path* path, Slice key, unsigned at = 0);
+  // After a shared write of key at record index pos of leaf id (latched exclusive).
+  void note_contention(PageId id, const uint8_t* p, Slice key, bool waited, ReadMode& m);
   // Dense leaf (fully or semi-dense) and a key past its last slot.
   Status split_to_self(Path* path, Slice key, uint16_t vfield);
   Status split_inner(Path* path, unsigned idx);
@@ -198,10 +270,21 @@ class BTree {
   LayoutConfig layout_;
   PageId root_ = kInvalidPageId;
   unsigned height_ = 1;
+  // Records: changed by exclusive holders. Writers under the shared latch add
+  // to a stripe instead (by leaf, so that two writers rarely share a line).
   uint64_t count_ = 0;
+  struct alignas(64) CountStripe {
+    std::atomic<int64_t> n{0};
+  };
+  static constexpr unsigned kCountStripes = 8;
+  CountStripe counts_[kCountStripes];
+  // Bumped by every change under the exclusive latch (cursors compare it with
+  // their leaf's latch version, which changes under the shared one).
   uint64_t version_ = 0;
   Status broken_ = Status::kOk;
   Status read_only_ = Status::kOk;
+  bool csplit_ = false;
+  uint64_t csplits_ = 0;  // contention splits done (exclusive)
   bool held_ = false;
   XorShift32 rng_;
   FillOptions fill_;
@@ -255,11 +338,27 @@ class Cursor {
   bool enter(PageId leaf, bool scan_start = false);
   // After an attempt that met restart_: re-position from the last key next time.
   Status restart();
+  // Under a leaves mode: the current leaf is held shared while its records are
+  // read (values point into it); leaving it, or the end of the call, releases it.
+  bool latching() const { return mode_ && mode_->shared && mode_->leaves; }
+  // The cursor's leaf is as it was when positioned (latched first, if latching).
+  bool leaf_unchanged();
+
+ public:
+  // Releases the leaf latch the cursor holds (the end of a C ABI call).
+  void release() {
+    if (held_) PageLatch(held_).unlock_shared();
+    held_ = nullptr;
+  }
+
+ private:
 
   BTree* t_;
   ReadMode* mode_ = nullptr;
   bool restart_ = false;
   uint64_t version_ = 0;
+  uint64_t leaf_ver_ = 0;  // leaf_'s latch version when it was entered
+  std::atomic<uint64_t>* held_ = nullptr;
   PageId leaf_ = kInvalidPageId;
   int pos_ = 0;
   State state_ = kUnpositioned;
@@ -271,7 +370,7 @@ class Cursor {
   // anchor_ holds a key of this leaf, read at this tree version (its shared
   // prefix can be reused for the next key of the same leaf).
   PageId anchor_leaf_ = kInvalidPageId;
-  uint64_t anchor_version_ = 0;
+  uint64_t anchor_version_ = 0, anchor_leaf_ver_ = 0;
   KeyBuffer fence_;
 };
 

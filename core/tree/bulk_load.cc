@@ -61,7 +61,7 @@ Status BTree::bulk_load(const Slice* keys, const Slice* values, size_t n) {
 }
 
 Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n) {
-  if (count_ != 0) return Status::kInvalidArgument;
+  if (count() != 0) return Status::kInvalidArgument;
   for (size_t i = 0; i < n; i++) {
     if (keys[i].len > kMaxKeySize) return Status::kKeyTooLarge;
     if (values[i].len > kMaxValueSize) return Status::kValueTooLarge;
@@ -167,7 +167,7 @@ Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n
   store_.release(root_);
   root_ = root;
   height_ = levels + 1;
-  count_ = n;
+  set_count(n);
   version_++;
   return Status::kOk;
 }

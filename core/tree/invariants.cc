@@ -297,8 +297,8 @@ Status BTree::check(std::string* err) const {
   c.walk(root_, Fences{}, 0);
   if (c.err.empty() && c.leaf_depth + 1 != static_cast<int>(height_))
     c.fail(root_, "height", c.leaf_depth + 1, height_);
-  if (c.err.empty() && c.records != count_)
-    c.fail(root_, "record count", static_cast<long long>(c.records), static_cast<long long>(count_));
+  if (c.err.empty() && c.records != count())
+    c.fail(root_, "record count", static_cast<long long>(c.records), static_cast<long long>(count()));
   if (c.err.empty() && c.pages != store_.live_pages())
     c.fail(root_, "reachable pages differ from live pages (leak)", static_cast<long long>(c.pages),
            static_cast<long long>(store_.live_pages()));

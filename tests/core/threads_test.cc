@@ -1,6 +1,8 @@
-// Several threads on one tree through the C ABI (docs/THREADS.md, phase 1: the
-// tree latch). Each thread owns a key range that only it writes and shares a
-// range that every thread writes; the operations are mixed (set, remove, get,
+// Several threads on one tree through the C ABI (docs/THREADS.md: phase 1, the
+// tree latch; phase 2a, point writes under the shared tree latch with leaf
+// latches). Each thread owns a key range that only it writes and shares a
+// range that every thread writes (or, in the hot variant, owns every n-th key
+// of one narrow range, so that all threads write the same few leaves); the operations are mixed (set, remove, get,
 // get_many, set_many, delete_range, cursor scans) under the adaptive layout
 // configuration, with enough keys that leaves split, merge and change layout.
 // Checked as it runs: a thread's own keys always read exactly as its model
@@ -13,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -23,6 +26,8 @@
 #include <vector>
 
 #include "bindings/adaptree.h"
+#include "core/layouts/basic_node.h"
+#include "core/tree/btree.h"
 #include "core/tree/tree_latch.h"
 #include "abi_helpers.h"
 
@@ -38,6 +43,12 @@ std::string own_key(unsigned t, uint32_t i) {
   return k;
 }
 std::string shared_key(uint32_t i) { return "s" + std::to_string(100000 + i); }
+// Hot keys: one dense run that every thread writes, thread t owning i % threads == t.
+std::string hot_key(uint32_t i) {
+  std::string k = {'h', 0, 0, 0, 0, 0};
+  for (int b = 0; b < 4; b++) k[2 + b] = static_cast<char>(i >> (24 - 8 * b));
+  return k;
+}
 
 // A layout's node count in at_stats' JSON.
 uint64_t layout_count(const std::string& stats, const std::string& name) {
@@ -62,6 +73,31 @@ struct Worker {
   std::map<std::string, std::string> own;                      // exact
   std::map<std::string, std::optional<std::string>> last;      // shared keys: this thread's last act
   std::string failure;
+  // Hot: own keys interleave with the other threads' (hot_key(i * threads + id)),
+  // values vary in length (now and then past a page: overflow chains), so the
+  // same leaves split, merge and change layout under every thread's writes.
+  unsigned threads = 1;
+  bool hot = false;
+  uint32_t own_keys = kOwnKeys;  // hot: few (a few dozen leaves for all threads)
+
+  std::string own_k(uint32_t i) const { return hot ? hot_key(i * threads + id) : own_key(id, i); }
+  bool is_own(const std::string& k) const {
+    if (!hot) return k.size() == 6 && k[0] == 'o' && k[1] == static_cast<char>('a' + id);
+    if (k.size() != 6 || k[0] != 'h') return false;
+    uint32_t i = 0;
+    for (int b = 2; b < 6; b++) i = (i << 8) | static_cast<uint8_t>(k[b]);
+    return i % threads == id;
+  }
+  // An own value: fixed length (dense leaves), or in the hot variant sometimes
+  // long or an overflow value.
+  std::string own_v(uint64_t n, std::mt19937& rng) const {
+    if (hot) {
+      unsigned r = rng() % 100;
+      if (r < 2) return std::string(5000 + n % 700, static_cast<char>('A' + n % 26));  // overflow pages
+      if (r < 20) return fixed(n) + std::string(rng() % 300, 'x');  // variable: basic leaves, splits
+    }
+    return fixed(n);
+  }
 
   void fail(const std::string& what) {
     if (failure.empty()) failure = what;
@@ -83,9 +119,9 @@ struct Worker {
     std::mt19937 rng(1234 + id);
     for (uint64_t n = 0; n < ops && failure.empty(); n++) {
       unsigned op = rng() % 100;
-      uint32_t oi = rng() % kOwnKeys, si = rng() % kSharedKeys;
+      uint32_t oi = rng() % own_keys, si = rng() % kSharedKeys;
       if (op < 30) {  // set own
-        std::string k = own_key(id, oi), v = fixed(n);
+        std::string k = own_k(oi), v = own_v(n, rng);
         if (at_set(tree, c, bytes(k), static_cast<uint32_t>(k.size()), bytes(v), static_cast<uint32_t>(v.size())) != 0)
           fail("set own failed");
         own[k] = v;
@@ -95,7 +131,7 @@ struct Worker {
           fail("set shared failed");
         last[k] = v;
       } else if (op < 55) {  // remove own
-        std::string k = own_key(id, oi);
+        std::string k = own_k(oi);
         int32_t s = at_remove(tree, c, bytes(k), static_cast<uint32_t>(k.size()));
         if (s != (own.count(k) ? 0 : 1)) fail("remove own: wrong status");
         own.erase(k);
@@ -105,7 +141,7 @@ struct Worker {
         if (s != 0 && s != 1) fail("remove shared failed");
         last[k] = std::nullopt;
       } else if (op < 80) {  // get own, get shared
-        check_own(c, own_key(id, oi));
+        check_own(c, own_k(oi));
         std::string k = shared_key(si);
         int32_t s = at_get(tree, c, bytes(k), static_cast<uint32_t>(k.size()));
         if (s == 0 && result_value(c).empty()) fail("shared value empty");
@@ -114,7 +150,7 @@ struct Worker {
         std::string batch;
         std::vector<std::string> keys;
         for (int i = 0; i < 16; i++) {
-          keys.push_back(own_key(id, (oi + i * 7) % kOwnKeys));
+          keys.push_back(own_k((oi + i * 7) % own_keys));
           put_u32(batch, static_cast<uint32_t>(keys.back().size()));
           batch += keys.back();
         }
@@ -140,26 +176,32 @@ struct Worker {
         std::string batch;
         uint32_t from = oi, cnt = 1 + rng() % 40;
         std::vector<std::pair<std::string, std::string>> kv;
-        for (uint32_t i = 0; i < cnt && from + i < kOwnKeys; i++) {
-          kv.emplace_back(own_key(id, from + i), fixed(n + i));
+        for (uint32_t i = 0; i < cnt && from + i < own_keys; i++) {
+          kv.emplace_back(own_k(from + i), own_v(n + i, rng));
           put_u32(batch, 6);
-          batch += kv.back().first;
+          batch += kv.back().first;  // (hot: every threads-th key of the run, still ascending)
           put_u32(batch, static_cast<uint32_t>(kv.back().second.size()));
           batch += kv.back().second;
         }
         if (at_set_many(tree, c, bytes(batch), static_cast<uint32_t>(kv.size())) != 0) fail("set_many failed");
         for (auto& [k, v] : kv) own[k] = v;
+      } else if (op < 92 && hot) {  // a run of own keys removed (other threads' keys lie between)
+        for (uint32_t i = oi; i < oi + 30 && i < own_keys; i++) {
+          std::string k = own_k(i);
+          if (at_remove(tree, c, bytes(k), 6) != (own.count(k) ? 0 : 1)) fail("remove run: wrong status");
+          own.erase(k);
+        }
       } else if (op < 92) {  // delete_range inside the own range
         uint32_t hi = oi + rng() % 60;
-        std::string lo_k = own_key(id, oi), hi_k = own_key(id, hi);
+        std::string lo_k = own_k(oi), hi_k = own_k(hi);
         double r = at_delete_range(tree, c, bytes(lo_k), 6, bytes(hi_k), 6, AT_RANGE_HI_EXCLUSIVE);
         auto a = own.lower_bound(lo_k), b = own.lower_bound(hi_k);
         if (r != static_cast<double>(std::distance(a, b))) fail("delete_range: wrong count");
         own.erase(a, b);
       } else {  // a scan over part of the own range, then into the next thread's range
-        scan(c, own_key(id, oi), 1 + rng() % 300, rng() % 2);
+        scan(c, own_k(oi), 1 + rng() % 300, rng() % 2);
       }
-      if (n % 4096 == 0) check_own(c, own_key(id, oi));
+      if (n % 4096 == 0) check_own(c, own_k(oi));
     }
     at_ctx_free(c);
   }
@@ -198,7 +240,7 @@ struct Worker {
         if (!prev.empty() && k <= prev) fail("scan not ascending");
         prev = k;
         got++;
-        if (k.size() == 6 && k[0] == 'o' && k[1] == static_cast<char>('a' + id)) {
+        if (is_own(k)) {
           auto it = own.find(k);
           if (it == own.end() || it->second != v) fail("scan: own key wrong");
           seen.push_back(k);
@@ -218,14 +260,20 @@ struct Worker {
   }
 };
 
-TEST(Threads, MixedOperationsOnOneTree) {
+// Runs the workers on one shared tree, then checks it against their models.
+void run_and_check(bool hot, uint64_t ops) {
   const unsigned kThreads = static_cast<unsigned>(env_or("ADAPTREE_THREADS", 4));
-  const uint64_t ops = env_or("ADAPTREE_THREAD_OPS", 60000);
   at_tree* t = at_tree_new(7);  // adaptive
   ASSERT_NE(t, nullptr);
   ASSERT_EQ(at_tree_share(t), 0);
+  if (hot) ASSERT_EQ(at_debug_latch(t, 4), 0);  // Contention Split on: its splits run beside the rest
   std::vector<Worker> workers;
-  for (unsigned i = 0; i < kThreads; i++) workers.push_back(Worker{i, t, ops, {}, {}, {}});
+  for (unsigned i = 0; i < kThreads; i++) {
+    workers.push_back(Worker{i, t, ops, {}, {}, {}});
+    workers.back().threads = kThreads;
+    workers.back().hot = hot;
+    if (hot) workers.back().own_keys = 500;
+  }
   std::vector<std::thread> threads;
   for (auto& w : workers) threads.emplace_back([&w] { w.run(); });
   for (auto& th : threads) th.join();
@@ -268,10 +316,18 @@ TEST(Threads, MixedOperationsOnOneTree) {
   // The adaptive configuration changed layouts on the way (dense runs of own keys).
   ASSERT_EQ(at_stats(t, c), 0);
   std::string stats = result_value(c);
-  EXPECT_GT(layout_count(stats, "fully_dense_leaf") + layout_count(stats, "semi_dense_leaf"), 0u) << stats;
+  if (!hot)
+    EXPECT_GT(layout_count(stats, "fully_dense_leaf") + layout_count(stats, "semi_dense_leaf"), 0u) << stats;
+  if (hot) std::printf("contention splits: %d\n", at_debug_latch(t, 6));  // (timing-dependent: not asserted)
   at_ctx_free(c);
   at_tree_free(t);  // shared: leaves a closed record behind
 }
+
+TEST(Threads, MixedOperationsOnOneTree) { run_and_check(false, env_or("ADAPTREE_THREAD_OPS", 60000)); }
+
+// Every thread writes the same few leaves: they split, merge, change layout
+// and carry overflow values while the others read, scan and write beside.
+TEST(Threads, HotLeavesSplitMergeConvert) { run_and_check(true, env_or("ADAPTREE_THREAD_OPS", 60000) / 4); }
 
 // A freed shared tree answers CLOSED to every later call, from any thread.
 TEST(Threads, CallsAfterFreeAreClosed) {
@@ -419,6 +475,279 @@ TEST(Threads, AbandonedLatchWakesWaitersAndRefusesHolders) {
   at_tree_free(t);  // leaves the abandoned tree allocated (it may be half-modified)
   at_tree_free(other);
   at_ctx_free(c);
+
+
+namespace phase2a {
+
+std::string ck(uint32_t i) {
+  std::string k = "c0000000";
+  for (int b = 0; b < 7; b++, i /= 10) k[7 - b] = static_cast<char>('0' + i % 10);
+  return k;
+}
+
+std::string value_of(BTree& t, const std::string& k) {
+  ValueRef v;
+  if (t.get({bytes(k), static_cast<uint32_t>(k.size())}, &v) != Status::kOk) return "<absent>";
+  std::vector<uint8_t> buf;
+  Slice out;
+  EXPECT_EQ(t.read_value(v, &buf, &out), Status::kOk);
+  return std::string(reinterpret_cast<const char*>(out.data), out.len);
+}
+
+Slice sl(const std::string& s) { return {bytes(s), static_cast<uint32_t>(s.size())}; }
+
+}  // namespace phase2a
+
+// The contract of a point write under the shared tree latch (core/tree/btree.h,
+// ReadMode::leaves): what fits its leaf is done there (kOk, no structure change);
+// what needs more (a split, overflow pages) answers kRestart with nothing
+// changed, and runs again exclusive with the same mode; what can wait (the merge
+// of an underfull leaf, freeing a replaced overflow chain) is left in the mode
+// for finish_shared() under the exclusive latch.
+TEST(Threads, PointWritesUnderTheSharedLatch) {
+  using namespace phase2a;
+  BTree t(LayoutConfig::kHints);  // no adaptive counter: every step below is deterministic
+  ASSERT_EQ(t.init(), Status::kOk);
+  XorShift32 rng;
+  ReadMode m;
+  m.shared = m.leaves = true;
+  m.rng = &rng;
+  auto exclusive = [&](auto&& op) {
+    ReadMode x = m;
+    x.shared = false;
+    Status s = op(&x);
+    m.counted = x.counted;
+    m.step = x.step;
+    return s;
+  };
+  for (uint32_t i = 0; i < 40; i++) ASSERT_EQ(t.set(sl(ck(i)), sl("v" + std::to_string(i)), &m), Status::kOk);
+  EXPECT_EQ(t.count(), 40u);
+  EXPECT_EQ(t.height(), 1u);
+  EXPECT_FALSE(m.pending());
+
+  // Overflow pages come from the tree's free list: exclusive.
+  std::string big(6000, 'b');
+  EXPECT_EQ(t.set(sl(ck(3)), sl(big), &m), Status::kRestart);
+  EXPECT_EQ(value_of(t, ck(3)), "v3");
+  EXPECT_EQ(exclusive([&](ReadMode* x) { return t.set(sl(ck(3)), sl(big), x); }), Status::kOk);
+  EXPECT_EQ(value_of(t, ck(3)), big);
+  // Replacing it under the shared latch: done, its chain left to free.
+  EXPECT_EQ(t.set(sl(ck(3)), sl("small"), &m), Status::kOk);
+  EXPECT_EQ(value_of(t, ck(3)), "small");
+  ASSERT_TRUE(m.pending());
+  EXPECT_NE(t.check(), "");  // the chain's pages are live and unreachable until freed
+  EXPECT_EQ(t.finish_shared(sl(ck(3)), &m), Status::kOk);
+  EXPECT_FALSE(m.pending());
+  EXPECT_EQ(t.check(), "");
+
+  // Fill the leaf until a write needs a split: kRestart, nothing changed.
+  std::string v(120, 'x');
+  uint32_t i = 40;
+  for (;; i++) {
+    Status s = t.set(sl(ck(i)), sl(v), &m);
+    if (s == Status::kRestart) break;
+    ASSERT_EQ(s, Status::kOk);
+    ASSERT_LT(i, 200u);
+  }
+  EXPECT_EQ(t.count(), i);
+  EXPECT_EQ(t.height(), 1u);
+  EXPECT_EQ(value_of(t, ck(i)), "<absent>");
+  EXPECT_EQ(exclusive([&](ReadMode* x) { return t.set(sl(ck(i)), sl(v), x); }), Status::kOk);
+  EXPECT_EQ(t.height(), 2u);
+  EXPECT_EQ(t.count(), i + 1);
+  EXPECT_EQ(t.check(), "");
+
+  // Removes under the shared latch: an underfull leaf is merged later, exclusive.
+  bool merged = false;
+  for (uint32_t j = 0; j <= i; j++) {
+    ASSERT_EQ(t.remove(sl(ck(j)), &m), Status::kOk) << j;
+    if (m.pending()) {
+      EXPECT_EQ(t.check(), "");  // an underfull leaf is a valid tree
+      ASSERT_EQ(t.finish_shared(sl(ck(j)), &m), Status::kOk);
+      merged = merged || t.height() == 1;
+      EXPECT_EQ(t.check(), "");
+    }
+  }
+  EXPECT_TRUE(merged);
+  EXPECT_EQ(t.count(), 0u);
+  EXPECT_EQ(t.remove(sl(ck(0)), &m), Status::kNotFound);
+  EXPECT_EQ(t.check(), "");
+}
+
+// Cursors while other threads write the same leaves (phase 2a: no tree-wide
+// version changes then; a cursor compares its leaf's latch version): keys that
+// nobody writes are all seen, in order, with their values; churned keys show
+// only values a writer wrote; keys removed before the scans began never show.
+TEST(Threads, ScansBesideWritersInTheSameLeaves) {
+  using namespace phase2a;
+  const uint64_t ops = env_or("ADAPTREE_THREAD_OPS", 60000) / 2;
+  at_tree* t = at_tree_new(7);
+  ASSERT_EQ(at_tree_share(t), 0);
+  at_ctx* c0 = at_ctx_new();
+  constexpr uint32_t kKeys = 3000;
+  // Even keys stay as loaded; odd keys are churned; key + "-gone" was removed before.
+  for (uint32_t i = 0; i < kKeys; i++) {
+    std::string k = ck(i), v = "p" + std::to_string(i);
+    ASSERT_EQ(at_set(t, c0, bytes(k), static_cast<uint32_t>(k.size()), bytes(v), static_cast<uint32_t>(v.size())), 0);
+    std::string g = k + "-gone";
+    ASSERT_EQ(at_set(t, c0, bytes(g), static_cast<uint32_t>(g.size()), bytes(v), 1), 0);
+    ASSERT_EQ(at_remove(t, c0, bytes(g), static_cast<uint32_t>(g.size())), 0);
+  }
+  std::atomic<unsigned> writers_left{2};
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> ts;
+  for (unsigned w = 0; w < 2; w++)
+    ts.emplace_back([&, w] {
+      at_ctx* c = at_ctx_new();
+      at_ctx_set_wait(c, w);
+      std::mt19937 rng(77 + w);
+      for (uint64_t n = 0; n < ops; n++) {
+        std::string k = ck((rng() % (kKeys / 2)) * 2 + 1);
+        if (rng() % 3 == 0) {
+          int32_t s = at_remove(t, c, bytes(k), static_cast<uint32_t>(k.size()));
+          if (s != 0 && s != 1) failures[w] = "remove failed";
+        } else {
+          // Lengths vary, so leaves fill, split and empty again.
+          std::string v = "w" + std::string(rng() % 200, static_cast<char>('a' + w));
+          if (at_set(t, c, bytes(k), static_cast<uint32_t>(k.size()), bytes(v), static_cast<uint32_t>(v.size())) != 0)
+            failures[w] = "set failed";
+        }
+      }
+      at_ctx_free(c);
+      writers_left--;
+    });
+  for (unsigned r = 0; r < 2; r++)
+    ts.emplace_back([&, r] {
+      at_ctx* c = at_ctx_new();
+      std::string& fail = failures[2 + r];
+      // At least one full scan, and on while the writers write.
+      for (unsigned round = 0; fail.empty() && (round == 0 || writers_left.load() > 0); round++) {
+        at_cursor* cur = at_cursor_new(t);
+        uint32_t next_even = 0;
+        std::string prev;
+        auto record = [&](const std::string& k, const std::string& v) {
+          if (!prev.empty() && k <= prev) fail = "not ascending: " + prev + " then " + k;
+          prev = k;
+          if (k.size() != 8) {
+            fail = "a removed key came back: " + k;
+            return;
+          }
+          uint32_t i = static_cast<uint32_t>(std::stoul(k.substr(1)));
+          if (i % 2 == 0) {
+            if (i != next_even) fail = "skipped " + ck(next_even) + ", got " + k;
+            else if (v != "p" + std::to_string(i)) fail = "wrong value of " + k;
+            next_even = i + 2;
+          } else if (v != "p" + std::to_string(i) && (v.empty() || v[0] != 'w')) {
+            fail = "churned key with a value nobody wrote: " + k;
+          }
+        };
+        bool batches = (round + r) % 2;
+        for (;;) {
+          if (batches) {
+            int32_t s = at_cursor_next_batch(cur, c, 13, 1 << 20, 1);
+            if (s == 1) break;
+            if (s != 0) {
+              fail = "next_batch failed";
+              break;
+            }
+            const uint8_t* p = at_ctx_value_ptr(c);
+            for (uint32_t i = 0; i < at_ctx_result(c)[4]; i++) {
+              uint32_t kl, vl;
+              memcpy(&kl, p, 4);
+              std::string k(reinterpret_cast<const char*>(p + 4), kl);
+              memcpy(&vl, p + 4 + kl, 4);
+              record(k, std::string(reinterpret_cast<const char*>(p + 8 + kl), vl));
+              p += 8 + kl + vl;
+            }
+          } else {
+            int32_t s = at_cursor_next(cur, c, 1);
+            if (s == 1) break;
+            if (s != 0) {
+              fail = "next failed";
+              break;
+            }
+            record(result_key(c), result_value(c));
+          }
+        }
+        if (fail.empty() && next_even != kKeys) fail = "scan ended early at " + ck(next_even);
+        at_cursor_free(cur);
+      }
+      at_ctx_free(c);
+    });
+  for (auto& th : ts) th.join();
+  for (auto& f : failures) EXPECT_EQ(f, "");
+  EXPECT_EQ(at_check(t, c0), 0) << result_value(c0);
+  at_ctx_free(c0);
+  at_tree_free(t);
+}
+
+// A cursor of a shared tree sorts a fingerprint leaf under that leaf's latch
+// (exclusive, then shared again), not under the tree latch exclusive: under a
+// shared mode with leaves the scan goes through without kRestart, in order.
+TEST(Threads, SharedScanSortsUnderTheLeafLatch) {
+  using namespace phase2a;
+  BTree t(LayoutConfig::kFingerprint);
+  ASSERT_EQ(t.init(), Status::kOk);
+  constexpr uint32_t kN = 2000;
+  for (uint32_t i = 0; i < kN; i++) ASSERT_EQ(t.set(sl(ck(i * 7919 % kN)), sl("v")), Status::kOk);
+  XorShift32 rng;
+  ReadMode m;
+  m.shared = m.leaves = true;
+  m.rng = &rng;
+  Cursor c(&t);
+  c.set_mode(&m);
+  ASSERT_EQ(c.seek({}, kSeekEdge), Status::kOk);
+  KeyBuffer k;
+  ValueRef v;
+  uint32_t n = 0;
+  for (Status s; (s = c.next(&k, &v)) != Status::kNotFound; n++) {
+    ASSERT_EQ(s, Status::kOk) << n;
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(k.data), k.len), ck(n));
+  }
+  c.release();
+  EXPECT_EQ(n, kN);
+  EXPECT_EQ(t.check(), "");
+}
+
+// Contention Split: a leaf whose writers keep waiting for its latch while they
+// write different records is split between them. `contended` makes every latch
+// the mode takes count as waited for, so the periods' verdicts are deterministic:
+// two records far apart in one leaf, written in turn, end up in different leaves.
+TEST(Threads, ContentionSplitSeparatesHotRecords) {
+  using namespace phase2a;
+  BTree t(LayoutConfig::kHints);
+  ASSERT_EQ(t.init(), Status::kOk);
+  for (uint32_t i = 0; i < 60; i++) ASSERT_EQ(t.set(sl(ck(i)), sl("v")), Status::kOk);
+  ASSERT_EQ(t.height(), 1u);
+  XorShift32 rng;
+  ReadMode m;
+  m.shared = m.leaves = m.contended = true;
+  m.rng = &rng;
+  const std::string a = ck(5), b = ck(50);
+  // Off: nothing is split however contended.
+  for (int n = 0; n < 20000; n++) {
+    ASSERT_EQ(t.set(sl(n % 2 ? a : b), sl(std::to_string(n)), &m), Status::kOk);
+    ASSERT_FALSE(m.pending());
+  }
+  EXPECT_EQ(t.height(), 1u);
+  t.set_contention_split(true);
+  for (int n = 0; n < 20000 && t.contention_splits() == 0; n++) {
+    ASSERT_EQ(t.set(sl(n % 2 ? a : b), sl(std::to_string(n)), &m), Status::kOk);
+    if (m.pending()) ASSERT_EQ(t.finish_shared(sl(n % 2 ? a : b), &m), Status::kOk);
+  }
+  EXPECT_EQ(t.contention_splits(), 1u);
+  EXPECT_EQ(t.height(), 2u);
+  EXPECT_EQ(t.count(), 60u);
+  EXPECT_EQ(t.check(), "");
+  EXPECT_NE(value_of(t, a), "<absent>");
+  EXPECT_NE(value_of(t, b), "<absent>");
+  // The split was between the two: the root sends them to different leaves.
+  alignas(16) uint8_t root[kPageSize];
+  ASSERT_EQ(t.copy_page(t.root(), root), Status::kOk);
+  BasicNode rn{root};
+  ASSERT_EQ(rn.count(), 1u);
+  EXPECT_NE(rn.child_for(bytes(a), static_cast<uint32_t>(a.size())),
+            rn.child_for(bytes(b), static_cast<uint32_t>(b.size())));
 }
 
 }  // namespace
