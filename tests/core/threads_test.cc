@@ -475,7 +475,7 @@ TEST(Threads, AbandonedLatchWakesWaitersAndRefusesHolders) {
   at_tree_free(t);  // leaves the abandoned tree allocated (it may be half-modified)
   at_tree_free(other);
   at_ctx_free(c);
-
+}
 
 namespace phase2a {
 
