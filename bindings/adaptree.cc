@@ -635,84 +635,6 @@ bool batch_to_columns(std::vector<uint8_t>& b, size_t used, uint32_t n, size_t* 
   return true;
 }
 
-// A batch in columns written by the scan itself (AT_BATCH_COLUMNS; the layout of batch_to_columns,
-// except that header word 3 is the stride of the two length arrays, room for `cap` records):
-// keys go into the context's buffer after [header][klen x cap][vlen x cap], values into its
-// second buffer and after the keys in one copy at the end. batch_to_columns rewrote every record
-// a second time (~10% of an iteration of url keys).
-constexpr uint32_t kDirectColumnsMax = 4096;  // records: the length arrays are reserved up front
-int32_t next_batch_columns(at_cursor* cur, at_ctx* c, HeldCursor& h, uint32_t max_records, uint32_t max_bytes,
-                           uint32_t want_value) {
-  trim_output(c);
-  if (c->overflow.capacity() > kKeepOutput) [[unlikely]] std::vector<uint8_t>().swap(c->overflow);
-  const uint32_t cap = max_records;
-  const size_t lens_at = 16, keys_at = 16 + 8 * size_t{cap};
-  if (c->buf.size() < keys_at + 4096 && !adaptree::resize_checked(c->buf, keys_at + 4096)) return st(Status::kOutOfMemory);
-  Writer kw{c->buf, keys_at};
-  Writer vw{c->overflow};
-  uint32_t n = 0, flags = 0;
-  const BTree& t = cur->owner->tree;
-  const bool values = want_value & AT_BATCH_VALUES;
-  Status err = Status::kOk;
-  auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
-    uint8_t* p = kw.room(k.len);
-    if (!p) {
-      err = Status::kOutOfMemory;
-      return false;
-    }
-    adaptree::copy_small(p, k.data, k.len);
-    uint64_t high = 0;
-    uint32_t j = 0;
-    for (; j + 8 <= k.len; j += 8) high |= adaptree::load64(k.data + j);
-    for (; j < k.len; j++) high |= k.data[j];
-    uint32_t word = k.len;
-    if (high & 0x8080808080808080ull) {
-      word |= 0x80000000u;
-      flags = 1;
-    }
-    uint32_t vlen = 0;
-    if (values) {
-      if (!v.is_overflow()) {
-        vlen = v.field & adaptree::kValueLenMask;
-        uint8_t* q = vw.room(vlen);
-        if (!q && vlen) {  // (an empty value of an empty buffer: data() may be null)
-          err = Status::kOutOfMemory;
-          return false;
-        }
-        adaptree::copy_small(q, v.ptr, vlen);
-      } else {
-        vlen = static_cast<uint32_t>(v.length());
-        uint8_t* q = vw.room(vlen);
-        if (!q && vlen) {
-          err = Status::kOutOfMemory;
-          return false;
-        }
-        err = adaptree::overflow_read(t.store(), adaptree::load32(v.ptr), vlen, q);
-        if (err != Status::kOk) return false;
-      }
-    }
-    // The key writer may have moved the buffer: the length arrays are addressed from its start.
-    memcpy(c->buf.data() + lens_at + 4 * size_t{n}, &word, 4);
-    memcpy(c->buf.data() + lens_at + 4 * (size_t{cap} + n), &vlen, 4);
-    n++;
-    // The byte budget counts as the record encoding does (8 bytes of lengths a record).
-    return n < max_records && 8 * size_t{n} + (kw.used - keys_at) + vw.used < max_bytes;
-  };
-  Status s;
-  while ((s = cur->cur.for_each(visit)) == Status::kRestart)
-    if (!h.upgrade()) return st(Status::kClosed);
-  if (err != Status::kOk) return ret(cur->owner, c, err);
-  if (s != Status::kOk && s != Status::kNotFound) return ret(cur->owner, c, s);
-  const size_t key_bytes = kw.used - keys_at;
-  uint8_t* vals = kw.room(vw.used);
-  if (!vals) return ret(cur->owner, c, Status::kOutOfMemory);
-  if (vw.used) memcpy(vals, c->overflow.data(), vw.used);
-  const uint32_t head[4] = {n, static_cast<uint32_t>(key_bytes), flags, cap};
-  memcpy(c->buf.data(), head, 16);
-  set_result(c, nullptr, 1, c->buf.data(), static_cast<uint32_t>(kw.used), n);
-  return st(n ? Status::kOk : Status::kNotFound);
-}
-
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
@@ -726,8 +648,6 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     set_result(c, nullptr, 0, c->buf.data(), 0, 0);
     return st(Status::kNotFound);
   }
-  if ((want_value & AT_BATCH_COLUMNS) && max_records <= kDirectColumnsMax)
-    return next_batch_columns(cur, c, h, max_records, max_bytes, want_value);
   Status err = Status::kOk;
   auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
     uint8_t* p = w.room(4 + k.len);

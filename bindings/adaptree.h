@@ -122,12 +122,8 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value);
  * gives the batch in columns instead: [u32 n][u32 key bytes][u32 flags][u32 0][u32 key_len x n]
  * [u32 value_len x n][all keys][all values]; a key_len with bit 31 set marks a key holding a byte
  * >= 0x80, flags bit 0 says some key does (JavaScript decodes ASCII keys of a batch at once).
- * [u32 value_len x n] words are then `stride` apart: header word 3 (0 means n) is the room the
- * batch reserved for the two length arrays, so the value lengths start 4 * stride bytes after the
- * key lengths and the keys 8 * stride bytes after them.
- * result.key_len is 1 when the batch is in columns (always, for max_records <= 4096: the scan
- * writes the columns itself); a larger one over 512 KiB (large values) or one whose copy finds no
- * memory stays in batch encoding (result.key_len 0). */
+ * result.key_len is 1 when the batch is in columns; a batch over 512 KiB (large values) or one
+ * whose copy finds no memory stays in batch encoding (result.key_len 0). */
 #define AT_BATCH_VALUES 1u
 #define AT_BATCH_COLUMNS 2u
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,

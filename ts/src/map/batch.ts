@@ -1,8 +1,7 @@
 /**
  * Decodes an iterator batch that the core wrote in columns (at_cursor_next_batch with
- * BatchFlags.COLUMNS; bindings/adaptree.h): a header [count][key bytes][flags][stride], the key
- * lengths, the value lengths (each array `stride` words, 0: count), then all keys and all
- * values back to back.
+ * BatchFlags.COLUMNS; bindings/adaptree.h): a header [count][key bytes][flags][0], the key
+ * lengths, the value lengths, then all keys and all values back to back.
  *
  * Why columns: utf8 keys are the common case, and a TextDecoder call per key costs more than
  * the rest of an iteration step. With the keys of a batch contiguous, a run of ASCII keys (the
@@ -108,10 +107,8 @@ export function decodeColumns<V>(
   shared: boolean,
 ): number {
   const count = dv.getUint32(p, true);
-  // Header word 3: the stride of the length arrays (the room the core reserved; 0: count).
-  const stride = dv.getUint32(p + 12, true) || count;
   const lens = p + BATCH_HEADER;
-  const keyStart = lens + 8 * stride;
+  const keyStart = lens + 8 * count;
   const valueStart = keyStart + dv.getUint32(p + 4, true);
   let n = count;
   if (b.stop !== null) {
@@ -126,7 +123,7 @@ export function decodeColumns<V>(
   }
   decodeUtf8Keys(u8, dv, lens, keyStart, n, keys, shared);
   if (wantValues) {
-    const vlens = lens + 4 * stride;
+    const vlens = lens + 4 * count;
     if ((venc as unknown) === bytesValue) {
       // One copy of the values of the n records decoded, subarrays of it.
       let end = valueStart;
