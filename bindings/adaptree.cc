@@ -769,6 +769,20 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   return st(n ? Status::kOk : Status::kNotFound);
 }
 
+// A short scan's two calls in one: seek (flags as at_cursor_seek), then the first batch (as
+// at_cursor_next_batch). A scan of a few records paid a second crossing and call setup for it.
+int32_t at_cursor_seek_batch(at_cursor* cur, at_ctx* c, const uint8_t* key, uint32_t key_len, uint32_t seek_flags,
+                             uint32_t max_records, uint32_t max_bytes, uint32_t want_value) {
+  if (!cur || !cur->owner) return st(Status::kClosed);
+  int32_t s = at_cursor_seek(cur, key, key_len, seek_flags);
+  if (s != st(Status::kOk)) {
+    if (s == st(Status::kNotFound)) set_result(c, nullptr, 0, nullptr, 0, 0);
+    // NEED_PAGE: the page id goes to this context's result.aux, as for the batch.
+    return s >= 0 && cur->owner ? ret(cur->owner, c, static_cast<Status>(s)) : s;
+  }
+  return at_cursor_next_batch(cur, c, max_records, max_bytes, want_value);
+}
+
 uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }
 
 // Tests: 1 takes the tree latch exclusive, 0 releases it; 2 takes it shared, 3 releases that.

@@ -134,6 +134,11 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value);
 #define AT_BATCH_COLUMNS 2u
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value);
+/* at_cursor_seek(cur, key, key_len, seek_flags), then on OK at_cursor_next_batch(cur, c, max_records,
+ * max_bytes, want_value), in one call: a short scan crosses into wasm once. Returns the seek's status
+ * when it is not OK (NOT_FOUND: nothing at or after the key; result.aux 0), else the batch's. */
+int32_t at_cursor_seek_batch(at_cursor* cur, at_ctx* c, const uint8_t* key, uint32_t key_len, uint32_t seek_flags,
+                             uint32_t max_records, uint32_t max_bytes, uint32_t want_value);
 
 /* ---------------------------------------------------------------- persistent stores
  * A store is a tree whose 4 KiB pages live in a buffer pool (core/buffer/) over

@@ -112,4 +112,106 @@ describe.each(BUILDS)('%s build: batched iteration decodes keys exactly', (build
       mn.free();
     }
   });
+
+  // bytes values leave wasm memory in one copy per batch (getMany, iterators): values over 16
+  // bytes are subarrays of it (batch.ts BatchCopy), smaller ones arrays of their own.
+  describe('bytes values out of a batch', () => {
+    const SIZES = [0, 1, 16, 17, 63, 64, 65, 100, 1000, 1022, 1023, 5000];
+    const valueOf = (i: number, n: number) => {
+      const v = new Uint8Array(n);
+      for (let j = 0; j < n; j++) v[j] = (i * 31 + j) & 0xff;
+      return v;
+    };
+    const fill = (m: BTreeMap<any, Uint8Array>, keyOf: (i: number) => unknown, count: number) => {
+      for (let i = 0; i < count; i++) m.set(keyOf(i), valueOf(i, SIZES[i % SIZES.length]!));
+    };
+    const isWasm = (v: Uint8Array) => v.buffer === wasm.memory.buffer;
+    /** A value as text, to compare many at once (toEqual on typed arrays is slow). */
+    const sig = (v: Uint8Array | undefined) => (v === undefined ? '-' : `${v.length}:${Buffer.from(v.buffer, v.byteOffset, v.length).toString('base64')}`);
+    const sigs = (vs: (Uint8Array | undefined)[]) => vs.map(sig);
+
+    for (const keys of ['utf8', 'number'] as const) {
+      // utf8 keys take columns, number keys records: both copy values once per batch.
+      const keyOf = (i: number) => (keys === 'utf8' ? `k${String(i).padStart(5, '0')}` : i);
+      it(`${keys} keys: getMany, entries and values return exact copies that later calls never change`, () => {
+        const m = new BTreeMap<any, Uint8Array>(undefined, { wasm, keys, values: 'bytes' });
+        try {
+          const n = 300;
+          fill(m, keyOf, n);
+          const want = Array.from({ length: n }, (_, i) => valueOf(i, SIZES[i % SIZES.length]!));
+          const probe = [keyOf(5), keyOf(n + 1), ...Array.from({ length: n }, (_, i) => keyOf((i * 7) % n))];
+          const wantMany = sigs([want[5], undefined, ...Array.from({ length: n }, (_, i) => want[(i * 7) % n])]);
+          const many = m.getMany(probe);
+          expect(sigs(many)).toEqual(wantMany);
+          const ents = [...m.entries()];
+          const vals = [...m.values()];
+          const scan = [...m.entries({ gte: keyOf(100), limit: 50 })];
+          expect(sigs(ents.map(([, v]) => v))).toEqual(sigs(want));
+          expect(sigs(vals)).toEqual(sigs(want));
+          expect(sigs(scan.map(([, v]) => v))).toEqual(sigs(want.slice(100, 150)));
+          const out = [...many.slice(2), ...vals, ...ents.map(([, v]) => v), ...scan.map(([, v]) => v)] as Uint8Array[];
+          // Never views of wasm memory; within one batch, the long ones share one copy, and
+          // writing into one value changes no other value and not the map.
+          expect(out.some(isWasm)).toBe(false);
+          const long = (many.slice(2) as Uint8Array[]).filter((v) => v.length > 16);
+          expect(long.length).toBeGreaterThan(100);
+          expect(new Set(long.map((v) => v.buffer)).size).toBe(1);
+          const short = (many.slice(2) as Uint8Array[]).filter((v) => v.length > 0 && v.length <= 16);
+          expect(short.every((v) => v.buffer !== long[0]!.buffer && v.byteLength === v.buffer.byteLength)).toBe(true);
+          const copy = sigs(many);
+          long[0]!.fill(0xee);
+          copy[many.indexOf(long[0])] = sig(long[0]);
+          expect(sigs(many)).toEqual(copy);
+          expect(sigs(m.getMany(probe))).toEqual(wantMany);
+          // Later calls (batches, modifications, memory growth) leave returned values alone.
+          for (let i = 0; i < n; i += 3) m.set(keyOf(i), new Uint8Array(300).fill(1));
+          m.getMany(probe);
+          [...m.entries()];
+          if (build !== 'reference') {
+            const big = new Uint8Array(256 * 1024).fill(9);
+            const start = wasm.memory.buffer.byteLength;
+            for (let i = 0; i < 64 && wasm.memory.buffer.byteLength === start; i++) m.set(keyOf(n + 10 + i), big);
+            expect(wasm.memory.buffer.byteLength).toBeGreaterThan(start);
+          }
+          expect(sigs(vals)).toEqual(sigs(want));
+          expect(sigs(ents.map(([, v]) => v))).toEqual(sigs(want));
+          expect(sigs(many)).toEqual(copy);
+        } finally {
+          m.free();
+        }
+      });
+    }
+
+    it.skipIf(build === 'reference')('memory growth before the first batch, under a live scan and inside getMany', () => {
+      const m = new BTreeMap<string, Uint8Array>(undefined, { wasm, values: 'bytes' });
+      try {
+        const keyOf = (i: number) => `g${String(i).padStart(5, '0')}`;
+        for (let i = 0; i < 200; i++) m.set(keyOf(i), valueOf(i, 40));
+        // An iterator with a start bound made before the growth seeks (with its first batch) after it.
+        const it1 = m.entries({ gte: keyOf(10), limit: 30 });
+        const it2 = m.values({ gt: keyOf(20) });
+        expect(it2.next().value).toEqual(valueOf(21, 40));
+        const big = new Uint8Array(512 * 1024).fill(5);
+        const start = wasm.memory.buffer.byteLength;
+        for (let i = 0; i < 64 && wasm.memory.buffer.byteLength === start; i++) m.set(`z${i}`, big);
+        expect(wasm.memory.buffer.byteLength).toBeGreaterThan(start);
+        expect([...it1].map(([k, v]) => [k, Array.from(v)])).toEqual(
+          Array.from({ length: 30 }, (_, j) => [keyOf(10 + j), Array.from(valueOf(10 + j, 40))]),
+        );
+        // it2 re-seeks by key after the modifications (seek + batch in one call).
+        expect(it2.next().value).toEqual(valueOf(22, 40));
+        // getMany whose output outgrows memory: the context buffer grows inside the call.
+        const zs = Array.from({ length: 64 }, (_, i) => `z${i}`).filter((k) => m.has(k));
+        const before = wasm.memory.buffer.byteLength;
+        const got = m.getMany([...zs, ...zs, ...zs, keyOf(3)]);
+        expect(wasm.memory.buffer.byteLength).toBeGreaterThanOrEqual(before);
+        expect(got.length).toBe(3 * zs.length + 1);
+        expect(got.slice(0, -1).every((v) => v !== undefined && v.length === big.length && v[0] === 5 && v[big.length - 1] === 5)).toBe(true);
+        expect(got[got.length - 1]).toEqual(valueOf(3, 40));
+        expect(got.some((v) => v!.buffer === wasm.memory.buffer)).toBe(false);
+      } finally {
+        m.free();
+      }
+    });
+  });
 });

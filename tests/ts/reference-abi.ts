@@ -234,6 +234,11 @@ export function referenceWasm(): AdaptreeWasm {
       setResult(cx, 0, 0, output(cx, w.done()), w.length, n);
       return OK;
     },
+    at_cursor_seek_batch: (c, x, k, kl, flags, maxRecords, maxBytes, want) => {
+      const s = ex.at_cursor_seek(c, k, kl, flags);
+      if (s !== OK) { setResult(ctxs.get(x)!, 0, 0, 0, 0, 0); return s; }
+      return ex.at_cursor_next_batch(c, x, maxRecords, maxBytes, want);
+    },
     at_atomic_add_u32: () => 0,
     at_checksum: () => 0,
     at_set_memory_limit: () => 0,

@@ -68,6 +68,32 @@ async function caught(p: Promise<unknown> | (() => unknown)): Promise<unknown> {
 }
 
 describe.each(KINDS)('BTreeStore on %s', (kind) => {
+  it('bytes values out of getMany and scans: exact copies of one batch, never views of wasm memory', async () => {
+    const w = where(kind, 'bytesout');
+    const s = await BTreeStore.open<number, Uint8Array>({ ...w, keys: 'number', values: 'bytes', poolSize: 1 << 20 });
+    const valueOf = (i: number) => new Uint8Array(8 + (i % 5) * 40).fill(i & 0xff);
+    const sig = (v: Uint8Array | undefined) => (v === undefined ? '-' : `${v.length}:${v[0]}:${v[v.length - 1]}`);
+    try {
+      const n = 3000;
+      for (let i = 0; i < n; i += 500) await s.setManyAsync(Array.from({ length: 500 }, (_, j) => [i + j, valueOf(i + j)] as [number, Uint8Array]));
+      const keys = Array.from({ length: 1200 }, (_, i) => (i * 7919) % (n + 10));
+      const got = await s.getManyAsync(keys);
+      expect(got.map(sig)).toEqual(keys.map((k) => (k < n ? sig(valueOf(k)) : '-')));
+      const scanned: [number, Uint8Array][] = [];
+      for await (const e of s.entriesAsync({ gte: 100, limit: 50 })) scanned.push(e);
+      expect(scanned.map(([k, v]) => `${k}=${sig(v)}`)).toEqual(Array.from({ length: 50 }, (_, j) => `${100 + j}=${sig(valueOf(100 + j))}`));
+      const wasmBuffer = (await init()).memory.buffer;
+      expect([...got, ...scanned.map(([, v]) => v)].some((v) => v !== undefined && v.buffer === wasmBuffer)).toBe(false);
+      // Later reads and writes leave them as they were.
+      await s.setManyAsync(Array.from({ length: 500 }, (_, j) => [j, new Uint8Array(200).fill(1)] as [number, Uint8Array]));
+      await s.getManyAsync(keys);
+      expect(got.map(sig)).toEqual(keys.map((k) => (k < n ? sig(valueOf(k)) : '-')));
+      expect(scanned.map(([k, v]) => `${k}=${sig(v)}`)).toEqual(Array.from({ length: 50 }, (_, j) => `${100 + j}=${sig(valueOf(100 + j))}`));
+    } finally {
+      await s.close();
+    }
+  });
+
   it('has the BTreeMap API: same answers as a BTreeMap for the same operations (async methods)', async () => {
     const w = where(kind, 'parity');
     const s = await openNum(w);

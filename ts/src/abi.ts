@@ -92,6 +92,8 @@ export interface AbiExports {
   at_cursor_seek(cursor: Ptr, key: Ptr, keyLen: number, flags: number): number;
   at_cursor_next(cursor: Ptr, ctx: Ptr, wantValue: number): number;
   at_cursor_next_batch(cursor: Ptr, ctx: Ptr, maxRecords: number, maxBytes: number, flags: number): number;
+  /** at_cursor_seek then, on OK, at_cursor_next_batch: a short scan in one call. */
+  at_cursor_seek_batch(cursor: Ptr, ctx: Ptr, key: Ptr, keyLen: number, seekFlags: number, maxRecords: number, maxBytes: number, flags: number): number;
   at_atomic_add_u32(p: Ptr, v: number): number;
   // Persistent stores (optional: a module built before them lacks these).
   at_store_open?(io: number, layoutConfig: number, poolBytes: number, flags: number, ctx: Ptr): Ptr;
@@ -134,7 +136,7 @@ export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_ctx_free', 'at_ctx_result', 'at_ctx_key_ptr', 'at_ctx_value_ptr', 'at_tree_new', 'at_tree_free', 'at_tree_share', 'at_ctx_set_wait', 'at_set', 'at_get', 'at_has',
   'at_remove', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
-  'at_cursor_next_batch', 'at_atomic_add_u32', 'at_checksum',
+  'at_cursor_next_batch', 'at_cursor_seek_batch', 'at_atomic_add_u32', 'at_checksum',
   'at_set_memory_limit', 'at_memory_limit', 'at_memory_available', 'at_debug_trap', 'at_debug_latch', 'at_tree_abandon', 'at_poison_word',
   'at_inspect_root', 'at_inspect_height', 'at_inspect_page', 'at_inspect_node', 'at_inspect_tree',
 ];

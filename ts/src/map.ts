@@ -32,7 +32,8 @@ import {
   errorFromStatus,
 } from './errors.js';
 import { ENCODE_INTO_VIEW, readUtf8, utf8Key } from './encoding/utf8.js';
-import { jsonValue } from './encoding/values.js';
+import { bytesValue, jsonValue } from './encoding/values.js';
+import { BatchCopy } from './map/batch.js';
 import { SHRINK_ABOVE, runtimeOf, getDefaultWasm } from './map/runtime.js';
 import { keyEncoderOf, valueEncoderOf } from './map/codecs.js';
 import { type Handle, fail, freeHandle, newCursor, stateError, treeRegistry } from './map/handle.js';
@@ -222,7 +223,10 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'clear');
   }
 
-  /** Entries `[key, value]` in key order, optionally within a range. */
+  /** Entries `[key, value]` in key order, optionally within a range.
+   *
+   * `bytes` values longer than 16 bytes are views of one ArrayBuffer per batch the iterator
+   * reads (up to 1024 records), as in {@link BTreeMap.getMany}: never of wasm memory. */
   entries(range?: Range<K>): MapIterator<[K, V]> {
     return this.#iter<[K, V]>(MODE_ENTRIES, range, 'entries');
   }
@@ -232,7 +236,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     return this.#iter<K>(MODE_KEYS, range, 'keys');
   }
 
-  /** Values in key order, optionally within a range. */
+  /** Values in key order, optionally within a range (`bytes` values: see {@link BTreeMap.entries}). */
   values(range?: Range<K>): MapIterator<V> {
     return this.#iter<V>(MODE_VALUES, range, 'values');
   }
@@ -335,7 +339,12 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     return n;
   }
 
-  /** The values of many keys (undefined where absent), in one call into wasm. */
+  /** The values of many keys (undefined where absent), in one call into wasm.
+   *
+   * `bytes` values: each is a Uint8Array of its own that never aliases wasm memory, but those
+   * longer than 16 bytes are views of one ArrayBuffer per call (copied out of wasm memory at
+   * once; a copy per value cost microseconds). Writing into one value changes no other; its
+   * `.buffer` is the shared copy, and keeping one value keeps that copy alive. */
   getMany(keys: Iterable<K>): (V | undefined)[] {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
@@ -365,23 +374,38 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const dv = rt.dv, u8 = rt.u8;
     let p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
     const out = new Array<V | undefined>(m);
-    // Custom decoders run user code: decode from a copy of the output, not from the context buffer.
-    const custom = h.venc.name === 'custom';
-    let src = u8, sdv = dv;
-    if (custom) {
-      const len = dv.getUint32(rt.res + Result.VALUE_LEN, true);
-      src = u8.slice(p, p + len);
-      sdv = new DataView(src.buffer);
-      p = 0;
-    }
-    for (let i = 0; i < m; i++) {
-      const vl = sdv.getUint32(p, true);
-      p += 4;
-      if (vl === ABSENT) {
-        out[i] = undefined;
-      } else {
-        out[i] = h.venc.decodeFrom(src, p, vl, !custom && rt.shared);
-        p += vl;
+    const outLen = dv.getUint32(rt.res + Result.VALUE_LEN, true);
+    if ((h.venc as unknown) === bytesValue) {
+      // One copy of the output for all values longer than OWN_COPY_MAX (subarrays of it).
+      const bc = new BatchCopy(u8, p, p + outLen);
+      for (let i = 0; i < m; i++) {
+        const vl = dv.getUint32(p, true);
+        p += 4;
+        if (vl === ABSENT) {
+          out[i] = undefined;
+        } else {
+          out[i] = bc.value(p, vl) as V;
+          p += vl;
+        }
+      }
+    } else {
+      // Custom decoders run user code: decode from a copy of the output, not from the context buffer.
+      const custom = h.venc.name === 'custom';
+      let src = u8, sdv = dv;
+      if (custom) {
+        src = u8.slice(p, p + outLen);
+        sdv = new DataView(src.buffer);
+        p = 0;
+      }
+      for (let i = 0; i < m; i++) {
+        const vl = sdv.getUint32(p, true);
+        p += 4;
+        if (vl === ABSENT) {
+          out[i] = undefined;
+        } else {
+          out[i] = h.venc.decodeFrom(src, p, vl, !custom && rt.shared);
+          p += vl;
+        }
       }
     }
     rt.shrink();

@@ -7,7 +7,9 @@
  * |         | (+ `undefined`)          |                              | empty value; what JSON drops or changes   |
  * |         |                          |                              | (Dates, Maps, functions, -0) stays so     |
  * | `utf8`  | strings                  | UTF-8                        | lone surrogates: InvalidValueError        |
- * | `bytes` | Uint8Array               | the bytes                    | `get` returns a fresh copy                |
+ * | `bytes` | Uint8Array               | the bytes                    | `get` returns a fresh copy; getMany and   |
+ * |         |                          |                              | iterators: values > 16 B share one copy   |
+ * |         |                          |                              | per batch (subarrays, never wasm memory)  |
  * | custom  | anything                 | `codec.encode(v)`            | `{ encode(v): Uint8Array, decode(b): V }` |
  *
  * A value the encoding cannot take is an InvalidValueError (a TypeError) and the map is unchanged.

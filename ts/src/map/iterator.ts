@@ -98,7 +98,9 @@ export class BTreeIterator<K, V, T> {
     const ex = rt.ex;
     const b = this.#b;
     const rev = b.reverse ? SeekFlags.REVERSE : 0;
-    let st: number = Status.OK;
+    let st: number, max: number;
+    // Columns pay for utf8 keys only (runs of ASCII keys decode at once); others take records.
+    const flags = (this.#mode === MODE_KEYS ? 0 : BatchFlags.VALUES) | ((h.kenc as unknown) === utf8Key ? BatchFlags.COLUMNS : 0);
     if (!this.#started || h.mod !== this.#mod) {
       if (this.#cursor === 0) this.#cursor = borrowCursor(h as Handle<unknown, unknown>);
       if (this.#started) {
@@ -106,27 +108,32 @@ export class BTreeIterator<K, V, T> {
         this.#batchRecords = FIRST_BATCH_RECORDS;
       }
       this.#started = true;
+      let len = 0, seek: number = rev;
       if (this.#hasLast) {
         // Resume by key: just after the last key returned.
         rt.refresh();
-        const len = putKeyA(h, this.#last as K);
-        st = ex.at_cursor_seek(this.#cursor, rt.keyA, len, SeekFlags.EXCLUSIVE | rev);
+        len = putKeyA(h, this.#last as K);
+        seek |= SeekFlags.EXCLUSIVE;
       } else if (b.start === null) {
-        st = ex.at_cursor_seek(this.#cursor, rt.keyA, 0, SeekFlags.EDGE | rev);
+        seek |= SeekFlags.EDGE;
       } else {
         rt.refresh();
-        rt.u8.set(b.start, rt.keyA);
-        st = ex.at_cursor_seek(this.#cursor, rt.keyA, b.start.length, (b.startExclusive ? SeekFlags.EXCLUSIVE : 0) | rev);
+        const start = b.start, u8 = rt.u8, at = rt.keyA;
+        len = start.length;
+        if (len <= 32) for (let i = 0; i < len; i++) u8[at + i] = start[i]!;
+        else u8.set(start, at);
+        if (b.startExclusive) seek |= SeekFlags.EXCLUSIVE;
       }
+      this.#mod = h.mod;
+      max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
+      // Seek and the first batch in one call into wasm.
+      st = ex.at_cursor_seek_batch(this.#cursor, rt.ctx, rt.keyA, len, seek, max, MAX_BATCH_BYTES, flags);
     } else if (this.#drained) {
       this.#finish();
       return false;
-    }
-    this.#mod = h.mod;
-    const max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
-    if (st === Status.OK) {
-      // Columns pay for utf8 keys only (runs of ASCII keys decode at once); others take records.
-      const flags = (this.#mode === MODE_KEYS ? 0 : BatchFlags.VALUES) | ((h.kenc as unknown) === utf8Key ? BatchFlags.COLUMNS : 0);
+    } else {
+      this.#mod = h.mod;
+      max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
       st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, flags);
     }
     if (st !== Status.OK) {
@@ -153,7 +160,7 @@ export class BTreeIterator<K, V, T> {
     const wantValues = this.#mode !== MODE_KEYS;
     const n = columns
       ? decodeColumns(h.venc, rt.u8, dv, p, this.#keys as unknown as string[], this.#vals, wantValues, b, rt.shared)
-      : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, count, this.#keys, this.#vals, wantValues, b, rt.shared);
+      : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, p + used, count, this.#keys, this.#vals, wantValues, b, rt.shared);
     const pastStop = n < count;
     this.#i = 0;
     this.#n = n;
