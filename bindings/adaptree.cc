@@ -867,6 +867,9 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("commit_sequence", t->store->sequence());
   num("data_bytes", ps.data_bytes);
   num("log_bytes", ps.log_bytes);
+  num("image_frames", ps.image_frames);
+  num("delta_frames", ps.delta_frames);
+  num("commit_log_bytes", ps.commit_log_bytes);
   j += "}";
   return st(set_text_result(c, j));
 }

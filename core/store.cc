@@ -24,6 +24,7 @@ Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Stor
   st->file_.reset(new (std::nothrow) FilePager(storage, o.checkpoint_bytes));
   if (!st->file_) return Status::kOutOfMemory;
   if (o.read_only) st->file_->set_read_only(nullptr);  // the tree's version word after adopt
+  st->file_->set_log_deltas(o.log_deltas);
   StoreMeta meta;
   std::vector<PageId> free_ids;
   Status s = st->file_->open(o.create, static_cast<uint8_t>(o.layout), o.progress, &meta, &free_ids);
