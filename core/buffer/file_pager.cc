@@ -215,7 +215,10 @@ bool FilePager::later_commits_intact(uint64_t from, uint64_t size, uint64_t afte
     uint32_t got;
     if (s_->read(FileId::kLog, off, c, kCommitFrameSize, &got) != Status::kOk || got < kCommitFrameSize) break;
     if (load32(c) != kFrameCommit || load64(c + 8) != salt_ || load32(c + 56) != checksum(c, 56)) continue;
-    if (load64(c + 16) > after_seq && ++found >= 2) return true;
+    // Commit after_seq + 2 is only written once after_seq + 1 is durable: the
+    // damaged frame before it is not the torn tail of a commit in flight.
+    uint64_t seq = load64(c + 16);
+    if (seq >= after_seq + 2 || (seq > after_seq && ++found >= 2)) return true;
   }
   return false;
 }

@@ -19,7 +19,8 @@
 //   slot, flush, start a new log generation.
 // - recovery (open): newest valid superblock, then every complete commit of
 //   the log after it; the torn tail is cut off. A damaged frame followed by
-//   two or more complete commits cannot be a torn tail: kCorrupt.
+//   two or more complete commits, or by one numbered two past the last good
+//   one, cannot be a torn tail: kCorrupt.
 // - creation writes no superblock: the data file stays empty and the log
 //   holds the store until the first checkpoint writes page 0 whole. So a
 //   data file shorter than a page that is not empty is damaged or foreign

@@ -4,7 +4,6 @@
 // logs of the format before deltas.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <random>
@@ -452,9 +451,9 @@ TEST(StoreDelta, BitFlipsInDeltasAreDetected) {
       continue;
     }
     ASSERT_EQ(s, Status::kOk);
-    // The flip made its frame look torn: recovery stops there (the commits after it are
-    // fewer than two, log_format.h), so the answer is a committed state, never a mix.
-    ASSERT_TRUE(std::find(all.begin(), all.end(), got) != all.end()) << "flip at " << at << " gave a wrong state";
+    // A damaged frame with a commit two past the last good one after it is kCorrupt
+    // (file_pager.h); else it may be the tail of the last commit.
+    ASSERT_TRUE(got == all.back() || got == all[all.size() - 2]) << "flip at " << at << " gave a wrong state";
   }
   EXPECT_GT(trials, 150);
   EXPECT_GT(detected, 0);
