@@ -261,7 +261,12 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     s = s_->read(FileId::kLog, off, frame.data(), kPageFrameHeader, &got);
     stats_.reads++;
     if (s != Status::kOk) return s;
-    if (got < kPageFrameHeader || load64(frame.data() + 8) != salt_) break;
+    if (got < kPageFrameHeader) break;
+    if (load64(frame.data() + 8) != salt_) {
+      // The end of this generation, or a frame whose salt a flipped bit changed.
+      if (later_commits_intact(off, lsize, seq_)) return Status::kCorrupt;
+      break;
+    }
     uint32_t kind = load32(frame.data());
     bool ok = false;
     if (kind == kFramePage && off + kPageFrameSize <= lsize) {

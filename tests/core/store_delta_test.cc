@@ -453,7 +453,10 @@ TEST(StoreDelta, BitFlipsInDeltasAreDetected) {
     ASSERT_EQ(s, Status::kOk);
     // A damaged frame with a commit two past the last good one after it is kCorrupt
     // (file_pager.h); else it may be the tail of the last commit.
-    ASSERT_TRUE(got == all.back() || got == all[all.size() - 2]) << "flip at " << at << " gave a wrong state";
+    int which = -1;
+    for (size_t i = 0; i < all.size(); i++) if (all[i] == got) which = static_cast<int>(i);
+    ASSERT_TRUE(got == all.back() || got == all[all.size() - 2])
+        << "flip at " << at << " (delta at " << d.off << ") gave state " << which << " of " << all.size();
   }
   EXPECT_GT(trials, 150);
   EXPECT_GT(detected, 0);
