@@ -754,6 +754,7 @@ at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, u
   if (static_cast<double>(o.pool_bytes) > at_memory_available()) return fail(Status::kOutOfMemory);
   o.create = flags & AT_OPEN_CREATE;
   o.read_only = flags & AT_OPEN_READ_ONLY;
+  o.log_deltas = !(flags & AT_OPEN_NO_LOG_DELTAS);
   std::unique_ptr<adaptree::Store> store;
   Status s = adaptree::Store::open(storage.get(), o, &store);
   if (s != Status::kOk) return fail(s);

@@ -2,6 +2,7 @@
 #include "core/util/checked.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/buffer/log_format.h"
 #include "core/buffer/page_trailer.h"
@@ -440,28 +441,40 @@ void FilePager::will_change(PageId id, const uint8_t* frame) {
   const LogRef* have = bases_.find(id);
   uint64_t idx = have && have->off != ~uint64_t{0} ? have->off : bases_used_;
   if (idx == bases_used_) {
-    size_t need = (size_t{bases_used_} + 1) * kPageSize;
-    if (base_data_.size() < need) {
-      size_t want = std::max(need, std::min(2 * base_data_.size(), need + (size_t{1024} * kPageSize)));
-      if (!resize_checked(base_data_, want) && !resize_checked(base_data_, need)) return;
+    if (bases_used_ >= base_limit_) return;
+    if (idx / kBaseChunk >= base_chunks_.size()) {
+      size_t bytes = size_t{kBaseChunk} * kPageSize;
+      if (!reserve_checked(base_chunks_, base_chunks_.size() + 1) || !can_allocate(bytes + (size_t{1} << 20))) return;
+      uint8_t* chunk = static_cast<uint8_t*>(malloc(bytes));
+      if (!chunk) return;
+      base_chunks_.push_back(chunk);  // reserved above
     }
     LogRef r;
     r.off = idx;
     if (!bases_.put(id, r)) return;  // no memory: this page is logged as an image
     bases_used_++;
   }
-  memcpy(base_data_.data() + idx * kPageSize, frame, kPageSize);
+  memcpy(base_chunks_[idx / kBaseChunk] + (idx % kBaseChunk) * kPageSize, frame, kPageSize);
 }
 
 const uint8_t* FilePager::base_of(PageId id) const {
   const LogRef* r = bases_.find(id);
-  return r && r->off != ~uint64_t{0} ? base_data_.data() + r->off * kPageSize : nullptr;
+  if (!r || r->off == ~uint64_t{0}) return nullptr;
+  return base_chunks_[r->off / kBaseChunk] + (r->off % kBaseChunk) * kPageSize;
 }
 
 void FilePager::drop_bases() {
   bases_.clear();
   bases_used_ = 0;
-  if (base_data_.size() > size_t{256} * kPageSize) std::vector<uint8_t>().swap(base_data_);
+  // Keep 1 MiB of copies for the next commit; give back the rest.
+  while (base_chunks_.size() > 4) {
+    free(base_chunks_.back());
+    base_chunks_.pop_back();
+  }
+}
+
+FilePager::~FilePager() {
+  for (uint8_t* c : base_chunks_) free(c);
 }
 
 Status FilePager::append_image(PageId id, const uint8_t* image, LogRef* ref) {

@@ -69,6 +69,9 @@ class FilePager : public PageBackend {
   // Whether commits may log deltas (before open; default on). Off, the pager
   // writes logs of version 1, as before deltas existed.
   void set_log_deltas(bool on) { deltas_ = on; }
+  // At most this many pages of a commit keep their unchanged bytes for a delta.
+  void set_base_limit(uint32_t pages) { base_limit_ = pages; }
+  ~FilePager() override;
 
   // Recovers the store. *meta is the newest committed state (root 0: a new
   // store, created when create is set; kNotFound when there is none and
@@ -129,10 +132,15 @@ class FilePager : public PageBackend {
   uint32_t log_version_ = 1;  // of the current log: deltas only in version 2
   // Bases of deltas: the bytes of each dirty page before its first change,
   // while they equal the page's newest logged (or data file) version. Their
-  // LogRef::off is the index of the copy in base_data_ (~0: none).
+  // LogRef::off is the index of the copy (~0: none).
+  // Copies live in chunks of kBaseChunk pages, at most base_limit_ pages in all
+  // (later pages of a commit are logged as images), each chunk allocated only
+  // while 1 MiB of the heap stays free beside it (as the pool's own frames).
+  static constexpr uint32_t kBaseChunk = 64;
   OffsetMap bases_;
-  std::vector<uint8_t> base_data_;
+  std::vector<uint8_t*> base_chunks_;
   uint32_t bases_used_ = 0;
+  uint32_t base_limit_ = 4096;
   std::vector<uint8_t> delta_buf_, chain_buf_;
   mutable PagerStats stats_;
 };
