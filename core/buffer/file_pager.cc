@@ -438,9 +438,14 @@ void FilePager::will_change(PageId id, const uint8_t* frame) {
   // A clean frame that no longer matches its trailer was changed through
   // BufferPool::page() (changes that may be lost): not the stored version.
   if (!page_intact(frame, id)) return;
+  // A page keeps its slot for the whole commit (a spill marks the copy stale, depth 0).
   const LogRef* have = bases_.find(id);
-  uint64_t idx = have && have->off != ~uint64_t{0} ? have->off : bases_used_;
-  if (idx == bases_used_) {
+  uint64_t idx = have ? have->off : bases_used_;
+  if (have) {
+    LogRef r = *have;
+    r.depth = 1;
+    bases_.update(id, r);
+  } else {
     if (bases_used_ >= base_limit_) return;
     if (idx / kBaseChunk >= base_chunks_.size()) {
       size_t bytes = size_t{kBaseChunk} * kPageSize;
@@ -451,6 +456,7 @@ void FilePager::will_change(PageId id, const uint8_t* frame) {
     }
     LogRef r;
     r.off = idx;
+    r.depth = 1;  // valid
     if (!bases_.put(id, r)) return;  // no memory: this page is logged as an image
     bases_used_++;
   }
@@ -459,7 +465,7 @@ void FilePager::will_change(PageId id, const uint8_t* frame) {
 
 const uint8_t* FilePager::base_of(PageId id) const {
   const LogRef* r = bases_.find(id);
-  if (!r || r->off == ~uint64_t{0}) return nullptr;
+  if (!r || r->depth == 0) return nullptr;
   return base_chunks_[r->off / kBaseChunk] + (r->off % kBaseChunk) * kPageSize;
 }
 
@@ -477,9 +483,9 @@ FilePager::~FilePager() {
   for (uint8_t* c : base_chunks_) free(c);
 }
 
-Status FilePager::append_image(PageId id, const uint8_t* image, LogRef* ref) {
+Status FilePager::append_image(PageId id, const uint8_t* image, LogRef* ref, uint64_t seq) {
   uint8_t h[kPageFrameHeader];
-  page_frame_header(h, id, image);
+  page_frame_header(h, id, image, seq ? seq : seq_ + 1);
   *ref = LogRef{};
   ref->off = log_end_;
   ref->size = kPageFrameSize;
@@ -535,12 +541,12 @@ Status FilePager::append_page(PageId id, const uint8_t* image, bool may_delta, L
   return append_image(id, image, ref);
 }
 
-void FilePager::page_frame_header(uint8_t* h, PageId id, const uint8_t* image) const {
+void FilePager::page_frame_header(uint8_t* h, PageId id, const uint8_t* image, uint64_t seq) const {
   memset(h, 0, kPageFrameHeader);
   store32(h, kFramePage);
   store32(h + 4, id);
   store64(h + 8, salt_);
-  store64(h + 16, seq_ + 1);
+  store64(h + 16, seq);
   store32(h + 24, checksum_extend(checksum(h, 24), image, kPageSize));
 }
 
@@ -590,11 +596,9 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
   // Its newest version is this image now: a base kept for it is stale (it
   // is kept again, from this image, when the page changes next).
   if (const LogRef* b = bases_.find(id)) {
-    if (b->off != ~uint64_t{0}) {
-      LogRef none;
-      none.off = ~uint64_t{0};
-      bases_.update(id, none);
-    }
+    LogRef stale = *b;
+    stale.depth = 0;
+    bases_.update(id, stale);
   }
   frames_since_commit_++;
   return Status::kOk;
@@ -685,7 +689,7 @@ Status FilePager::checkpoint() {
   for (auto& e : pages) {
     if (e.second.depth == 0 || !e.second.data_root) continue;
     Status s = read_version(e.second, e.first, img);
-    if (s == Status::kOk) s = append_image(e.first, img, &e.second);
+    if (s == Status::kOk) s = append_image(e.first, img, &e.second, seq_);  // restates commit seq_
     if (s != Status::kOk) return s;
     restated++;
   }

@@ -103,14 +103,15 @@ class FilePager : public PageBackend {
   // Appends image (sealed) as the newest version of id: a delta against the
   // kept base when that is allowed and smaller, else an image. *ref: where.
   Status append_page(PageId id, const uint8_t* image, bool may_delta, LogRef* ref);
-  Status append_image(PageId id, const uint8_t* image, LogRef* ref);
+  // seq: of the commit the image belongs to (0: the coming one).
+  Status append_image(PageId id, const uint8_t* image, LogRef* ref, uint64_t seq = 0);
   const uint8_t* base_of(PageId id) const;
   void drop_bases();
   Status read_free_list(const StoreMeta& m, std::vector<PageId>* out);
   // Appends to the write buffer; flushes it to the log when large.
   Status append(const uint8_t* p, uint32_t n);
   Status flush_buffer();
-  void page_frame_header(uint8_t* h, PageId id, const uint8_t* image) const;
+  void page_frame_header(uint8_t* h, PageId id, const uint8_t* image, uint64_t seq) const;
 
   Storage* s_;
   uint64_t checkpoint_bytes_;
@@ -132,7 +133,8 @@ class FilePager : public PageBackend {
   uint32_t log_version_ = 1;  // of the current log: deltas only in version 2
   // Bases of deltas: the bytes of each dirty page before its first change,
   // while they equal the page's newest logged (or data file) version. Their
-  // LogRef::off is the index of the copy (~0: none).
+  // LogRef::off is the index of the copy, depth 1 while it is valid (0: stale,
+  // the page was spilled since; its slot is reused when it changes again).
   // Copies live in chunks of kBaseChunk pages, at most base_limit_ pages in all
   // (later pages of a commit are logged as images), each chunk allocated only
   // while 1 MiB of the heap stays free beside it (as the pool's own frames).

@@ -57,7 +57,10 @@ struct LogScan {
     PageId id;
     uint32_t depth;
     bool data_root;
+    uint64_t prev;
+    uint64_t seq;
   };
+  std::map<uint64_t, uint64_t> image_seq;  // image frame offset -> its commit sequence
   std::vector<Delta> delta_frames;
 };
 
@@ -73,6 +76,7 @@ LogScan scan_log(const std::vector<uint8_t>& log) {
     uint32_t kind = load32(f);
     if (kind == kFramePage && off + kPageFrameSize <= log.size()) {
       r.images++;
+      r.image_seq[off] = load64(f + 16);
       r.last_kind = kind;
       off += kPageFrameSize;
     } else if (kind == kFrameDelta) {
@@ -83,7 +87,7 @@ LogScan scan_log(const std::vector<uint8_t>& log) {
       uint32_t depth = load16(f + 48);
       r.max_depth = std::max(r.max_depth, depth);
       r.data_rooted += f[50] & 1;
-      r.delta_frames.push_back({off, load32(f + 4), depth, (f[50] & 1) != 0});
+      r.delta_frames.push_back({off, load32(f + 4), depth, (f[50] & 1) != 0, load64(f + 24), load64(f + 16)});
       r.last_kind = kind;
       off += size;
     } else if (kind == kFrameCommit || kind == kFrameCheckpoint) {
@@ -210,6 +214,54 @@ TEST(StoreDelta, LongChainsUnderATinyPool) {
   ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
   ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
   EXPECT_EQ(got, m);
+}
+
+// A transaction larger than a tiny pool: dirty pages spill (images of the
+// coming commit), come back, change again and are logged as deltas on top of
+// their spilled image, in the same commit.
+TEST(StoreDelta, DeltasOnSpilledImages) {
+  MemoryStorage ms;
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  Model m;
+  fill(*st, 20000, &m);
+  ASSERT_EQ(st->checkpoint(), Status::kOk);
+  std::mt19937 rng(21);
+  // Keys in a quarter of the store: ~150 leaves, more than the pool's 64 frames, fewer than
+  // the 256 pages a commit keeps unchanged copies of.
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < 3000; i++) {
+      int k = static_cast<int>(rng() % 5000);
+      std::string v(rng() % 100, static_cast<char>('a' + round));
+      ASSERT_EQ(st->tree().set(sl(key(k)), sl(v)), Status::kOk);
+      m[key(k)] = v;
+    }
+    // Then a few keys again, whose leaves spilled above: in the pool again, changed again.
+    for (int i = 0; i < 200; i++) {
+      int k = static_cast<int>(rng() % 5000);
+      ASSERT_EQ(st->tree().set(sl(key(k)), sl("again")), Status::kOk);
+      m[key(k)] = "again";
+    }
+    ASSERT_EQ(st->commit(), Status::kOk);
+  }
+  EXPECT_GT(st->tree().store().stats().spills, 500u);
+  LogScan scan = scan_log(ms.file(FileId::kLog));
+  int on_spilled = 0;
+  for (const auto& d : scan.delta_frames) {
+    auto it = scan.image_seq.find(d.prev);
+    if (it != scan.image_seq.end() && it->second == d.seq) on_spilled++;
+  }
+  EXPECT_GT(on_spilled, 10);
+  Model got;
+  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+  EXPECT_EQ(got, m);
+  st.reset();
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+  EXPECT_EQ(got, m);
+  EXPECT_EQ(st->tree().check(), "");
 }
 
 namespace {
