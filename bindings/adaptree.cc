@@ -871,6 +871,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("image_frames", ps.image_frames);
   num("delta_frames", ps.delta_frames);
   num("commit_log_bytes", ps.commit_log_bytes);
+  num("restated_pages", ps.restated_pages);
   j += "}";
   return st(set_text_result(c, j));
 }

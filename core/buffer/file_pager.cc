@@ -707,6 +707,7 @@ Status FilePager::checkpoint() {
     stats_.syncs++;
     if (s != Status::kOk) return s;
     for (auto& e : pages) committed_.update(e.first, e.second);
+    stats_.restated_pages += restated;
   }
   for (auto& e : pages) {
     Status s = read_version(e.second, e.first, img);

@@ -45,6 +45,8 @@ struct PagerStats {
   // Frames appended by commits (spills included, checkpoint images not) and
   // their bytes (commit frames included).
   uint64_t image_frames = 0, delta_frames = 0, commit_log_bytes = 0;
+  // Images checkpoints appended for pages whose deltas start at the data file.
+  uint64_t restated_pages = 0;
 };
 
 class FilePager : public PageBackend {

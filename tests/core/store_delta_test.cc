@@ -267,16 +267,17 @@ TEST(StoreDelta, DeltasOnSpilledImages) {
 namespace {
 // One-entry commits over a filled store, with checkpoints: the workload of
 // the crash tests below. *committed: the model after each acknowledged commit.
-void one_entry_workload(Storage* storage, std::vector<Model>* committed, size_t* attempted) {
+void one_entry_workload(Storage* storage, std::vector<Model>* committed, size_t* attempted,
+                        PagerStats* stats = nullptr, uint64_t checkpoint_bytes = 6 << 10) {
   committed->clear();
   *attempted = 0;
   StoreOptions o;
   o.pool_bytes = 64 * kPageSize;
-  o.checkpoint_bytes = 48 << 10;  // a checkpoint every few dozen commits
+  o.checkpoint_bytes = checkpoint_bytes;  // 6 KiB: checkpoints among the one-entry commits, each restating pages
   std::unique_ptr<Store> st;
   if (Store::open(storage, o, &st) != Status::kOk) return;
   Model m;
-  for (int i = 0; i < 1500; i++) {
+  for (int i = 0; i < 700; i++) {
     std::string v(60, static_cast<char>('a' + i % 26));
     if (st->tree().set(sl(key(i)), sl(v)) != Status::kOk) return;
     m[key(i)] = v;
@@ -285,8 +286,8 @@ void one_entry_workload(Storage* storage, std::vector<Model>* committed, size_t*
   if (st->commit() != Status::kOk) return;
   committed->push_back(m);
   std::mt19937 rng(8);
-  for (int c = 0; c < 60; c++) {
-    int k = static_cast<int>(rng() % 1600);
+  for (int c = 0; c < 45; c++) {
+    int k = static_cast<int>(rng() % 750);
     Status s;
     if (rng() % 5 == 0) {
       s = st->tree().remove(sl(key(k)));
@@ -302,6 +303,7 @@ void one_entry_workload(Storage* storage, std::vector<Model>* committed, size_t*
     if (st->commit() != Status::kOk) return;
     committed->push_back(m);
   }
+  if (stats) *stats = st->pager_stats();
 }
 }  // namespace
 
@@ -313,10 +315,15 @@ TEST(StoreDelta, CrashAtEveryStorageOperation) {
   FaultStorage clean;
   std::vector<Model> all;
   size_t attempted;
-  one_entry_workload(&clean, &all, &attempted);
-  ASSERT_EQ(all.size(), 61u);
-  LogScan scan = scan_log(clean.live().file(FileId::kLog));
-  ASSERT_GT(scan.deltas, 0);
+  PagerStats ps;
+  one_entry_workload(&clean, &all, &attempted, &ps);
+  ASSERT_EQ(all.size(), 46u);
+  // Deltas, and checkpoints among them that restate data-file-rooted chains.
+  EXPECT_GT(ps.delta_frames, 40u);
+  EXPECT_GE(ps.checkpoints, 3u);
+  EXPECT_GT(ps.restated_pages, 3u);
+  std::printf("deltas %llu, checkpoints %llu, restated pages %llu\n", static_cast<unsigned long long>(ps.delta_frames),
+              static_cast<unsigned long long>(ps.checkpoints), static_cast<unsigned long long>(ps.restated_pages));
   uint64_t n = clean.ops();
   std::printf("storage operations in the workload: %llu\n", static_cast<unsigned long long>(n));
   int checked = 0, mid = 0;
@@ -484,7 +491,7 @@ TEST(StoreDelta, BitFlipsInDeltasAreDetected) {
   MemoryStorage base;
   std::vector<Model> all;
   size_t attempted;
-  one_entry_workload(&base, &all, &attempted);
+  one_entry_workload(&base, &all, &attempted, nullptr, 1 << 20);  // every delta stays in the log
   LogScan scan = scan_log(base.file(FileId::kLog));
   ASSERT_GT(scan.deltas, 0);
   std::mt19937 rng(12);
