@@ -873,6 +873,7 @@ at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, u
   if (static_cast<double>(o.pool_bytes) > at_memory_available()) return fail(Status::kOutOfMemory);
   o.create = flags & AT_OPEN_CREATE;
   o.read_only = flags & AT_OPEN_READ_ONLY;
+  o.log_deltas = !(flags & AT_OPEN_NO_LOG_DELTAS);
   std::unique_ptr<adaptree::Store> store;
   Status s = adaptree::Store::open(storage.get(), o, &store);
   if (s != Status::kOk) return fail(s);
@@ -986,6 +987,10 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("commit_sequence", t->store->sequence());
   num("data_bytes", ps.data_bytes);
   num("log_bytes", ps.log_bytes);
+  num("image_frames", ps.image_frames);
+  num("delta_frames", ps.delta_frames);
+  num("commit_log_bytes", ps.commit_log_bytes);
+  num("restated_pages", ps.restated_pages);
   j += "}";
   return st(set_text_result(c, j));
 }

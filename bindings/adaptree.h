@@ -157,6 +157,7 @@ int32_t at_cursor_seek_batch(at_cursor* cur, at_ctx* c, const uint8_t* key, uint
 #define AT_OPEN_CREATE 1u /* a new store when there is none; else NOT_FOUND */
 #define AT_OPEN_READ_ONLY 2u /* a reader: writes nothing (recovery included), refuses writes and
                                 commits (READ_ONLY); a store that was never committed is NOT_FOUND */
+#define AT_OPEN_NO_LOG_DELTAS 4u /* commits log whole pages (log format 1), not deltas */
 
 #ifdef ADAPTREE_HOST_IMPORTS
 #define AT_IMPORT(name) __attribute__((import_module("env"), import_name(#name)))

@@ -14,6 +14,8 @@ Status Store::adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_b
   if (frames < 64) frames = 64;  // the C ABI raises pools below 1 MiB to 1 MiB; tests go lower
   if (frames > (1u << 30)) frames = 1u << 30;
   frames_ = frames;
+  // The unchanged bytes of dirty pages (deltas' bases): up to a quarter of the pool.
+  if (file_) file_->set_base_limit(static_cast<uint32_t>(frames / 4 > 256 ? frames / 4 : 256));
   tree_->store().attach(backend, static_cast<uint32_t>(frames), meta.page_count, {});
   return Status::kOk;
 }
@@ -24,6 +26,7 @@ Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Stor
   st->file_.reset(new (std::nothrow) FilePager(storage, o.checkpoint_bytes));
   if (!st->file_) return Status::kOutOfMemory;
   if (o.read_only) st->file_->set_read_only(nullptr);  // the tree's version word after adopt
+  st->file_->set_log_deltas(o.log_deltas);
   StoreMeta meta;
   std::vector<PageId> free_ids;
   Status s = st->file_->open(o.create, static_cast<uint8_t>(o.layout), o.progress, &meta, &free_ids);

@@ -23,6 +23,9 @@ struct StoreOptions {
   // A reader: opens the newest commit without writing anything (no recovery
   // writes, no creation), refuses writes and commits (kReadOnly).
   bool read_only = false;
+  // Commits log the changed bytes of a page (a delta) instead of its image
+  // when that is smaller (docs/DECISIONS.md). Off: logs of format 1 only.
+  bool log_deltas = true;
   FilePager::Progress progress;
 };
 

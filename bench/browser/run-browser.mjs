@@ -15,6 +15,9 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 // adaptree-opfs's rows come with raw-opfs rows (write_flush, read_random: its physical
 // reference, measured in rounds alternating with it)
 export const IMPLS = ['indexeddb', 'idb-keyval', 'browser-level', 'sqlite-wasm-opfs', 'adaptree-opfs', 'adaptree-indexeddb', 'adaptree-indexeddb-relaxed'];
+// Only when named (--impls): adaptree-opfs with logDeltas: false (whole pages in the log, as
+// before deltas), the A/B reference for docs/DECISIONS.md "Commits log deltas".
+export const OPTIONAL_IMPLS = ['adaptree-opfs-images'];
 export const CHROMIUM = process.env.ADAPTREE_CHROMIUM || '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
@@ -70,7 +73,7 @@ export function serve(dir) {
  * @returns machine facts (chromium version, ...) or null
  */
 export async function runBrowser(job, onRow, onSkip) {
-  const impls = job.impls ? IMPLS.filter((i) => job.impls.includes(i)) : IMPLS;
+  const impls = job.impls ? [...IMPLS, ...OPTIONAL_IMPLS].filter((i) => job.impls.includes(i)) : IMPLS;
   const skipAll = (reason) => { for (const i of impls) onSkip(i, reason); return null; };
   if (!fs.existsSync(CHROMIUM)) return skipAll(`no Chromium at ${CHROMIUM} (apt-get install -y chromium, or set ADAPTREE_CHROMIUM)`);
   let chromium;

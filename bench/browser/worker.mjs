@@ -170,34 +170,8 @@ const STORES = {
   // adaptree's BTreeStore on OPFS sync access handles, inside this (dedicated module) worker:
   // the whole API is synchronous there (docs/STORE.md, "OPFS in the browser"). utf8 keys,
   // bytes values, the default 64 MiB pool; one commit per batch (setMany) and per put.
-  async 'adaptree-opfs'() {
-    await adaptreeReady();
-    const dir = 'bench-adaptree-opfs';
-    await removeOpfs(dir);
-    const path = dir + '/store';
-    const open = (poolSize) => BTreeStore.open({ path, storage: 'opfs', keys: 'utf8', values: 'bytes', poolSize });
-    let s = await open(POOL);
-    return {
-      config: 'opfs sync access handles in the worker, 64 MiB pool, one flush per commit',
-      async putBatch(ks, vs) { s.setMany(ks.map((k, i) => [k, vs[i]])); await s.commit(); },
-      async putOne(k, v) { s.set(k, v); await s.commit(); },
-      async get(k) { return s.get(k); },
-      async getMany(ks) { return s.getMany(ks); },
-      async scan(k, n) { let c = 0; for (const e of s.entries({ gte: k, limit: n })) if (e[1]) c++; return c; },
-      stats: () => s.stats(),
-      tree: async () => s.treeStats(),
-      // Cold reads: closed (the pool is gone), reopened with a pool a tenth of the files.
-      async reopenSmall() {
-        await s.close();
-        const fileBytes = await opfsBytes(dir);
-        const poolBytes = Math.max(MIN_POOL, Math.floor(fileBytes / 10));
-        s = await open(poolBytes);
-        return { fileBytes, poolBytes, dataBytes: await opfsBytes(dir, 'store') };
-      },
-      async close() { await s.close(); },
-      bytesAfterClose: () => opfsBytes(dir),
-    };
-  },
+  async 'adaptree-opfs'() { return adaptreeOpfs('bench-adaptree-opfs', true); },
+  async 'adaptree-opfs-images'() { return adaptreeOpfs('bench-adaptree-opfs-images', false); },
   // adaptree's BTreeStore on IndexedDB (an async backend: the ...Async methods, page faults
   // awaited), 64 MiB pool, the default 'strict' durability; one commit (one IndexedDB
   // transaction) per batch and per put.
@@ -206,6 +180,35 @@ const STORES = {
   // gives the other IndexedDB stores here by default.
   'adaptree-indexeddb-relaxed': () => adaptreeIndexedDB('relaxed'),
 };
+
+// adaptree-opfs and its logDeltas: false twin.
+async function adaptreeOpfs(dir, logDeltas) {
+  await adaptreeReady();
+  await removeOpfs(dir);
+  const path = dir + '/store';
+  const open = (poolSize) => BTreeStore.open({ path, storage: 'opfs', keys: 'utf8', values: 'bytes', poolSize, logDeltas });
+  let s = await open(POOL);
+  return {
+    config: `opfs sync access handles in the worker, 64 MiB pool, one flush per commit${logDeltas ? '' : ', whole pages in the log'}`,
+    async putBatch(ks, vs) { s.setMany(ks.map((k, i) => [k, vs[i]])); await s.commit(); },
+    async putOne(k, v) { s.set(k, v); await s.commit(); },
+    async get(k) { return s.get(k); },
+    async getMany(ks) { return s.getMany(ks); },
+    async scan(k, n) { let c = 0; for (const e of s.entries({ gte: k, limit: n })) if (e[1]) c++; return c; },
+    stats: () => s.stats(),
+    tree: async () => s.treeStats(),
+    // Cold reads: closed (the pool is gone), reopened with a pool a tenth of the files.
+    async reopenSmall() {
+      await s.close();
+      const fileBytes = await opfsBytes(dir);
+      const poolBytes = Math.max(MIN_POOL, Math.floor(fileBytes / 10));
+      s = await open(poolBytes);
+      return { fileBytes, poolBytes, dataBytes: await opfsBytes(dir, 'store') };
+    },
+    async close() { await s.close(); },
+    bytesAfterClose: () => opfsBytes(dir),
+  };
+}
 
 async function adaptreeIndexedDB(durability) {
   await adaptreeReady();

@@ -116,7 +116,10 @@ class BufferPool {
     if (!backend_) return data(id);
     uint8_t* p = fix_backed(id);
     FrameId f = table_.find(id);
-    if (f != kNoFrame) frames_[f].dirty = true;
+    if (f != kNoFrame && !frames_[f].dirty) {
+      backend_->will_change(id, p);  // before the first change: the pager may keep the base of a delta
+      frames_[f].dirty = true;
+    }
     return p;
   }
   // As page(), with the failure returned.

@@ -2,6 +2,7 @@
 #include "core/util/checked.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/buffer/log_format.h"
 #include "core/buffer/page_trailer.h"
@@ -10,6 +11,56 @@ namespace adaptree {
 
 namespace {
 constexpr uint32_t kWriteBuffer = 1 << 20;
+
+uint32_t round_frame(uint32_t n) { return (n + kFrameAlign - 1) & ~(kFrameAlign - 1); }
+
+// The bytes where img differs from base as runs (u16 offset, u16 length,
+// bytes) into out; the payload size, or ~0u when it would pass limit. Equal
+// stretches shorter than a run header are folded into the runs.
+uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uint32_t limit) {
+  uint32_t n = 0, i = 0;
+  while (i < kPageSize) {
+    while (i + 8 <= kPageSize && load64(base + i) == load64(img + i)) i += 8;
+    while (i < kPageSize && base[i] == img[i]) i++;
+    if (i >= kPageSize) break;
+    uint32_t start = i, end = i + 1;
+    for (uint32_t j = end; j < kPageSize; j++) {
+      if (base[j] != img[j]) end = j + 1;
+      else if (j + 1 - end > 4) break;
+    }
+    uint32_t len = end - start;
+    if (n + 4 + len > limit) return ~0u;
+    store16(out + n, start);
+    store16(out + n + 2, len);
+    memcpy(out + n + 4, img + start, len);
+    n += 4 + len;
+    i = end;
+  }
+  return n;
+}
+
+bool apply_delta(const uint8_t* p, uint32_t n, uint8_t* page) {
+  const uint8_t* end = p + n;
+  while (p < end) {
+    if (end - p < 4) return false;
+    uint32_t at = load16(p), len = load16(p + 2);
+    if (len == 0 || at + len > kPageSize || static_cast<uint32_t>(end - p - 4) < len) return false;
+    memcpy(page + at, p + 4, len);
+    p += 4 + len;
+  }
+  return true;
+}
+
+// A header that is ours (magic and checksum): *ok, or kCorrupt for a log
+// format this build does not know (never read as something else, never reset).
+Status check_log_header(const uint8_t* h, bool* ok, uint32_t* version) {
+  *ok = memcmp(h, kLogMagic, 8) == 0 && load32(h + 32) == checksum(h, 32);
+  if (!*ok) return Status::kOk;
+  *version = load32(h + 8);
+  if ((*version != kLogVersionImages && *version != kLogVersionDeltas) || load32(h + 12) != kPageSize)
+    return Status::kCorrupt;
+  return Status::kOk;
+}
 
 uint64_t mix(uint64_t x) {
   x ^= x >> 33;
@@ -38,7 +89,8 @@ Status FilePager::reset_log() {
   salt_ = new_salt(salt_, seq_);
   uint8_t h[kLogHeaderSize] = {};
   memcpy(h, kLogMagic, 8);
-  store32(h + 8, kFormatVersion);
+  log_version_ = deltas_ ? kLogVersionDeltas : kLogVersionImages;
+  store32(h + 8, log_version_);
   store32(h + 12, kPageSize);
   store64(h + 16, salt_);
   store64(h + 24, sb_seq_);
@@ -80,10 +132,10 @@ Status FilePager::log_checkpoint_seq(bool* valid, uint64_t* seq) {
   uint8_t h[kLogHeaderSize];
   s = s_->read_exact(FileId::kLog, 0, h, kLogHeaderSize);
   if (s != Status::kOk) return s;
-  *valid = memcmp(h, kLogMagic, 8) == 0 && load32(h + 32) == checksum(h, 32) && load32(h + 8) == kFormatVersion &&
-           load32(h + 12) == kPageSize;
+  uint32_t version = 0;
+  s = check_log_header(h, valid, &version);
   *seq = load64(h + 24);
-  return Status::kOk;
+  return s;
 }
 
 Status FilePager::open(bool create, uint8_t layout, const Progress& progress, StoreMeta* meta,
@@ -164,7 +216,10 @@ bool FilePager::later_commits_intact(uint64_t from, uint64_t size, uint64_t afte
     uint32_t got;
     if (s_->read(FileId::kLog, off, c, kCommitFrameSize, &got) != Status::kOk || got < kCommitFrameSize) break;
     if (load32(c) != kFrameCommit || load64(c + 8) != salt_ || load32(c + 56) != checksum(c, 56)) continue;
-    if (load64(c + 16) > after_seq && ++found >= 2) return true;
+    // Commit after_seq + 2 is only written once after_seq + 1 is durable: the
+    // damaged frame before it is not the torn tail of a commit in flight.
+    uint64_t seq = load64(c + 16);
+    if (seq >= after_seq + 2 || (seq > after_seq && ++found >= 2)) return true;
   }
   return false;
 }
@@ -178,8 +233,10 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
   if (lsize >= kLogHeaderSize) {
     s = s_->read_exact(FileId::kLog, 0, h, kLogHeaderSize);
     if (s != Status::kOk) return s;
-    header_ok = memcmp(h, kLogMagic, 8) == 0 && load32(h + 32) == checksum(h, 32) &&
-                load32(h + 8) == kFormatVersion && load32(h + 12) == kPageSize;
+    uint32_t version = 0;
+    s = check_log_header(h, &header_ok, &version);
+    if (s != Status::kOk) return s;
+    if (header_ok) log_version_ = version;
   }
   // Without a valid header the log holds nothing committed: a checkpoint
   // writes the superblock before it starts a new log.
@@ -189,8 +246,9 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     return Status::kOk;
   }
   salt_ = load64(h + 16);
+  const bool v2 = log_version_ == kLogVersionDeltas;
   uint64_t off = kLogHeaderSize, end = kLogHeaderSize;
-  std::vector<std::pair<PageId, uint64_t>> batch;
+  std::vector<std::pair<PageId, LogRef>> batch;
   std::vector<uint8_t> frame;
   if (!resize_checked(frame, kPageFrameSize)) return Status::kOutOfMemory;
   uint64_t last_progress = 0;
@@ -204,7 +262,12 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     s = s_->read(FileId::kLog, off, frame.data(), kPageFrameHeader, &got);
     stats_.reads++;
     if (s != Status::kOk) return s;
-    if (got < kPageFrameHeader || load64(frame.data() + 8) != salt_) break;
+    if (got < kPageFrameHeader) break;
+    if (load64(frame.data() + 8) != salt_) {
+      // The end of this generation, or a frame whose salt a flipped bit changed.
+      if (later_commits_intact(off, lsize, seq_)) return Status::kCorrupt;
+      break;
+    }
     uint32_t kind = load32(frame.data());
     bool ok = false;
     if (kind == kFramePage && off + kPageFrameSize <= lsize) {
@@ -214,10 +277,34 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
       crc = checksum_extend(crc, frame.data() + kPageFrameHeader, kPageSize);
       if (crc == load32(frame.data() + 24)) {
         ok = true;
-        if (!push_checked(batch, std::pair<PageId, uint64_t>(load32(frame.data() + 4), off))) return Status::kOutOfMemory;
+        LogRef r;
+        r.off = off;
+        r.size = kPageFrameSize;
+        if (!push_checked(batch, std::pair<PageId, LogRef>(load32(frame.data() + 4), r))) return Status::kOutOfMemory;
         off += kPageFrameSize;
       }
-    } else if (kind == kFrameCommit) {
+    } else if (kind == kFrameDelta && v2 && off + kDeltaFrameHeader <= lsize) {
+      uint8_t* d = frame.data();
+      s = s_->read_exact(FileId::kLog, off + kPageFrameHeader, d + kPageFrameHeader, kDeltaFrameHeader - kPageFrameHeader);
+      if (s != Status::kOk) return s;
+      uint32_t n = load32(d + 44), depth = load16(d + 48);
+      uint32_t size = kDeltaFrameHeader + n <= kPageSize ? round_frame(kDeltaFrameHeader + n) : 0;
+      if (size != 0 && off + size <= lsize && depth >= 1 && depth <= kMaxDeltaChain && load64(d + 24) < off) {
+        s = s_->read_exact(FileId::kLog, off + kDeltaFrameHeader, d + kDeltaFrameHeader, n);
+        if (s != Status::kOk) return s;
+        if (checksum_extend(checksum(d, 56), d + kDeltaFrameHeader, n) == load32(d + 56)) {
+          ok = true;
+          LogRef r;
+          r.off = off;
+          r.size = size;
+          r.depth = static_cast<uint16_t>(depth);
+          r.data_root = d[50] & 1;
+          r.chain = load32(d + 52);
+          if (!push_checked(batch, std::pair<PageId, LogRef>(load32(d + 4), r))) return Status::kOutOfMemory;
+          off += size;
+        }
+      }
+    } else if (kind == kFrameCommit || (kind == kFrameCheckpoint && v2)) {
       s = s_->read_exact(FileId::kLog, off, frame.data(), kCommitFrameSize);
       if (s != Status::kOk) return s;
       const uint8_t* c = frame.data();
@@ -225,10 +312,11 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
         ok = true;
         uint64_t seq = load64(c + 16);
         if (seq > sb_seq) {
-          if (seq != seq_ + 1) return Status::kCorrupt;  // a commit is missing
+          // A commit follows the previous one; a checkpoint's images restate the newest.
+          if (seq != (kind == kFrameCommit ? seq_ + 1 : seq_)) return Status::kCorrupt;
           if (!committed_.reserve(committed_.size() + batch.size())) return Status::kOutOfMemory;
           for (auto& e : batch) committed_.put(e.first, e.second);
-          meta->decode(c + 24);
+          if (kind == kFrameCommit) meta->decode(c + 24);
           seq_ = seq;
         }
         batch.clear();
@@ -278,14 +366,7 @@ Status FilePager::read_log_image(uint64_t off, PageId id, uint8_t* frame) {
   return page_intact(frame, id) ? Status::kOk : Status::kCorrupt;
 }
 
-Status FilePager::load(PageId id, uint8_t* frame) {
-  // Frames still in the write buffer are flushed first: reads go to the file.
-  if (!buf_.empty()) {
-    Status s = flush_buffer();
-    if (s != Status::kOk) return s;
-  }
-  if (const uint64_t* at = pending_.find(id)) return read_log_image(*at, id, frame);
-  if (const uint64_t* at = committed_.find(id)) return read_log_image(*at, id, frame);
+Status FilePager::read_data_page(PageId id, uint8_t* frame) {
   uint32_t got;
   Status s = s_->read(FileId::kData, uint64_t{id} * kPageSize, frame, kPageSize, &got);
   stats_.reads++;
@@ -294,12 +375,178 @@ Status FilePager::load(PageId id, uint8_t* frame) {
   return Status::kOk;
 }
 
-void FilePager::page_frame_header(uint8_t* h, PageId id, const uint8_t* image) const {
+Status FilePager::read_version(const LogRef& ref, PageId id, uint8_t* frame) {
+  if (ref.depth == 0) return read_log_image(ref.off, id, frame);
+  if (ref.depth > kMaxDeltaChain || ref.chain > kPageSize || ref.size > ref.chain) return Status::kCorrupt;
+  if (chain_buf_.size() < kPageSize && !resize_checked(chain_buf_, kPageSize)) return Status::kOutOfMemory;
+  // Back along the chain to its root, each delta into chain_buf_ (at[d]: delta d).
+  uint32_t at[kMaxDeltaChain + 1];
+  uint32_t pos = ref.chain;
+  uint64_t off = ref.off;
+  uint32_t size = ref.size;
+  bool data_root = false;
+  uint64_t root_off = 0;
+  for (uint32_t d = ref.depth; d >= 1; d--) {
+    if (size < kDeltaFrameHeader || size > pos || off == 0) return Status::kCorrupt;
+    pos -= size;
+    uint8_t* h = chain_buf_.data() + pos;
+    Status s = s_->read_exact(FileId::kLog, off, h, size);
+    stats_.reads++;
+    if (s != Status::kOk) return s;
+    uint32_t n = load32(h + 44);
+    if (load32(h) != kFrameDelta || load32(h + 4) != id || load64(h + 8) != salt_ || load16(h + 48) != d ||
+        kDeltaFrameHeader + n > size || checksum_extend(checksum(h, 56), h + kDeltaFrameHeader, n) != load32(h + 56))
+      return Status::kCorrupt;
+    at[d] = pos;
+    uint64_t prev = load64(h + 24);
+    uint32_t prev_size = load32(h + 32);
+    if (d == 1) {
+      data_root = h[50] & 1;
+      if (data_root ? (prev != 0 || prev_size != 0) : (prev == 0 || prev_size != kPageFrameSize)) return Status::kCorrupt;
+      root_off = prev;
+    } else if (prev >= off) {
+      return Status::kCorrupt;
+    }
+    off = prev;
+    size = prev_size;
+  }
+  if (pos != 0) return Status::kCorrupt;
+  Status s = data_root ? read_data_page(id, frame) : read_log_image(root_off, id, frame);
+  if (s != Status::kOk) return s;
+  for (uint32_t d = 1; d <= ref.depth; d++) {
+    const uint8_t* h = chain_buf_.data() + at[d];
+    if (load32(frame + kNodeSize + 4) != load32(h + 36)) return Status::kCorrupt;  // not its base
+    if (!apply_delta(h + kDeltaFrameHeader, load32(h + 44), frame)) return Status::kCorrupt;
+    if (!page_intact(frame, id) || load32(frame + kNodeSize + 4) != load32(h + 40)) return Status::kCorrupt;
+  }
+  return Status::kOk;
+}
+
+Status FilePager::load(PageId id, uint8_t* frame) {
+  // Frames still in the write buffer are flushed first: reads go to the file.
+  if (!buf_.empty()) {
+    Status s = flush_buffer();
+    if (s != Status::kOk) return s;
+  }
+  if (const LogRef* at = pending_.find(id)) return read_version(*at, id, frame);
+  if (const LogRef* at = committed_.find(id)) return read_version(*at, id, frame);
+  return read_data_page(id, frame);
+}
+
+void FilePager::will_change(PageId id, const uint8_t* frame) {
+  if (read_only_ || !deltas_ || log_version_ != kLogVersionDeltas) return;
+  // A clean frame that no longer matches its trailer was changed through
+  // BufferPool::page() (changes that may be lost): not the stored version.
+  if (!page_intact(frame, id)) return;
+  // A page keeps its slot for the whole commit (a spill marks the copy stale, depth 0).
+  const LogRef* have = bases_.find(id);
+  uint64_t idx = have ? have->off : bases_used_;
+  if (have) {
+    LogRef r = *have;
+    r.depth = 1;
+    bases_.update(id, r);
+  } else {
+    if (bases_used_ >= base_limit_) return;
+    if (idx / kBaseChunk >= base_chunks_.size()) {
+      size_t bytes = size_t{kBaseChunk} * kPageSize;
+      if (!reserve_checked(base_chunks_, base_chunks_.size() + 1) || !can_allocate(bytes + (size_t{1} << 20))) return;
+      uint8_t* chunk = static_cast<uint8_t*>(malloc(bytes));
+      if (!chunk) return;
+      base_chunks_.push_back(chunk);  // reserved above
+    }
+    LogRef r;
+    r.off = idx;
+    r.depth = 1;  // valid
+    if (!bases_.put(id, r)) return;  // no memory: this page is logged as an image
+    bases_used_++;
+  }
+  memcpy(base_chunks_[idx / kBaseChunk] + (idx % kBaseChunk) * kPageSize, frame, kPageSize);
+}
+
+const uint8_t* FilePager::base_of(PageId id) const {
+  const LogRef* r = bases_.find(id);
+  if (!r || r->depth == 0) return nullptr;
+  return base_chunks_[r->off / kBaseChunk] + (r->off % kBaseChunk) * kPageSize;
+}
+
+void FilePager::drop_bases() {
+  bases_.clear();
+  bases_used_ = 0;
+  // Keep 1 MiB of copies for the next commit; give back the rest.
+  while (base_chunks_.size() > 4) {
+    free(base_chunks_.back());
+    base_chunks_.pop_back();
+  }
+}
+
+FilePager::~FilePager() {
+  for (uint8_t* c : base_chunks_) free(c);
+}
+
+Status FilePager::append_image(PageId id, const uint8_t* image, LogRef* ref, uint64_t seq) {
+  uint8_t h[kPageFrameHeader];
+  page_frame_header(h, id, image, seq ? seq : seq_ + 1);
+  *ref = LogRef{};
+  ref->off = log_end_;
+  ref->size = kPageFrameSize;
+  Status s = append(h, kPageFrameHeader);
+  if (s == Status::kOk) s = append(image, kPageSize);
+  return s;
+}
+
+Status FilePager::append_page(PageId id, const uint8_t* image, bool may_delta, LogRef* ref) {
+  const uint8_t* base = may_delta && log_version_ == kLogVersionDeltas ? base_of(id) : nullptr;
+  if (base) {
+    // The version the delta applies to: a spilled image of this commit, else
+    // the newest committed frame, else the data file's page.
+    LogRef prev;
+    const LogRef* p = pending_.find(id);
+    if (!p) p = committed_.find(id);
+    if (p) prev = *p;
+    bool usable = (p || sb_written_) && prev.depth < kMaxDeltaChain && prev.chain + kDeltaFrameHeader + kFrameAlign <= kPageSize;
+    if (usable && (delta_buf_.size() >= kPageSize || resize_checked(delta_buf_, kPageSize))) {
+      uint32_t room = kPageSize - prev.chain;  // the whole chain stays within a page
+      uint8_t* d = delta_buf_.data();
+      uint32_t n = encode_delta(base, image, d + kDeltaFrameHeader, (room & ~(kFrameAlign - 1)) - kDeltaFrameHeader);
+      if (n != ~0u) {
+        uint32_t size = round_frame(kDeltaFrameHeader + n);
+        memset(d, 0, kDeltaFrameHeader);
+        memset(d + kDeltaFrameHeader + n, 0, size - kDeltaFrameHeader - n);
+        store32(d, kFrameDelta);
+        store32(d + 4, id);
+        store64(d + 8, salt_);
+        store64(d + 16, seq_ + 1);
+        store64(d + 24, p ? prev.off : 0);
+        store32(d + 32, p ? prev.size : 0);
+        store32(d + 36, load32(base + kNodeSize + 4));
+        store32(d + 40, load32(image + kNodeSize + 4));
+        store32(d + 44, n);
+        LogRef r;
+        r.off = log_end_;
+        r.size = size;
+        r.depth = static_cast<uint16_t>(prev.depth + 1);
+        r.data_root = p ? (prev.depth == 0 ? 0 : prev.data_root) : 1;
+        r.chain = prev.chain + size;
+        store16(d + 48, r.depth);
+        d[50] = r.data_root;
+        store32(d + 52, r.chain);
+        store32(d + 56, checksum_extend(checksum(d, 56), d + kDeltaFrameHeader, n));
+        *ref = r;
+        stats_.delta_frames++;
+        return append(d, size);
+      }
+    }
+  }
+  stats_.image_frames++;
+  return append_image(id, image, ref);
+}
+
+void FilePager::page_frame_header(uint8_t* h, PageId id, const uint8_t* image, uint64_t seq) const {
   memset(h, 0, kPageFrameHeader);
   store32(h, kFramePage);
   store32(h + 4, id);
   store64(h + 8, salt_);
-  store64(h + 16, seq_ + 1);
+  store64(h + 16, seq);
   store32(h + 24, checksum_extend(checksum(h, 24), image, kPageSize));
 }
 
@@ -337,15 +584,22 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
     return Status::kOk;
   }
   seal_page(frame, id);
-  uint8_t h[kPageFrameHeader];
-  page_frame_header(h, id, frame);
-  uint64_t at = log_end_;
   if (!pending_.reserve(pending_.size() + 1)) return Status::kOutOfMemory;  // before anything is written
-  Status s = append(h, kPageFrameHeader);
-  if (s == Status::kOk) s = append(frame, kPageSize);
+  uint64_t before = log_end_;
+  LogRef at;
+  stats_.image_frames++;
+  Status s = append_image(id, frame, &at);
   if (s == Status::kOk) s = flush_buffer();
   if (s != Status::kOk) return s;
+  stats_.commit_log_bytes += log_end_ - before;
   pending_.put(id, at);  // reserved above: cannot fail
+  // Its newest version is this image now: a base kept for it is stale (it
+  // is kept again, from this image, when the page changes next).
+  if (const LogRef* b = bases_.find(id)) {
+    LogRef stale = *b;
+    stale.depth = 0;
+    bases_.update(id, stale);
+  }
   frames_since_commit_++;
   return Status::kOk;
 }
@@ -353,7 +607,8 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
 Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   if (read_only_) return Status::kReadOnly;
   Status s = Status::kOk;
-  std::vector<std::pair<PageId, uint64_t>> written;
+  uint64_t before = log_end_;
+  std::vector<std::pair<PageId, LogRef>> written;
   // Every allocation of the commit happens here, before anything is written, so that
   // a commit without memory fails with kOutOfMemory having changed nothing, and one
   // that became durable can always record what it wrote.
@@ -362,14 +617,13 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
     if (!reserve_checked(written, pages) || !committed_.reserve(committed_.size() + pending_.size() + pages))
       return Status::kOutOfMemory;
   }
+  bool may_delta = true;
   auto put_page = [&](PageId id, uint8_t* image) {
     if (s != Status::kOk) return;
     seal_page(image, id);
-    uint8_t h[kPageFrameHeader];
-    page_frame_header(h, id, image);
-    written.emplace_back(id, log_end_);  // capacity reserved above
-    s = append(h, kPageFrameHeader);
-    if (s == Status::kOk) s = append(image, kPageSize);
+    LogRef ref;
+    s = append_page(id, image, may_delta, &ref);
+    written.emplace_back(id, ref);  // capacity reserved above
     frames_since_commit_++;
   };
   pool.for_each_dirty(put_page);
@@ -377,6 +631,7 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   // themselves (the last ones of the list), and list themselves.
   const std::vector<PageId>& free_ids = pool.free_ids();
   if (pool.free_list_changed() || meta_.free_count != free_ids.size()) {
+    may_delta = false;  // chain pages are written whole (they are not in the pool, no base is kept)
     PageId next = encode_free_list(free_ids, put_page);
     meta.free_head = next;
     meta.free_count = static_cast<uint32_t>(free_ids.size());
@@ -399,10 +654,12 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   stats_.syncs++;
   if (s != Status::kOk) return s;
   // Durable.
+  stats_.commit_log_bytes += log_end_ - before;
+  drop_bases();
   seq_++;
   stats_.commits++;
   meta_ = meta;
-  pending_.for_each([&](PageId id, uint64_t off) { committed_.put(id, off); });  // reserved above
+  pending_.for_each([&](PageId id, const LogRef& r) { committed_.put(id, r); });  // reserved above
   for (auto& e : written) committed_.put(e.first, e.second);
   pending_.clear();
   frames_since_commit_ = 0;
@@ -418,13 +675,42 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
 
 Status FilePager::checkpoint() {
   if (read_only_ || (committed_.empty() && sb_seq_ == seq_)) return Status::kOk;
-  std::vector<std::pair<PageId, uint64_t>> pages;
+  // Spilled images of a commit to come: the checkpoint waits for that commit.
+  if (frames_since_commit_ != 0) return Status::kOk;
+  std::vector<std::pair<PageId, LogRef>> pages;
   if (!reserve_checked(pages, committed_.size())) return Status::kOutOfMemory;
-  committed_.for_each([&](PageId id, uint64_t off) { pages.emplace_back(id, off); });
-  std::sort(pages.begin(), pages.end());
+  committed_.for_each([&](PageId id, const LogRef& r) { pages.emplace_back(id, r); });
+  std::sort(pages.begin(), pages.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   alignas(16) uint8_t img[kPageSize];
+  // Deltas whose chain starts at a data file page lose their base when the
+  // copy below overwrites that page (a torn write): first an image of each
+  // such page in the log, under a checkpoint frame, flushed.
+  uint32_t restated = 0;
   for (auto& e : pages) {
-    Status s = read_log_image(e.second, e.first, img);
+    if (e.second.depth == 0 || !e.second.data_root) continue;
+    Status s = read_version(e.second, e.first, img);
+    if (s == Status::kOk) s = append_image(e.first, img, &e.second, seq_);  // restates commit seq_
+    if (s != Status::kOk) return s;
+    restated++;
+  }
+  if (restated > 0) {
+    uint8_t c[kCommitFrameSize] = {};
+    store32(c, kFrameCheckpoint);
+    store32(c + 4, restated);
+    store64(c + 8, salt_);
+    store64(c + 16, seq_);
+    meta_.encode(c + 24);
+    store32(c + 56, checksum(c, 56));
+    Status s = append(c, kCommitFrameSize);
+    if (s == Status::kOk) s = flush_buffer();
+    if (s == Status::kOk) s = s_->sync(FileId::kLog);
+    stats_.syncs++;
+    if (s != Status::kOk) return s;
+    for (auto& e : pages) committed_.update(e.first, e.second);
+    stats_.restated_pages += restated;
+  }
+  for (auto& e : pages) {
+    Status s = read_version(e.second, e.first, img);
     if (s == Status::kOk) s = s_->write(FileId::kData, uint64_t{e.first} * kPageSize, img, kPageSize);
     stats_.writes++;
     if (s != Status::kOk) return s;
@@ -452,7 +738,8 @@ Status FilePager::checkpoint() {
   stats_.checkpoints++;
   // The data file now holds everything: a new log generation (its header
   // reaches the disk with the next commit's flush; until then the old header
-  // or old-salt frames are harmless, their commits are all <= sb_seq_).
+  // or old-salt frames are harmless, their commits are all <= sb_seq_). Kept
+  // bases stay valid: the data file's pages are the versions they copy.
   return reset_log();
 }
 

@@ -3,17 +3,24 @@
 // recovery. It implements PageBackend for the buffer pool. Formats:
 // superblock.h (data file page 0, free-page list), log_format.h (the log).
 //
-// Protocol (docs/DECISIONS.md, "Commits: a log of page images"):
-// - commit: append an image of every dirty page, the free-list chain when it
-//   changed, and a commit frame with the StoreMeta; flush the log once.
+// Protocol (docs/DECISIONS.md, "Commits: a log of page images" and "Commits
+// log deltas"):
+// - commit: append every dirty page, the free-list chain when it changed,
+//   and a commit frame with the StoreMeta; flush the log once. A dirty page
+//   whose unchanged bytes were kept (will_change) is appended as a delta
+//   against its newest logged version when that is smaller and its chain is
+//   short enough, else as an image.
 // - spill: a dirty page evicted before its commit is appended as a page frame
 //   of the coming commit (no flush); reads find it there.
-// - checkpoint (when the log passes checkpoint_bytes, and at close): copy the
-//   newest committed image of every logged page to its home, flush the data
-//   file, write the older superblock slot, flush, start a new log generation.
+// - checkpoint (when the log passes checkpoint_bytes, and at close): append
+//   an image of every page whose delta chain starts at the data file (a
+//   checkpoint frame, flushed), copy the newest committed version of every
+//   logged page to its home, flush the data file, write the older superblock
+//   slot, flush, start a new log generation.
 // - recovery (open): newest valid superblock, then every complete commit of
 //   the log after it; the torn tail is cut off. A damaged frame followed by
-//   two or more complete commits cannot be a torn tail: kCorrupt.
+//   two or more complete commits, or by one numbered two past the last good
+//   one, cannot be a torn tail: kCorrupt.
 // - creation writes no superblock: the data file stays empty and the log
 //   holds the store until the first checkpoint writes page 0 whole. So a
 //   data file shorter than a page that is not empty is damaged or foreign
@@ -35,6 +42,11 @@ namespace adaptree {
 struct PagerStats {
   uint64_t reads = 0, writes = 0, syncs = 0, commits = 0, checkpoints = 0;
   uint64_t log_bytes = 0, data_bytes = 0;
+  // Frames appended by commits (spills included, checkpoint images not) and
+  // their bytes (commit frames included).
+  uint64_t image_frames = 0, delta_frames = 0, commit_log_bytes = 0;
+  // Images checkpoints appended for pages whose deltas start at the data file.
+  uint64_t restated_pages = 0;
 };
 
 class FilePager : public PageBackend {
@@ -56,6 +68,12 @@ class FilePager : public PageBackend {
   bool read_only() const { return read_only_; }
   // Checkpoint when the log passes this many bytes (after a commit).
   void set_checkpoint_bytes(uint64_t bytes) { checkpoint_bytes_ = bytes; }
+  // Whether commits may log deltas (before open; default on). Off, the pager
+  // writes logs of version 1, as before deltas existed.
+  void set_log_deltas(bool on) { deltas_ = on; }
+  // At most this many pages of a commit keep their unchanged bytes for a delta.
+  void set_base_limit(uint32_t pages) { base_limit_ = pages; }
+  ~FilePager() override;
 
   // Recovers the store. *meta is the newest committed state (root 0: a new
   // store, created when create is set; kNotFound when there is none and
@@ -64,6 +82,7 @@ class FilePager : public PageBackend {
 
   Status load(PageId id, uint8_t* frame) override;
   Status spill(PageId id, uint8_t* frame) override;
+  void will_change(PageId id, const uint8_t* frame) override;
 
   // Makes the pool's dirty pages and meta durable: one log flush.
   Status commit(BufferPool& pool, StoreMeta meta);
@@ -80,11 +99,21 @@ class FilePager : public PageBackend {
   // Whether the log has a valid header, and the checkpoint it names.
   Status log_checkpoint_seq(bool* valid, uint64_t* seq);
   Status read_log_image(uint64_t off, PageId id, uint8_t* frame);
+  // The page version ref names: an image, or a delta chain applied to its root.
+  Status read_version(const LogRef& ref, PageId id, uint8_t* frame);
+  Status read_data_page(PageId id, uint8_t* frame);
+  // Appends image (sealed) as the newest version of id: a delta against the
+  // kept base when that is allowed and smaller, else an image. *ref: where.
+  Status append_page(PageId id, const uint8_t* image, bool may_delta, LogRef* ref);
+  // seq: of the commit the image belongs to (0: the coming one).
+  Status append_image(PageId id, const uint8_t* image, LogRef* ref, uint64_t seq = 0);
+  const uint8_t* base_of(PageId id) const;
+  void drop_bases();
   Status read_free_list(const StoreMeta& m, std::vector<PageId>* out);
   // Appends to the write buffer; flushes it to the log when large.
   Status append(const uint8_t* p, uint32_t n);
   Status flush_buffer();
-  void page_frame_header(uint8_t* h, PageId id, const uint8_t* image) const;
+  void page_frame_header(uint8_t* h, PageId id, const uint8_t* image, uint64_t seq) const;
 
   Storage* s_;
   uint64_t checkpoint_bytes_;
@@ -100,8 +129,23 @@ class FilePager : public PageBackend {
   uint64_t buf_start_ = 0;    // log offset of buf_[0]
   std::vector<uint8_t> buf_;
   uint32_t frames_since_commit_ = 0;
-  OffsetMap committed_;  // page id -> newest committed image in the log
-  OffsetMap pending_;    // page id -> image appended for the coming commit
+  OffsetMap committed_;  // page id -> newest committed version in the log
+  OffsetMap pending_;    // page id -> image appended for the coming commit (spills)
+  bool deltas_ = true;   // commits may log deltas
+  uint32_t log_version_ = 1;  // of the current log: deltas only in version 2
+  // Bases of deltas: the bytes of each dirty page before its first change,
+  // while they equal the page's newest logged (or data file) version. Their
+  // LogRef::off is the index of the copy, depth 1 while it is valid (0: stale,
+  // the page was spilled since; its slot is reused when it changes again).
+  // Copies live in chunks of kBaseChunk pages, at most base_limit_ pages in all
+  // (later pages of a commit are logged as images), each chunk allocated only
+  // while 1 MiB of the heap stays free beside it (as the pool's own frames).
+  static constexpr uint32_t kBaseChunk = 64;
+  OffsetMap bases_;
+  std::vector<uint8_t*> base_chunks_;
+  uint32_t bases_used_ = 0;
+  uint32_t base_limit_ = 4096;
+  std::vector<uint8_t> delta_buf_, chain_buf_;
   mutable PagerStats stats_;
 };
 

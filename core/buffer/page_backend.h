@@ -23,6 +23,13 @@ class PageBackend {
   // pages in through BufferPool::supply): the pool then takes no frame for a
   // miss, so a fault evicts nothing.
   virtual bool asynchronous() const { return false; }
+  // A clean frame is about to change (BufferPool::page_mut, the first change
+  // since the page was loaded or last written): frame still holds its bytes
+  // as they were. The file pager keeps a copy to log the change as a delta.
+  virtual void will_change(PageId id, const uint8_t* frame) {
+    (void)id;
+    (void)frame;
+  }
 };
 
 }  // namespace adaptree

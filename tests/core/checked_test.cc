@@ -51,25 +51,28 @@ TEST(OffsetMap, MatchesStdMap) {
   for (int i = 0; i < 20000; i++) {
     PageId id = 1 + rng() % 5000;
     uint64_t off = rng();
-    ASSERT_TRUE(m.put(id, off));
+    ASSERT_TRUE(m.put(id, LogRef{off, static_cast<uint32_t>(off >> 7), static_cast<uint16_t>(off & 15), 1, 0, 9}));
     model[id] = off;
   }
   EXPECT_EQ(m.size(), model.size());
   for (auto& [id, off] : model) {
-    const uint64_t* got = m.find(id);
+    const LogRef* got = m.find(id);
     ASSERT_NE(got, nullptr);
-    EXPECT_EQ(*got, off);
+    EXPECT_EQ(got->off, off);
+    EXPECT_EQ(got->size, static_cast<uint32_t>(off >> 7));
+    EXPECT_EQ(got->depth, off & 15);
+    EXPECT_EQ(got->chain, 9u);
   }
   EXPECT_EQ(m.find(6000), nullptr);
   size_t seen = 0;
-  m.for_each([&](PageId id, uint64_t off) {
-    EXPECT_EQ(model.at(id), off);
+  m.for_each([&](PageId id, const LogRef& r) {
+    EXPECT_EQ(model.at(id), r.off);
     seen++;
   });
   EXPECT_EQ(seen, model.size());
   // After reserve, puts up to the reserved size never grow (the pager relies on it).
   ASSERT_TRUE(m.reserve(m.size() + 1000));
-  for (PageId id = 10000; id < 11000; id++) ASSERT_TRUE(m.put(id, id));
+  for (PageId id = 10000; id < 11000; id++) ASSERT_TRUE(m.put(id, LogRef{id}));
   m.clear();
   EXPECT_TRUE(m.empty());
   EXPECT_EQ(m.find(10001), nullptr);

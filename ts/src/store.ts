@@ -97,6 +97,10 @@ export interface StoreOptions<K, V> {
    * than this (default: the backend's, else 64 MiB; at least 64 KiB). Smaller: less to replay
    * at open and less space, more checkpoint writes. Async backends have no log: ignored. */
   checkpointBytes?: number;
+  /** Sync backends: a commit logs the bytes that changed in each page (a delta) when that is
+   * smaller than the page (default true). false: whole pages, as before deltas (a log older
+   * versions read). Async backends: ignored. docs/DECISIONS.md, "Commits log deltas". */
+  logDeltas?: boolean;
   /** Commit automatically after this many writes and/or this many ms after the first
    * uncommitted write. Default: only explicit commit() and close(). */
   autoCommit?: { ms?: number; writes?: number };
@@ -128,7 +132,7 @@ export interface StoreOptions<K, V> {
   fill?: { redistribute?: boolean; xmerge?: boolean };
 }
 
-const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError', 'fill']);
+const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'logDeltas', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError', 'fill']);
 
 /** at_tree_set_fill's flags for a store's `fill` option (undefined: the tree's defaults). */
 function fillFlags(fill: StoreOptions<unknown, unknown>['fill']): number | undefined {
@@ -392,6 +396,7 @@ export class BTreeStore<K = string, V = unknown> {
     if (options.wait !== undefined && typeof options.wait !== 'boolean') throw new InvalidArgumentError('wait must be a boolean');
     if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new InvalidArgumentError('readOnly must be a boolean');
     const readOnly = options.readOnly === true;
+    if (options.logDeltas !== undefined && typeof options.logDeltas !== 'boolean') throw new InvalidArgumentError('logDeltas must be a boolean');
     const cb = options.checkpointBytes;
     if (cb !== undefined && (typeof cb !== 'number' || !(cb >= 0) || !Number.isFinite(cb))) throw new InvalidArgumentError('checkpointBytes must be a number of bytes >= 0');
     const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
@@ -444,7 +449,7 @@ export class BTreeStore<K = string, V = unknown> {
             }
           };
         }
-        tree = ex.at_store_open!(io, layout, pool, (create ? StoreOpenFlags.CREATE : 0) | (readOnly ? StoreOpenFlags.READ_ONLY : 0), wasm.ctx);
+        tree = ex.at_store_open!(io, layout, pool, (create ? StoreOpenFlags.CREATE : 0) | (readOnly ? StoreOpenFlags.READ_ONLY : 0) | (options.logDeltas === false ? StoreOpenFlags.NO_LOG_DELTAS : 0), wasm.ctx);
         entry.onRead = undefined;
         if (tree === 0) {
           // A throwing callback failed the read it was called from: its AbortedError, as is.

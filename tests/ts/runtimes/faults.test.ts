@@ -32,6 +32,8 @@ interface Outcome {
   puts?: number;
   gets?: number;
   fired?: boolean;
+  deltas?: number;
+  checkpoints?: number;
 }
 
 const WORKLOAD = { seed: 5, batches: 10, size: 250, keys: 2000, pad: 400 };
@@ -98,6 +100,9 @@ describe('fault injection over the browser backends in headless Chromium', () =>
     expect(clean.error).toBeUndefined();
     expect(clean.commits).toBe(WORKLOAD.batches);
     expect(clean.state).toBe('resolved');
+    // The faults land among commits that log deltas and checkpoints that restate them.
+    expect(clean.deltas).toBeGreaterThan(100);
+    expect(clean.checkpoints).toBeGreaterThan(0);
     // k over the workload's I/O (plus a few in the checkpoint of close()).
     const ks = [...spread(clean.workIos!, 30), clean.workIos! + 1, Math.round((clean.workIos! + clean.ios!) / 2)];
     const seen = { reported: 0, ops: new Set<string>() };

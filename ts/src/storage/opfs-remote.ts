@@ -120,7 +120,7 @@ export class OpfsWorkerStore {
       }
     }
     const forwarded: Record<string, unknown> = {};
-    for (const k of ['path', 'layout', 'keys', 'values', 'poolSize', 'autoCommit', 'create', 'wait', 'readOnly']) {
+    for (const k of ['path', 'layout', 'keys', 'values', 'poolSize', 'logDeltas', 'autoCommit', 'create', 'wait', 'readOnly']) {
       if (options[k] !== undefined) forwarded[k] = options[k];
     }
     // Written as bundlers recognise it (vite, webpack 5, ...): they bundle the worker with it.

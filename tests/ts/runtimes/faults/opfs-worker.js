@@ -52,11 +52,19 @@ async function run(cmd) {
   const wasm = await init({ threads: cmd.threads });
   await remove(cmd.path);
   // A small checkpoint threshold: checkpoints (data file writes, flushes, log truncates) happen
-  // during the workload too.
-  const s = await BTreeStore.open({ path: cmd.path, storage: 'opfs', poolSize: 1 << 20, checkpointBytes: 256 << 10, wasm });
+  // during the workload too (the smallest allowed: commits log deltas, the log grows slowly).
+  const s = await BTreeStore.open({ path: cmd.path, storage: 'opfs', poolSize: 1 << 20, checkpointBytes: 64 << 10, wasm });
   Object.assign(fault, { on: true, k: cmd.k ?? Infinity, n: 0, failed: false, op: '' });
   const r = await runWorkload(s, cmd);
   const workIos = fault.n;
+  let deltas, checkpoints;
+  try {
+    const st = s.stats();
+    deltas = st.delta_frames;
+    checkpoints = st.checkpoints;
+  } catch {
+    // a store closed by its failure: no figures
+  }
   let closeError;
   await s.close({ commit: false }).catch((e) => (closeError = errorOf(e)));
   const ios = fault.n, op = fault.op;
@@ -64,7 +72,7 @@ async function run(cmd) {
   const again = await BTreeStore.open({ path: cmd.path, storage: 'opfs', create: false, poolSize: 1 << 20, wasm });
   const cmp = await compareReopened(again, r);
   await again.close();
-  return { ios, workIos, op, error: r.error, closeError, commits: r.commits, ...cmp };
+  return { ios, workIos, op, deltas, checkpoints, error: r.error, closeError, commits: r.commits, ...cmp };
 }
 
 onmessage = async (e) => {
