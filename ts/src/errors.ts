@@ -280,3 +280,13 @@ export function errorFromStatus(status: number, what: string, detail?: string): 
     default: return new AdaptreeError(`${what}: unexpected core status ${status}${d}`, 'INTERNAL');
   }
 }
+
+/** The items of an argument that must be iterable (getMany's keys, setMany's entries), as an
+ * array; anything else is InvalidArgumentError (a TypeError, as Map's constructor throws). */
+export function listOf<T>(items: Iterable<T>, what: string): T[] {
+  if (Array.isArray(items)) return items as T[];
+  if (items === null || items === undefined || typeof (items as { [Symbol.iterator]?: unknown })[Symbol.iterator] !== 'function') {
+    throw new InvalidArgumentError(`${what} must be iterable, not ${items === null ? 'null' : typeof items}`);
+  }
+  return Array.from(items);
+}

@@ -21,6 +21,7 @@
  */
 import { LayoutConfig, Result, SeekFlags, RangeFlags, RANGE_NEED_PAGE } from './abi.js';
 import {
+  AdaptreeError,
   ClosedError,
   CorruptionError,
   InvalidArgumentError,
@@ -30,6 +31,7 @@ import {
   ReentrancyError,
   Status,
   errorFromStatus,
+  listOf,
 } from './errors.js';
 import { ENCODE_INTO_VIEW, readUtf8, utf8Key } from './encoding/utf8.js';
 import { bytesValue, jsonValue } from './encoding/values.js';
@@ -122,9 +124,22 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     }
     const kenc = keyEncoderOf<K>(options?.keys, rt);
     const venc = valueEncoderOf<V>(options?.values, rt);
+    const fill = options?.fill;
+    if (fill !== undefined && (fill === null || typeof fill !== 'object' || (fill.redistribute !== undefined && typeof fill.redistribute !== 'boolean'))) {
+      throw new InvalidArgumentError('fill must be an object { redistribute?: boolean }');
+    }
     const attach = (options as { [ATTACH_TREE]?: AttachTree } | undefined)?.[ATTACH_TREE];
+    if (attach !== undefined && fill !== undefined) throw new InvalidArgumentError("'fill' is the store's option here, not the map's");
     const tree = attach !== undefined ? attach.tree : rt.ex.at_tree_new(layout);
     if (tree === 0) throw new OutOfMemoryError('out of wasm memory creating a tree');
+    if (fill?.redistribute === true) {
+      const setFill = rt.ex.at_tree_set_fill;
+      const st = setFill === undefined ? undefined : setFill(tree, 1);
+      if (st === undefined || st < 0) {
+        rt.ex.at_tree_free(tree);
+        throw st === undefined ? new AdaptreeError('this wasm build has no fill option (missing at_tree_set_fill)', 'INTERNAL') : errorFromStatus(st, 'fill');
+      }
+    }
     this.#h = {
       rt, tree, mod: 0, cursors: new Set(), pool: [], util: 0, kenc, venc,
       wellFormedValues: venc === jsonValue,
@@ -254,7 +269,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
 
   /** Calls `callbackfn(value, key, map)` for each entry in key order (entries added ahead are visited). */
   forEach(callbackfn: (value: V, key: K, map: Map<K, V>) => void, thisArg?: unknown): void {
-    if (typeof callbackfn !== 'function') throw new TypeError('forEach: callback is not a function');
+    if (typeof callbackfn !== 'function') throw new InvalidArgumentError('forEach: callback is not a function');
     for (const [k, v] of this.entries()) callbackfn.call(thisArg, v, k, this);
   }
 
@@ -339,6 +354,22 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     return n;
   }
 
+  /** XMerge over the whole tree (README, "Node fill"): runs of up to 5 neighbour leaves whose
+   * free space adds up to a page are packed into one leaf less. Returns the pages freed (kept
+   * by the map for its next inserts). Worth it after many deletes. */
+  compact(): number {
+    const h = this.#h, rt = h.rt;
+    if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
+    const compact = rt.ex.at_tree_compact;
+    if (compact === undefined) throw new AdaptreeError('this wasm build has no compact (missing at_tree_compact)', 'INTERNAL');
+    const st = compact(h.tree, rt.ctx);
+    if (st < 0) throw errorFromStatus(st, 'compact');
+    rt.refresh();
+    const freed = rt.dv.getUint32(rt.res + Result.AUX, true);
+    if (freed > 0) h.mod++;
+    return freed;
+  }
+
   /** The values of many keys (undefined where absent), in one call into wasm.
    *
    * `bytes` values: each is a Uint8Array of its own that never aliases wasm memory, but those
@@ -348,7 +379,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
   getMany(keys: Iterable<K>): (V | undefined)[] {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
-    const list = Array.isArray(keys) ? (keys as K[]) : Array.from(keys);
+    const list = listOf(keys, 'getMany: keys');
     const n = list.length;
     if (n === 0) return [];
     const per = 4 + rt.maxKey;
@@ -424,7 +455,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     const onProgress = progressOption(options?.onProgress, 'setMany');
-    const list = Array.isArray(entries) ? (entries as (readonly [K, V])[]) : Array.from(entries);
+    const list = listOf(entries, 'setMany: entries');
     const n = list.length;
     if (n === 0) return this;
     let used = 0;
@@ -438,7 +469,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
           nextReport += PROGRESS_EVERY;
         }
         const e = list[i];
-        if (e === null || typeof e !== 'object') throw new TypeError(`setMany: entry ${i} is not an entry object`);
+        if (e === null || typeof e !== 'object') throw new InvalidArgumentError(`setMany: entry ${i} is not an entry object`);
         const p = prepareValue(h, e[1]);
         const need = used + 8 + rt.maxKey + preparedSize(p);
         if (need > rt.dataCap) rt.reserve(Math.max(need, 2 * rt.dataCap), used);

@@ -37,6 +37,7 @@ import {
   ReentrancyError,
   ThreadsUnsupportedError,
   ValueTooLargeError,
+  listOf,
   type AdaptreeErrorCode,
 } from './errors.js';
 import { BTreeMap, treeOf } from './map.js';
@@ -346,7 +347,7 @@ export class WorkerPool<K = string, V = unknown> {
    * workers, each runs `map.getMany` on its part. */
   async getMany(keys: Iterable<K>): Promise<(V | undefined)[]> {
     this.#check();
-    const list = Array.isArray(keys) ? (keys as K[]) : Array.from(keys);
+    const list = listOf(keys, 'getMany: keys');
     if (this.#slots.length === 0) return this.#map.getMany(list);
     if (list.length === 0) return [];
     const live = this.#live();
@@ -366,7 +367,7 @@ export class WorkerPool<K = string, V = unknown> {
    */
   async setMany(entries: Iterable<readonly [K, V]>): Promise<void> {
     this.#check();
-    const list = Array.isArray(entries) ? (entries as (readonly [K, V])[]) : Array.from(entries);
+    const list = listOf(entries, 'setMany: entries');
     if (this.#slots.length === 0) {
       this.#map.setMany(list);
       return;
@@ -386,7 +387,7 @@ export class WorkerPool<K = string, V = unknown> {
   async load(entries: Iterable<readonly [K, V]>): Promise<void> {
     this.#check();
     if (this.#map.size !== 0) throw new InvalidArgumentError('load(): the map is not empty (use setMany)');
-    const list = Array.isArray(entries) ? (entries as (readonly [K, V])[]) : Array.from(entries);
+    const list = listOf(entries, 'load: entries');
     if (this.#slots.length === 0) {
       this.#map.setMany(list);
       return;

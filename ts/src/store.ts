@@ -52,6 +52,7 @@ import {
   ReentrancyError,
   errorFromStatus,
   isAdaptreeError,
+  listOf,
   ThreadsUnsupportedError,
 } from './errors.js';
 import {
@@ -861,7 +862,7 @@ export class BTreeStore<K = string, V = unknown> {
 
   /** {@inheritDoc BTreeMap.forEach} */
   forEach(callbackfn: (value: V, key: K, store: BTreeStore<K, V>) => void, thisArg?: unknown): void {
-    if (typeof callbackfn !== 'function') throw new TypeError('forEach: callback is not a function');
+    if (typeof callbackfn !== 'function') throw new InvalidArgumentError('forEach: callback is not a function');
     for (const [k, v] of this.entries()) callbackfn.call(thisArg, v, k, this);
   }
 
@@ -932,6 +933,11 @@ export class BTreeStore<K = string, V = unknown> {
     const freed = this.#wasm.dv().getUint32(this.#wasm.result + Result.AUX, true);
     if (freed > 0) this.#wrote();
     return freed;
+  }
+
+  /** compact() where the store may live in a worker (an opfs store opened on a main thread). */
+  async compactAsync(): Promise<number> {
+    return this.compact();
   }
 
   /** The tree's figures (layouts, height, fill; BTreeMap.stats()). Reads every page. */
@@ -1089,7 +1095,7 @@ export class BTreeStore<K = string, V = unknown> {
    * batch waits for a page can show in the later keys.
    */
   async getManyAsync(keys: Iterable<K>): Promise<(V | undefined)[]> {
-    const list = Array.from(keys);
+    const list = listOf(keys, 'getManyAsync: keys');
     if (this.#b.kind !== 'async') return this.getMany(list);
     let out: (V | undefined)[] = [];
     let part: K[] = list;
@@ -1120,7 +1126,7 @@ export class BTreeStore<K = string, V = unknown> {
   /** Sets many entries; on an async backend a retry after a page fault re-applies the batch
    * (set is idempotent, later duplicates still win). */
   async setManyAsync(entries: Iterable<readonly [K, V]>, options?: { onProgress?: ProgressCallback }): Promise<this> {
-    const list = Array.from(entries);
+    const list = listOf(entries, 'setManyAsync: entries');
     // A page fault ends the core's call after the entries before it were applied: the retry
     // goes on from there, in slices of ASYNC_BATCH entries, so that a fault re-encodes at most
     // one slice (re-applying the whole batch after each fault made a batch larger than the

@@ -120,7 +120,7 @@ export class OpfsWorkerStore {
       }
     }
     const forwarded: Record<string, unknown> = {};
-    for (const k of ['path', 'layout', 'keys', 'values', 'poolSize', 'logDeltas', 'autoCommit', 'create', 'wait', 'readOnly']) {
+    for (const k of ['path', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'logDeltas', 'fill', 'autoCommit', 'create', 'wait', 'readOnly']) {
       if (options[k] !== undefined) forwarded[k] = options[k];
     }
     // Written as bundlers recognise it (vite, webpack 5, ...): they bundle the worker with it.
@@ -253,6 +253,10 @@ export class OpfsWorkerStore {
   }
   statsAsync(): Promise<unknown> {
     return this.#call('stats');
+  }
+  /** BTreeStore.compact, in the worker: the pages freed. */
+  compactAsync(): Promise<number> {
+    return this.#call('compact');
   }
 
   entriesAsync(range?: object): AsyncIterableIterator<unknown> {

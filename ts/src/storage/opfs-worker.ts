@@ -22,7 +22,7 @@ const scope = globalThis as unknown as Scope;
 
 /** The store methods a message may call (the sync ones; this worker's backend is synchronous). */
 const METHODS = new Set(['get', 'has', 'set', 'delete', 'clear', 'first', 'last', 'nextHigher', 'nextLower', 'getMany', 'setMany',
-  'deleteRange', 'checkInvariants', 'treeStats', 'stats', 'refresh']);
+  'deleteRange', 'checkInvariants', 'treeStats', 'stats', 'refresh', 'compact']);
 
 let store: BTreeStore<unknown, unknown> | undefined;
 const iterators = new Map<number, Iterator<unknown>>();

@@ -1,0 +1,105 @@
+// Node fill through the map's API (README, "Node fill"): a map splits 1-to-2 unless asked
+// (`fill: { redistribute: true }`), redistribution fills leaves fuller with the same contents,
+// and `compact()` (XMerge) gives pages back after deletes. The core's own tests
+// (tests/core/rebalance_test.cc) cover every layout; these check the plumbing and defaults.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { BTreeMap, BTreeStore, InvalidArgumentError, ClosedError } from '../../ts/src/index.js';
+import type { AdaptreeWasm } from '../../ts/src/wasm.js';
+import { REAL_BUILDS, wasmFor } from './builds.js';
+import { SplitMix } from './store-rng.js';
+import { uniqueName } from './store-helpers.js';
+
+function randomKeys(n: number, seed: number): string[] {
+  const rng = new SplitMix(seed);
+  const out = new Set<string>();
+  while (out.size < n) out.add(`user:${rng.int(1e9).toString(36)}:${rng.int(1e6)}`);
+  return [...out];
+}
+
+describe.each(REAL_BUILDS)('%s build: node fill', (build) => {
+  let wasm: AdaptreeWasm;
+  beforeAll(async () => {
+    wasm = await wasmFor(build);
+  });
+
+  it('redistribution is off by default in a map, and on request fills leaves fuller with the same contents', () => {
+    const keys = randomKeys(20000, 7);
+    const plain = new BTreeMap<string, number>(null, { wasm, layout: 'baseline' });
+    const full = new BTreeMap<string, number>(null, { wasm, layout: 'baseline', fill: { redistribute: true } });
+    const off = new BTreeMap<string, number>(null, { wasm, layout: 'baseline', fill: { redistribute: false } });
+    keys.forEach((k, i) => {
+      plain.set(k, i);
+      full.set(k, i);
+      off.set(k, i);
+    });
+    const a = plain.stats(), b = full.stats(), c = off.stats();
+    expect(c.pages).toBe(a.pages); // off is the default
+    expect(a.fill).toBeLessThan(0.78); // ln 2 territory after a random load
+    expect(b.fill).toBeGreaterThan(0.8);
+    expect(b.pages).toBeLessThan(a.pages * 0.9);
+    full.checkInvariants();
+    expect([...full.entries()]).toEqual([...plain.entries()]);
+    for (const m of [plain, full, off]) m.free();
+  });
+
+  it('compact() packs leaves after deletes and keeps every entry', () => {
+    const keys = randomKeys(20000, 11);
+    const m = new BTreeMap<string, number>(null, { wasm });
+    keys.forEach((k, i) => m.set(k, i));
+    const rng = new SplitMix(3);
+    const model = new Map<string, number>();
+    keys.forEach((k, i) => {
+      if (rng.int(10) < 7) m.delete(k);
+      else model.set(k, i);
+    });
+    const before = m.stats();
+    const it = m.keys();
+    it.next(); // a live iterator across the compaction resumes after its last key
+    const freed = m.compact();
+    const after = m.stats();
+    expect(freed).toBeGreaterThan(0);
+    expect(after.pages).toBe(before.pages - freed);
+    expect(after.fill).toBeGreaterThan(before.fill + 0.2);
+    m.checkInvariants();
+    expect(m.size).toBe(model.size);
+    for (const [k, v] of model) expect(m.get(k)).toBe(v);
+    let n = 1;
+    for (const _ of it) n++;
+    expect(n).toBe(model.size);
+    expect(m.compact()).toBe(0); // nothing left to pack
+    m.free();
+    expect(() => m.compact()).toThrow(ClosedError);
+  });
+
+  it('bad fill options are INVALID_ARGUMENT', () => {
+    for (const fill of [5, null, 'yes', { redistribute: 'yes' }]) {
+      expect(() => new BTreeMap(null, { wasm, fill: fill as never })).toThrow(InvalidArgumentError);
+    }
+  });
+
+  it('a store redistributes by default, can be told not to, and compacts', async () => {
+    const keys = randomKeys(6000, 5);
+    const stats = async (fill?: { redistribute?: boolean; xmerge?: boolean }) => {
+      const s = await BTreeStore.open<string, number>({ path: uniqueName('fill'), storage: 'memory', wasm, ...(fill ? { fill } : {}) });
+      keys.forEach((k, i) => s.set(k, i));
+      await s.commit();
+      const st = s.treeStats();
+      return { s, st };
+    };
+    const on = await stats();
+    const off = await stats({ redistribute: false, xmerge: false });
+    expect(on.st.fill).toBeGreaterThan(off.st.fill + 0.05);
+    keys.forEach((k, i) => i % 4 !== 0 && off.s.delete(k));
+    const freed = off.s.compact();
+    expect(freed).toBeGreaterThan(0);
+    await off.s.commit();
+    off.s.checkInvariants();
+    expect(off.s.size).toBe(keys.length / 4);
+    expect(await on.s.compactAsync()).toBeGreaterThanOrEqual(0);
+    expect(await on.s.compactAsync()).toBe(0); // packed: nothing left
+    on.s.checkInvariants();
+    expect(on.s.size).toBe(keys.length);
+    await on.s.close();
+    await off.s.close();
+  });
+});
