@@ -268,12 +268,12 @@ namespace {
 // One-entry commits over a filled store, with checkpoints: the workload of
 // the crash tests below. *committed: the model after each acknowledged commit.
 void one_entry_workload(Storage* storage, std::vector<Model>* committed, size_t* attempted,
-                        PagerStats* stats = nullptr, uint64_t checkpoint_bytes = 6 << 10) {
+                        PagerStats* stats = nullptr, uint64_t checkpoint_bytes = 4 << 10) {
   committed->clear();
   *attempted = 0;
   StoreOptions o;
   o.pool_bytes = 64 * kPageSize;
-  o.checkpoint_bytes = checkpoint_bytes;  // 6 KiB: checkpoints among the one-entry commits, each restating pages
+  o.checkpoint_bytes = checkpoint_bytes;  // 4 KiB: checkpoints among the one-entry commits, each restating pages
   std::unique_ptr<Store> st;
   if (Store::open(storage, o, &st) != Status::kOk) return;
   Model m;
