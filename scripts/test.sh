@@ -38,7 +38,7 @@ if ls tests/fuzz/*.cc >/dev/null 2>&1; then
     name=$(basename "$src" .cc)
     cmake --build build/fuzz -j "$jobs" --target "$name"
     mkdir -p build/fuzz/corpus-"$name"
-    "build/fuzz/$name" -max_total_time="${ADAPTREE_FUZZ_SECONDS:-30}" -print_final_stats=1 build/fuzz/corpus-"$name" 2>&1 | tail -n 3
+    "build/fuzz/$name" -max_total_time="${ADAPTREE_FUZZ_SECONDS:-20}" -print_final_stats=1 build/fuzz/corpus-"$name" 2>&1 | tail -n 3
   done
 fi
 
