@@ -13,13 +13,13 @@ step() { echo; echo "=== $* ($(( $(date +%s) - start ))s)"; }
 step "build (wasm, TypeScript, native)"
 bash scripts/build.sh all
 
-step "ctest: native core, Release"
-ctest --test-dir build/native --output-on-failure -j "$jobs"
+step "ctest: native core, Release (differential: 1M operations per case, 9M per layout configuration)"
+ADAPTREE_DIFF_OPS="${ADAPTREE_DIFF_OPS:-1000000}" ctest --test-dir build/native --output-on-failure -j "$jobs"
 
 step "ctest: native core, Debug + ASan/UBSan (fewer differential operations)"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DADAPTREE_SANITIZE=ON -DADAPTREE_WASM=OFF >/dev/null
 cmake --build build/asan -j "$jobs" --target adaptree_core_tests
-ADAPTREE_DIFF_OPS="${ADAPTREE_ASAN_DIFF_OPS:-50000}" ADAPTREE_BIG_STORE_KEYS=100000 ctest --test-dir build/asan --output-on-failure -j "$jobs"
+ADAPTREE_DIFF_OPS="${ADAPTREE_ASAN_DIFF_OPS:-50000}" ADAPTREE_THREAD_OPS="${ADAPTREE_TSAN_THREAD_OPS:-10000}" ADAPTREE_BIG_STORE_KEYS=100000 ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
 step "native threads stress, ThreadSanitizer (several threads on one tree through the C ABI)"
 cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DADAPTREE_TSAN=ON -DADAPTREE_WASM=OFF >/dev/null

@@ -125,13 +125,15 @@ if (typeof g.WorkerGlobalScope !== 'undefined' || (typeof g.Deno !== 'undefined'
   g.postMessage!({ seq: 0 }); // started: from here on this worker may touch the memory
 } else {
   // Node worker_threads. The specifier is hidden from bundlers (browser builds never get here).
+  // No top-level await: vite bundles workers as iife by default, which cannot hold one.
   const name = 'node:worker_threads';
-  const wt = (await import(/* @vite-ignore */ name)) as {
+  void (import(/* @vite-ignore */ name) as Promise<{
     parentPort: { postMessage: Post; on(e: 'message', f: (m: Request) => void): void } | null;
-  };
-  const port = wt.parentPort;
-  if (port === null) throw new Error('adaptree pool worker: not started as a worker');
-  const handle = serve((m) => port.postMessage(m));
-  port.on('message', handle);
-  port.postMessage({ seq: 0 }); // started
+  }>).then((wt) => {
+    const port = wt.parentPort;
+    if (port === null) throw new Error('adaptree pool worker: not started as a worker');
+    const handle = serve((m) => port.postMessage(m));
+    port.on('message', handle);
+    port.postMessage({ seq: 0 }); // started
+  });
 }

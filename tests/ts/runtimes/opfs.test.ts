@@ -62,7 +62,7 @@ describe('opfs backend in headless Chromium', () => {
       // Two files per store, in the nested directory.
       const files = await run<Record<string, number>>(page, { op: 'files', dir: path.split('/').slice(0, -1).join('/') });
       expect(Object.keys(files).sort()).toEqual(['store', 'store-log']);
-      expect(files.store).toBeGreaterThan(100 * 4096);
+      expect(files.store).toBeGreaterThan(60 * 4096); // about 85 pages with node fill, 100+ without
 
       await reload(page);
       if (threads) await run(page, { op: 'init', threads });
