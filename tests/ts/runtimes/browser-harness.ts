@@ -75,8 +75,12 @@ export const sorted = (model: Map<string, unknown>) => [...model.entries()].sort
 /** Starts Chromium itself (so that the test owns its pid and can SIGKILL it) on the profile
  * `profile`, connects over CDP and opens `url`, then waits for the page's `ready` promise. */
 export async function launchKillable(profile: string, url: string): Promise<{ proc: ChildProcess; page: Page; close(): Promise<void> }> {
+  // Its own process group (detached), so a kill takes the whole browser: the storage service
+  // and renderers too, not only the browser process (they could outlive it for a moment and
+  // still hold the profile's IndexedDB files when the next browser opens them).
   const proc = spawn(CHROMIUM, [...ARGS, '--headless=new', `--user-data-dir=${profile}`, '--remote-debugging-port=0', 'about:blank'], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
   });
   const ws = await new Promise<string>((res, rej) => {
     let err = '';
@@ -132,14 +136,38 @@ export function servedFixture(root: string, fixture: string, tag: string): { rea
 /** Waits (up to 60 s) until `resolved()` reaches `atLeast` commits, waits `delayMs` more so that
  * a commit is being built or flushed, then SIGKILLs the browser and waits for it to exit.
  * Returns the last commit seen resolved before the kill. */
+function killGroup(proc: ChildProcess): void {
+  try {
+    process.kill(-proc.pid!, 'SIGKILL');
+  } catch {
+    proc.kill('SIGKILL'); // no group (already gone)
+  }
+}
+
+function groupAlive(proc: ChildProcess): boolean {
+  try {
+    process.kill(-proc.pid!, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function killMidWorkload(proc: ChildProcess, resolved: () => number, atLeast: number, delayMs: number): Promise<number> {
   const t0 = Date.now();
   while (resolved() < atLeast && Date.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 20));
   if (resolved() < atLeast) throw new Error(`only ${resolved()} commits resolved in 60 s (wanted ${atLeast})`);
   await new Promise((r) => setTimeout(r, delayMs));
   const seen = resolved();
-  proc.kill('SIGKILL');
-  await new Promise((r) => proc.once('exit', r));
+  const exited = new Promise((r) => proc.once('exit', r));
+  killGroup(proc);
+  await exited;
+  // Every process of the group gone (children die on their own once the browser is gone, but
+  // not at once; the group kill above reaches them too).
+  for (const t0 = Date.now(); groupAlive(proc) && Date.now() - t0 < 10_000; ) {
+    killGroup(proc);
+    await new Promise((r) => setTimeout(r, 20));
+  }
   return seen;
 }
 
