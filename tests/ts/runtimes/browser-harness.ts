@@ -107,9 +107,13 @@ export async function launchKillable(profile: string, url: string): Promise<{ pr
     async close() {
       await browser.close().catch(() => undefined);
       if (proc.exitCode === null) {
+        const exited = new Promise((r) => proc.once('exit', r));
         proc.kill('SIGTERM');
-        await new Promise((r) => proc.once('exit', r));
+        await exited;
       }
+      // The rest of its process group (storage service, renderers) can outlive the browser
+      // process for a moment and still write into the profile: wait until all of it is gone.
+      await waitGroupGone(proc);
     },
   };
 }
@@ -128,7 +132,8 @@ export function servedFixture(root: string, fixture: string, tag: string): { rea
   });
   afterAll(() => {
     srv?.close();
-    if (state.profile) rmSync(state.profile, { recursive: true, force: true });
+    // Retries: a browser process that has just exited can leave a file being flushed for a moment.
+    if (state.profile) rmSync(state.profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   });
   return state;
 }
@@ -162,13 +167,17 @@ export async function killMidWorkload(proc: ChildProcess, resolved: () => number
   const exited = new Promise((r) => proc.once('exit', r));
   killGroup(proc);
   await exited;
-  // Every process of the group gone (children die on their own once the browser is gone, but
-  // not at once; the group kill above reaches them too).
+  await waitGroupGone(proc);
+  return seen;
+}
+
+/** Every process of the browser's group gone (children die on their own once the browser is
+ * gone, but not at once; the group kill reaches them too). */
+async function waitGroupGone(proc: ChildProcess): Promise<void> {
   for (const t0 = Date.now(); groupAlive(proc) && Date.now() - t0 < 10_000; ) {
     killGroup(proc);
     await new Promise((r) => setTimeout(r, 20));
   }
-  return seen;
 }
 
 /** For a describe block: servedFixture plus a headless Chromium on its profile (a persistent
