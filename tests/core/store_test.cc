@@ -17,36 +17,11 @@
 #include "core/store.h"
 #include "core/tree/scan.h"
 #include "tests/core/fault_storage.h"
+#include "tests/core/tree_helpers.h"
 
 using namespace adaptree;
 
 namespace {
-
-using Model = std::map<std::string, std::string>;
-
-Slice sl(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())}; }
-
-// Reads the whole tree; kOk and *out, or the first failure.
-Status dump(BTree& t, Model* out) {
-  out->clear();
-  Cursor c(&t);
-  Status s = c.seek({}, kSeekEdge);
-  if (s == Status::kNotFound) return Status::kOk;
-  if (s != Status::kOk) return s;
-  std::vector<uint8_t> buf;
-  for (;;) {
-    KeyBuffer k;
-    ValueRef v;
-    s = c.next(&k, &v);
-    if (s == Status::kNotFound) return Status::kOk;
-    if (s != Status::kOk) return s;
-    Slice val;
-    s = t.read_value(v, &buf, &val);
-    if (s != Status::kOk) return s;
-    (*out)[std::string(reinterpret_cast<const char*>(k.data), k.len)] =
-        std::string(reinterpret_cast<const char*>(val.data), val.len);
-  }
-}
 
 struct Workload {
   int ops;

@@ -23,7 +23,7 @@ import {
   type Tuple,
 } from '../../ts/src/index.js';
 import type { AdaptreeWasm } from '../../ts/src/wasm.js';
-import { OutOfMemoryError, errorFromStatus } from '../../ts/src/errors.js';
+import { OutOfMemoryError, PageFaultError, errorFromStatus, errorFromWire, errorToWire, type AdaptreeErrorCode } from '../../ts/src/errors.js';
 import { BUILDS, wasmFor } from './builds.js';
 import { SortedModel, compareTuples } from './model.js';
 
@@ -105,6 +105,30 @@ describe('error classes', () => {
       expect(e.code).toBe(code);
       expect(isAdaptreeError(e)).toBe(true);
     }
+  });
+
+  it('an error posted across a thread boundary (errorToWire, structured clone, errorFromWire) keeps its class and code', () => {
+    const codes: AdaptreeErrorCode[] = ['INVALID_KEY', 'INVALID_VALUE', 'INVALID_ARGUMENT', 'KEY_TOO_LARGE', 'VALUE_TOO_LARGE', 'CLOSED',
+      'CORRUPT', 'OUT_OF_MEMORY', 'INSTANCE_POISONED', 'QUOTA_EXCEEDED', 'LOCKED', 'IO_ERROR', 'READ_ONLY', 'NEED_PAGE',
+      'NOT_INITIALIZED', 'REENTRANT', 'ABORTED', 'THREADS_UNSUPPORTED', 'INTERNAL'];
+    for (const code of codes) {
+      const sent = code === 'NEED_PAGE' ? new PageFaultError(7, 'gone') : errorFromWire({ name: 'x', code, message: `m ${code}` });
+      const back = errorFromWire(structuredClone(errorToWire(sent))) as Error & { code: string; pageId?: number };
+      expect(back.constructor, code).toBe(sent.constructor);
+      expect(back.code).toBe(code);
+      expect(back.name).toBe(sent.name);
+      expect(back.message).toBe(sent.message);
+      expect(isAdaptreeError(back)).toBe(true);
+      if (code === 'NEED_PAGE') expect(back.pageId).toBe(7);
+    }
+    // Plain errors keep their built-in class and name; thrown non-errors become Error.
+    const t = errorFromWire(structuredClone(errorToWire(new TypeError('t'))));
+    expect(t).toBeInstanceOf(TypeError);
+    expect(isAdaptreeError(t)).toBe(false);
+    const odd = new Error('o');
+    odd.name = 'AbortError';
+    expect(errorFromWire(errorToWire(odd)).name).toBe('AbortError');
+    expect(errorFromWire(errorToWire('thrown string')).message).toBe('thrown string');
   });
 });
 

@@ -290,3 +290,58 @@ export function listOf<T>(items: Iterable<T>, what: string): T[] {
   }
   return Array.from(items);
 }
+
+/** An error as it crosses a thread boundary (postMessage): structured clone keeps neither the
+ * class nor the `code`, so workers send this and the caller's side rebuilds the typed error. */
+export interface WireError {
+  name: string;
+  code?: AdaptreeErrorCode | string;
+  message: string;
+  pageId?: number;
+}
+
+/** What a worker posts for a thrown value (errorFromWire rebuilds it). */
+export function errorToWire(e: unknown): WireError {
+  if (e !== null && typeof e === 'object') {
+    const x = e as { name?: unknown; code?: unknown; message?: unknown; pageId?: unknown };
+    const w: WireError = {
+      name: typeof x.name === 'string' ? x.name : 'Error',
+      message: typeof x.message === 'string' ? x.message : String(e),
+    };
+    if (typeof x.code === 'string') w.code = x.code;
+    if (typeof x.pageId === 'number') w.pageId = x.pageId;
+    return w;
+  }
+  return { name: 'Error', message: String(e) };
+}
+
+/** The typed error (same class and code as on the worker's side) for one a worker reported. */
+export function errorFromWire(e: WireError): Error {
+  const m = e.message;
+  switch (e.code) {
+    case 'INVALID_KEY': return new InvalidKeyError(m);
+    case 'INVALID_VALUE': return new InvalidValueError(m);
+    case 'INVALID_ARGUMENT': return new InvalidArgumentError(m);
+    case 'KEY_TOO_LARGE': return new KeyTooLargeError(m);
+    case 'VALUE_TOO_LARGE': return new ValueTooLargeError(m);
+    case 'CLOSED': return new ClosedError(m);
+    case 'CORRUPT': return new CorruptionError(m);
+    case 'OUT_OF_MEMORY': return new OutOfMemoryError(m);
+    case 'INSTANCE_POISONED': return new InstanceUnusableError(m);
+    case 'QUOTA_EXCEEDED': return new QuotaExceededError(m);
+    case 'LOCKED': return new LockedError(m);
+    case 'IO_ERROR': return new IoError(m);
+    case 'READ_ONLY': return new ReadOnlyError(m);
+    case 'NEED_PAGE': return new PageFaultError(e.pageId ?? -1, m);
+    case 'NOT_INITIALIZED': return new NotInitializedError(m);
+    case 'REENTRANT': return new ReentrancyError(m);
+    case 'ABORTED': return new AbortedError(m);
+    case 'THREADS_UNSUPPORTED': return new ThreadsUnsupportedError(m);
+    case undefined: {
+      const err = e.name === 'TypeError' ? new TypeError(m) : e.name === 'RangeError' ? new RangeError(m) : new Error(m);
+      if (err.name !== e.name) Object.defineProperty(err, 'name', { value: e.name, configurable: true, writable: true });
+      return err;
+    }
+    default: return new AdaptreeError(m, e.code as AdaptreeErrorCode);
+  }
+}

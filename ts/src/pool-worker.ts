@@ -11,6 +11,7 @@
  * 'load' (entries, turn, index: waits until the shared turn counter equals index, applies,
  * then advances it), 'close' (frees the attached map: its stack goes back to the memory).
  */
+import { errorToWire } from './errors.js';
 import { BTreeMap } from './map.js';
 import type { SharedMapHandle } from './threads.js';
 
@@ -84,18 +85,6 @@ async function run(r: Request): Promise<unknown> {
   }
 }
 
-function errorOf(e: unknown): { name: string; code?: string; message: string } {
-  if (e !== null && typeof e === 'object') {
-    const x = e as { name?: unknown; code?: unknown; message?: unknown };
-    return {
-      name: typeof x.name === 'string' ? x.name : 'Error',
-      code: typeof x.code === 'string' ? x.code : undefined,
-      message: typeof x.message === 'string' ? x.message : String(e),
-    };
-  }
-  return { name: 'Error', message: String(e) };
-}
-
 function serve(post: Post): (r: Request) => void {
   // One request at a time, in arrival order (attach is async).
   let chain: Promise<void> = Promise.resolve();
@@ -105,7 +94,7 @@ function serve(post: Post): (r: Request) => void {
         const value = await run(r);
         post({ seq: r.seq, value });
       } catch (e) {
-        post({ seq: r.seq, error: errorOf(e) });
+        post({ seq: r.seq, error: errorToWire(e) });
       }
     });
   };

@@ -23,22 +23,15 @@
  * must stay free (a page's main thread) or the per-key work is large, not for raw speed.
  */
 import {
-  AbortedError,
   AdaptreeError,
   ClosedError,
-  CorruptionError,
+  errorFromWire,
   InstanceUnusableError,
   InvalidArgumentError,
-  InvalidKeyError,
   InvalidValueError,
-  KeyTooLargeError,
-  NotInitializedError,
-  OutOfMemoryError,
-  ReentrancyError,
-  ThreadsUnsupportedError,
-  ValueTooLargeError,
   listOf,
-  type AdaptreeErrorCode,
+  ThreadsUnsupportedError,
+  type WireError,
 } from './errors.js';
 import { BTreeMap, treeOf } from './map.js';
 import { markWorkerLost, type SharedMapHandle } from './threads.js';
@@ -64,7 +57,7 @@ export interface WorkerPoolOptions {
 interface Reply {
   seq: number;
   value?: unknown;
-  error?: { name: string; code?: AdaptreeErrorCode; message: string };
+  error?: WireError;
 }
 
 /** A started worker, Node or web, behind one interface. */
@@ -90,32 +83,6 @@ export const POOL_PORTS: unique symbol = Symbol('adaptree.poolPorts') as never;
 
 /** Fewer keys or entries than this per worker are not worth a message. */
 const MIN_CHUNK = 256;
-
-/** The typed error for one a worker reported (same class and code). */
-function rebuild(e: NonNullable<Reply['error']>): Error {
-  const m = e.message;
-  switch (e.code) {
-    case 'INVALID_KEY': return new InvalidKeyError(m);
-    case 'INVALID_VALUE': return new InvalidValueError(m);
-    case 'INVALID_ARGUMENT': return new InvalidArgumentError(m);
-    case 'KEY_TOO_LARGE': return new KeyTooLargeError(m);
-    case 'VALUE_TOO_LARGE': return new ValueTooLargeError(m);
-    case 'CLOSED': return new ClosedError(m);
-    case 'CORRUPT': return new CorruptionError(m);
-    case 'OUT_OF_MEMORY': return new OutOfMemoryError(m);
-    case 'INSTANCE_POISONED': return new InstanceUnusableError(m);
-    case 'THREADS_UNSUPPORTED': return new ThreadsUnsupportedError(m);
-    case 'NOT_INITIALIZED': return new NotInitializedError(m);
-    case 'REENTRANT': return new ReentrancyError(m);
-    case 'ABORTED': return new AbortedError(m);
-    case undefined: {
-      const err = e.name === 'TypeError' ? new TypeError(m) : e.name === 'RangeError' ? new RangeError(m) : new Error(m);
-      if (err.name !== e.name) Object.defineProperty(err, 'name', { value: e.name, configurable: true, writable: true });
-      return err;
-    }
-    default: return new AdaptreeError(m, e.code);
-  }
-}
 
 function defaultWorkers(): number {
   const hc = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency ?? 2;
@@ -277,7 +244,7 @@ export class WorkerPool<K = string, V = unknown> {
     if (p === undefined) return;
     slot.pending.delete(r.seq);
     if (slot.pending.size === 0) slot.port.busy(false);
-    if (r.error !== undefined) p.reject(rebuild(r.error));
+    if (r.error !== undefined) p.reject(errorFromWire(r.error));
     else p.resolve(r.value);
   }
 

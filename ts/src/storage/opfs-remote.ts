@@ -12,21 +12,13 @@
  * ignored (the worker loads its own module).
  */
 import {
-  AdaptreeError,
   ClosedError,
-  CorruptionError,
+  errorFromWire,
   InvalidArgumentError,
-  InvalidKeyError,
   InvalidValueError,
   IoError,
-  KeyTooLargeError,
-  LockedError,
-  OutOfMemoryError,
   PageFaultError,
-  QuotaExceededError,
-  ReadOnlyError,
-  ValueTooLargeError,
-  type AdaptreeErrorCode,
+  type WireError,
 } from '../errors.js';
 
 interface WorkerLike {
@@ -39,39 +31,13 @@ interface Reply {
   seq: number;
   value?: unknown;
   size: number;
-  error?: { name: string; code?: AdaptreeErrorCode; message: string; pageId?: number };
+  error?: WireError;
 }
 
 /** True on a thread that can start a module worker over OPFS but has no sync handles itself. */
 export function opfsRemoteAvailable(): boolean {
   const g = globalThis as { Worker?: unknown; navigator?: { storage?: { getDirectory?: unknown } } };
   return typeof g.Worker === 'function' && typeof g.navigator?.storage?.getDirectory === 'function';
-}
-
-/** The typed error for an error the worker reported (same class and code as in the worker). */
-function rebuild(e: NonNullable<Reply['error']>): Error {
-  const m = e.message;
-  switch (e.code) {
-    case 'INVALID_KEY': return new InvalidKeyError(m);
-    case 'INVALID_VALUE': return new InvalidValueError(m);
-    case 'INVALID_ARGUMENT': return new InvalidArgumentError(m);
-    case 'KEY_TOO_LARGE': return new KeyTooLargeError(m);
-    case 'VALUE_TOO_LARGE': return new ValueTooLargeError(m);
-    case 'CLOSED': return new ClosedError(m);
-    case 'CORRUPT': return new CorruptionError(m);
-    case 'OUT_OF_MEMORY': return new OutOfMemoryError(m);
-    case 'QUOTA_EXCEEDED': return new QuotaExceededError(m);
-    case 'LOCKED': return new LockedError(m);
-    case 'IO_ERROR': return new IoError(m);
-    case 'READ_ONLY': return new ReadOnlyError(m);
-    case 'NEED_PAGE': return new PageFaultError(e.pageId ?? -1, m);
-    case undefined: {
-      const err = e.name === 'TypeError' ? new TypeError(m) : e.name === 'RangeError' ? new RangeError(m) : new Error(m);
-      if (err.name !== e.name) Object.defineProperty(err, 'name', { value: e.name, configurable: true, writable: true });
-      return err;
-    }
-    default: return new AdaptreeError(m, e.code);
-  }
 }
 
 const ITER_BATCH = 256;
@@ -102,7 +68,7 @@ export class OpfsWorkerStore {
       if (p === undefined) return;
       this.#pending.delete(r.seq);
       this.#size = r.size;
-      if (r.error !== undefined) p.reject(rebuild(r.error));
+      if (r.error !== undefined) p.reject(errorFromWire(r.error));
       else p.resolve(r.value);
     };
     worker.onerror = (e) => {

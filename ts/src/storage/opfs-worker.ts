@@ -10,6 +10,7 @@
  * 'close' ([options]), 'iter' ([kind, range] → an iterator id), 'next' ([id, count] →
  * { items, done }), 'return' ([id]).
  */
+import { errorToWire } from '../errors.js';
 import { BTreeStore, type StoreOptions } from '../store.js';
 import { opfsLocksReleased } from './opfs.js';
 
@@ -100,8 +101,7 @@ scope.onmessage = (e) => {
       if (op === 'close' || (op === 'open' && store === undefined)) scope.close();
     },
     (err: unknown) => {
-      const x = err as { name?: unknown; code?: unknown; message?: unknown; pageId?: unknown } | null;
-      const error = { name: String(x?.name ?? 'Error'), code: x?.code, message: String(x?.message ?? err), pageId: x?.pageId };
+      const error = errorToWire(err);
       scope.postMessage({ seq, error, size: store !== undefined && !store.closed ? store.size : 0 });
       if (op === 'close' || (op === 'open' && store === undefined)) scope.close();
     },
