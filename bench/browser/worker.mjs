@@ -172,6 +172,7 @@ const STORES = {
   // bytes values, the default 64 MiB pool; one commit per batch (setMany) and per put.
   async 'adaptree-opfs'() { return adaptreeOpfs('bench-adaptree-opfs', true); },
   async 'adaptree-opfs-images'() { return adaptreeOpfs('bench-adaptree-opfs-images', false); },
+  async 'adaptree-opfs-nofill'() { return adaptreeOpfs('bench-adaptree-opfs-nofill', true, { redistribute: false, xmerge: false }); },
   // adaptree's BTreeStore on IndexedDB (an async backend: the ...Async methods, page faults
   // awaited), 64 MiB pool, the default 'strict' durability; one commit (one IndexedDB
   // transaction) per batch and per put.
@@ -181,15 +182,15 @@ const STORES = {
   'adaptree-indexeddb-relaxed': () => adaptreeIndexedDB('relaxed'),
 };
 
-// adaptree-opfs and its logDeltas: false twin.
-async function adaptreeOpfs(dir, logDeltas) {
+// adaptree-opfs and its twins: logDeltas: false, node fill off.
+async function adaptreeOpfs(dir, logDeltas, fill) {
   await adaptreeReady();
   await removeOpfs(dir);
   const path = dir + '/store';
-  const open = (poolSize) => BTreeStore.open({ path, storage: 'opfs', keys: 'utf8', values: 'bytes', poolSize, logDeltas });
+  const open = (poolSize) => BTreeStore.open({ path, storage: 'opfs', keys: 'utf8', values: 'bytes', poolSize, logDeltas, fill });
   let s = await open(POOL);
   return {
-    config: `opfs sync access handles in the worker, 64 MiB pool, one flush per commit${logDeltas ? '' : ', whole pages in the log'}`,
+    config: `opfs sync access handles in the worker, 64 MiB pool, one flush per commit${logDeltas ? '' : ', whole pages in the log'}${fill ? ', node fill off' : ''}`,
     async putBatch(ks, vs) { s.setMany(ks.map((k, i) => [k, vs[i]])); await s.commit(); },
     async putOne(k, v) { s.set(k, v); await s.commit(); },
     async get(k) { return s.get(k); },
