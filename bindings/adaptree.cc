@@ -85,6 +85,8 @@ struct at_ctx {
   std::vector<uint8_t> buf;       // output of batches, stats, overflow values
   std::vector<uint8_t> overflow;  // overflow values inside a batch
   KeyBuffer key;
+  // A `number` key encoded from a double (at_get_num and co.): 17 bytes at most.
+  uint8_t num_key[24];
   // How calls with this context wait for a tree latch (at_ctx_set_wait).
   TreeLatch::Wait wait = TreeLatch::Wait::kSpin;
   // The adaptive counter's draws of shared reads (the tree's own source is
@@ -410,6 +412,55 @@ int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   Slice k{key, key_len};
   if (h.exclusive()) return ret(t, c, t->tree.remove(k));  // not shared: as phase 1
   return ret(t, c, run_write(h, t->tree, k, [&](ReadMode* m) { return t->tree.remove(k, m); }));
+}
+
+// `number` keys (ts/src/encoding/number.ts): a tag, then big-endian fields. Integers in the
+// safe range: 0x12, floor(x) + 2^53 as u64 (two u32 halves, as the TypeScript writes them),
+// and for a fraction its IEEE bits after (complemented when negative); beyond it the bits
+// alone (0x11 / 0x13); the infinities one tag byte. -0 encodes as +0. x is not NaN.
+static uint32_t encode_number(double x, uint8_t* o) {
+  constexpr double kMaxSafe = 9007199254740991.0, kTwo32 = 4294967296.0;
+  auto bits_be = [](double v, uint8_t* p) {
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    if (v < 0) b = ~b;
+    adaptree::store_be32(p, static_cast<uint32_t>(b >> 32));
+    adaptree::store_be32(p + 4, static_cast<uint32_t>(b));
+  };
+  if (x >= -kMaxSafe && x <= kMaxSafe) {
+    double i = __builtin_floor(x);
+    double hi = __builtin_floor(i / kTwo32);  // in [-2^21, 2^21)
+    o[0] = 0x12;
+    adaptree::store_be32(o + 1, static_cast<uint32_t>(static_cast<int32_t>(hi) + 2097152));
+    adaptree::store_be32(o + 5, static_cast<uint32_t>(i - hi * kTwo32));
+    if (x == i) return 9;
+    bits_be(x, o + 9);
+    return 17;
+  }
+  if (x == __builtin_inf() || x == -__builtin_inf()) {
+    o[0] = x > 0 ? 0x14 : 0x10;
+    return 1;
+  }
+  o[0] = x > 0 ? 0x13 : 0x11;
+  bits_be(x, o + 1);
+  return 9;
+}
+
+int32_t at_get_num(at_tree* t, at_ctx* c, double key) {
+  if (!c || key != key) return st(Status::kInvalidArgument);
+  return at_get(t, c, c->num_key, encode_number(key, c->num_key));
+}
+int32_t at_has_num(at_tree* t, at_ctx* c, double key) {
+  if (!c || key != key) return st(Status::kInvalidArgument);
+  return at_has(t, c, c->num_key, encode_number(key, c->num_key));
+}
+int32_t at_set_num(at_tree* t, at_ctx* c, double key, const uint8_t* value, uint32_t value_len) {
+  if (!c || key != key) return st(Status::kInvalidArgument);
+  return at_set(t, c, c->num_key, encode_number(key, c->num_key), value, value_len);
+}
+int32_t at_remove_num(at_tree* t, at_ctx* c, double key) {
+  if (!c || key != key) return st(Status::kInvalidArgument);
+  return at_remove(t, c, c->num_key, encode_number(key, c->num_key));
 }
 
 double at_count(at_tree* t) {

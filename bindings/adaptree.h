@@ -85,6 +85,13 @@ int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, cons
 int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len); /* value -> result */
 int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len);
 int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len);
+/* The same four for `number` keys passed as a double: the key is encoded here, in the encoding
+ * of ts/src/encoding/number.ts (-0 as +0), and never crosses through memory. NaN is
+ * INVALID_ARGUMENT; c is required. at_get_num's result.key points into the context. */
+int32_t at_get_num(at_tree* t, at_ctx* c, double key);
+int32_t at_has_num(at_tree* t, at_ctx* c, double key);
+int32_t at_set_num(at_tree* t, at_ctx* c, double key, const uint8_t* value, uint32_t value_len);
+int32_t at_remove_num(at_tree* t, at_ctx* c, double key);
 double at_count(at_tree* t); /* entries; CLOSED (-6) once a shared tree was freed (at_tree_share) */
 int32_t at_clear(at_tree* t);
 /* Applies count records in order; stops at the first error. result.aux = records applied;

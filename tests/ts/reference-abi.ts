@@ -5,6 +5,7 @@
 // points at the core.
 import type { AbiExports } from '../../ts/src/abi.js';
 import type { AdaptreeWasm, AttachHandle } from '../../ts/src/wasm.js';
+import { numberKey } from '../../ts/src/encoding/number.js';
 
 const OK = 0, NOT_FOUND = 1, KEY_TOO_LARGE = -1, INVALID = -5;
 const REVERSE = 1, EXCLUSIVE = 2, EDGE = 4;
@@ -93,6 +94,13 @@ export function referenceWasm(): AdaptreeWasm {
     else { t.keys.splice(i, 0, k); t.vals.splice(i, 0, v); }
   }
 
+  let numKey = 0;
+  const numKeyAt = () => (numKey ||= alloc(24));
+  const putNum = (x: number) => {
+    const bytes = numberKey.encode(x);
+    u8().set(bytes, numKeyAt());
+    return bytes.length;
+  };
   const ex: AbiExports = {
     at_abi_version: () => 1,
     at_page_size: () => 4096,
@@ -132,6 +140,11 @@ export function referenceWasm(): AdaptreeWasm {
       tr.keys.splice(i, 1); tr.vals.splice(i, 1);
       return OK;
     },
+    // Number keys as doubles: encoded with the TypeScript encoder (the real builds encode in C).
+    at_get_num: (t, c, x) => (x !== x ? INVALID : ex.at_get(t, c, numKeyAt(), putNum(x))),
+    at_has_num: (t, c, x) => (x !== x ? INVALID : ex.at_has(t, c, numKeyAt(), putNum(x))),
+    at_set_num: (t, c, x, v, vl) => (x !== x ? INVALID : ex.at_set(t, c, numKeyAt(), putNum(x), v, vl)),
+    at_remove_num: (t, c, x) => (x !== x ? INVALID : ex.at_remove(t, c, numKeyAt(), putNum(x))),
     at_count: (t) => trees.get(t)!.keys.length,
     at_clear: (t) => { const tr = trees.get(t)!; tr.keys = []; tr.vals = []; return OK; },
     at_set_many: (t, c, b, n) => {
@@ -247,7 +260,6 @@ export function referenceWasm(): AdaptreeWasm {
     at_debug_trap: () => { throw new WebAssembly.RuntimeError('unreachable'); },
     at_poison_word: () => (poisonWord ||= alloc(4)),
   };
-  void INVALID;
   const ctx = ex.at_ctx_new();
   let scratchPtr = 0, scratchSize = 0;
   return {
