@@ -770,6 +770,77 @@ bool batch_to_columns(std::vector<uint8_t>& b, size_t used, uint32_t n, size_t* 
   return true;
 }
 
+// A `number` key's double (the inverse of encode_number); false for bytes that are not one.
+static bool decode_number(const uint8_t* k, uint32_t len, double* out) {
+  auto bits = [](const uint8_t* p, bool flip) {
+    uint64_t b = (uint64_t{adaptree::load_be32(p)} << 32) | adaptree::load_be32(p + 4);
+    if (flip) b = ~b;
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+  };
+  if (len == 0) return false;
+  switch (k[0]) {
+    case 0x12: {
+      if (len != 9 && len != 17) return false;
+      double i = (static_cast<double>(adaptree::load_be32(k + 1)) - 2097152.0) * 4294967296.0 + adaptree::load_be32(k + 5);
+      *out = len == 9 ? i : bits(k + 9, i < 0);
+      return true;
+    }
+    case 0x10:
+    case 0x14:
+      if (len != 1) return false;
+      *out = k[0] == 0x14 ? __builtin_inf() : -__builtin_inf();
+      return true;
+    case 0x11:
+    case 0x13:
+      if (len != 9) return false;
+      *out = bits(k + 1, k[0] == 0x11);
+      return true;
+  }
+  return false;
+}
+
+// As batch_to_columns, for `number` keys (AT_BATCH_NUMBERS): [u32 n][u32 8n][u32 0][u32 0]
+// [u32 vlen x n][f64 x n][values]. JavaScript then reads each key with one getFloat64.
+// False when a key is not a number encoding or memory is short (the batch stays as it is).
+bool batch_to_numbers(std::vector<uint8_t>& b, size_t used, uint32_t n, size_t* out, size_t* out_len) {
+  size_t val_bytes = 0;
+  for (size_t p = 0, i = 0; i < n; i++) {
+    uint32_t kl, vl;
+    memcpy(&kl, b.data() + p, 4);
+    memcpy(&vl, b.data() + p + 4 + kl, 4);
+    val_bytes += vl;
+    p += 8 + size_t{kl} + vl;
+  }
+  const size_t at = (used + 7) & ~size_t{7};
+  const size_t len = 16 + 12 * size_t{n} + val_bytes;
+  if (b.size() < at + len && !adaptree::resize_checked(b, at + len)) return false;
+  const uint8_t* in = b.data();
+  uint8_t* o = b.data() + at;
+  uint8_t* vlens = o + 16;
+  uint8_t* keys = vlens + 4 * size_t{n};
+  uint8_t* vals = keys + 8 * size_t{n};
+  for (size_t p = 0, i = 0; i < n; i++) {
+    uint32_t kl, vl;
+    memcpy(&kl, in + p, 4);
+    const uint8_t* k = in + p + 4;
+    memcpy(&vl, k + kl, 4);
+    double x;
+    if (!decode_number(k, kl, &x)) return false;
+    memcpy(keys + 8 * i, &x, 8);
+    memcpy(vlens + 4 * i, &vl, 4);
+    adaptree::copy_small(vals, k + kl + 4, vl);
+    vals += vl;
+    p += 8 + size_t{kl} + vl;
+  }
+  const uint32_t head[4] = {n, 8 * n, 0, 0};
+  memcpy(o, head, 16);
+  *out = at;
+  *out_len = len;
+  return true;
+}
+
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
@@ -812,9 +883,15 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   // Columns need a second copy of the batch: not for a large one (big values), nor when memory
   // for it is short; then the batch stays as it is and result.key_len (1: columns) says so.
   size_t at = 0, len = 0;
-  if ((want_value & AT_BATCH_COLUMNS) && n > 0 && w.used <= kColumnsMax && batch_to_columns(c->buf, w.used, n, &at, &len)) {
-    set_result(c, nullptr, 1, c->buf.data() + at, static_cast<uint32_t>(len), n);
-    return st(Status::kOk);
+  if ((want_value & AT_BATCH_COLUMNS) && n > 0 && w.used <= kColumnsMax) {
+    if ((want_value & AT_BATCH_NUMBERS) && batch_to_numbers(c->buf, w.used, n, &at, &len)) {
+      set_result(c, nullptr, 2, c->buf.data() + at, static_cast<uint32_t>(len), n);
+      return st(Status::kOk);
+    }
+    if (batch_to_columns(c->buf, w.used, n, &at, &len)) {
+      set_result(c, nullptr, 1, c->buf.data() + at, static_cast<uint32_t>(len), n);
+      return st(Status::kOk);
+    }
   }
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), n);
   return st(n ? Status::kOk : Status::kNotFound);

@@ -470,6 +470,29 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expect(m.size).toBe(0);
     });
 
+    it('number: iteration gets keys as doubles from wasm; stop bounds compare as numbers; batches cut by bytes go on', () => {
+      const keys = [-Infinity, -(2 ** 60), -3.5, -3, -1, -0.25, 0, 0.25, 1, 2, 2.5, 2 ** 40, 2 ** 60, Infinity];
+      const m = make<number, number>(keys.map((k, i) => [k, i] as const), { keys: 'number' });
+      expect([...m.entries()]).toEqual(keys.map((k, i) => [k, i]));
+      expect([...m.keys({ gt: -3, lt: 2 })]).toEqual([-1, -0.25, 0, 0.25, 1]);
+      expect([...m.keys({ gte: -3, lte: 2 })]).toEqual([-3, -1, -0.25, 0, 0.25, 1, 2]);
+      expect([...m.keys({ gte: -3.5, lte: 2.5, reverse: true })]).toEqual([2.5, 2, 1, 0.25, 0, -0.25, -1, -3, -3.5]);
+      expect([...m.keys({ gt: -3.5, lt: 2.5, reverse: true })]).toEqual([2, 1, 0.25, 0, -0.25, -1, -3]);
+      expect([...m.keys({ lte: -Infinity })]).toEqual([-Infinity]);
+      expect([...m.keys({ gt: 2 ** 60 })]).toEqual([Infinity]);
+      expect([...m.values({ gte: 0, lt: Infinity })]).toEqual([6, 7, 8, 9, 10, 11, 12]);
+      // Values of 2 KiB: batches end at the byte limit, not at the end of the map.
+      const big = make<number, Uint8Array>(undefined, { keys: 'number', values: 'bytes' });
+      for (let i = 0; i < 600; i++) big.set(i * 1.5, new Uint8Array(2048).fill(i & 255));
+      let n = 0;
+      for (const [k, v] of big) {
+        expect(k).toBe(n * 1.5);
+        expect(v[2047]).toBe(n & 255);
+        n++;
+      }
+      expect(n).toBe(600);
+    });
+
     it('number: dense integer keys (dense leaves) in both directions', () => {
       const m = make<number, number>(undefined, { keys: 'number' });
       for (let i = 0; i < 20000; i++) m.set(i, i);

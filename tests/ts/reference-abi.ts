@@ -230,6 +230,26 @@ export function referenceWasm(): AdaptreeWasm {
         n++;
       }
       if (n === 0) return NOT_FOUND;
+      let nums: number[] | null = null;
+      if ((want & 6) === 6) {
+        try {
+          nums = ks.map((k) => numberKey.decode(k));
+        } catch {
+          nums = null; // not number keys: plain columns
+        }
+      }
+      if (nums !== null) {
+        // Number keys as doubles (bindings/adaptree.h AT_BATCH_NUMBERS): header, value lengths, f64 keys, values.
+        const c = new Writer();
+        c.u32(n); c.u32(8 * n); c.u32(0); c.u32(0);
+        for (const v of vs) c.u32(v.length);
+        const f = new DataView(new ArrayBuffer(8));
+        for (const x of nums) { f.setFloat64(0, x, true); c.bytes(new Uint8Array(f.buffer)); }
+        for (const v of vs) c.bytes(v);
+        const cx = ctxs.get(x)!;
+        setResult(cx, 0, 2, output(cx, c.done()), c.length, n); // key_len 2: number columns
+        return OK;
+      }
       if (want & 2) {
         // Columns (bindings/adaptree.h): header, key lengths (bit 31: a byte >= 0x80), value lengths, keys, values.
         const c = new Writer();

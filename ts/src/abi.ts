@@ -23,8 +23,9 @@ export const Status = {
 export type StatusCode = (typeof Status)[keyof typeof Status];
 
 export const SeekFlags = { REVERSE: 1, EXCLUSIVE: 2, EDGE: 4 } as const;
-/** at_cursor_next_batch flags (its last argument): read values too; give the batch in columns. */
-export const BatchFlags = { VALUES: 1, COLUMNS: 2 } as const;
+/** at_cursor_next_batch flags (its last argument): read values too; give the batch in columns;
+ * with COLUMNS, `number` keys as doubles (result.key_len 2). */
+export const BatchFlags = { VALUES: 1, COLUMNS: 2, NUMBERS: 4 } as const;
 export const RangeFlags = { LO_NONE: 1, LO_EXCLUSIVE: 2, HI_NONE: 4, HI_EXCLUSIVE: 8 } as const;
 /** at_delete_range on an async store: a page fault (page id in result.aux); keys removed
  * before it stay removed (the count tells how many). */

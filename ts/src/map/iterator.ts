@@ -7,8 +7,9 @@ import { Status, errorFromStatus } from '../errors.js';
 import { type Handle, type CursorRef, borrowCursor, returnCursor, cursorRegistry, fail, stateError } from './handle.js';
 import { putKeyA } from './put.js';
 import type { Bounds } from './range.js';
-import { BATCH_HEADER, decodeColumns, decodeRecords } from './batch.js';
+import { BATCH_HEADER, decodeColumns, decodeNumbers, decodeRecords } from './batch.js';
 import { utf8Key } from '../encoding/utf8.js';
+import { numberKey } from '../encoding/number.js';
 
 /** Records and bytes per iterator batch: small first (cheap `limit: 1` scans), then larger. A range
  * with a limit up to LIMIT_BATCH_RECORDS asks for all of it at once (one call into wasm). */
@@ -99,8 +100,11 @@ export class BTreeIterator<K, V, T> {
     const b = this.#b;
     const rev = b.reverse ? SeekFlags.REVERSE : 0;
     let st: number, max: number;
-    // Columns pay for utf8 keys only (runs of ASCII keys decode at once); others take records.
-    const flags = (this.#mode === MODE_KEYS ? 0 : BatchFlags.VALUES) | ((h.kenc as unknown) === utf8Key ? BatchFlags.COLUMNS : 0);
+    // Columns pay for utf8 keys (runs of ASCII keys decode at once) and number keys (doubles
+    // made in wasm); others take records.
+    const kenc = h.kenc as unknown;
+    const flags = (this.#mode === MODE_KEYS ? 0 : BatchFlags.VALUES) |
+      (kenc === utf8Key ? BatchFlags.COLUMNS : kenc === numberKey ? BatchFlags.COLUMNS | BatchFlags.NUMBERS : 0);
     if (!this.#started || h.mod !== this.#mod) {
       if (this.#cursor === 0) this.#cursor = borrowCursor(h as Handle<unknown, unknown>);
       if (this.#started) {
@@ -152,15 +156,20 @@ export class BTreeIterator<K, V, T> {
     rt.refresh();
     const dv = rt.dv;
     const p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
-    const columns = dv.getUint32(rt.res + Result.KEY_LEN, true) === 1;
-    const used = dv.getUint32(rt.res + Result.VALUE_LEN, true) - (columns ? BATCH_HEADER : 0);
+    // result.key_len: 0 records, 1 columns, 2 columns with number keys as doubles.
+    const form = dv.getUint32(rt.res + Result.KEY_LEN, true);
     const count = dv.getUint32(rt.res + Result.AUX, true);
+    // The batch's bytes in records, which the core's max_bytes counts (number columns: at most
+    // 13 more a record than their 12 bytes of length and double, keys being 1..17 bytes).
+    const used = dv.getUint32(rt.res + Result.VALUE_LEN, true) - (form !== 0 ? BATCH_HEADER : 0) + (form === 2 ? 13 * count : 0);
     // Decode now: the context buffer is overwritten by the next call into wasm. Codecs run no
     // adaptree calls meanwhile (the re-entrancy guard), so the buffer stays intact.
     const wantValues = this.#mode !== MODE_KEYS;
-    const n = columns
-      ? decodeColumns(h.venc, rt.u8, dv, p, this.#keys as unknown as string[], this.#vals, wantValues, b, rt.shared)
-      : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, p + used, count, this.#keys, this.#vals, wantValues, b, rt.shared);
+    const n = form === 2
+      ? decodeNumbers(h.venc, rt.u8, dv, p, this.#keys as unknown as number[], this.#vals, wantValues, b, rt.shared)
+      : form === 1
+        ? decodeColumns(h.venc, rt.u8, dv, p, this.#keys as unknown as string[], this.#vals, wantValues, b, rt.shared)
+        : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, p + used, count, this.#keys, this.#vals, wantValues, b, rt.shared);
     const pastStop = n < count;
     this.#i = 0;
     this.#n = n;
