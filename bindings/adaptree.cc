@@ -801,44 +801,51 @@ static bool decode_number(const uint8_t* k, uint32_t len, double* out) {
   return false;
 }
 
-// As batch_to_columns, for `number` keys (AT_BATCH_NUMBERS): [u32 n][u32 8n][u32 0][u32 0]
-// [u32 vlen x n][f64 x n][values]. JavaScript then reads each key with one getFloat64.
-// False when a key is not a number encoding or memory is short (the batch stays as it is).
-bool batch_to_numbers(std::vector<uint8_t>& b, size_t used, uint32_t n, size_t* out, size_t* out_len) {
-  size_t val_bytes = 0;
-  for (size_t p = 0, i = 0; i < n; i++) {
-    uint32_t kl, vl;
-    memcpy(&kl, b.data() + p, 4);
-    memcpy(&vl, b.data() + p + 4 + kl, 4);
-    val_bytes += vl;
-    p += 8 + size_t{kl} + vl;
-  }
-  const size_t at = (used + 7) & ~size_t{7};
-  const size_t len = 16 + 12 * size_t{n} + val_bytes;
-  if (b.size() < at + len && !adaptree::resize_checked(b, at + len)) return false;
-  const uint8_t* in = b.data();
-  uint8_t* o = b.data() + at;
-  uint8_t* vlens = o + 16;
-  uint8_t* keys = vlens + 4 * size_t{n};
-  uint8_t* vals = keys + 8 * size_t{n};
-  for (size_t p = 0, i = 0; i < n; i++) {
-    uint32_t kl, vl;
-    memcpy(&kl, in + p, 4);
-    const uint8_t* k = in + p + 4;
-    memcpy(&vl, k + kl, 4);
+// The batch of AT_BATCH_NUMBERS: columns written as the records come, in the one context
+// buffer (a second buffer fragmented a budgeted heap: see batch_to_columns). The value
+// lengths and the keys' doubles go into a region sized for the batch's records, the values
+// after it: [u32 n][u32 keys offset][u32 values offset][u32 0][u32 vlen x cap][f64 x cap]
+// [values]. No second pass over the batch. A key that is not a number encoding comes as NaN.
+constexpr uint32_t kNumbersMaxRecords = 4096;
+static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& w, uint32_t max_records, uint32_t max_bytes,
+                     bool values, uint32_t* count) {
+  const uint32_t cap = std::min(max_records, kNumbersMaxRecords);
+  const size_t keys = 16 + 4 * size_t{cap}, vals = keys + 8 * size_t{cap};
+  if (!w.room(vals)) return Status::kOutOfMemory;
+  uint32_t n = 0;
+  Status err = Status::kOk;
+  auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
     double x;
-    if (!decode_number(k, kl, &x)) return false;
-    memcpy(keys + 8 * i, &x, 8);
-    memcpy(vlens + 4 * i, &vl, 4);
-    adaptree::copy_small(vals, k + kl + 4, vl);
-    vals += vl;
-    p += 8 + size_t{kl} + vl;
-  }
-  const uint32_t head[4] = {n, 8 * n, 0, 0};
-  memcpy(o, head, 16);
-  *out = at;
-  *out_len = len;
-  return true;
+    if (!decode_number(k.data, k.len, &x)) x = __builtin_nan("");
+    uint32_t len = 0;
+    if (values) {
+      len = static_cast<uint32_t>(v.length());
+      uint8_t* p = w.room(len);
+      if (!p) {
+        err = Status::kOutOfMemory;
+        return false;
+      }
+      if (!v.is_overflow()) {
+        adaptree::copy_small(p, v.ptr, len);
+      } else if ((err = adaptree::overflow_read(t.store(), adaptree::load32(v.ptr), len, p)) != Status::kOk) {
+        return false;
+      }
+    }
+    uint8_t* b = w.b.data();  // (room() may have moved it)
+    memcpy(b + 16 + 4 * size_t{n}, &len, 4);
+    memcpy(b + keys + 8 * size_t{n}, &x, 8);
+    n++;
+    return n < cap && 12 * size_t{n} + (w.used - vals) < max_bytes;
+  };
+  Status s;
+  while ((s = cur.for_each(visit)) == Status::kRestart)
+    if (!h.upgrade()) return Status::kClosed;
+  *count = n;
+  if (err != Status::kOk) return err;
+  if (s != Status::kOk && s != Status::kNotFound) return s;
+  const uint32_t head[4] = {n, static_cast<uint32_t>(keys), static_cast<uint32_t>(vals), 0};
+  memcpy(w.b.data(), head, 16);
+  return Status::kOk;
 }
 
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
@@ -854,8 +861,29 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     set_result(c, nullptr, 0, c->buf.data(), 0, 0);
     return st(Status::kNotFound);
   }
+  if ((want_value & (AT_BATCH_COLUMNS | AT_BATCH_NUMBERS)) == (AT_BATCH_COLUMNS | AT_BATCH_NUMBERS)) {
+    Status s = numbers_batch(cur->cur, h, t, w, max_records, max_bytes, want_value & AT_BATCH_VALUES, &n);
+    if (s != Status::kOk) return s == Status::kClosed ? st(s) : ret(cur->owner, c, s);
+    set_result(c, nullptr, 2, c->buf.data(), static_cast<uint32_t>(w.used), n);
+    return st(n ? Status::kOk : Status::kNotFound);
+  }
   Status err = Status::kOk;
   auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
+    if (!(want_value & AT_BATCH_VALUES) || !v.is_overflow()) {
+      // The whole record with one room() (an inline value, or none).
+      const uint32_t vl = (want_value & AT_BATCH_VALUES) ? v.field & adaptree::kValueLenMask : 0;
+      uint8_t* p = w.room(8 + size_t{k.len} + vl);
+      if (!p) {
+        err = Status::kOutOfMemory;
+        return false;
+      }
+      memcpy(p, &k.len, 4);
+      adaptree::copy_small(p + 4, k.data, k.len);
+      memcpy(p + 4 + k.len, &vl, 4);
+      adaptree::copy_small(p + 8 + k.len, v.ptr, vl);
+      n++;
+      return n < max_records && w.used < max_bytes;
+    }
     uint8_t* p = w.room(4 + k.len);
     if (!p) {
       err = Status::kOutOfMemory;
@@ -883,15 +911,9 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   // Columns need a second copy of the batch: not for a large one (big values), nor when memory
   // for it is short; then the batch stays as it is and result.key_len (1: columns) says so.
   size_t at = 0, len = 0;
-  if ((want_value & AT_BATCH_COLUMNS) && n > 0 && w.used <= kColumnsMax) {
-    if ((want_value & AT_BATCH_NUMBERS) && batch_to_numbers(c->buf, w.used, n, &at, &len)) {
-      set_result(c, nullptr, 2, c->buf.data() + at, static_cast<uint32_t>(len), n);
-      return st(Status::kOk);
-    }
-    if (batch_to_columns(c->buf, w.used, n, &at, &len)) {
-      set_result(c, nullptr, 1, c->buf.data() + at, static_cast<uint32_t>(len), n);
-      return st(Status::kOk);
-    }
+  if ((want_value & AT_BATCH_COLUMNS) && n > 0 && w.used <= kColumnsMax && batch_to_columns(c->buf, w.used, n, &at, &len)) {
+    set_result(c, nullptr, 1, c->buf.data() + at, static_cast<uint32_t>(len), n);
+    return st(Status::kOk);
   }
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), n);
   return st(n ? Status::kOk : Status::kNotFound);

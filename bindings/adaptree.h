@@ -140,9 +140,11 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value);
 #define AT_BATCH_VALUES 1u
 #define AT_BATCH_COLUMNS 2u
 /* With AT_BATCH_COLUMNS, for maps of `number` keys (ts/src/encoding/number.ts): the keys come as
- * their doubles, [u32 n][u32 8n][u32 0][u32 0][u32 value_len x n][f64 key x n][all values]
- * (little-endian, unaligned), and result.key_len is 2. A batch holding a key that is not such an
- * encoding comes as AT_BATCH_COLUMNS alone would give it. */
+ * their doubles, [u32 n][u32 keys offset][u32 values offset][u32 0][u32 value_len x n], the n
+ * doubles (f64) at the keys offset and the values back to back at the values offset (offsets from
+ * result.value; little-endian, unaligned); result.key_len is 2. A key that is not such an encoding
+ * comes as NaN. Such a batch ends after max_bytes of 12 bytes a record plus the values, and after
+ * 4096 records at most. */
 #define AT_BATCH_NUMBERS 4u
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value);

@@ -220,31 +220,33 @@ export function referenceWasm(): AdaptreeWasm {
       const w = new Writer();
       const ks: Uint8Array[] = [], vs: Uint8Array[] = [];
       let n = 0;
-      while (n < maxRecords && (n === 0 || w.length < maxBytes)) {
+      // Number columns count 12 bytes a record plus the values against maxBytes (the core does).
+      const numbers = (want & 6) === 6;
+      let numberBytes = 0;
+      while (n < maxRecords && (n === 0 || (numbers ? numberBytes : w.length) < maxBytes)) {
         const i = position(cur);
         if (i < 0) break;
         const k = tr.keys[i]!, v = want & 1 ? tr.vals[i]! : new Uint8Array(0);
         w.u32(k.length); w.bytes(k); w.u32(v.length); w.bytes(v);
         ks.push(k); vs.push(v);
+        numberBytes += 12 + v.length;
         cur.bound = k; cur.exclusive = true;
         n++;
       }
       if (n === 0) return NOT_FOUND;
-      let nums: number[] | null = null;
-      if ((want & 6) === 6) {
-        try {
-          nums = ks.map((k) => numberKey.decode(k));
-        } catch {
-          nums = null; // not number keys: plain columns
-        }
-      }
-      if (nums !== null) {
-        // Number keys as doubles (bindings/adaptree.h AT_BATCH_NUMBERS): header, value lengths, f64 keys, values.
+      if (numbers) {
+        // Number keys as doubles (bindings/adaptree.h AT_BATCH_NUMBERS): header [n][keys offset]
+        // [values offset][0], value lengths, f64 keys (NaN: not a number encoding), values.
         const c = new Writer();
-        c.u32(n); c.u32(8 * n); c.u32(0); c.u32(0);
+        c.u32(n); c.u32(16 + 4 * n); c.u32(16 + 12 * n); c.u32(0);
         for (const v of vs) c.u32(v.length);
         const f = new DataView(new ArrayBuffer(8));
-        for (const x of nums) { f.setFloat64(0, x, true); c.bytes(new Uint8Array(f.buffer)); }
+        for (const k of ks) {
+          let x = NaN;
+          try { x = numberKey.decode(k); } catch { /* NaN */ }
+          f.setFloat64(0, x, true);
+          c.bytes(new Uint8Array(f.buffer));
+        }
         for (const v of vs) c.bytes(v);
         const cx = ctxs.get(x)!;
         setResult(cx, 0, 2, output(cx, c.done()), c.length, n); // key_len 2: number columns

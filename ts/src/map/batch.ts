@@ -15,6 +15,7 @@
  */
 import type { KeyEncoder, ValueEncoder } from '../encoding/codec.js';
 import { readUtf8 } from '../encoding/utf8.js';
+import { CorruptionError } from '../errors.js';
 import { bytesValue } from '../encoding/values.js';
 import { type Bounds, past } from './range.js';
 
@@ -127,9 +128,10 @@ export function decodeColumns<V>(
 }
 
 /**
- * Decodes a batch of `number` keys given as doubles (BatchFlags.NUMBERS, result.key_len 2:
- * header, value lengths, one f64 per key, the values). Same contract as decodeColumns; the stop
- * bound is compared as a number (the encoding orders numbers as `<` does).
+ * Decodes a batch of `number` keys given as doubles (BatchFlags.NUMBERS, result.key_len 2: a
+ * header [n][keys offset][values offset][0], the value lengths, one f64 per key, the values).
+ * Same contract as decodeColumns; the stop bound is compared as a number (the encoding orders
+ * numbers as `<` does). A key the core could not read as a number (NaN) is corrupt.
  */
 export function decodeNumbers<V>(
   venc: ValueEncoder<V>,
@@ -143,23 +145,20 @@ export function decodeNumbers<V>(
   shared: boolean,
 ): number {
   const count = dv.getUint32(p, true);
-  const vlens = p + BATCH_HEADER;
-  const keyStart = vlens + 4 * count;
+  const keyStart = p + dv.getUint32(p + 4, true);
   let n = count;
-  if (b.stop === null) {
-    for (let i = 0; i < count; i++) keys[i] = dv.getFloat64(keyStart + 8 * i, true);
-  } else {
-    const stop = b.stopNumber, incl = b.stopInclusive;
-    for (let i = 0; i < count; i++) {
-      const k = dv.getFloat64(keyStart + 8 * i, true);
-      if (b.reverse ? (incl ? k < stop : k <= stop) : incl ? k > stop : k >= stop) {
-        n = i;
-        break;
-      }
-      keys[i] = k;
+  const stop = b.stop === null ? NaN : b.stopNumber, incl = b.stopInclusive, rev = b.reverse;
+  for (let i = 0; i < count; i++) {
+    const k = dv.getFloat64(keyStart + 8 * i, true);
+    if (k !== k) throw new CorruptionError('corrupt number key encoding');
+    // (comparisons with a NaN stop are false: no stop bound)
+    if (rev ? (incl ? k < stop : k <= stop) : incl ? k > stop : k >= stop) {
+      n = i;
+      break;
     }
+    keys[i] = k;
   }
-  if (wantValues) decodeValueColumn(venc, u8, dv, vlens, keyStart + 8 * count, n, vals, shared);
+  if (wantValues) decodeValueColumn(venc, u8, dv, p + BATCH_HEADER, p + dv.getUint32(p + 8, true), n, vals, shared);
   return n;
 }
 

@@ -22,6 +22,7 @@ export const MODE_ENTRIES = 0;
 export const MODE_KEYS = 1;
 export const MODE_VALUES = 2;
 
+const NONE: never[] = [];
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined }) as IteratorReturnResult<undefined>;
 
 /**
@@ -159,9 +160,10 @@ export class BTreeIterator<K, V, T> {
     // result.key_len: 0 records, 1 columns, 2 columns with number keys as doubles.
     const form = dv.getUint32(rt.res + Result.KEY_LEN, true);
     const count = dv.getUint32(rt.res + Result.AUX, true);
-    // The batch's bytes in records, which the core's max_bytes counts (number columns: at most
-    // 13 more a record than their 12 bytes of length and double, keys being 1..17 bytes).
-    const used = dv.getUint32(rt.res + Result.VALUE_LEN, true) - (form !== 0 ? BATCH_HEADER : 0) + (form === 2 ? 13 * count : 0);
+    // The batch's bytes as the core's max_bytes counts them (number columns: 12 a record, and the
+    // values, which start at the offset in the header's third word).
+    const len = dv.getUint32(rt.res + Result.VALUE_LEN, true);
+    const used = form === 2 ? 12 * count + len - dv.getUint32(p + 8, true) : len - (form === 1 ? BATCH_HEADER : 0);
     // Decode now: the context buffer is overwritten by the next call into wasm. Codecs run no
     // adaptree calls meanwhile (the re-entrancy guard), so the buffer stays intact.
     const wantValues = this.#mode !== MODE_KEYS;
@@ -205,8 +207,8 @@ export class BTreeIterator<K, V, T> {
     this.#releaseCursor();
     this.#h = null;
     if (this.#owner !== null) this.#owner = null;
-    this.#keys = [];
-    this.#vals = [];
+    // Drops the batch (no allocation: a finished iterator never decodes again).
+    this.#keys = this.#vals = NONE;
     this.#i = this.#n = 0;
     this.#last = undefined;
   }

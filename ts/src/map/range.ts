@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { Handle } from './handle.js';
-import { putKey } from './put.js';
+import { putKeyA } from './put.js';
 import type { Range } from './types.js';
 
 export interface Bounds {
@@ -34,8 +34,9 @@ export function checkRange(range: unknown, what: string): Range<unknown> {
 function encodeBound<K>(h: Handle<K, unknown>, key: K): Uint8Array {
   const rt = h.rt;
   rt.refresh();
-  const n = putKey(h, key, rt.keyB);
-  return rt.u8.slice(rt.keyB, rt.keyB + n);
+  // Key area A: a long utf8 key goes in with TextEncoder.encodeInto there (putKeyA).
+  const n = putKeyA(h, key);
+  return rt.u8.slice(rt.keyA, rt.keyA + n);
 }
 
 export function boundsOf<K>(h: Handle<K, unknown>, range: Range<K> | undefined, what: string): Bounds {
