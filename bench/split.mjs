@@ -4,7 +4,7 @@
 // one process, as ratios. Nothing here is a test; numbers only.
 //
 //   node bench/split.mjs [--dataset urls,dense,...] [--keys 100000] [--ops 200000] [--rounds 6]
-//                        [--reps 5] [--ab /path/to/other/dist] [--core-only] [--out FILE.json]
+//                        [--reps 5] [--ab /path/to/other/dist] [--core-only] [--sorted] [--out FILE.json]
 // Every figure is the least of its repetitions / rounds: on a shared machine noise only adds.
 //
 // Stages, per lookup (uniform random present keys, 8-byte `bytes` values as in the inmem suite):
@@ -38,6 +38,9 @@ const AB = opt('ab', null);
 const OUT = opt('out', null);
 /** --core-only: skip the API rounds (to alternate with bench/native for the wasm tax). */
 const CORE_ONLY = args.includes('--core-only');
+/** --sorted: also time sorted-btree on the API's operations, in the same rounds. */
+const SORTED = args.includes('--sorted');
+const SortedBTree = SORTED ? ((m) => m.default?.default ?? m.default ?? m)(await import('sorted-btree')) : null;
 const SCANS = Math.max(1, OPS >> 3);
 /** Repetitions of each core stage: the least time counts (noise only ever adds). */
 const REPS = +opt('reps', 5);
@@ -174,16 +177,38 @@ function apiSplit(dists, name, keys, probe, kencName, idx, scans) {
     iterate: [keys.length, (m) => { let x = 0; for (const e of m.entries()) x += e[1].length; return x; }],
     iterate_keys: [keys.length, (m) => { let x = 0; for (const k of m.keys()) if (k !== undefined) x++; return x; }],
   };
+  // --sorted: sorted-btree (the inmem suite's anchor) on the same operations, in the same rounds,
+  // as the suite's runner drives it (bench/lib/impls/sorted-btree.mjs).
+  let sb = null;
+  if (SORTED && !(keys[0] instanceof Uint8Array)) {
+    const t = new SortedBTree();
+    for (let i = 0; i < keys.length; i++) t.set(keys[i], valueFor(i));
+    let want = 0;
+    const stop = (k, v, n) => (n + 1 >= want ? { break: n + 1 } : undefined);
+    sb = {
+      lookup_uniform: () => { let x = 0; for (let i = 0; i < idx.length; i++) x += t.get(probe[idx[i]]).length; return x; },
+      scan: () => {
+        let x = 0;
+        for (let i = 0; i < scans.start.length; i++) { want = scans.len[i]; x += t.forRange(probe[scans.start[i]], t.maxKey(), true, stop); }
+        return x;
+      },
+      iterate: () => { let x = 0; t.forEach(() => { x++; }); return x; },
+      iterate_keys: () => { let x = 0; t.forEach(() => { x++; }); return x; },
+    };
+  }
+  const subjects = maps.length + (sb ? 1 : 0);
   for (const [wl, [ops, body]] of Object.entries(work)) {
-    const ns = dists.map(() => Infinity);
+    const ns = [];
+    for (let j = 0; j < subjects; j++) ns.push(Infinity);
     for (let r = 0; r < ROUNDS; r++) {
-      for (let j = 0; j < dists.length; j++) {
-        const k = (j + r) % dists.length;
-        ns[k] = Math.min(ns[k], time(ops, () => body(maps[k]), 1));
+      for (let j = 0; j < subjects; j++) {
+        const k = (j + r) % subjects;
+        ns[k] = Math.min(ns[k], time(ops, k < maps.length ? () => body(maps[k]) : sb[wl], 1));
       }
     }
     row(name, wl, `api (${dists[0].label})`, ns[0]);
     if (dists.length > 1) row(name, wl, `api (${dists[1].label})`, ns[1], { ratio_vs_first: +(ns[0] / ns[1]).toFixed(3) });
+    if (sb) row(name, wl, 'sorted-btree', ns[maps.length], { this_dist_vs_sorted: +(ns[maps.length] / ns[maps.length - 1]).toFixed(3) });
   }
   for (const m of maps) m.free();
 }

@@ -85,6 +85,8 @@ struct at_ctx {
   std::vector<uint8_t> buf;       // output of batches, stats, overflow values
   std::vector<uint8_t> overflow;  // overflow values inside a batch
   KeyBuffer key;
+  // A `number` key encoded from a double (at_get_num and co.): 17 bytes at most.
+  uint8_t num_key[24];
   // How calls with this context wait for a tree latch (at_ctx_set_wait).
   TreeLatch::Wait wait = TreeLatch::Wait::kSpin;
   // The adaptive counter's draws of shared reads (the tree's own source is
@@ -412,6 +414,55 @@ int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   return ret(t, c, run_write(h, t->tree, k, [&](ReadMode* m) { return t->tree.remove(k, m); }));
 }
 
+// `number` keys (ts/src/encoding/number.ts): a tag, then big-endian fields. Integers in the
+// safe range: 0x12, floor(x) + 2^53 as u64 (two u32 halves, as the TypeScript writes them),
+// and for a fraction its IEEE bits after (complemented when negative); beyond it the bits
+// alone (0x11 / 0x13); the infinities one tag byte. -0 encodes as +0. x is not NaN.
+static uint32_t encode_number(double x, uint8_t* o) {
+  constexpr double kMaxSafe = 9007199254740991.0, kTwo32 = 4294967296.0;
+  auto bits_be = [](double v, uint8_t* p) {
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    if (v < 0) b = ~b;
+    adaptree::store_be32(p, static_cast<uint32_t>(b >> 32));
+    adaptree::store_be32(p + 4, static_cast<uint32_t>(b));
+  };
+  if (x >= -kMaxSafe && x <= kMaxSafe) {
+    double i = __builtin_floor(x);
+    double hi = __builtin_floor(i / kTwo32);  // in [-2^21, 2^21)
+    o[0] = 0x12;
+    adaptree::store_be32(o + 1, static_cast<uint32_t>(static_cast<int32_t>(hi) + 2097152));
+    adaptree::store_be32(o + 5, static_cast<uint32_t>(i - hi * kTwo32));
+    if (x == i) return 9;
+    bits_be(x, o + 9);
+    return 17;
+  }
+  if (x == __builtin_inf() || x == -__builtin_inf()) {
+    o[0] = x > 0 ? 0x14 : 0x10;
+    return 1;
+  }
+  o[0] = x > 0 ? 0x13 : 0x11;
+  bits_be(x, o + 1);
+  return 9;
+}
+
+int32_t at_get_num(at_tree* t, at_ctx* c, double key) {
+  if (!c || key != key) return st(Status::kInvalidArgument);
+  return at_get(t, c, c->num_key, encode_number(key, c->num_key));
+}
+int32_t at_has_num(at_tree* t, at_ctx* c, double key) {
+  if (!c || key != key) return st(Status::kInvalidArgument);
+  return at_has(t, c, c->num_key, encode_number(key, c->num_key));
+}
+int32_t at_set_num(at_tree* t, at_ctx* c, double key, const uint8_t* value, uint32_t value_len) {
+  if (!c || key != key) return st(Status::kInvalidArgument);
+  return at_set(t, c, c->num_key, encode_number(key, c->num_key), value, value_len);
+}
+int32_t at_remove_num(at_tree* t, at_ctx* c, double key) {
+  if (!c || key != key) return st(Status::kInvalidArgument);
+  return at_remove(t, c, c->num_key, encode_number(key, c->num_key));
+}
+
 double at_count(at_tree* t) {
   if (!t) return 0.0;
   Held h(t, false, TreeLatch::Wait::kSpin, nullptr);
@@ -719,6 +770,84 @@ bool batch_to_columns(std::vector<uint8_t>& b, size_t used, uint32_t n, size_t* 
   return true;
 }
 
+// A `number` key's double (the inverse of encode_number); false for bytes that are not one.
+static bool decode_number(const uint8_t* k, uint32_t len, double* out) {
+  auto bits = [](const uint8_t* p, bool flip) {
+    uint64_t b = (uint64_t{adaptree::load_be32(p)} << 32) | adaptree::load_be32(p + 4);
+    if (flip) b = ~b;
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+  };
+  if (len == 0) return false;
+  switch (k[0]) {
+    case 0x12: {
+      if (len != 9 && len != 17) return false;
+      double i = (static_cast<double>(adaptree::load_be32(k + 1)) - 2097152.0) * 4294967296.0 + adaptree::load_be32(k + 5);
+      *out = len == 9 ? i : bits(k + 9, i < 0);
+      return true;
+    }
+    case 0x10:
+    case 0x14:
+      if (len != 1) return false;
+      *out = k[0] == 0x14 ? __builtin_inf() : -__builtin_inf();
+      return true;
+    case 0x11:
+    case 0x13:
+      if (len != 9) return false;
+      *out = bits(k + 1, k[0] == 0x11);
+      return true;
+  }
+  return false;
+}
+
+// The batch of AT_BATCH_NUMBERS: columns written as the records come, in the one context
+// buffer (a second buffer fragmented a budgeted heap: see batch_to_columns). The value
+// lengths and the keys' doubles go into a region sized for the batch's records, the values
+// after it: [u32 n][u32 keys offset][u32 values offset][u32 0][u32 vlen x cap][f64 x cap]
+// [values]. No second pass over the batch. A key that is not a number encoding comes as NaN.
+constexpr uint32_t kNumbersMaxRecords = 4096;
+static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& w, uint32_t max_records, uint32_t max_bytes,
+                     bool values, uint32_t* count) {
+  const uint32_t cap = std::min(max_records, kNumbersMaxRecords);
+  const size_t keys = 16 + 4 * size_t{cap}, vals = keys + 8 * size_t{cap};
+  if (!w.room(vals)) return Status::kOutOfMemory;
+  uint32_t n = 0;
+  Status err = Status::kOk;
+  auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
+    double x;
+    if (!decode_number(k.data, k.len, &x)) x = __builtin_nan("");
+    uint32_t len = 0;
+    if (values) {
+      len = static_cast<uint32_t>(v.length());
+      uint8_t* p = w.room(len);
+      if (!p) {
+        err = Status::kOutOfMemory;
+        return false;
+      }
+      if (!v.is_overflow()) {
+        adaptree::copy_small(p, v.ptr, len);
+      } else if ((err = adaptree::overflow_read(t.store(), adaptree::load32(v.ptr), len, p)) != Status::kOk) {
+        return false;
+      }
+    }
+    uint8_t* b = w.b.data();  // (room() may have moved it)
+    memcpy(b + 16 + 4 * size_t{n}, &len, 4);
+    memcpy(b + keys + 8 * size_t{n}, &x, 8);
+    n++;
+    return n < cap && 12 * size_t{n} + (w.used - vals) < max_bytes;
+  };
+  Status s;
+  while ((s = cur.for_each(visit)) == Status::kRestart)
+    if (!h.upgrade()) return Status::kClosed;
+  *count = n;
+  if (err != Status::kOk) return err;
+  if (s != Status::kOk && s != Status::kNotFound) return s;
+  const uint32_t head[4] = {n, static_cast<uint32_t>(keys), static_cast<uint32_t>(vals), 0};
+  memcpy(w.b.data(), head, 16);
+  return Status::kOk;
+}
+
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
@@ -732,8 +861,29 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     set_result(c, nullptr, 0, c->buf.data(), 0, 0);
     return st(Status::kNotFound);
   }
+  if ((want_value & (AT_BATCH_COLUMNS | AT_BATCH_NUMBERS)) == (AT_BATCH_COLUMNS | AT_BATCH_NUMBERS)) {
+    Status s = numbers_batch(cur->cur, h, t, w, max_records, max_bytes, want_value & AT_BATCH_VALUES, &n);
+    if (s != Status::kOk) return s == Status::kClosed ? st(s) : ret(cur->owner, c, s);
+    set_result(c, nullptr, 2, c->buf.data(), static_cast<uint32_t>(w.used), n);
+    return st(n ? Status::kOk : Status::kNotFound);
+  }
   Status err = Status::kOk;
   auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
+    if (!(want_value & AT_BATCH_VALUES) || !v.is_overflow()) {
+      // The whole record with one room() (an inline value, or none).
+      const uint32_t vl = (want_value & AT_BATCH_VALUES) ? v.field & adaptree::kValueLenMask : 0;
+      uint8_t* p = w.room(8 + size_t{k.len} + vl);
+      if (!p) {
+        err = Status::kOutOfMemory;
+        return false;
+      }
+      memcpy(p, &k.len, 4);
+      adaptree::copy_small(p + 4, k.data, k.len);
+      memcpy(p + 4 + k.len, &vl, 4);
+      adaptree::copy_small(p + 8 + k.len, v.ptr, vl);
+      n++;
+      return n < max_records && w.used < max_bytes;
+    }
     uint8_t* p = w.room(4 + k.len);
     if (!p) {
       err = Status::kOutOfMemory;

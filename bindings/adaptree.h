@@ -85,6 +85,13 @@ int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, cons
 int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len); /* value -> result */
 int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len);
 int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len);
+/* The same four for `number` keys passed as a double: the key is encoded here, in the encoding
+ * of ts/src/encoding/number.ts (-0 as +0), and never crosses through memory. NaN is
+ * INVALID_ARGUMENT; c is required. at_get_num's result.key points into the context. */
+int32_t at_get_num(at_tree* t, at_ctx* c, double key);
+int32_t at_has_num(at_tree* t, at_ctx* c, double key);
+int32_t at_set_num(at_tree* t, at_ctx* c, double key, const uint8_t* value, uint32_t value_len);
+int32_t at_remove_num(at_tree* t, at_ctx* c, double key);
 double at_count(at_tree* t); /* entries; CLOSED (-6) once a shared tree was freed (at_tree_share) */
 int32_t at_clear(at_tree* t);
 /* Applies count records in order; stops at the first error. result.aux = records applied;
@@ -132,6 +139,13 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value);
  * whose copy finds no memory stays in batch encoding (result.key_len 0). */
 #define AT_BATCH_VALUES 1u
 #define AT_BATCH_COLUMNS 2u
+/* With AT_BATCH_COLUMNS, for maps of `number` keys (ts/src/encoding/number.ts): the keys come as
+ * their doubles, [u32 n][u32 keys offset][u32 values offset][u32 0][u32 value_len x n], the n
+ * doubles (f64) at the keys offset and the values back to back at the values offset (offsets from
+ * result.value; little-endian, unaligned); result.key_len is 2. A key that is not such an encoding
+ * comes as NaN. Such a batch ends after max_bytes of 12 bytes a record plus the values, and after
+ * 4096 records at most. */
+#define AT_BATCH_NUMBERS 4u
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value);
 /* at_cursor_seek(cur, key, key_len, seek_flags), then on OK at_cursor_next_batch(cur, c, max_records,

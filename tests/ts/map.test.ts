@@ -459,6 +459,64 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expectError(() => m.get(NaN), InvalidKeyError, 'INVALID_KEY');
     });
 
+    it('number: point calls encode a key inside wasm exactly as setMany and ranges do in TypeScript', () => {
+      // get/has/set/delete pass a number key as a double (at_*_num); setMany, ranges and
+      // iteration use the TypeScript encoder. One byte of difference would make set() add a
+      // second entry beside the setMany one, and get() miss it.
+      const keys = [
+        0, 1, -1, 0.5, -0.5, 1.5, -1.5, 2 ** 32, 2 ** 32 - 1, -(2 ** 32), -(2 ** 32) - 1, 2 ** 21, -(2 ** 21) - 0.25,
+        Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER - 0.5, 2 ** 53, -(2 ** 53), 2 ** 60 + 2 ** 10,
+        -(2 ** 60), Number.MAX_VALUE, -Number.MAX_VALUE, Number.MIN_VALUE, -Number.MIN_VALUE, 1e-300, -1e-300, 123456.789,
+        -987654321.125, Infinity, -Infinity, 4503599627370495.5, -4503599627370495.5,
+      ];
+      const m = make<number, string>(keys.map((k) => [k, 'batch'] as const), { keys: 'number', values: 'utf8' });
+      expect(m.size).toBe(keys.length);
+      for (const k of keys) {
+        expect(m.has(k)).toBe(true);
+        expect(m.get(k)).toBe('batch');
+        m.set(k, 'point');
+      }
+      expect(m.size).toBe(keys.length);
+      expect(m.getMany(keys)).toEqual(keys.map(() => 'point'));
+      expect([...m.keys()]).toEqual([...keys].sort((a, b) => a - b));
+      m.set(-0, 'minus zero');
+      expect(m.size).toBe(keys.length);
+      expect(m.get(0)).toBe('minus zero');
+      for (const k of keys) expect(m.delete(k)).toBe(true);
+      expect(m.size).toBe(0);
+      expect(m.delete(1)).toBe(false);
+      expect(m.has(1)).toBe(false);
+      expect(m.get(1)).toBeUndefined();
+      expectError(() => m.has(NaN), InvalidKeyError, 'INVALID_KEY');
+      expectError(() => m.delete(NaN), InvalidKeyError, 'INVALID_KEY');
+      expectError(() => m.get('1' as never), InvalidKeyError, 'INVALID_KEY');
+      expectError(() => m.set(1n as never, 'x'), InvalidKeyError, 'INVALID_KEY');
+      expect(m.size).toBe(0);
+    });
+
+    it('number: iteration gets keys as doubles from wasm; stop bounds compare as numbers; batches cut by bytes go on', () => {
+      const keys = [-Infinity, -(2 ** 60), -3.5, -3, -1, -0.25, 0, 0.25, 1, 2, 2.5, 2 ** 40, 2 ** 60, Infinity];
+      const m = make<number, number>(keys.map((k, i) => [k, i] as const), { keys: 'number' });
+      expect([...m.entries()]).toEqual(keys.map((k, i) => [k, i]));
+      expect([...m.keys({ gt: -3, lt: 2 })]).toEqual([-1, -0.25, 0, 0.25, 1]);
+      expect([...m.keys({ gte: -3, lte: 2 })]).toEqual([-3, -1, -0.25, 0, 0.25, 1, 2]);
+      expect([...m.keys({ gte: -3.5, lte: 2.5, reverse: true })]).toEqual([2.5, 2, 1, 0.25, 0, -0.25, -1, -3, -3.5]);
+      expect([...m.keys({ gt: -3.5, lt: 2.5, reverse: true })]).toEqual([2, 1, 0.25, 0, -0.25, -1, -3]);
+      expect([...m.keys({ lte: -Infinity })]).toEqual([-Infinity]);
+      expect([...m.keys({ gt: 2 ** 60 })]).toEqual([Infinity]);
+      expect([...m.values({ gte: 0, lt: Infinity })]).toEqual([6, 7, 8, 9, 10, 11, 12]);
+      // Values of 2 KiB: batches end at the byte limit, not at the end of the map.
+      const big = make<number, Uint8Array>(undefined, { keys: 'number', values: 'bytes' });
+      for (let i = 0; i < 600; i++) big.set(i * 1.5, new Uint8Array(2048).fill(i & 255));
+      let n = 0;
+      for (const [k, v] of big) {
+        expect(k).toBe(n * 1.5);
+        expect(v[2047]).toBe(n & 255);
+        n++;
+      }
+      expect(n).toBe(600);
+    });
+
     it('number: dense integer keys (dense leaves) in both directions', () => {
       const m = make<number, number>(undefined, { keys: 'number' });
       for (let i = 0; i < 20000; i++) m.set(i, i);

@@ -5,6 +5,7 @@
 // points at the core.
 import type { AbiExports } from '../../ts/src/abi.js';
 import type { AdaptreeWasm, AttachHandle } from '../../ts/src/wasm.js';
+import { numberKey } from '../../ts/src/encoding/number.js';
 
 const OK = 0, NOT_FOUND = 1, KEY_TOO_LARGE = -1, INVALID = -5;
 const REVERSE = 1, EXCLUSIVE = 2, EDGE = 4;
@@ -93,6 +94,13 @@ export function referenceWasm(): AdaptreeWasm {
     else { t.keys.splice(i, 0, k); t.vals.splice(i, 0, v); }
   }
 
+  let numKey = 0;
+  const numKeyAt = () => (numKey ||= alloc(24));
+  const putNum = (x: number) => {
+    const bytes = numberKey.encode(x);
+    u8().set(bytes, numKeyAt());
+    return bytes.length;
+  };
   const ex: AbiExports = {
     at_abi_version: () => 1,
     at_page_size: () => 4096,
@@ -132,6 +140,11 @@ export function referenceWasm(): AdaptreeWasm {
       tr.keys.splice(i, 1); tr.vals.splice(i, 1);
       return OK;
     },
+    // Number keys as doubles: encoded with the TypeScript encoder (the real builds encode in C).
+    at_get_num: (t, c, x) => (x !== x ? INVALID : ex.at_get(t, c, numKeyAt(), putNum(x))),
+    at_has_num: (t, c, x) => (x !== x ? INVALID : ex.at_has(t, c, numKeyAt(), putNum(x))),
+    at_set_num: (t, c, x, v, vl) => (x !== x ? INVALID : ex.at_set(t, c, numKeyAt(), putNum(x), v, vl)),
+    at_remove_num: (t, c, x) => (x !== x ? INVALID : ex.at_remove(t, c, numKeyAt(), putNum(x))),
     at_count: (t) => trees.get(t)!.keys.length,
     at_clear: (t) => { const tr = trees.get(t)!; tr.keys = []; tr.vals = []; return OK; },
     at_set_many: (t, c, b, n) => {
@@ -207,16 +220,38 @@ export function referenceWasm(): AdaptreeWasm {
       const w = new Writer();
       const ks: Uint8Array[] = [], vs: Uint8Array[] = [];
       let n = 0;
-      while (n < maxRecords && (n === 0 || w.length < maxBytes)) {
+      // Number columns count 12 bytes a record plus the values against maxBytes (the core does).
+      const numbers = (want & 6) === 6;
+      let numberBytes = 0;
+      while (n < maxRecords && (n === 0 || (numbers ? numberBytes : w.length) < maxBytes)) {
         const i = position(cur);
         if (i < 0) break;
         const k = tr.keys[i]!, v = want & 1 ? tr.vals[i]! : new Uint8Array(0);
         w.u32(k.length); w.bytes(k); w.u32(v.length); w.bytes(v);
         ks.push(k); vs.push(v);
+        numberBytes += 12 + v.length;
         cur.bound = k; cur.exclusive = true;
         n++;
       }
       if (n === 0) return NOT_FOUND;
+      if (numbers) {
+        // Number keys as doubles (bindings/adaptree.h AT_BATCH_NUMBERS): header [n][keys offset]
+        // [values offset][0], value lengths, f64 keys (NaN: not a number encoding), values.
+        const c = new Writer();
+        c.u32(n); c.u32(16 + 4 * n); c.u32(16 + 12 * n); c.u32(0);
+        for (const v of vs) c.u32(v.length);
+        const f = new DataView(new ArrayBuffer(8));
+        for (const k of ks) {
+          let x = NaN;
+          try { x = numberKey.decode(k); } catch { /* NaN */ }
+          f.setFloat64(0, x, true);
+          c.bytes(new Uint8Array(f.buffer));
+        }
+        for (const v of vs) c.bytes(v);
+        const cx = ctxs.get(x)!;
+        setResult(cx, 0, 2, output(cx, c.done()), c.length, n); // key_len 2: number columns
+        return OK;
+      }
       if (want & 2) {
         // Columns (bindings/adaptree.h): header, key lengths (bit 31: a byte >= 0x80), value lengths, keys, values.
         const c = new Writer();
@@ -247,7 +282,6 @@ export function referenceWasm(): AdaptreeWasm {
     at_debug_trap: () => { throw new WebAssembly.RuntimeError('unreachable'); },
     at_poison_word: () => (poisonWord ||= alloc(4)),
   };
-  void INVALID;
   const ctx = ex.at_ctx_new();
   let scratchPtr = 0, scratchSize = 0;
   return {

@@ -23,8 +23,9 @@ export const Status = {
 export type StatusCode = (typeof Status)[keyof typeof Status];
 
 export const SeekFlags = { REVERSE: 1, EXCLUSIVE: 2, EDGE: 4 } as const;
-/** at_cursor_next_batch flags (its last argument): read values too; give the batch in columns. */
-export const BatchFlags = { VALUES: 1, COLUMNS: 2 } as const;
+/** at_cursor_next_batch flags (its last argument): read values too; give the batch in columns;
+ * with COLUMNS, `number` keys as doubles (result.key_len 2). */
+export const BatchFlags = { VALUES: 1, COLUMNS: 2, NUMBERS: 4 } as const;
 export const RangeFlags = { LO_NONE: 1, LO_EXCLUSIVE: 2, HI_NONE: 4, HI_EXCLUSIVE: 8 } as const;
 /** at_delete_range on an async store: a page fault (page id in result.aux); keys removed
  * before it stay removed (the count tells how many). */
@@ -80,6 +81,11 @@ export interface AbiExports {
   at_get(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number): number;
   at_has(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number): number;
   at_remove(tree: Ptr, ctx: Ptr, key: Ptr, keyLen: number): number;
+  /** `number` keys as a double, encoded inside wasm (NaN: INVALID_ARGUMENT). */
+  at_get_num(tree: Ptr, ctx: Ptr, key: number): number;
+  at_has_num(tree: Ptr, ctx: Ptr, key: number): number;
+  at_set_num(tree: Ptr, ctx: Ptr, key: number, value: Ptr, valueLen: number): number;
+  at_remove_num(tree: Ptr, ctx: Ptr, key: number): number;
   at_count(tree: Ptr): number;
   at_clear(tree: Ptr): number;
   at_set_many(tree: Ptr, ctx: Ptr, batch: Ptr, count: number): number;
@@ -134,7 +140,7 @@ export interface AbiExports {
 export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_abi_version', 'at_page_size', 'at_max_key_size', 'at_alloc', 'at_free', 'at_ctx_new',
   'at_ctx_free', 'at_ctx_result', 'at_ctx_key_ptr', 'at_ctx_value_ptr', 'at_tree_new', 'at_tree_free', 'at_tree_share', 'at_ctx_set_wait', 'at_set', 'at_get', 'at_has',
-  'at_remove', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
+  'at_remove', 'at_get_num', 'at_has_num', 'at_set_num', 'at_remove_num', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
   'at_cursor_next_batch', 'at_cursor_seek_batch', 'at_atomic_add_u32', 'at_checksum',
   'at_set_memory_limit', 'at_memory_limit', 'at_memory_available', 'at_debug_trap', 'at_debug_latch', 'at_tree_abandon', 'at_poison_word',

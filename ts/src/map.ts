@@ -36,7 +36,8 @@ import {
 import { ENCODE_INTO_VIEW, readUtf8, utf8Key } from './encoding/utf8.js';
 import { bytesValue, jsonValue } from './encoding/values.js';
 import { BatchCopy } from './map/batch.js';
-import { SHRINK_ABOVE, runtimeOf, getDefaultWasm } from './map/runtime.js';
+import { SHRINK_ABOVE, type Runtime, runtimeOf, getDefaultWasm } from './map/runtime.js';
+import { numberKey } from './encoding/number.js';
 import { keyEncoderOf, valueEncoderOf } from './map/codecs.js';
 import { type Handle, fail, freeHandle, newCursor, stateError, treeRegistry } from './map/handle.js';
 import { putKey, putKeyA, prepareValue, preparedSize, putValue } from './map/put.js';
@@ -144,6 +145,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       rt, tree, mod: 0, cursors: new Set(), pool: [], util: 0, kenc, venc,
       wellFormedValues: venc === jsonValue,
       encodeIntoKeys: (kenc as unknown) === utf8Key && !rt.shared && ENCODE_INTO_VIEW,
+      numKeys: (kenc as unknown) === numberKey,
       onFree: attach?.onFree,
       borrowed: attach?.borrowed === true,
     };
@@ -171,6 +173,17 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
   get(key: K): V | undefined {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
+    if (h.numKeys && typeof key === 'number' && key === key) {
+      // A number key goes as a double: encoded inside wasm, no memory write (NaN takes the
+      // general path, which throws InvalidKeyError).
+      let st = rt.ex.at_get_num(h.tree, rt.ctx, key);
+      if (st !== Status.OK) {
+        if (st === Status.NOT_FOUND) return undefined;
+        if (st === Status.OUT_OF_MEMORY && rt.dropData()) st = rt.ex.at_get_num(h.tree, rt.ctx, key);
+        if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'get');
+      }
+      return this.#value(h, rt);
+    }
     rt.refresh();
     const len = putKeyA(h, key);
     let st = rt.ex.at_get(h.tree, rt.ctx, rt.keyA, len);
@@ -180,6 +193,11 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       if (st === Status.OUT_OF_MEMORY && rt.dropData()) st = rt.ex.at_get(h.tree, rt.ctx, rt.keyA, len);
       if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'get');
     }
+    return this.#value(h, rt);
+  }
+
+  /** The value at_get / at_get_num left in the result block. */
+  #value(h: Handle<K, V>, rt: Runtime): V {
     rt.refresh();
     const dv = rt.dv;
     return h.venc.decodeFrom(rt.u8, dv.getUint32(rt.res + Result.VALUE_PTR, true), dv.getUint32(rt.res + Result.VALUE_LEN, true), rt.shared);
@@ -189,9 +207,13 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
   has(key: K): boolean {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
-    rt.refresh();
-    const len = putKeyA(h, key);
-    const st = rt.ex.at_has(h.tree, rt.ctx, rt.keyA, len);
+    let st: number;
+    if (h.numKeys && typeof key === 'number' && key === key) {
+      st = rt.ex.at_has_num(h.tree, rt.ctx, key);
+    } else {
+      rt.refresh();
+      st = rt.ex.at_has(h.tree, rt.ctx, rt.keyA, putKeyA(h, key));
+    }
     if (st === Status.OK) return true;
     if (st === Status.NOT_FOUND) return false;
     throw fail(h as Handle<unknown, unknown>, st, 'has');
@@ -205,9 +227,15 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     const vptr = rt.reserve(preparedSize(p));
-    const klen = putKeyA(h, key);
-    const vend = putValue(rt, p, vptr, h.wellFormedValues);
-    const st = rt.ex.at_set(h.tree, rt.ctx, rt.keyA, klen, vptr, vend - vptr);
+    let st: number;
+    if (h.numKeys && typeof key === 'number' && key === key) {
+      const vend = putValue(rt, p, vptr, h.wellFormedValues);
+      st = rt.ex.at_set_num(h.tree, rt.ctx, key, vptr, vend - vptr);
+    } else {
+      const klen = putKeyA(h, key);
+      const vend = putValue(rt, p, vptr, h.wellFormedValues);
+      st = rt.ex.at_set(h.tree, rt.ctx, rt.keyA, klen, vptr, vend - vptr);
+    }
     if (rt.dataCap > SHRINK_ABOVE) rt.shrink();
     if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'set');
     h.mod++;
@@ -218,9 +246,13 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
   delete(key: K): boolean {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
-    rt.refresh();
-    const len = putKeyA(h, key);
-    const st = rt.ex.at_remove(h.tree, rt.ctx, rt.keyA, len);
+    let st: number;
+    if (h.numKeys && typeof key === 'number' && key === key) {
+      st = rt.ex.at_remove_num(h.tree, rt.ctx, key);
+    } else {
+      rt.refresh();
+      st = rt.ex.at_remove(h.tree, rt.ctx, rt.keyA, putKeyA(h, key));
+    }
     if (st === Status.OK) {
       h.mod++;
       return true;

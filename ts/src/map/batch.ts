@@ -15,6 +15,7 @@
  */
 import type { KeyEncoder, ValueEncoder } from '../encoding/codec.js';
 import { readUtf8 } from '../encoding/utf8.js';
+import { CorruptionError } from '../errors.js';
 import { bytesValue } from '../encoding/values.js';
 import { type Bounds, past } from './range.js';
 
@@ -122,27 +123,64 @@ export function decodeColumns<V>(
     }
   }
   decodeUtf8Keys(u8, dv, lens, keyStart, n, keys, shared);
-  if (wantValues) {
-    const vlens = lens + 4 * count;
-    if ((venc as unknown) === bytesValue) {
-      // One copy of the values of the n records decoded, subarrays of it.
-      let end = valueStart;
-      for (let i = 0; i < n; i++) end += dv.getUint32(vlens + 4 * i, true);
-      const bc = new BatchCopy(u8, valueStart, end);
-      for (let i = 0, o = valueStart; i < n; i++) {
-        const vl = dv.getUint32(vlens + 4 * i, true);
-        vals[i] = bc.value(o, vl) as V;
-        o += vl;
-      }
-      return n;
-    }
-    for (let i = 0, o = valueStart; i < n; i++) {
-      const vl = dv.getUint32(vlens + 4 * i, true);
-      vals[i] = venc.decodeFrom(u8, o, vl, shared);
-      o += vl;
-    }
-  }
+  if (wantValues) decodeValueColumn(venc, u8, dv, lens + 4 * count, valueStart, n, vals, shared);
   return n;
+}
+
+/**
+ * Decodes a batch of `number` keys given as doubles (BatchFlags.NUMBERS, result.key_len 2: a
+ * header [n][keys offset][values offset][0], the value lengths, one f64 per key, the values).
+ * Same contract as decodeColumns; the stop bound is compared as a number (the encoding orders
+ * numbers as `<` does). A key the core could not read as a number (NaN) is corrupt.
+ */
+export function decodeNumbers<V>(
+  venc: ValueEncoder<V>,
+  u8: Uint8Array,
+  dv: DataView,
+  p: number,
+  keys: number[],
+  vals: V[],
+  wantValues: boolean,
+  b: Bounds,
+  shared: boolean,
+): number {
+  const count = dv.getUint32(p, true);
+  const keyStart = p + dv.getUint32(p + 4, true);
+  let n = count;
+  const stop = b.stop === null ? NaN : b.stopNumber, incl = b.stopInclusive, rev = b.reverse;
+  for (let i = 0; i < count; i++) {
+    const k = dv.getFloat64(keyStart + 8 * i, true);
+    if (k !== k) throw new CorruptionError('corrupt number key encoding');
+    // (comparisons with a NaN stop are false: no stop bound)
+    if (rev ? (incl ? k < stop : k <= stop) : incl ? k > stop : k >= stop) {
+      n = i;
+      break;
+    }
+    keys[i] = k;
+  }
+  if (wantValues) decodeValueColumn(venc, u8, dv, p + BATCH_HEADER, p + dv.getUint32(p + 8, true), n, vals, shared);
+  return n;
+}
+
+/** The first n values of a value column: lengths at `vlens`, bytes back to back from `off`. */
+function decodeValueColumn<V>(venc: ValueEncoder<V>, u8: Uint8Array, dv: DataView, vlens: number, off: number, n: number, vals: V[], shared: boolean): void {
+  if ((venc as unknown) === bytesValue) {
+    // One copy of the values of the n records decoded, subarrays of it.
+    let end = off;
+    for (let i = 0; i < n; i++) end += dv.getUint32(vlens + 4 * i, true);
+    const bc = new BatchCopy(u8, off, end);
+    for (let i = 0; i < n; i++) {
+      const vl = dv.getUint32(vlens + 4 * i, true);
+      vals[i] = bc.value(off, vl) as V;
+      off += vl;
+    }
+    return;
+  }
+  for (let i = 0; i < n; i++) {
+    const vl = dv.getUint32(vlens + 4 * i, true);
+    vals[i] = venc.decodeFrom(u8, off, vl, shared);
+    off += vl;
+  }
 }
 
 /** utf8 keys: runs of ASCII keys with one TextDecoder call each, other keys one by one. */

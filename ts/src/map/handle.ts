@@ -25,6 +25,8 @@ export interface Handle<K, V> {
   readonly wellFormedValues: boolean;
   /** utf8 keys on non-shared memory: long keys go into key area A with TextEncoder.encodeInto. */
   readonly encodeIntoKeys: boolean;
+  /** `number` keys: point calls pass a number key as a double (at_get_num and co.). */
+  readonly numKeys: boolean;
   /** Called once after the tree is freed (stores release their backend). */
   onFree: (() => void) | undefined;
   /** AttachTree.borrowed: the tree is not this map's to free. */

@@ -7,8 +7,9 @@ import { Status, errorFromStatus } from '../errors.js';
 import { type Handle, type CursorRef, borrowCursor, returnCursor, cursorRegistry, fail, stateError } from './handle.js';
 import { putKeyA } from './put.js';
 import type { Bounds } from './range.js';
-import { BATCH_HEADER, decodeColumns, decodeRecords } from './batch.js';
+import { BATCH_HEADER, decodeColumns, decodeNumbers, decodeRecords } from './batch.js';
 import { utf8Key } from '../encoding/utf8.js';
+import { numberKey } from '../encoding/number.js';
 
 /** Records and bytes per iterator batch: small first (cheap `limit: 1` scans), then larger. A range
  * with a limit up to LIMIT_BATCH_RECORDS asks for all of it at once (one call into wasm). */
@@ -21,6 +22,7 @@ export const MODE_ENTRIES = 0;
 export const MODE_KEYS = 1;
 export const MODE_VALUES = 2;
 
+const NONE: never[] = [];
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined }) as IteratorReturnResult<undefined>;
 
 /**
@@ -99,8 +101,11 @@ export class BTreeIterator<K, V, T> {
     const b = this.#b;
     const rev = b.reverse ? SeekFlags.REVERSE : 0;
     let st: number, max: number;
-    // Columns pay for utf8 keys only (runs of ASCII keys decode at once); others take records.
-    const flags = (this.#mode === MODE_KEYS ? 0 : BatchFlags.VALUES) | ((h.kenc as unknown) === utf8Key ? BatchFlags.COLUMNS : 0);
+    // Columns pay for utf8 keys (runs of ASCII keys decode at once) and number keys (doubles
+    // made in wasm); others take records.
+    const kenc = h.kenc as unknown;
+    const flags = (this.#mode === MODE_KEYS ? 0 : BatchFlags.VALUES) |
+      (kenc === utf8Key ? BatchFlags.COLUMNS : kenc === numberKey ? BatchFlags.COLUMNS | BatchFlags.NUMBERS : 0);
     if (!this.#started || h.mod !== this.#mod) {
       if (this.#cursor === 0) this.#cursor = borrowCursor(h as Handle<unknown, unknown>);
       if (this.#started) {
@@ -152,15 +157,21 @@ export class BTreeIterator<K, V, T> {
     rt.refresh();
     const dv = rt.dv;
     const p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
-    const columns = dv.getUint32(rt.res + Result.KEY_LEN, true) === 1;
-    const used = dv.getUint32(rt.res + Result.VALUE_LEN, true) - (columns ? BATCH_HEADER : 0);
+    // result.key_len: 0 records, 1 columns, 2 columns with number keys as doubles.
+    const form = dv.getUint32(rt.res + Result.KEY_LEN, true);
     const count = dv.getUint32(rt.res + Result.AUX, true);
+    // The batch's bytes as the core's max_bytes counts them (number columns: 12 a record, and the
+    // values, which start at the offset in the header's third word).
+    const len = dv.getUint32(rt.res + Result.VALUE_LEN, true);
+    const used = form === 2 ? 12 * count + len - dv.getUint32(p + 8, true) : len - (form === 1 ? BATCH_HEADER : 0);
     // Decode now: the context buffer is overwritten by the next call into wasm. Codecs run no
     // adaptree calls meanwhile (the re-entrancy guard), so the buffer stays intact.
     const wantValues = this.#mode !== MODE_KEYS;
-    const n = columns
-      ? decodeColumns(h.venc, rt.u8, dv, p, this.#keys as unknown as string[], this.#vals, wantValues, b, rt.shared)
-      : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, p + used, count, this.#keys, this.#vals, wantValues, b, rt.shared);
+    const n = form === 2
+      ? decodeNumbers(h.venc, rt.u8, dv, p, this.#keys as unknown as number[], this.#vals, wantValues, b, rt.shared)
+      : form === 1
+        ? decodeColumns(h.venc, rt.u8, dv, p, this.#keys as unknown as string[], this.#vals, wantValues, b, rt.shared)
+        : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, p + used, count, this.#keys, this.#vals, wantValues, b, rt.shared);
     const pastStop = n < count;
     this.#i = 0;
     this.#n = n;
@@ -196,8 +207,8 @@ export class BTreeIterator<K, V, T> {
     this.#releaseCursor();
     this.#h = null;
     if (this.#owner !== null) this.#owner = null;
-    this.#keys = [];
-    this.#vals = [];
+    // Drops the batch (no allocation: a finished iterator never decodes again).
+    this.#keys = this.#vals = NONE;
     this.#i = this.#n = 0;
     this.#last = undefined;
   }

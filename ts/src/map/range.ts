@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { Handle } from './handle.js';
-import { putKey } from './put.js';
+import { putKeyA } from './put.js';
 import type { Range } from './types.js';
 
 export interface Bounds {
@@ -14,6 +14,8 @@ export interface Bounds {
   /** Where iteration stops: key bytes, or null for the other edge. */
   stop: Uint8Array | null;
   stopInclusive: boolean;
+  /** The stop key itself when it is a number (`number` keys: batches of doubles compare with it). */
+  stopNumber: number;
   reverse: boolean;
   limit: number;
 }
@@ -32,8 +34,9 @@ export function checkRange(range: unknown, what: string): Range<unknown> {
 function encodeBound<K>(h: Handle<K, unknown>, key: K): Uint8Array {
   const rt = h.rt;
   rt.refresh();
-  const n = putKey(h, key, rt.keyB);
-  return rt.u8.slice(rt.keyB, rt.keyB + n);
+  // Key area A: a long utf8 key goes in with TextEncoder.encodeInto there (putKeyA).
+  const n = putKeyA(h, key);
+  return rt.u8.slice(rt.keyA, rt.keyA + n);
 }
 
 export function boundsOf<K>(h: Handle<K, unknown>, range: Range<K> | undefined, what: string): Bounds {
@@ -50,9 +53,11 @@ export function boundsOf<K>(h: Handle<K, unknown>, range: Range<K> | undefined, 
   const loBytes = lo !== undefined ? encodeBound(h, lo) : null;
   const hiBytes = hi !== undefined ? encodeBound(h, hi) : null;
   const reverse = !!r.reverse;
+  const stopKey = reverse ? lo : hi;
+  const stopNumber = typeof stopKey === 'number' ? stopKey : NaN;
   return reverse
-    ? { start: hiBytes, startExclusive: r.lt !== undefined, stop: loBytes, stopInclusive: r.gte !== undefined, reverse, limit }
-    : { start: loBytes, startExclusive: r.gt !== undefined, stop: hiBytes, stopInclusive: r.lte !== undefined, reverse, limit };
+    ? { start: hiBytes, startExclusive: r.lt !== undefined, stop: loBytes, stopInclusive: r.gte !== undefined, stopNumber, reverse, limit }
+    : { start: loBytes, startExclusive: r.gt !== undefined, stop: hiBytes, stopInclusive: r.lte !== undefined, stopNumber, reverse, limit };
 }
 
 /** Whether the key at u8[off, off+len) lies beyond the stop bound. */
