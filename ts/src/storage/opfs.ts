@@ -68,22 +68,40 @@ function isShared(u: Uint8Array): boolean {
   return typeof SharedArrayBuffer !== 'undefined' && u.buffer instanceof SharedArrayBuffer;
 }
 
+/** Reads up to this many bytes (a page, a log frame's header) go through OpfsFile's own buffer. */
+const SMALL_READ = 4096;
+
 class OpfsFile implements SyncFile {
   constructor(private readonly h: OpfsAccessHandle, private readonly what: string) {}
 
+  /** Small reads (a page fault's 4 KiB) land here and are copied out: Chromium's read() into a
+   * small buffer of its own plus a 4 KiB copy costs less than a read() into a view of the wasm
+   * memory (bench/browser/diagnose.mjs split), and a shared memory needs a copy anyway. */
+  private small: Uint8Array | undefined;
+  /** One options object for every read: read() takes the offset before it returns. */
+  private readonly opt = { at: 0 };
+
   read(dst: Uint8Array, offset: number): number {
-    const buf = isShared(dst) ? new Uint8Array(dst.length) : dst;
+    const len = dst.length;
+    let buf = dst;
+    if (len <= SMALL_READ) {
+      const small = (this.small ??= new Uint8Array(SMALL_READ));
+      buf = len === SMALL_READ ? small : small.subarray(0, len);
+    } else if (isShared(dst)) {
+      buf = new Uint8Array(len);
+    }
     let done = 0;
     try {
-      while (done < buf.length) {
-        const n = this.h.read(buf.subarray(done), { at: offset + done });
+      while (done < len) {
+        this.opt.at = offset + done;
+        const n = this.h.read(done === 0 ? buf : buf.subarray(done), this.opt);
         if (n === 0) break;
         done += n;
       }
     } catch (e) {
       throw this.error('read', e);
     }
-    if (buf !== dst) dst.set(buf.subarray(0, done));
+    if (buf !== dst) dst.set(done === len ? buf : buf.subarray(0, done));
     return done;
   }
 
