@@ -83,13 +83,16 @@ class OpfsFile implements SyncFile {
 
   read(dst: Uint8Array, offset: number): number {
     const len = dst.length;
-    let buf = dst;
-    if (len <= SMALL_READ) {
-      const small = (this.small ??= new Uint8Array(SMALL_READ));
-      buf = len === SMALL_READ ? small : small.subarray(0, len);
-    } else if (isShared(dst)) {
-      buf = new Uint8Array(len);
-    }
+    if (len <= SMALL_READ) return this.readInto(dst, 0, len, offset);
+    const buf = isShared(dst) ? new Uint8Array(len) : dst;
+    const done = this.readAll(buf, offset);
+    if (buf !== dst) dst.set(buf.subarray(0, done));
+    return done;
+  }
+
+  /** Reads into buf (all of it, short of the end of the file). */
+  private readAll(buf: Uint8Array, offset: number): number {
+    const len = buf.length;
     let done = 0;
     try {
       while (done < len) {
@@ -101,8 +104,16 @@ class OpfsFile implements SyncFile {
     } catch (e) {
       throw this.error('read', e);
     }
-    if (buf !== dst) dst.set(done === len ? buf : buf.subarray(0, done));
     return done;
+  }
+
+  readInto(mem: Uint8Array, at: number, len: number, offset: number): number {
+    if (len > SMALL_READ) return this.read(mem.subarray(at, at + len), offset);
+    const small = (this.small ??= new Uint8Array(SMALL_READ));
+    const buf = len === SMALL_READ ? small : small.subarray(0, len);
+    const n = this.readAll(buf, offset);
+    mem.set(n === len ? buf : buf.subarray(0, n), at);
+    return n;
   }
 
   write(src: Uint8Array, offset: number): void {
