@@ -355,11 +355,13 @@ Status FilePager::read_free_list(const StoreMeta& m, std::vector<PageId>* out) {
 }
 
 Status FilePager::read_log_image(uint64_t off, PageId id, uint8_t* frame) {
-  alignas(16) uint8_t h[kPageFrameHeader];
-  Status s = s_->read_exact(FileId::kLog, off, h, kPageFrameHeader);
-  if (s == Status::kOk) s = s_->read_exact(FileId::kLog, off + kPageFrameHeader, frame, kPageSize);
+  // Header and image in one read (a cold page from the log took two storage calls).
+  if (frame_buf_.size() < kPageFrameSize && !resize_checked(frame_buf_, kPageFrameSize)) return Status::kOutOfMemory;
+  const uint8_t* h = frame_buf_.data();
+  Status s = s_->read_exact(FileId::kLog, off, frame_buf_.data(), kPageFrameSize);
   stats_.reads++;
   if (s != Status::kOk) return s;
+  memcpy(frame, h + kPageFrameHeader, kPageSize);
   // One pass over the page: its own checksum (bytes up to its trailer's CRC), extended by the
   // trailer's 4 bytes to the whole page, combined with the header's for the frame's.
   const uint32_t own = checksum(frame, kNodeSize + 4);

@@ -68,8 +68,8 @@ function isShared(u: Uint8Array): boolean {
   return typeof SharedArrayBuffer !== 'undefined' && u.buffer instanceof SharedArrayBuffer;
 }
 
-/** Reads up to this many bytes (a page, a log frame's header) go through OpfsFile's own buffer. */
-const SMALL_READ = 4096;
+/** Reads up to this many bytes (a page, a log frame) go through OpfsFile's own buffer. */
+const SMALL_READ = 8192;
 
 class OpfsFile implements SyncFile {
   constructor(private readonly h: OpfsAccessHandle, private readonly what: string) {}
@@ -78,6 +78,7 @@ class OpfsFile implements SyncFile {
    * small buffer of its own plus a 4 KiB copy costs less than a read() into a view of the wasm
    * memory (bench/browser/diagnose.mjs split), and a shared memory needs a copy anyway. */
   private small: Uint8Array | undefined;
+  private page: Uint8Array | undefined;  // its first 4 KiB
   /** One options object for every read: read() takes the offset before it returns. */
   private readonly opt = { at: 0 };
 
@@ -110,7 +111,7 @@ class OpfsFile implements SyncFile {
   readInto(mem: Uint8Array, at: number, len: number, offset: number): number {
     if (len > SMALL_READ) return this.read(mem.subarray(at, at + len), offset);
     const small = (this.small ??= new Uint8Array(SMALL_READ));
-    const buf = len === SMALL_READ ? small : small.subarray(0, len);
+    const buf = len === 4096 ? (this.page ??= small.subarray(0, 4096)) : small.subarray(0, len);
     const n = this.readAll(buf, offset);
     mem.set(n === len ? buf : buf.subarray(0, n), at);
     return n;
