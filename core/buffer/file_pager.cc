@@ -355,15 +355,20 @@ Status FilePager::read_free_list(const StoreMeta& m, std::vector<PageId>* out) {
 }
 
 Status FilePager::read_log_image(uint64_t off, PageId id, uint8_t* frame) {
-  alignas(16) uint8_t h[kPageFrameHeader];
-  Status s = s_->read_exact(FileId::kLog, off, h, kPageFrameHeader);
-  if (s == Status::kOk) s = s_->read_exact(FileId::kLog, off + kPageFrameHeader, frame, kPageSize);
+  // Header and image in one read (a cold page from the log took two storage calls).
+  if (frame_buf_.size() < kPageFrameSize && !resize_checked(frame_buf_, kPageFrameSize)) return Status::kOutOfMemory;
+  const uint8_t* h = frame_buf_.data();
+  Status s = s_->read_exact(FileId::kLog, off, frame_buf_.data(), kPageFrameSize);
   stats_.reads++;
   if (s != Status::kOk) return s;
-  uint32_t crc = checksum_extend(checksum(h, 24), frame, kPageSize);
+  memcpy(frame, h + kPageFrameHeader, kPageSize);
+  // One pass over the page: its own checksum (bytes up to its trailer's CRC), extended by the
+  // trailer's 4 bytes to the whole page, combined with the header's for the frame's.
+  const uint32_t own = checksum(frame, kNodeSize + 4);
+  const uint32_t crc = checksum_combine(checksum(h, 24), checksum_extend(own, frame + kNodeSize + 4, 4), kPageSize);
   if (load32(h) != kFramePage || load32(h + 4) != id || load64(h + 8) != salt_ || crc != load32(h + 24))
     return Status::kCorrupt;
-  return page_intact(frame, id) ? Status::kOk : Status::kCorrupt;
+  return load32(frame + kNodeSize) == id && load32(frame + kNodeSize + 4) == own ? Status::kOk : Status::kCorrupt;
 }
 
 Status FilePager::read_data_page(PageId id, uint8_t* frame) {
@@ -547,7 +552,11 @@ void FilePager::page_frame_header(uint8_t* h, PageId id, const uint8_t* image, u
   store32(h + 4, id);
   store64(h + 8, salt_);
   store64(h + 16, seq);
-  store32(h + 24, checksum_extend(checksum(h, 24), image, kPageSize));
+  // image is sealed (every caller seals it or read it verified): its trailer holds the CRC of
+  // its bytes up to there, so the whole page's is 4 bytes away. A trailer that did not match
+  // would give a frame checksum that does not match the bytes either: read as corrupt.
+  const uint32_t page = checksum_extend(load32(image + kNodeSize + 4), image + kNodeSize + 4, 4);
+  store32(h + 24, checksum_combine(checksum(h, 24), page, kPageSize));
 }
 
 Status FilePager::flush_buffer() {

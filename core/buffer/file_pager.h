@@ -146,6 +146,7 @@ class FilePager : public PageBackend {
   uint32_t bases_used_ = 0;
   uint32_t base_limit_ = 4096;
   std::vector<uint8_t> delta_buf_, chain_buf_;
+  std::vector<uint8_t> frame_buf_;  // a log page frame read whole (read_log_image)
   mutable PagerStats stats_;
 };
 

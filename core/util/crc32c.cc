@@ -357,6 +357,13 @@ const char* crc32c_kernel_name() {
 
 }  // namespace detail
 
+uint32_t checksum_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  // The register is linear in its start: crc(a b) = crc(a) * x^(8 |b|) ^ crc(b) (the initial
+  // and final inversions cancel). A page's length is the common case: its power is a constant.
+  static constexpr uint32_t kPagePower = detail::x_pow_8n(4096);
+  return detail::gf_mul(crc_a, len_b == 4096 ? kPagePower : detail::x_pow_8n(len_b)) ^ crc_b;
+}
+
 uint32_t checksum_extend(uint32_t crc, const uint8_t* p, uint32_t len) {
   uint32_t reg = ~crc;
 #if defined(__wasm_simd128__)

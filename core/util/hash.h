@@ -50,6 +50,10 @@ uint32_t checksum_extend(uint32_t crc, const uint8_t* p, uint32_t len);
 
 inline uint32_t checksum(const uint8_t* p, uint32_t len) { return checksum_extend(0, p, len); }
 
+// CRC-32C of a followed by b, from checksum(a), checksum(b) and b's length: one pass
+// over a page verifies both its own checksum and a log frame's that covers it.
+uint32_t checksum_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 namespace detail {
 // The CRC-32C kernels on the raw register (no initial or final inversion), for the
 // tests: every one gives the same values. checksum_extend uses crc32c_kernel_name()'s.

@@ -91,6 +91,9 @@ TEST(Hash, Crc32cExtendAndShiftCompose) {
   static const uint8_t zeros[5000] = {};
   for (uint32_t n : {0u, 1u, 255u, 256u, 4096u, 5000u})
     EXPECT_EQ(detail::crc32c_shift(0xDEADBEEFu, n), detail::crc32c_bytewise(0xDEADBEEFu, zeros, n)) << n;
+  // checksum_combine: the CRC of two parts from theirs (cut 24: a page's length, its own constant)
+  for (uint32_t cut : {0u, 1u, 24u, 2048u, 4096u, 4120u})
+    EXPECT_EQ(checksum_combine(checksum(buf, cut), checksum(buf + cut, sizeof buf - cut), sizeof buf - cut), whole) << cut;
 }
 
 TEST(Hash, FingerprintIsStableAndSpreads) {

@@ -123,6 +123,19 @@ describe('opfs backend over a fake OPFS', () => {
     expect(files.data.read(back, 8192)).toBe(4096);
     expect(back).toEqual(a);
     expect(files.data.read(new Uint8Array(100), 12288 - 10)).toBe(10);
+    // readInto (a page fault, through the file's own buffer): into mem[at, at + len) only, short
+    // at the end of the file; a read larger than that buffer; shared memory (the mt build's)
+    const mem = new Uint8Array(new SharedArrayBuffer(10000)).fill(9);
+    expect(files.data.readInto!(mem, 1000, 4096, 8192)).toBe(4096);
+    expect(mem.slice(1000, 5096)).toEqual(a);
+    expect([mem[999], mem[5096]]).toEqual([9, 9]);
+    expect(files.data.readInto!(mem, 6000, 100, 12288 - 10)).toBe(10);
+    expect([...mem.slice(6000, 6011)]).toEqual([...a.subarray(4086), 9]);
+    expect(files.data.readInto!(mem, 0, 8192, 4096)).toBe(8192);
+    expect(mem.slice(0, 4096).every((x) => x === 0)).toBe(true);
+    expect(mem.slice(4096, 8192)).toEqual(a);
+    expect(files.data.read(back.fill(1), 8192)).toBe(4096);
+    expect(back).toEqual(a);
     files.data.truncate(4096);
     expect(files.data.size()).toBe(4096);
     files.log.sync();

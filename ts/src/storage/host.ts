@@ -57,16 +57,24 @@ function failed(entry: HostEntry, e: unknown): number {
  * instantiation for the st build, which exports its memory). */
 export function hostImports(memory: () => WasmMemory): Record<string, (...args: number[]) => number> {
   const view = (ptr: number, len: number) => new Uint8Array(memory().buffer, ptr, len);
+  // The whole memory, for SyncFile.readInto (a new view when the memory grew).
+  let whole: Uint8Array | undefined;
+  const wholeMemory = () => {
+    const b = memory().buffer;
+    if (whole === undefined || whole.buffer !== b) whole = new Uint8Array(b);
+    return whole;
+  };
   return {
     at_host_read(io: number, file: number, offset: number, dst: number, len: number): number {
-      const t = fileOf(io, file);
-      if (t === undefined) return Status.IO_ERROR;
+      const entry = entries.get(io);
+      const f = entry === undefined ? undefined : file === StoreFile.DATA ? entry.files.data : file === StoreFile.LOG ? entry.files.log : undefined;
+      if (f === undefined) return Status.IO_ERROR;
       try {
-        const n = t.f.read(view(dst >>> 0, len >>> 0), offset);
-        if (t.entry.onRead !== undefined) t.entry.onRead(n);
+        const n = f.readInto !== undefined ? f.readInto(wholeMemory(), dst >>> 0, len >>> 0, offset) : f.read(view(dst >>> 0, len >>> 0), offset);
+        if (entry!.onRead !== undefined) entry!.onRead(n);
         return n;
       } catch (e) {
-        return failed(t.entry, e);
+        return failed(entry!, e);
       }
     },
     at_host_write(io: number, file: number, offset: number, src: number, len: number): number {

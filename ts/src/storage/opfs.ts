@@ -68,23 +68,53 @@ function isShared(u: Uint8Array): boolean {
   return typeof SharedArrayBuffer !== 'undefined' && u.buffer instanceof SharedArrayBuffer;
 }
 
+/** Reads up to this many bytes (a page, a log frame) go through OpfsFile's own buffer. */
+const SMALL_READ = 8192;
+
 class OpfsFile implements SyncFile {
   constructor(private readonly h: OpfsAccessHandle, private readonly what: string) {}
 
+  /** Small reads (a page fault's 4 KiB) land here and are copied out: Chromium's read() into a
+   * small buffer of its own plus a 4 KiB copy costs less than a read() into a view of the wasm
+   * memory (bench/browser/diagnose.mjs split), and a shared memory needs a copy anyway. */
+  private small: Uint8Array | undefined;
+  private page: Uint8Array | undefined;  // its first 4 KiB
+  /** One options object for every read: read() takes the offset before it returns. */
+  private readonly opt = { at: 0 };
+
   read(dst: Uint8Array, offset: number): number {
-    const buf = isShared(dst) ? new Uint8Array(dst.length) : dst;
+    const len = dst.length;
+    if (len <= SMALL_READ) return this.readInto(dst, 0, len, offset);
+    const buf = isShared(dst) ? new Uint8Array(len) : dst;
+    const done = this.readAll(buf, offset);
+    if (buf !== dst) dst.set(buf.subarray(0, done));
+    return done;
+  }
+
+  /** Reads into buf (all of it, short of the end of the file). */
+  private readAll(buf: Uint8Array, offset: number): number {
+    const len = buf.length;
     let done = 0;
     try {
-      while (done < buf.length) {
-        const n = this.h.read(buf.subarray(done), { at: offset + done });
+      while (done < len) {
+        this.opt.at = offset + done;
+        const n = this.h.read(done === 0 ? buf : buf.subarray(done), this.opt);
         if (n === 0) break;
         done += n;
       }
     } catch (e) {
       throw this.error('read', e);
     }
-    if (buf !== dst) dst.set(buf.subarray(0, done));
     return done;
+  }
+
+  readInto(mem: Uint8Array, at: number, len: number, offset: number): number {
+    if (len > SMALL_READ) return this.read(mem.subarray(at, at + len), offset);
+    const small = (this.small ??= new Uint8Array(SMALL_READ));
+    const buf = len === 4096 ? (this.page ??= small.subarray(0, 4096)) : small.subarray(0, len);
+    const n = this.readAll(buf, offset);
+    mem.set(n === len ? buf : buf.subarray(0, n), at);
+    return n;
   }
 
   write(src: Uint8Array, offset: number): void {

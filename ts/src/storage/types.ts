@@ -28,6 +28,12 @@
 export interface SyncFile {
   /** Reads into `dst` from `offset`; returns the bytes read (fewer only at the end of the file). */
   read(dst: Uint8Array, offset: number): number;
+  /**
+   * Optional, what `read` does with `dst = mem.subarray(at, at + len)`, without making that view:
+   * a page fault reads into wasm memory, and a fresh view of it per fault costs more than the
+   * rest of the call around the read (bench/browser/diagnose.mjs split).
+   */
+  readInto?(mem: Uint8Array, at: number, len: number, offset: number): number;
   /** Writes all of `src` at `offset` (the file grows as needed). */
   write(src: Uint8Array, offset: number): void;
   /** Makes every write so far durable (fdatasync). */
