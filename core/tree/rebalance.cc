@@ -265,7 +265,7 @@ void set_fence(BasicNode n, bool upper, Slice f) {
 }
 }  // namespace
 
-bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield) {
+bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield, bool with_key) {
   BTree& t = *t_;
   BasicNode pn{t.page(parent)};
   if (left >= pn.count()) return false;
@@ -282,8 +282,8 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield)
   R.extract(recs_.data() + nl);
   // The even cut by bytes, the pending key counted where it goes: the first
   // c records stay left.
-  unsigned kpos = 0;
-  {
+  unsigned kpos = n;
+  if (with_key) {
     unsigned lo = 0, hi = n;
     while (lo < hi) {
       unsigned mid = (lo + hi) / 2;
@@ -293,7 +293,7 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield)
     kpos = lo;
   }
   unsigned vbytes = vfield & kValueLenMask;
-  uint64_t key_bytes = key.len + vbytes + ss, total = key_bytes;
+  uint64_t key_bytes = with_key ? key.len + vbytes + ss : 0, total = key_bytes;
   for (unsigned i = 0; i < n; i++) total += recs_[i].key_len() + recs_[i].value_bytes() + ss;
   uint64_t acc = 0;
   unsigned c = 0;
@@ -338,7 +338,7 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield)
   sfree += given - s.len;
   bool key_left = compare(key, s) <= 0;
   unsigned kplen = key_left ? lplen : rplen;
-  if (key.len < kplen || (key_left ? lfree : rfree) < ss + key.len - kplen + vbytes) return false;
+  if (with_key && (key.len < kplen || (key_left ? lfree : rfree) < ss + key.len - kplen + vbytes)) return false;
   // The parent's separator between them.
   unsigned pplen = pn.prefix_len();
   if (s.len < pplen) return false;
@@ -393,6 +393,15 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield)
   t.version_++;
   stats_.shifts++;
   return true;
+}
+
+// Three leaves first..first+2 around the full one at pos, as two shifts: the
+// pair away from it first (its neighbour makes room), then the pair with it.
+bool Rebalancer::shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield) {
+  unsigned far = pos == first ? first + 1 : first, near = pos == first ? first : first + 1;
+  if (pos == first + 1) far = first + 1, near = first;  // the middle one gives both ways
+  shift(parent, far, key, vfield, false);
+  return shift(parent, near, key, vfield, true);
 }
 
 // ---------------------------------------------------------------- redistribution
@@ -467,7 +476,8 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
       if (!ok || sum * 16 > uint64_t{k} * kNodeSize * kRedistributeSixteenths) continue;
       if (best < 0 || sum < best_sum) best = a, best_sum = sum;
     }
-    if (best >= 0 && ((k == 2 && shift(parent, static_cast<unsigned>(best), key, vfield)) ||
+    if (best >= 0 && ((k == 2 && shift(parent, static_cast<unsigned>(best), key, vfield, true)) ||
+                      (k == 3 && shift3(parent, static_cast<unsigned>(best), pos, key, vfield)) ||
                       regroup(parent, static_cast<unsigned>(best), k, k, &key, vfield, 0))) {
       stats_.redistributions++;
       return true;

@@ -87,7 +87,10 @@ class Rebalancer {
   // deltas of both leaves instead of two rebuilt images, and no page is
   // copied or rebuilt. False, nothing changed, where a prefix would change,
   // the layouts differ or something does not fit: the caller regroups.
-  bool shift(PageId parent, unsigned left, Slice key, uint16_t vfield);
+  // with_key: key (value field vfield) is pending in one of the two, counted
+  // in the cut and sure to fit afterwards.
+  bool shift(PageId parent, unsigned left, Slice key, uint16_t vfield, bool with_key);
+  bool shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield);
   bool grow_scratch();
   // Bytes a leaf's content needs (without its fences): merge and fill decisions.
   static unsigned leaf_content(const uint8_t* p);
