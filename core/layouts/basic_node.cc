@@ -1,5 +1,7 @@
 #include "core/layouts/basic_node.h"
 
+#include <algorithm>
+
 namespace adaptree {
 
 void BasicNode::make_hints() {
@@ -33,22 +35,49 @@ void BasicNode::compact() {
       });
 }
 
+int BasicNode::find_hole(unsigned bytes) const {
+  // Live heap ranges (entries and fences) in offset order; the first gap
+  // between them (from heap_start up) that takes bytes.
+  uint32_t r[kNodeSize / 6 + 2];
+  unsigned m = 0, n = count();
+  for (unsigned i = 0; i < n; i++) {
+    const uint8_t* s = slot(i);
+    unsigned len = load16(s + 2) + (load16(s + 4) & kValueLenMask);
+    if (len) r[m++] = (uint32_t{load16(s)} << 16) | len;
+  }
+  if (load16(p + hdr::kLowerLen)) r[m++] = (uint32_t{load16(p + hdr::kLowerOff)} << 16) | load16(p + hdr::kLowerLen);
+  if (load16(p + hdr::kUpperLen)) r[m++] = (uint32_t{load16(p + hdr::kUpperOff)} << 16) | load16(p + hdr::kUpperLen);
+  std::sort(r, r + m);
+  unsigned at = heap_start();
+  for (unsigned i = 0; i < m; i++) {
+    unsigned off = r[i] >> 16, end = off + (r[i] & 0xffff);
+    if (off >= at + bytes) return static_cast<int>(at);
+    if (end > at) at = end;
+  }
+  return kNodeSize >= at + bytes ? static_cast<int>(at) : -1;
+}
+
 void BasicNode::insert_at(unsigned pos, const uint8_t* suffix, unsigned suffix_len, const uint8_t* value,
                           uint16_t value_field) {
   unsigned vbytes = value_field & kValueLenMask;
-  unsigned need = entry_space(suffix_len, vbytes);
-  if (need > free_space()) compact();
-  unsigned n = count(), ss = slot_size();
+  unsigned need = entry_space(suffix_len, vbytes), ss = slot_size();
+  // Short of contiguous room: a gap the heap has (entries that moved out or
+  // were replaced) takes the entry if it can, which changes a few bytes of
+  // the page where a compaction would move the whole heap (and a commit would
+  // then log the page whole).
+  int hole = -1;
+  if (need > free_space() && (free_space() < ss || (hole = find_hole(suffix_len + vbytes)) < 0)) compact();
+  unsigned n = count();
   uint8_t* s = slot(pos);
   memmove(s + ss, s, (n - pos) * ss);
-  unsigned top = heap_start() - suffix_len - vbytes;
+  unsigned top = hole >= 0 ? static_cast<unsigned>(hole) : heap_start() - suffix_len - vbytes;
   memcpy(p + top, suffix, suffix_len);
   memcpy(p + top + suffix_len, value, vbytes);
   store16(s, top);
   store16(s + 2, suffix_len);
   store16(s + 4, value_field);
   if (has_heads()) store32(s + 6, head_of(suffix, suffix_len));
-  store16(p + hdr::kHeapStart, top);
+  if (hole < 0) store16(p + hdr::kHeapStart, top);
   store16(p + hdr::kHeapUsed, heap_used() + suffix_len + vbytes);
   store16(p + hdr::kCount, n + 1);
   update_hints(pos);

@@ -96,6 +96,9 @@ struct BasicNode {
   void insert_at(unsigned pos, const uint8_t* suffix, unsigned suffix_len, const uint8_t* value,
                  uint16_t value_field);
   void remove_at(unsigned pos);
+  // Offset of the lowest gap in the heap (between heap_start and the page
+  // end) that takes bytes, or -1.
+  int find_hole(unsigned bytes) const;
   // Replaces the value of slot pos if the new one fits; false otherwise (node unchanged).
   bool replace_value(unsigned pos, const uint8_t* value, uint16_t value_field);
   void compact();

@@ -246,6 +246,164 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   return true;
 }
 
+// ---------------------------------------------------------------- shift
+
+namespace {
+// Sets a basic node's lower (upper) fence to f, a finite key: written at the
+// top of the heap (compacted first if needed), the old one becomes garbage.
+// The caller checked that the prefix length stays and that the bytes fit.
+void set_fence(BasicNode n, bool upper, Slice f) {
+  unsigned off_at = upper ? hdr::kUpperOff : hdr::kLowerOff, len_at = upper ? hdr::kUpperLen : hdr::kLowerLen;
+  if (n.free_space() < f.len) n.compact();
+  unsigned top = n.heap_start() - f.len;
+  memcpy(n.p + top, f.data, f.len);
+  store16(n.p + hdr::kHeapUsed, n.heap_used() - load16(n.p + len_at) + f.len);
+  store16(n.p + off_at, top);
+  store16(n.p + len_at, f.len);
+  store16(n.p + hdr::kHeapStart, top);
+  n.p[hdr::kFlags] &= static_cast<uint8_t>(~(upper ? kFlagUpperInf : kFlagLowerInf));
+}
+}  // namespace
+
+bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield, bool with_key) {
+  BTree& t = *t_;
+  BasicNode pn{t.page(parent)};
+  if (left >= pn.count()) return false;
+  PageId lid = pn.child(left), rid = pn.child(left + 1);
+  if (!t.store_.resident(lid) || !t.store_.resident(rid)) return false;
+  BasicNode L{t.page(lid)}, R{t.page(rid)};
+  constexpr uint8_t kLayout = kFlagHeads | kFlagHints;
+  if (L.p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) || R.p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) ||
+      (L.p[hdr::kFlags] & kLayout) != (R.p[hdr::kFlags] & kLayout))
+    return false;
+  unsigned nl = L.count(), nr = R.count(), n = nl + nr, ss = L.slot_size();
+  if (n < 2 || !resize_checked(recs_, n)) return false;
+  L.extract(recs_.data());
+  R.extract(recs_.data() + nl);
+  // The even cut by bytes, the pending key counted where it goes: the first
+  // c records stay left.
+  unsigned kpos = n;
+  if (with_key) {
+    unsigned lo = 0, hi = n;
+    while (lo < hi) {
+      unsigned mid = (lo + hi) / 2;
+      if (compare_record_key(recs_[mid], key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    kpos = lo;
+  }
+  unsigned vbytes = vfield & kValueLenMask;
+  uint64_t key_bytes = with_key ? key.len + vbytes + ss : 0, total = key_bytes;
+  for (unsigned i = 0; i < n; i++) total += recs_[i].key_len() + recs_[i].value_bytes() + ss;
+  uint64_t acc = 0;
+  unsigned c = 0;
+  while (c < n - 1) {
+    uint64_t next = acc + recs_[c].key_len() + recs_[c].value_bytes() + ss + (c == kpos ? key_bytes : 0);
+    if (2 * next > total) break;
+    acc = next;
+    c++;
+  }
+  if (c == 0) c = 1;
+  if (c == nl) return false;  // already even: only a split makes room
+  KeyBuffer sep;
+  separator_between(recs_[c - 1], recs_[c], &sep);
+  Slice s = sep.slice();
+  // Both prefixes must stay (stored keys are suffixes after them).
+  Fences lf = fences_of(L.p), rf = fences_of(R.p);
+  if (lf.upper_inf || rf.lower_inf) return false;
+  Fences nlf = lf, nrf = rf;
+  nlf.upper = s;
+  nrf.lower = s;
+  bool trunc = t.cfg_.prefix_truncation;
+  unsigned lplen = L.prefix_len(), rplen = R.prefix_len();
+  if ((trunc ? fence_prefix_len(nlf) : 0) != lplen || (trunc ? fence_prefix_len(nrf) : 0) != rplen) return false;
+  // Room: the receiver takes the records and its new fence; the pending key
+  // must fit where it goes.
+  bool to_right = c < nl;
+  unsigned from = to_right ? c : nl, to = to_right ? nl : c;
+  unsigned dplen = to_right ? rplen : lplen;  // the receiver's prefix
+  uint64_t moved = 0;
+  for (unsigned i = from; i < to; i++) {
+    if (recs_[i].key_len() < dplen) return false;
+    moved += ss + recs_[i].key_len() - dplen + recs_[i].value_bytes();
+  }
+  // (Old fences are not counted as freed: they stay until the new ones are written.)
+  uint64_t lfree = L.free_space_after_compaction(), rfree = R.free_space_after_compaction();
+  uint64_t given = 0;  // bytes the giver's entries and slots took there
+  for (unsigned i = from; i < to; i++) given += ss + recs_[i].key_len() - (to_right ? lplen : rplen) + recs_[i].value_bytes();
+  uint64_t& dfree = to_right ? rfree : lfree;
+  uint64_t& sfree = to_right ? lfree : rfree;
+  if (dfree < moved + s.len || sfree + given < s.len) return false;
+  dfree -= moved + s.len;
+  sfree += given - s.len;
+  bool key_left = compare(key, s) <= 0;
+  unsigned kplen = key_left ? lplen : rplen;
+  if (with_key && (key.len < kplen || (key_left ? lfree : rfree) < ss + key.len - kplen + vbytes)) return false;
+  // The parent's separator between them.
+  unsigned pplen = pn.prefix_len();
+  if (s.len < pplen) return false;
+  if (pn.free_space_after_compaction() + pn.entry_space(pn.suffix(left).len, 4) < pn.entry_space(s.len - pplen, 4))
+    return false;
+
+  // Everything fits: change the three pages.
+  pn = BasicNode{t.page_mut(parent)};
+  L = BasicNode{t.page_mut(lid)};
+  R = BasicNode{t.page_mut(rid)};
+  BasicNode dst = to_right ? R : L, src = to_right ? L : R;
+  unsigned k = to - from, dn = dst.count();
+  if (dst.free_space() < moved + s.len) dst.compact();  // the records refer to src only
+  // Receiver: the slots open at its front (to the right) or its end (to the left).
+  unsigned at = to_right ? 0 : dn;
+  if (to_right) memmove(dst.slot(k), dst.slot(0), dn * ss);
+  unsigned top = dst.heap_start(), used = dst.heap_used();
+  for (unsigned j = 0; j < k; j++) {
+    const RecordRef& r = recs_[from + j];
+    unsigned kl = r.key_len() - dplen, vb = r.value_bytes();
+    top -= kl + vb;
+    r.copy_key(dplen, kl, dst.p + top);
+    memcpy(dst.p + top + kl, r.val, vb);
+    uint8_t* sl = dst.slot(at + j);
+    store16(sl, top);
+    store16(sl + 2, kl);
+    store16(sl + 4, r.val_len);
+    if (dst.has_heads()) store32(sl + 6, head_of(dst.p + top, kl));
+    used += kl + vb;
+  }
+  store16(dst.p + hdr::kHeapStart, top);
+  store16(dst.p + hdr::kHeapUsed, used);
+  store16(dst.p + hdr::kCount, dn + k);
+  // Giver: its slots close (the heap entries become garbage).
+  unsigned sn = src.count(), gone = 0;
+  unsigned first = to_right ? sn - k : 0;
+  for (unsigned j = 0; j < k; j++) {
+    const uint8_t* sl = src.slot(first + j);
+    gone += load16(sl + 2) + (load16(sl + 4) & kValueLenMask);
+  }
+  if (!to_right) memmove(src.slot(0), src.slot(k), (sn - k) * ss);
+  store16(src.p + hdr::kHeapUsed, src.heap_used() - gone);
+  store16(src.p + hdr::kCount, sn - k);
+  set_fence(L, true, s);
+  set_fence(R, false, s);
+  L.make_hints();
+  R.make_hints();
+  uint8_t child[4];
+  store32(child, lid);
+  pn.remove_at(left);
+  pn.insert_at(left, s.data + pplen, s.len - pplen, child, 4);
+  t.version_++;
+  stats_.shifts++;
+  return true;
+}
+
+// Three leaves first..first+2 around the full one at pos, as two shifts: the
+// pair away from it first (its neighbour makes room), then the pair with it.
+bool Rebalancer::shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield) {
+  unsigned far = pos == first ? first + 1 : first, near = pos == first ? first : first + 1;
+  if (pos == first + 1) far = first + 1, near = first;  // the middle one gives both ways
+  shift(parent, far, key, vfield, false);
+  return shift(parent, near, key, vfield, true);
+}
+
 // ---------------------------------------------------------------- redistribution
 
 bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint16_t vfield) {
@@ -318,7 +476,9 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
       if (!ok || sum * 16 > uint64_t{k} * kNodeSize * kRedistributeSixteenths) continue;
       if (best < 0 || sum < best_sum) best = a, best_sum = sum;
     }
-    if (best >= 0 && regroup(parent, static_cast<unsigned>(best), k, k, &key, vfield, 0)) {
+    if (best >= 0 && ((k == 2 && shift(parent, static_cast<unsigned>(best), key, vfield, true)) ||
+                      (k == 3 && shift3(parent, static_cast<unsigned>(best), pos, key, vfield)) ||
+                      regroup(parent, static_cast<unsigned>(best), k, k, &key, vfield, 0))) {
       stats_.redistributions++;
       return true;
     }

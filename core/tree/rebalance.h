@@ -44,6 +44,7 @@ struct FillOptions {
 
 struct FillStats {
   uint64_t redistributions = 0;  // regroups m -> m before a split
+  uint64_t shifts = 0;           // of which two basic leaves in place (no rebuild)
   uint64_t splits_2to3 = 0;      // 2 -> 3 splits
   uint64_t edge_splits = 0;      // appends past the last leaf: it stays full
   uint64_t xmerges = 0;          // groups packed into one leaf less
@@ -79,6 +80,17 @@ class Rebalancer {
   // edge = 1 (-1): one leaf into two where key lies past (before) every
   // record: the leaf keeps them all, key starts the new leaf.
   bool regroup(PageId parent, unsigned first, unsigned m, unsigned m_out, const Slice* key, uint16_t vfield, int edge);
+  // Redistribution of two basic leaves, children left and left + 1 of
+  // parent, in place: the records that even them out move across their
+  // boundary (slots and heap entries, the two fences and the parent's
+  // separator change; nothing else is rewritten). A commit then logs small
+  // deltas of both leaves instead of two rebuilt images, and no page is
+  // copied or rebuilt. False, nothing changed, where a prefix would change,
+  // the layouts differ or something does not fit: the caller regroups.
+  // with_key: key (value field vfield) is pending in one of the two, counted
+  // in the cut and sure to fit afterwards.
+  bool shift(PageId parent, unsigned left, Slice key, uint16_t vfield, bool with_key);
+  bool shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield);
   bool grow_scratch();
   // Bytes a leaf's content needs (without its fences): merge and fill decisions.
   static unsigned leaf_content(const uint8_t* p);
