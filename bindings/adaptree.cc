@@ -1097,6 +1097,20 @@ int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes) {
   return st(t->store->set_checkpoint_bytes(b));
 }
 
+int32_t at_store_encodings(at_tree* t) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  return t->store->encodings();
+}
+
+int32_t at_store_set_encodings(at_tree* t, uint32_t key, uint32_t value) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  if (key > 255 || value > 255) return st(Status::kInvalidArgument);
+  t->store->set_encodings(static_cast<uint8_t>(key), static_cast<uint8_t>(value));
+  return st(Status::kOk);
+}
+
 int32_t at_store_checkpoint(at_tree* t) {
   if (!t) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);

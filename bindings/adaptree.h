@@ -244,6 +244,12 @@ int32_t at_store_follow(at_tree* t, const uint8_t* superblock);
  * async store. A smaller log costs more checkpoints (each rewrites the logged pages home and
  * flushes twice) and saves replay at open and space. */
 int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes);
+/* The host's key and value encodings as the store records them (StoreMeta bytes 29, 30;
+ * the core does not interpret them): key | value << 8, 0 for each that was never recorded
+ * (a new store, or one written before they were); negative: a status. */
+int32_t at_store_encodings(at_tree* t);
+/* Sets them; the next commit records them (a reader's are never written). */
+int32_t at_store_set_encodings(at_tree* t, uint32_t key, uint32_t value);
 /* JSON: pool frames, resident, dirty, hits, misses, evictions, reads, writes,
  * syncs, commit sequence, data and log bytes -> result.value. */
 int32_t at_store_stats(at_tree* t, at_ctx* c);

@@ -10,6 +10,8 @@ Status Store::adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_b
     return Status::kCorrupt;
   tree_.reset(new (std::nothrow) BTree(static_cast<LayoutConfig>(meta.layout)));
   if (!tree_) return Status::kOutOfMemory;
+  key_encoding_ = meta.key_encoding;
+  value_encoding_ = meta.value_encoding;
   uint64_t frames = pool_bytes / kPageSize;
   if (frames < 64) frames = 64;  // the C ABI raises pools below 1 MiB to 1 MiB; tests go lower
   if (frames > (1u << 30)) frames = 1u << 30;
@@ -87,6 +89,8 @@ StoreMeta Store::current_meta() const {
   m.height = t.height();
   m.count = t.count();
   m.layout = static_cast<uint8_t>(t.layout());
+  m.key_encoding = key_encoding_;
+  m.value_encoding = value_encoding_;
   return m;
 }
 
@@ -114,6 +118,8 @@ Status Store::follow(const uint8_t* superblock) {
     return Status::kCorrupt;
   async_->set_read_only(tree_->version_word());
   tree_->refuse_writes(Status::kReadOnly);
+  key_encoding_ = meta.key_encoding;
+  value_encoding_ = meta.value_encoding;
   tree_->store().attach(async_.get(), static_cast<uint32_t>(frames_), meta.page_count, {});
   tree_->store().defer_free_list(meta.free_head, meta.free_count);
   tree_->adopt(meta.root, meta.height, meta.count);

@@ -66,6 +66,14 @@ class Store {
     return Status::kOk;
   }
 
+  // The host's key and value encodings (StoreMeta): as the newest commit recorded them
+  // (0 = none), or as set since; the next commit records what is set.
+  uint16_t encodings() const { return static_cast<uint16_t>(key_encoding_ | (value_encoding_ << 8)); }
+  void set_encodings(uint8_t key, uint8_t value) {
+    key_encoding_ = key;
+    value_encoding_ = value;
+  }
+
   PagerStats pager_stats() const { return async_ ? async_->stats() : file_->stats(); }
   uint64_t sequence() const { return async_ ? async_->sequence() : file_->sequence(); }
 
@@ -74,6 +82,8 @@ class Store {
   Status adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_bytes);
   StoreMeta current_meta() const;
   uint64_t frames_ = 0;
+  uint8_t key_encoding_ = 0;
+  uint8_t value_encoding_ = 0;
   std::unique_ptr<FilePager> file_;
   std::unique_ptr<AsyncPager> async_;
   std::unique_ptr<BTree> tree_;

@@ -10,7 +10,9 @@
 //   20  4    first page of the free-page list chain (0: no free pages)
 //   24  4    free pages
 //   28  1    layout configuration (core/config.h LayoutConfig)
-//   29  3    zero
+//   29  1    key encoding the host recorded (0: none recorded; the core only keeps it)
+//   30  1    value encoding the host recorded (0: none recorded)
+//   31  1    zero
 //
 // Page 0 of the data file holds two superblock slots, at byte 0 and byte 2048;
 // a checkpoint writes the older one, so a torn superblock write leaves the
@@ -57,6 +59,11 @@ struct StoreMeta {
   PageId free_head = kInvalidPageId;
   uint32_t free_count = 0;
   uint8_t layout = 7;
+  // The host's key and value encodings (its own numbering; 0 = not recorded, as in
+  // stores written before they were): opaque to the core, kept so that a store opened
+  // with other encodings than it was written with is refused with a clear error.
+  uint8_t key_encoding = 0;
+  uint8_t value_encoding = 0;
 
   void encode(uint8_t* p) const {
     memset(p, 0, 32);
@@ -67,6 +74,8 @@ struct StoreMeta {
     store32(p + 20, free_head);
     store32(p + 24, free_count);
     p[28] = layout;
+    p[29] = key_encoding;
+    p[30] = value_encoding;
   }
   void decode(const uint8_t* p) {
     root = load32(p);
@@ -76,6 +85,8 @@ struct StoreMeta {
     free_head = load32(p + 20);
     free_count = load32(p + 24);
     layout = p[28];
+    key_encoding = p[29];
+    value_encoding = p[30];
   }
 };
 

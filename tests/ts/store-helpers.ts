@@ -1,7 +1,7 @@
 // Shared by the store tests: temp dirs, a plain model of committed states, and backend
 // wrappers that inject faults (disk full past a byte budget, a "crash" after the k-th
 // write/sync/truncate, failing syncs).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryFile, memoryStorage } from '../../ts/src/storage/memory.js';
@@ -119,4 +119,34 @@ export function countingBackend(inner: SyncBackend, counts: Record<string, numbe
     size: () => f.size(),
     truncate: (n) => (bump(`${which}.truncate`), f.truncate(n)),
   }));
+}
+
+/** CRC-32C (the store's checksum, docs/FORMAT.md), bitwise: for patching test files. */
+export function crc32c(b: Uint8Array): number {
+  let c = 0xffffffff;
+  for (const x of b) {
+    c ^= x;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+  }
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** Makes a closed store on node files look like one written before stores recorded their
+ * encodings: zeroes StoreMeta's two encoding bytes (superblock bytes 53, 54) in both slots
+ * and reseals them. The log must hold nothing newer (a clean close checkpoints it). */
+export function forgetEncodings(path: string): void {
+  const fd = openSync(path, 'r+');
+  try {
+    for (const slot of [0, 2048]) {
+      const b = new Uint8Array(60);
+      readSync(fd, b, 0, 60, slot);
+      if (String.fromCharCode(...b.subarray(0, 8)) !== 'ADAPTREE') continue;
+      b[24 + 29] = 0;
+      b[24 + 30] = 0;
+      new DataView(b.buffer).setUint32(56, crc32c(b.subarray(0, 56)), true);
+      writeSync(fd, b, 0, 60, slot);
+    }
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -25,7 +25,7 @@ import {
   type StorageBackend,
 } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
-import { countingBackend, quotaBackend, sortedEntries, tempDir, uniqueName } from './store-helpers.js';
+import { countingBackend, forgetEncodings, quotaBackend, sortedEntries, tempDir, uniqueName } from './store-helpers.js';
 import { REAL_BUILDS, wasmFor } from './builds.js';
 
 const repo = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
@@ -272,6 +272,38 @@ describe.each(KINDS)('BTreeStore on %s', (kind) => {
     await s.close();
   });
 
+  it('records its encodings: reopened with others, open throws INVALID_ARGUMENT naming both; the data is intact', async () => {
+    const w = where(kind, 'encodings');
+    const s = await BTreeStore.open<Uint8Array, Uint8Array>({ ...w, keys: 'bytes', values: 'bytes' });
+    s.set(new Uint8Array([1, 2]), new Uint8Array([7]));
+    await s.close();
+    const wrong: [string | undefined, string | undefined, RegExp][] = [
+      [undefined, undefined, /keys: 'bytes' \(opened with 'utf8'\) and values: 'bytes' \(opened with 'json'\)/],
+      ['bytes', 'json', /values: 'bytes' \(opened with 'json'\)/],
+      ['number', 'bytes', /keys: 'bytes' \(opened with 'number'\)/],
+      ['utf8', 'bytes', /keys: 'bytes'/],
+      ['bytes', 'utf8', /values: 'bytes'/],
+    ];
+    for (const [keys, values, msg] of wrong) {
+      for (const readOnly of kind === 'memory' ? [false] : [false, true]) {
+        const o: Record<string, unknown> = { ...w, readOnly };
+        if (keys !== undefined) o.keys = keys;
+        if (values !== undefined) o.values = values;
+        const e = await caught(BTreeStore.open(o as never));
+        expect(e, `${keys}/${values}`).toBeInstanceOf(InvalidArgumentError);
+        expect(isAdaptreeError(e) && e.code).toBe('INVALID_ARGUMENT');
+        expect((e as Error).message).toMatch(msg);
+      }
+    }
+    // A custom codec is recorded as custom: a named encoding is refused, another codec taken.
+    const custom = { encode: (v: Uint8Array) => v, decode: (b: Uint8Array) => b };
+    const e = await caught(BTreeStore.open({ ...w, keys: 'bytes', values: custom }));
+    expect((e as Error).message).toMatch(/values: 'bytes' \(opened with a custom codec\)/);
+    const r = await BTreeStore.open<Uint8Array, Uint8Array>({ ...w, keys: 'bytes', values: 'bytes' });
+    expect([...(await contents(r))].map(([k, v]) => [[...k], [...v]])).toEqual([[[1, 2], [7]]]);
+    await r.close();
+  });
+
   it('use after close: ClosedError everywhere, close is idempotent', async () => {
     const w = where(kind, 'closed');
     const s = await openNum(w);
@@ -475,11 +507,14 @@ describe('BTreeStore on sync backends', () => {
   it('keys written as bytes and read back as numbers: iteration says CORRUPT, never yields NaN', async () => {
     // The number fast path decodes keys inside wasm; a key that is no number encoding comes
     // out as NaN, which the iterator must turn into a CorruptionError (both directions).
+    // (A store records its encodings and refuses others at open: this one is made to look
+    // like one written before that, which takes any.)
     const path = join(tmp.dir, 'mixed-encodings.db');
     const w = await BTreeStore.open<Uint8Array, Uint8Array>({ path, keys: 'bytes', values: 'bytes' });
     w.set(new Uint8Array([1, 2, 3]), new Uint8Array([9]));
     w.set(new Uint8Array([0xff]), new Uint8Array([8]));
     await w.close();
+    forgetEncodings(path);
     const r = await BTreeStore.open<number, Uint8Array>({ path, keys: 'number', values: 'bytes' });
     try {
       for (const reverse of [false, true]) {
@@ -491,6 +526,29 @@ describe('BTreeStore on sync backends', () => {
     } finally {
       await r.close({ commit: false });
     }
+  });
+
+  it('a store that recorded no encodings (written before they were) takes those it is opened with and records them', async () => {
+    const path = join(tmp.dir, 'unrecorded-encodings.db');
+    const w = await BTreeStore.open<string, Uint8Array>({ path, values: 'bytes' });
+    w.set('a', new TextEncoder().encode('{"x": 1'));
+    w.set('b', new TextEncoder().encode('[1,2]'));
+    await w.close();
+    forgetEncodings(path);
+    // Opened as json: a value that is no JSON is a CorruptionError (it was a SyntaxError).
+    const j = await BTreeStore.open<string, unknown>({ path, values: 'json' });
+    expect(j.get('b')).toEqual([1, 2]);
+    const e = await caught(() => j.get('a'));
+    expect(e).toBeInstanceOf(CorruptionError);
+    expect(isAdaptreeError(e) && e.code).toBe('CORRUPT');
+    j.set('c', { y: 2 });
+    await j.close();
+    // That commit recorded utf8 keys and json values.
+    const e2 = await caught(BTreeStore.open({ path, values: 'bytes' }));
+    expect((e2 as Error).message).toMatch(/values: 'json' \(opened with 'bytes'\)/);
+    const r = await BTreeStore.open<string, unknown>({ path, readOnly: true });
+    expect(r.get('c')).toEqual({ y: 2 });
+    await r.close();
   });
 
   it('another process holding the store: LockedError, nothing damaged', async () => {

@@ -112,6 +112,9 @@ export interface AbiExports {
   at_store_commit_end?(tree: Ptr, hostStatus: number): number;
   at_store_follow?(tree: Ptr, superblock: Ptr): number;
   at_store_set_checkpoint_bytes?(tree: Ptr, bytes: number): number;
+  /** The key and value encodings the store recorded: key | value << 8 (0: none); ts/src/store-encodings.ts. */
+  at_store_encodings?(tree: Ptr): number;
+  at_store_set_encodings?(tree: Ptr, key: number, value: number): number;
   /** Node fill (core/tree/rebalance.h): 1 redistribution before splits, 2 XMerge under pool pressure. */
   at_tree_set_fill?(tree: Ptr, flags: number): number;
   /** XMerge over the whole tree; pages freed in result.aux. */

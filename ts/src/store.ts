@@ -68,6 +68,7 @@ import {
 } from './map.js';
 import type { KeyCodec, ValueCodec } from './encoding/codec.js';
 import { loadWasm, type AdaptreeWasm } from './wasm.js';
+import { checkStoreEncodings } from './store-encodings.js';
 import { registerHost, statusOfError, unregisterHost, type HostEntry } from './storage/host.js';
 import type { AsyncStorePages, StorageBackend, SyncStoreFiles } from './storage/types.js';
 import { memoryStorage } from './storage/memory.js';
@@ -89,7 +90,8 @@ export interface StoreOptions<K, V> {
   storage?: StorageName | StorageBackend;
   /** Layout of a new store (an existing store keeps its own); default 'adaptive'. */
   layout?: LayoutName;
-  /** Key and value encodings, as for BTreeMap. The store does not record them: open it with the same. */
+  /** Key and value encodings, as for BTreeMap. The store records them (custom codecs only as
+   * "custom"): opened with others, open() throws InvalidArgumentError naming both. */
   keys?: KeyEncodingName | KeyCodec<K>;
   values?: ValueEncodingName | ValueCodec<V>;
   /** Buffer pool size in bytes (default 64 MiB; at least 1 MiB). */
@@ -464,6 +466,7 @@ export class BTreeStore<K = string, V = unknown> {
           const st = ex.at_store_set_checkpoint_bytes(tree, checkpointBytes);
           if (st < 0) throw storeError(st, 'checkpointBytes', undefined);
         }
+        checkStoreEncodings(ex, tree, options, options.path, readOnly);
         const b: Sync = { kind: 'sync', files, io, entry };
         const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
         return new BTreeStore<K, V>({ map, wasm, tree, b, storage: backend.name, path: options.path, options, pageBuf: 0 });
@@ -503,6 +506,7 @@ export class BTreeStore<K = string, V = unknown> {
         if (st < 0) throw openError(st, options.path, undefined);
         reader = { page0: sb.slice() };
       }
+      checkStoreEncodings(ex, tree, options, options.path, readOnly);
       const buf = pageBuf;
       const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
       return new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages, reader }, storage: backend.name, path: options.path, options, pageBuf: buf });

@@ -14,7 +14,7 @@
  *
  * A value the encoding cannot take is an InvalidValueError (a TypeError) and the map is unchanged.
  */
-import { InvalidValueError, isAdaptreeError } from '../errors.js';
+import { CorruptionError, InvalidValueError, isAdaptreeError } from '../errors.js';
 import type { ValueEncoder } from './codec.js';
 import { copyOut, isUint8Array } from './bytes.js';
 import { describe, encodeToArray, isWellFormed, readUtf8, writeUtf8 } from './utf8.js';
@@ -58,7 +58,14 @@ export const jsonValue: ValueEncoder<unknown> = {
         if (i === end) return neg ? -x : x;
       }
     }
-    return JSON.parse(readUtf8(u8, off, off + len, shared));
+    const text = readUtf8(u8, off, off + len, shared);
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      // Bytes the json encoding never writes: another encoding's value (a store written
+      // before stores recorded their encodings) or damage. Typed, with the parser's error.
+      throw new CorruptionError(`a stored value is not JSON (${(e as Error).message}): was it written with another value encoding?`, { cause: e });
+    }
   },
   encode(value: unknown): Uint8Array {
     const s = jsonValue.prepare(value) as string;
