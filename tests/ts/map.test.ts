@@ -630,10 +630,10 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       }
       expect(m.first()?.[0]).toBe(sorted[0]);
       expect(m.last()?.[0]).toBe(sorted[sorted.length - 1]);
-      // Returned values are fresh arrays, not views of wasm memory.
+      // Returned values are copies, not views of wasm memory (those over 64 B may share a slab).
       const a = m.get(sorted[3]!)!, b = m.get(sorted[3]!)!;
       expect(a).not.toBe(b);
-      expect(a.buffer).not.toBe(b.buffer);
+      expect(a.buffer).not.toBe(wasm.memory.buffer);
       a.fill(7);
       expect(Array.from(m.get(sorted[3]!)!)).toEqual(Array.from(b));
     });
@@ -762,6 +762,31 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expect(Array.from(m.get('a')!)).toEqual([1, 2, 3]);
       expect(m.get('e')!.length).toBe(0);
       expectError(() => m.set('x', [1] as never), InvalidValueError, 'INVALID_VALUE');
+      // 65 B .. 2 KiB: views of a shared ArrayBuffer (never wasm memory), each its own bytes;
+      // a transferred (detached) one is replaced, and values handed out before keep theirs
+      // unless they were in it.
+      const lens = [65, 100, 2048, 2049, 5000, 64];
+      for (const n of lens) m.set(`v${n}`, new Uint8Array(n).map((_, i) => (i * 7 + n) & 255));
+      const got = lens.map((n) => m.get(`v${n}`)!);
+      for (const [i, n] of lens.entries()) {
+        expect(got[i]!.length).toBe(n);
+        expect(got[i]!.buffer === wasm.memory.buffer).toBe(false);
+        expect(got[i]!.every((x, j) => x === ((j * 7 + n) & 255))).toBe(true);
+      }
+      expect(got[0]!.buffer).toBe(got[1]!.buffer); // pooled
+      expect(got[3]!.byteLength).toBe(got[3]!.buffer.byteLength); // over 2 KiB: its own
+      got[0]!.fill(0);
+      expect(got[1]!.every((x, j) => x === ((j * 7 + 100) & 255))).toBe(true);
+      expect(m.get('v65')!.every((x, j) => x === ((j * 7 + 65) & 255))).toBe(true);
+      expect(got[5]!.byteLength).toBe(got[5]!.buffer.byteLength); // up to 64 B: its own (on the JS heap)
+      const pooled = m.get('v100')!;
+      structuredClone(pooled.buffer, { transfer: [pooled.buffer] }); // detaches the slab
+      expect(pooled.length).toBe(0);
+      for (let i = 0; i < 3; i++) {
+        const again = m.get('v100')!;
+        expect(again.length).toBe(100);
+        expect(again.every((x, j) => x === ((j * 7 + 100) & 255))).toBe(true);
+      }
     });
 
     it('large values (1 MiB bytes, 3 MB strings) set, get and iterate', () => {

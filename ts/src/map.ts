@@ -169,7 +169,12 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     return n;
   }
 
-  /** The value stored under `key`, or undefined. */
+  /** The value stored under `key`, or undefined.
+   *
+   * `bytes` values are copies that never alias wasm memory; one of 65 B to 2 KiB is a view of a
+   * 16 KiB ArrayBuffer it shares with other values (as Node's Buffer pool does: an array of its
+   * own costs a backing-store allocation, microseconds). Writing into it changes no other value;
+   * its `.buffer` is the shared one: `slice()` it before transferring the buffer. */
   get(key: K): V | undefined {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);

@@ -7,9 +7,11 @@
  * |         | (+ `undefined`)          |                              | empty value; what JSON drops or changes   |
  * |         |                          |                              | (Dates, Maps, functions, -0) stays so     |
  * | `utf8`  | strings                  | UTF-8                        | lone surrogates: InvalidValueError        |
- * | `bytes` | Uint8Array               | the bytes                    | `get` returns a fresh copy; getMany and   |
- * |         |                          |                              | iterators: values > 16 B share one copy   |
- * |         |                          |                              | per batch (subarrays, never wasm memory)  |
+ * | `bytes` | Uint8Array               | the bytes                    | a copy, never a view of wasm memory;      |
+ * |         |                          |                              | over 64 B the copy may be a view of an    |
+ * |         |                          |                              | ArrayBuffer it shares with other values   |
+ * |         |                          |                              | (`get`: up to 2 KiB, Buffer-pool style;   |
+ * |         |                          |                              | getMany, iterators: one copy per batch)   |
  * | custom  | anything                 | `codec.encode(v)`            | `{ encode(v): Uint8Array, decode(b): V }` |
  *
  * A value the encoding cannot take is an InvalidValueError (a TypeError) and the map is unchanged.
