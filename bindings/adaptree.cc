@@ -142,6 +142,19 @@ class Held {
   ReadMode mode_;
 };
 
+// The store-wide calls (commit, checkpoint, stats, ...): exclusive, like every call on
+// a store, so that a thread sharing the store never runs one beside another's write.
+// ok() is false when the store was closed by another thread.
+class StoreHeld {
+ public:
+  explicit StoreHeld(at_tree* t, TreeLatch::Wait w = TreeLatch::Wait::kSpin) : t_(t), g_(t->latch, true, w) {}
+  bool ok() const { return g_.held() && !t_->closed; }
+
+ private:
+  at_tree* t_;
+  TreeLatchGuard g_;
+};
+
 // Runs read(mode) under h, again exclusive while it answers kRestart; kClosed
 // when the tree was closed meanwhile.
 template <class Read>
@@ -324,8 +337,11 @@ at_tree* at_tree_new(uint32_t layout_config) {
 
 int32_t at_tree_share(at_tree* t) {
   if (!t) return st(Status::kClosed);
-  // Phase 1: a store's page I/O belongs to the thread that opened it (docs/THREADS.md).
-  if (t->store) return st(Status::kInvalidArgument);
+  // A store on an asynchronous host fetches pages through the JavaScript of the
+  // thread that opened it (NEED_PAGE): not shareable. A store on files is: every call
+  // on it holds the tree latch exclusive, and each thread's host functions reach the
+  // same files (docs/THREADS.md, "Stores").
+  if (t->store && t->store->is_async()) return st(Status::kInvalidArgument);
   TreeLatchGuard g(t->latch, true, TreeLatch::Wait::kSpin);
   if (!g.held() || t->closed) return st(Status::kClosed);
   t->shared.store(true, std::memory_order_relaxed);
@@ -350,6 +366,8 @@ void at_tree_free(at_tree* t) {
     for (at_cursor* c : t->cursors) c->cur.detach();  // their owner stays: the tombstone
     std::vector<at_cursor*>().swap(t->cursors);
     t->own.reset();
+    t->store.reset();  // (t->tree refers into it: closed, nobody reads it again)
+    t->storage.reset();
     t->closed = true;
 #if ADAPTREE_LSAN
     __lsan_ignore_object(t);  // the tombstone is kept on purpose (docs/THREADS.md)
@@ -1079,6 +1097,8 @@ int32_t at_store_commit_end(at_tree* t, int32_t host_status) {
 
 int32_t at_store_commit(at_tree* t) {
   if (!t) return st(Status::kClosed);
+  StoreHeld h(t);
+  if (!h.ok()) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
   return st(t->store->commit());
 }
@@ -1091,6 +1111,8 @@ int32_t at_store_follow(at_tree* t, const uint8_t* superblock) {
 
 int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes) {
   if (!t) return st(Status::kClosed);
+  StoreHeld h(t);
+  if (!h.ok()) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
   if (!(bytes >= 0) || bytes > 9007199254740992.0) return st(Status::kInvalidArgument);
   uint64_t b = bytes < 65536 ? 65536 : static_cast<uint64_t>(bytes);
@@ -1099,12 +1121,16 @@ int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes) {
 
 int32_t at_store_encodings(at_tree* t) {
   if (!t) return st(Status::kClosed);
+  StoreHeld h(t);
+  if (!h.ok()) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
   return t->store->encodings();
 }
 
 int32_t at_store_set_encodings(at_tree* t, uint32_t key, uint32_t value) {
   if (!t) return st(Status::kClosed);
+  StoreHeld h(t);
+  if (!h.ok()) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
   if (key > 255 || value > 255) return st(Status::kInvalidArgument);
   t->store->set_encodings(static_cast<uint8_t>(key), static_cast<uint8_t>(value));
@@ -1113,12 +1139,16 @@ int32_t at_store_set_encodings(at_tree* t, uint32_t key, uint32_t value) {
 
 int32_t at_store_checkpoint(at_tree* t) {
   if (!t) return st(Status::kClosed);
+  StoreHeld h(t);
+  if (!h.ok()) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
   return st(t->store->checkpoint());
 }
 
 int32_t at_store_stats(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
+  StoreHeld h(t, wait_of(c));
+  if (!h.ok()) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
   const adaptree::BufferPool& pool = t->tree.store();
   adaptree::PagerStats ps = t->store->pager_stats();

@@ -5,6 +5,9 @@
 //   adaptree-wasm-mt  mt build: the map is shared (map.share()) and 1 or 2 workers attach and
 //                     run the operations, split evenly; workers: 0 is the mt build on the main
 //                     thread without sharing (what a single-threaded user of mt pays)
+//   adaptree-file     st build, a BTreeStore on node files instead of a map (workers: 1)
+//   adaptree-file-mt  mt build, that store shared (store.share()) with 1 or 2 workers (workers:
+//                     0 is it on the main thread, not shared); each case ends with its commits
 // Workloads: lookup (uniform random keys of a loaded map), insert (N new keys, random order,
 // into an empty map), mix (50% lookups, 50% writes of random keys), hot (skewed writes: each
 // worker upserts its own 16 keys, and all workers' hot keys start in one leaf of a loaded map;
@@ -61,16 +64,28 @@ function run(map, workload, keys, ops, part, parts, seed) {
 }
 
 async function workerMain() {
-  const { handle, flag, workload, keys, ops, part, parts, seed, dist } = workerData;
-  const { BTreeMap } = await import(dist);
-  const map = await BTreeMap.attach(handle);
+  const { handle, flag, workload, keys, ops, part, parts, seed, dist, store } = workerData;
+  const { BTreeMap, BTreeStore } = await import(dist);
+  const map = store ? await BTreeStore.attach(handle) : await BTreeMap.attach(handle);
   const f = new Int32Array(flag);
   Atomics.add(f, 1, 1); // attached
   Atomics.notify(f, 1);
   while (Atomics.load(f, 0) === 0) Atomics.wait(f, 0, 0);
   run(map, workload, keys, ops, part, parts, seed);
-  map.free();
+  if (store) await map.close(); // commits this worker's writes (inside the timed part)
+  else map.free();
   parentPort.postMessage('done');
+}
+
+// File stores (rows adaptree-file, adaptree-file-mt): a BTreeStore on node files in a
+// temporary directory instead of a BTreeMap; workers attach to it (BTreeStore.attach) and
+// every store case ends with its commit inside the timed part.
+let storeSeq = 0;
+async function openStore(BTreeStore, wasm) {
+  const os = await import('node:os'), fs = await import('node:fs'), path = await import('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'adaptree-threads-bench-'));
+  const store = await BTreeStore.open({ path: path.join(dir, `s${storeSeq++}.db`), wasm, values: 'utf8' });
+  return { store, done: async () => { await store.close(); fs.rmSync(dir, { recursive: true, force: true }); } };
 }
 
 function load(map, n) {
@@ -82,8 +97,9 @@ function load(map, n) {
   map.setMany(batch);
 }
 
-async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed, dist = DIST, csplit = false) {
-  const map = new BTreeMap(null, { wasm, values: 'utf8' });
+async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed, dist = DIST, csplit = false, BTreeStore = null) {
+  const opened = BTreeStore ? await openStore(BTreeStore, wasm) : null;
+  const map = opened ? opened.store : new BTreeMap(null, { wasm, values: 'utf8' });
   if (workload !== 'insert') load(map, keys);
   if (workload === 'hot') for (let p = 0; p < 2; p++) for (let j = 0; j < HOT; j++) map.set(hotKey(p, j), value(j));
   let splitsOf = null;
@@ -98,7 +114,7 @@ async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed,
   const done = [];
   for (let p = 0; p < workers; p++) {
     const w = new Worker(new URL(import.meta.url), {
-      workerData: { handle: map.share(), flag, workload, keys, ops: Math.ceil(ops / workers), part: p, parts: workers, seed, dist },
+      workerData: { handle: map.share(), flag, workload, keys, ops: Math.ceil(ops / workers), part: p, parts: workers, seed, dist, store: opened !== null },
     });
     done.push(new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); }));
     ws.push(w);
@@ -112,18 +128,23 @@ async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed,
   await Promise.all(ws.map((w) => w.terminate()));
   if (workload === 'insert' && map.size !== keys) throw new Error(`insert: ${map.size} keys, expected ${keys}`);
   if (splitsOf) process.stderr.write(`threads bench: ${workers} workers, contention splits: ${splitsOf()}\n`);
-  map.free();
+  if (opened) await opened.done();
+  else map.free();
   return seconds;
 }
 
-function measureLocal(BTreeMap, wasm, workload, keys, ops, seed) {
-  const map = new BTreeMap(null, { wasm, values: 'utf8' });
+async function measureLocal(BTreeMap, wasm, workload, keys, ops, seed, BTreeStore = null) {
+  const opened = BTreeStore ? await openStore(BTreeStore, wasm) : null;
+  const map = opened ? opened.store : new BTreeMap(null, { wasm, values: 'utf8' });
   if (workload !== 'insert') load(map, keys);
   if (workload === 'hot') for (let j = 0; j < HOT; j++) map.set(hotKey(0, j), value(j));
+  if (opened) await map.commit();
   const t0 = performance.now();
   run(map, workload, keys, ops, 0, 1, seed);
+  if (opened) await map.commit();
   const seconds = (performance.now() - t0) / 1000;
-  map.free();
+  if (opened) await opened.done();
+  else map.free();
   return seconds;
 }
 
@@ -133,7 +154,7 @@ async function main() {
   const ops = p.ops ?? 1_000_000;
   const rounds = p.rounds ?? 3;
   const seed = p.seed ?? 1;
-  const { BTreeMap, loadWasm } = await import(DIST);
+  const { BTreeMap, BTreeStore, loadWasm } = await import(DIST);
   const st = await loadWasm();
   const mt = await loadWasm({ threads: true });
   if (mt.build !== 'mt') throw new Error('no mt build here (SharedArrayBuffer)');
@@ -156,7 +177,14 @@ async function main() {
       ['adaptree-wasm-mt', 0, () => measureLocal(BTreeMap, mt, workload, keys, ops, seed)],
       ['adaptree-wasm-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed)],
       ['adaptree-wasm-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed)],
+      // The same on a file store (docs/THREADS.md, "Stores"): every call holds the tree latch
+      // exclusive, so workers overlap only in the JavaScript around the calls.
+      ['adaptree-file', 1, () => measureLocal(BTreeMap, st, workload, keys, ops, seed, BTreeStore)],
+      ['adaptree-file-mt', 0, () => measureLocal(BTreeMap, mt, workload, keys, ops, seed, BTreeStore)],
+      ['adaptree-file-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed, DIST, false, BTreeStore)],
+      ['adaptree-file-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed, DIST, false, BTreeStore)],
     ];
+    if (p.stores === false) cases.splice(4);
     if (base) {
       cases.push(['adaptree-wasm-mt-base', 1, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 1, seed, base.dist)]);
       cases.push(['adaptree-wasm-mt-base', 2, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 2, seed, base.dist)]);

@@ -96,7 +96,18 @@ describe('host imports', () => {
       size: () => data.size(),
       truncate: (n) => data.truncate(n),
     };
-    const { io, entry } = registerHost({ data: failing, log, close() {} });
+    const io = 64;
+    const entry = registerHost(memory, io, { data: failing, log, close() {} });
+    // Entries are per memory: another memory's functions do not see it, and it may use io too.
+    const other = new WebAssembly.Memory({ initial: 1 });
+    expect(hostImports(() => other).at_host_size!(io, 1)).toBe(Status.IO_ERROR);
+    const otherLog = new MemoryFile();
+    otherLog.write(new Uint8Array(7), 0);
+    registerHost(other, io, { data: new MemoryFile(), log: otherLog, close() {} });
+    expect(hostImports(() => other).at_host_size!(io, 1)).toBe(7);
+    // Registered again in this thread (a store attached where its owner is): the same entry, counted.
+    expect(registerHost(other, io, { data: new MemoryFile(), log: new MemoryFile(), close() {} }).files.log).toBe(otherLog);
+    unregisterHost(other, io);
     const u8 = new Uint8Array(memory.buffer);
     u8.set([9, 8, 7, 6], 100);
     expect(env.at_host_write!(io, 1, 4096, 100, 4)).toBe(Status.OK);
@@ -114,8 +125,10 @@ describe('host imports', () => {
     expect(env.at_host_sync!(io, 0)).toBe(Status.IO_ERROR);
     expect(entry.lastError).toBe(fail);
     expect(env.at_host_read!(io, 2, 0, 100, 4)).toBe(Status.IO_ERROR); // no file 2
-    unregisterHost(io);
+    unregisterHost(memory, io);
     expect(env.at_host_read!(io, 0, 0, 100, 4)).toBe(Status.IO_ERROR); // unknown io
+    expect(hostImports(() => other).at_host_size!(io, 1)).toBe(7);
+    unregisterHost(other, io);
   });
 
   it('maps errors to statuses', () => {

@@ -39,8 +39,8 @@
  * |                       |                |                   | a sync write while an async commit is written     |
  * | AbortedError          | AdaptreeError  | ABORTED           | an `onProgress` callback threw: the work stopped,  |
  * |                       |                |                   | nothing changed (the callback's error is `cause`) |
- * | ThreadsUnsupportedError | AdaptreeError | THREADS_UNSUPPORTED | share() where workers cannot share it: a store |
- * |                       |                |                   | (phase 1, docs/THREADS.md) or a map on the st build |
+ * | ThreadsUnsupportedError | AdaptreeError | THREADS_UNSUPPORTED | share() where workers cannot share it: the st |
+ * |                       |                |                   | build, a store not on `node` files (THREADS.md) |
  * | AdaptreeError         | Error          | INTERNAL          | unexpected core status                            |
  */
 import { Status } from './abi.js';

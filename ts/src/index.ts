@@ -62,7 +62,7 @@ export {
   type Range,
   type ValueEncodingName,
 } from './map.js';
-export { BTreeStore, type StoreOptions, type StoreStats, type StorageName } from './store.js';
+export { BTreeStore, type StoreOptions, type StoreStats, type StorageName, type SharedStoreHandle, type AttachStoreOptions } from './store.js';
 export type {
   AsyncBackend,
   AsyncStorePages,

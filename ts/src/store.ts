@@ -68,6 +68,7 @@ import {
 } from './map.js';
 import type { KeyCodec, ValueCodec } from './encoding/codec.js';
 import { loadWasm, type AdaptreeWasm } from './wasm.js';
+import { detachInstance, trackAttached, untrackAttached, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import { checkStoreEncodings } from './store-encodings.js';
 import { registerHost, statusOfError, unregisterHost, type HostEntry } from './storage/host.js';
 import type { AsyncStorePages, StorageBackend, SyncStoreFiles } from './storage/types.js';
@@ -305,9 +306,28 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
  * `LockedError` (open elsewhere), `CorruptionError`, `IoError`, `QuotaExceededError`,
  * `ReadOnlyError` (after a failed commit), `ClosedError`. Reference: docs/STORE.md.
  */
-/** The error for stores and threads (phase 1). */
-function storeThreads(what: string): ThreadsUnsupportedError {
-  return new ThreadsUnsupportedError(`${what}: a persistent store cannot be shared with workers yet (docs/THREADS.md, phase 1); share an in-memory BTreeMap`);
+const STORE_HANDLE = 'adaptree.shared-store';
+
+/** What `store.share()` returns and `BTreeStore.attach()` takes; structured-cloneable: a
+ * map's handle (module, memory, stack, tree, encodings) plus the files. */
+export interface SharedStoreHandle extends Omit<SharedMapHandle, 'kind'> {
+  readonly kind: typeof STORE_HANDLE;
+  /** The files' host handle in the shared memory (storage/host.ts). */
+  readonly io: number;
+  /** The backend's name and its description of the files (SyncStoreFiles#share). */
+  readonly storage: string;
+  readonly files: unknown;
+  readonly path: string;
+}
+
+/** Options of `BTreeStore.attach`: a map's (the codecs of a store shared with custom
+ * encodings), and: */
+export interface AttachStoreOptions<K, V> extends AttachMapOptions<K, V> {
+  /** The backend object, when the owner's was not one of the built-in names. */
+  storage?: StorageBackend;
+  /** As for open(): this worker's own commit schedule and error callback. */
+  autoCommit?: { ms?: number; writes?: number };
+  onError?: (e: Error) => void;
 }
 
 export class BTreeStore<K = string, V = unknown> {
@@ -321,6 +341,10 @@ export class BTreeStore<K = string, V = unknown> {
   readonly #autoMs: number;
   readonly #onError: ((e: Error) => void) | undefined;
   readonly #readOnly: boolean;
+  /** Attached in a worker (BTreeStore.attach): close() detaches; the owner ends the store. */
+  readonly #attached: boolean;
+  /** share() was called: other workers may write too (close commits whatever is pending). */
+  #shared = false;
   #closed = false;
   #closing: Promise<void> | undefined;
   /** Writes since the last commit began. */
@@ -344,8 +368,9 @@ export class BTreeStore<K = string, V = unknown> {
 
   private constructor(init: {
     map: BTreeMap<K, V>; wasm: AdaptreeWasm; tree: number; b: Sync | Async; storage: string; path: string;
-    options: StoreOptions<K, V>; pageBuf: number;
+    options: StoreOptions<K, V>; pageBuf: number; attached?: boolean;
   }) {
+    this.#attached = init.attached === true;
     this.#map = init.map;
     this.#wasm = init.wasm;
     this.#tree = init.tree;
@@ -366,21 +391,102 @@ export class BTreeStore<K = string, V = unknown> {
    * if it is open elsewhere, CorruptionError for a file that is not an adaptree store or is
    * damaged beyond repair, IoError/QuotaExceededError from the storage.
    */
-  /** Not yet (docs/THREADS.md, phase 1: a store's page I/O belongs to the thread that opened
-   * it): throws ThreadsUnsupportedError. Share an in-memory BTreeMap instead. */
-  share(): never {
-    throw storeThreads('BTreeStore.share()');
+  /**
+   * Threads (docs/THREADS.md, "Stores"): a handle for `BTreeStore.attach()` in a worker of this
+   * process, which then works on this same store: the same tree and buffer pool in the shared
+   * memory, the same files (each worker reaches them through its own host functions). Every
+   * call on a store holds the tree latch exclusive, so calls run one at a time whichever
+   * worker makes them. Needs the mt build (`await init({ threads: true })` before opening)
+   * and a backend whose files other threads can reach: `node` (file descriptors are the
+   * process's). Others throw ThreadsUnsupportedError: IndexedDB and Durable Objects (pages
+   * come through the opening thread's JavaScript), `memory`, `deno`, `opfs` (not yet).
+   *
+   * A commit in any worker makes durable what that worker wrote, and everything any worker
+   * wrote before it (one tree). This store stays the owner: its close() commits what any worker
+   * left pending (unless `{ commit: false }`) and ends the store for every worker (their calls
+   * then throw ClosedError). Each call reserves one stack (1 MiB by default) for one attach.
+   */
+  share(stackSize?: number): SharedStoreHandle {
+    this.#open();
+    if (this.#attached) throw new ThreadsUnsupportedError('share(): share the owner\'s store (this one is attached)');
+    const b = this.#b;
+    if (b.kind !== 'sync') {
+      throw new ThreadsUnsupportedError(`share(): a store on the asynchronous '${this.#storage}' storage cannot be shared with workers (its pages come through this thread's JavaScript)`);
+    }
+    const files = b.files.share?.();
+    if (files === undefined) throw new ThreadsUnsupportedError(`share(): the '${this.#storage}' storage's files cannot be reached from other workers`);
+    const w = this.#wasm;
+    if (w.build !== 'mt') {
+      throw new ThreadsUnsupportedError('share(): the store is on the single-threaded build; open it after `await init({ threads: true })` (or with an mt `wasm`)');
+    }
+    const st = w.exports.at_tree_share(this.#tree);
+    if (st !== Status.OK) throw errorFromStatus(st, 'share');
+    this.#shared = true;
+    return {
+      kind: STORE_HANDLE,
+      instance: w.attachHandle(stackSize),
+      tree: this.#tree,
+      io: b.io,
+      storage: this.#storage,
+      files,
+      path: this.#path,
+      keys: this.#map.keyEncoding,
+      values: this.#map.valueEncoding,
+    };
   }
 
-  /** Not yet (see share()): rejects with ThreadsUnsupportedError. */
-  static attach(_handle?: unknown): Promise<never> {
-    return Promise.reject(storeThreads('BTreeStore.attach()'));
+  /**
+   * The store `share()` made a handle of, in this worker (see share()). Custom codecs must be
+   * passed again (`options.keys` / `options.values`), and a backend object that is not one of
+   * the built-in names as `options.storage`. Its close() commits what this worker wrote
+   * (unless `{ commit: false }`) and detaches; the owner's close() ends the store.
+   */
+  static async attach<K = string, V = unknown>(handle: SharedStoreHandle, options: AttachStoreOptions<K, V> = {}): Promise<BTreeStore<K, V>> {
+    if (handle === null || typeof handle !== 'object' || handle.kind !== STORE_HANDLE || typeof handle.tree !== 'number' || typeof handle.io !== 'number') {
+      throw new InvalidArgumentError('BTreeStore.attach(): not a handle from store.share()');
+    }
+    const keys = handle.keys === 'custom' ? options.keys : handle.keys;
+    const values = handle.values === 'custom' ? options.values : handle.values;
+    if (keys === undefined || values === undefined) {
+      throw new InvalidArgumentError('BTreeStore.attach(): the store was shared with a custom codec: pass the same codec (options.keys / options.values)');
+    }
+    const backend = options.storage ?? resolveStorage(handle.storage as StoreOptions<unknown, unknown>['storage']);
+    if (backend.kind !== 'sync' || typeof backend.attach !== 'function') {
+      throw new ThreadsUnsupportedError(`BTreeStore.attach(): the '${handle.storage}' storage cannot attach shared files`);
+    }
+    const files = await backend.attach(handle.files);
+    const wasm = await loadWasm({ attach: handle.instance });
+    let entry: HostEntry | undefined;
+    const detach = (): void => {
+      untrackAttached(detach);
+      unregisterHost(wasm.memory, handle.io);
+      try {
+        files.close();
+      } finally {
+        detachInstance(wasm);
+      }
+    };
+    try {
+      entry = registerHost(wasm.memory, handle.io, files);
+      const opts = { wasm, keys, values, [ATTACH_TREE]: { tree: handle.tree, borrowed: true, onFree: detach } } as unknown as BTreeMapOptions<K, V>;
+      const map = new BTreeMap<K, V>(null, opts);
+      trackAttached(detach);
+      const storeOptions = { path: handle.path, autoCommit: options.autoCommit, onError: options.onError } as StoreOptions<K, V>;
+      return new BTreeStore<K, V>({ map, wasm, tree: handle.tree, b: { kind: 'sync', files, io: handle.io, entry }, storage: handle.storage, path: handle.path, options: storeOptions, pageBuf: 0, attached: true });
+    } catch (e) {
+      if (entry !== undefined) unregisterHost(wasm.memory, handle.io);
+      detachInstance(wasm);
+      files.close();
+      throw e;
+    }
   }
 
   static async open<K = string, V = unknown>(pathOrOptions: string | StoreOptions<K, V>): Promise<BTreeStore<K, V>> {
     const options: StoreOptions<K, V> = typeof pathOrOptions === 'string' ? { path: pathOrOptions } : pathOrOptions;
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('BTreeStore.open: give a path or an options object');
-    if ('threads' in options) throw storeThreads('BTreeStore.open: threads');
+    if ('threads' in options) {
+      throw new ThreadsUnsupportedError("BTreeStore.open: there is no 'threads' option: open the store on the mt build (`await init({ threads: true })` first) and call share()");
+    }
     for (const name of Object.keys(options)) {
       if (!KNOWN.has(name)) throw new InvalidArgumentError(`BTreeStore.open: unknown option '${name}' (${[...KNOWN].join(', ')})`);
     }
@@ -433,9 +539,17 @@ export class BTreeStore<K = string, V = unknown> {
 
     if (backend.kind === 'sync') {
       const files = await backend.open(options.path, storageOptions);
-      const { io, entry } = registerHost(files);
+      // The host's handle on the files: an address in wasm memory, unique among the stores on
+      // it in every thread (storage/host.ts).
+      const io = ex.at_alloc(8);
+      if (io === 0) {
+        files.close();
+        throw errorFromStatus(Status.OUT_OF_MEMORY, 'open');
+      }
+      const entry = registerHost(wasm.memory, io, files);
       const release = () => {
-        unregisterHost(io);
+        unregisterHost(wasm.memory, io);
+        ex.at_free(io);
         files.close();
       };
       let tree = 0;
@@ -737,17 +851,21 @@ export class BTreeStore<K = string, V = unknown> {
       let err: unknown;
       try {
         // A commit requested before close completes (with every write so far, as any flush).
+        // The owner of a shared store commits what any worker left pending (its own count
+        // knows only its own writes).
+        if (commit && this.#shared && this.#uncommitted === 0) this.#uncommitted = 1;
         if (this.#next !== undefined || (commit && this.#uncommitted > 0)) await this.#requestCommit();
         while (this.#flushing !== undefined) await this.#flushing;
       } catch (e) {
-        err = e;
+        // An attached store whose owner closed first: nothing left to commit into.
+        if (!(this.#attached && e instanceof ClosedError)) err = e;
       }
       // Sync backends: fold the log into the data file (committed pages only), so that the
       // next open has no log to replay. A failure here loses nothing: the log stays valid.
       // Skipped after a failed commit; a failing checkpoint goes to onError, not to close().
       // On a poisoned instance (InstanceUnusableError) it is skipped too: the files and the
       // lock are still released below, and what was committed is in the files.
-      if (this.#b.kind === 'sync' && !this.#map.closed && !this.#failed && !this.#wasm.poisoned) {
+      if (this.#b.kind === 'sync' && !this.#attached && !this.#map.closed && !this.#failed && !this.#wasm.poisoned) {
         this.#b.entry.lastError = undefined;
         try {
           const st = this.#wasm.exports.at_store_checkpoint!(this.#tree);

@@ -93,13 +93,24 @@ export async function attachMap<K, V>(handle: SharedMapHandle, options?: AttachM
     }
     throw e;
   }
-  live.add(detach);
-  watchExit();
+  trackAttached(detach);
   return map;
 }
 
-/** An attached map was freed: its instance's areas, context and stack go back to the memory. */
-function detachInstance(wasm: AdaptreeWasm): void {
+/** Registers the detach function of an attached map or store of this thread (freed at the
+ * Node worker's 'exit' if still open); the detach must call untrackAttached. */
+export function trackAttached(detach: () => void): void {
+  live.add(detach);
+  watchExit();
+}
+
+export function untrackAttached(detach: () => void): void {
+  live.delete(detach);
+}
+
+/** An attached map was freed: its instance's areas, context and stack go back to the memory.
+ * (Also for attached stores: store.ts.) */
+export function detachInstance(wasm: AdaptreeWasm): void {
   if (wasm.released) return;
   runtimeOf(wasm).release();
   wasm.release();

@@ -4,6 +4,11 @@
 // core reads and writes them from inside its calls. The functions never throw into wasm:
 // a failure becomes a status (QUOTA_EXCEEDED for a full disk, IO_ERROR otherwise) and the
 // backend's error is kept so the API can throw a typed error with it as `cause`.
+//
+// Entries are kept per wasm memory, and `io` is the address of a small block the store
+// allocates in that memory: unique among the stores on the memory in every thread, so a
+// worker that attaches a shared store (BTreeStore.attach, docs/THREADS.md) registers its own
+// handles on the same files under the same `io`, beside stores of its own.
 import { Status, StoreFile } from '../abi.js';
 import { isAdaptreeError } from '../errors.js';
 import type { SyncFile, SyncStoreFiles } from './types.js';
@@ -15,21 +20,33 @@ export interface HostEntry {
   lastError: unknown;
   /** Called with the bytes read while set (open/recovery progress). */
   onRead: ((bytes: number) => void) | undefined;
+  /** Stores in this thread using the entry (an owner and stores attached in its thread). */
+  refs: number;
 }
 
-const entries = new Map<number, HostEntry>();
-let nextIo = 1;
+type Registry = Map<number, HostEntry>;
+const registries = new WeakMap<object, Registry>();
 
-export function registerHost(files: SyncStoreFiles): { io: number; entry: HostEntry } {
-  while (entries.has(nextIo) || nextIo === 0) nextIo = (nextIo + 1) >>> 0;
-  const io = nextIo++;
-  const entry: HostEntry = { files, lastError: undefined, onRead: undefined };
-  entries.set(io, entry);
-  return { io, entry };
+/** Registers the files of a store on `memory` under `io` (an address allocated in it). A
+ * store attached in the thread that already has `io` on this memory (its owner's, or another
+ * attach) shares that entry: counted, and gone at the last unregisterHost. */
+export function registerHost(memory: object, io: number, files: SyncStoreFiles): HostEntry {
+  let reg = registries.get(memory);
+  if (reg === undefined) registries.set(memory, (reg = new Map()));
+  const had = reg.get(io);
+  if (had !== undefined) {
+    had.refs++;
+    return had;
+  }
+  const entry: HostEntry = { files, lastError: undefined, onRead: undefined, refs: 1 };
+  reg.set(io, entry);
+  return entry;
 }
 
-export function unregisterHost(io: number): void {
-  entries.delete(io);
+export function unregisterHost(memory: object, io: number): void {
+  const reg = registries.get(memory);
+  const entry = reg?.get(io);
+  if (entry !== undefined && --entry.refs === 0) reg!.delete(io);
 }
 
 /** The status for an error a backend threw. */
@@ -41,8 +58,8 @@ export function statusOfError(e: unknown): number {
   return Status.IO_ERROR;
 }
 
-function fileOf(io: number, file: number): { entry: HostEntry; f: SyncFile } | undefined {
-  const entry = entries.get(io);
+function fileOf(reg: Registry | undefined, io: number, file: number): { entry: HostEntry; f: SyncFile } | undefined {
+  const entry = reg?.get(io);
   if (entry === undefined) return undefined;
   const f = file === StoreFile.DATA ? entry.files.data : file === StoreFile.LOG ? entry.files.log : undefined;
   return f === undefined ? undefined : { entry, f };
@@ -57,6 +74,9 @@ function failed(entry: HostEntry, e: unknown): number {
  * instantiation for the st build, which exports its memory). */
 export function hostImports(memory: () => WasmMemory): Record<string, (...args: number[]) => number> {
   const view = (ptr: number, len: number) => new Uint8Array(memory().buffer, ptr, len);
+  // This instance's registry (its memory's), once a store has registered on it.
+  let registry: Registry | undefined;
+  const reg = () => (registry ??= registries.get(memory()));
   // The whole memory, for SyncFile.readInto (a new view when the memory grew).
   let whole: Uint8Array | undefined;
   const wholeMemory = () => {
@@ -66,7 +86,7 @@ export function hostImports(memory: () => WasmMemory): Record<string, (...args: 
   };
   return {
     at_host_read(io: number, file: number, offset: number, dst: number, len: number): number {
-      const entry = entries.get(io);
+      const entry = reg()?.get(io);
       const f = entry === undefined ? undefined : file === StoreFile.DATA ? entry.files.data : file === StoreFile.LOG ? entry.files.log : undefined;
       if (f === undefined) return Status.IO_ERROR;
       try {
@@ -78,7 +98,7 @@ export function hostImports(memory: () => WasmMemory): Record<string, (...args: 
       }
     },
     at_host_write(io: number, file: number, offset: number, src: number, len: number): number {
-      const t = fileOf(io, file);
+      const t = fileOf(reg(), io, file);
       if (t === undefined) return Status.IO_ERROR;
       try {
         t.f.write(view(src >>> 0, len >>> 0), offset);
@@ -88,7 +108,7 @@ export function hostImports(memory: () => WasmMemory): Record<string, (...args: 
       }
     },
     at_host_sync(io: number, file: number): number {
-      const t = fileOf(io, file);
+      const t = fileOf(reg(), io, file);
       if (t === undefined) return Status.IO_ERROR;
       try {
         t.f.sync();
@@ -98,7 +118,7 @@ export function hostImports(memory: () => WasmMemory): Record<string, (...args: 
       }
     },
     at_host_size(io: number, file: number): number {
-      const t = fileOf(io, file);
+      const t = fileOf(reg(), io, file);
       if (t === undefined) return Status.IO_ERROR;
       try {
         return t.f.size();
@@ -107,7 +127,7 @@ export function hostImports(memory: () => WasmMemory): Record<string, (...args: 
       }
     },
     at_host_truncate(io: number, file: number, size: number): number {
-      const t = fileOf(io, file);
+      const t = fileOf(reg(), io, file);
       if (t === undefined) return Status.IO_ERROR;
       try {
         t.f.truncate(size);

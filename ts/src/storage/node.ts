@@ -151,6 +151,17 @@ export interface NodeStorage extends SyncBackend {
 export const nodeStorage: NodeStorage = {
   kind: 'sync',
   name: 'node',
+  /** The files of a store another thread of this process opened (its SyncStoreFiles#share):
+   * the same descriptors, which only the owner closes. */
+  async attach(shared: unknown): Promise<SyncStoreFiles> {
+    const d = shared as { path?: unknown; fds?: unknown } | null;
+    const fds = d?.fds;
+    if (!Array.isArray(fds) || fds.length !== 2 || !fds.every((fd) => Number.isInteger(fd) && fd >= 0)) {
+      throw new InvalidArgumentError('node: not a description of shared store files');
+    }
+    const { fs } = await nodeModules();
+    return { data: new NodeFile(fs, fds[0] as number), log: new NodeFile(fs, fds[1] as number), close() {} };
+  },
   async open(path: string, options: { create: boolean }): Promise<SyncStoreFiles> {
     const { fs, path: np, proc } = await nodeModules();
     const abs = np.resolve(path);
@@ -187,6 +198,8 @@ export const nodeStorage: NodeStorage = {
     return {
       data: new NodeFile(fs, fds[0]!),
       log: new NodeFile(fs, fds[1]!),
+      // File descriptors belong to the process: a worker_thread uses the same numbers.
+      share: () => ({ path: abs, fds: [fds[0]!, fds[1]!] }),
       close() {
         if (closed) return;
         closed = true;

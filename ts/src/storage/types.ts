@@ -50,6 +50,12 @@ export interface SyncStoreFiles {
   readonly log: SyncFile;
   /** Closes both files and releases the lock. Called once. */
   close(): void;
+  /**
+   * Optional: a structured-cloneable description from which another worker of this process
+   * reaches the same two files (the backend's `attach`), for a store shared with workers
+   * (`BTreeStore#share`, docs/THREADS.md). Backends without it cannot be shared.
+   */
+  share?(): unknown;
 }
 
 export interface OpenStorageOptions {
@@ -75,6 +81,10 @@ export interface SyncBackend {
   /** Optional: the log size past which commits checkpoint, for stores opened without the
    * `checkpointBytes` option (the core's default is 64 MiB). */
   readonly checkpointBytes?: number;
+  /** Optional, with SyncStoreFiles#share: the same files in this worker, from that
+   * description. Takes no lock (the store's owner holds it); its close() releases only what
+   * it opened itself. */
+  attach?(shared: unknown): SyncStoreFiles | Promise<SyncStoreFiles>;
 }
 
 /** An open store on an asynchronous backend: 4 KiB page images by page id. */

@@ -1,0 +1,136 @@
+// A persistent store shared with worker_threads (docs/THREADS.md, "Stores"): workers attach
+// to a store on node files that the test thread opened on the mt build, and run the mixed
+// operations of the map stress (fixtures/threads-stress.mjs) on overlapping keys with a pool
+// much smaller than the data (eviction and page faults in every worker) and commits from
+// every worker; afterwards the invariant checker passes and the content equals the workers'
+// models, and so does the store reopened on the st build. Also: the owner closing first, and
+// what cannot be shared fails typed.
+import { afterAll, describe, expect, it } from 'vitest';
+import { Worker } from 'node:worker_threads';
+import { join } from 'node:path';
+import { BTreeStore, loadWasm, memoryStorage, threadsAvailable, type SharedStoreHandle } from '../../ts/src/index.js';
+import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
+import { checkStress, runStress } from './fixtures/threads-stress.mjs';
+import { tempDir } from './store-helpers.js';
+
+const WORKER = new URL('./fixtures/store-threads-worker.mjs', import.meta.url);
+const tmp = tempDir('store-threads');
+afterAll(() => tmp.cleanup());
+
+type StressResult = { own: [string, string][]; last: [string, string | null][]; failure: string; commits?: number };
+
+function start(workerData: Record<string, unknown>): Promise<StressResult> {
+  const worker = new Worker(WORKER, { workerData });
+  return new Promise((resolve, reject) => {
+    worker.once('message', (m: StressResult) => {
+      void worker.terminate();
+      resolve(m);
+    });
+    worker.once('error', reject);
+  });
+}
+
+describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () => {
+  it('3 workers and the owner, a pool far smaller than the data, commits from all: content equals the model, also after reopen', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const path = join(tmp.dir, 'shared.db');
+    const pad = '.'.repeat(200); // ~1.7 MB of live records against a 1 MiB pool
+    const store = await BTreeStore.open<string, string>({ path, wasm, poolSize: 1 << 20 });
+    const ops = Number(process.env.ADAPTREE_THREAD_OPS ?? 12000);
+    const rounds = 4;
+    const workers = [1, 2, 3].map((id) => start({ handle: store.share(), id, ops, seed: 11, rounds, pad }));
+    // The owner works at the same time, committing between its rounds too.
+    const state = {};
+    let mine!: StressResult;
+    for (let r = 0; r < rounds; r++) {
+      mine = runStress(store, 0, Math.ceil(ops / rounds), 11, state, pad) as StressResult;
+      await store.commit();
+    }
+    const results = [mine, ...(await Promise.all(workers))];
+    expect(results.map((r) => r.failure)).toEqual(['', '', '', '']);
+    expect(results.slice(1).map((r) => r.commits)).toEqual([rounds, rounds, rounds]);
+    expect(checkStress(store, results)).toEqual([]);
+    const stats = store.stats();
+    expect(stats.evictions as number).toBeGreaterThan(0);
+    expect(stats.misses as number).toBeGreaterThan(0);
+    await store.close();
+    // Every worker closed (committing) before the owner: all of it is durable.
+    const again = await BTreeStore.open<string, string>({ path });
+    expect(checkStress(again, results)).toEqual([]);
+    await again.close();
+  });
+
+  it('the owner closes first: attached calls throw ClosedError, close() of the attached store resolves, commits are intact', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const path = join(tmp.dir, 'owner-first.db');
+    const store = await BTreeStore.open<string, number>({ path, wasm });
+    store.set('a', 1);
+    const attached = await BTreeStore.attach<string, number>(store.share());
+    attached.set('b', 2);
+    await attached.commit();
+    attached.set('c', 3); // committed by the owner's close
+    expect(store.get('b')).toBe(2);
+    await store.close();
+    for (const call of [() => attached.get('a'), () => attached.set('d', 4), () => attached.size]) {
+      expect(call).toThrow(expect.objectContaining({ code: 'CLOSED' }));
+    }
+    await expect(attached.commit()).rejects.toMatchObject({ code: 'CLOSED' });
+    await attached.close();
+    const again = await BTreeStore.open<string, number>({ path });
+    expect([...again.entries()]).toEqual([['a', 1], ['b', 2], ['c', 3]]);
+    await again.close();
+    // close({ commit: false }) of the owner: what no commit covered is gone for everyone.
+    const s2 = await BTreeStore.open<string, number>({ path, wasm });
+    const a2 = await BTreeStore.attach<string, number>(s2.share());
+    a2.set('d', 4);
+    await a2.commit();
+    a2.set('e', 5);
+    await s2.close({ commit: false });
+    await a2.close();
+    const third = await BTreeStore.open<string, number>({ path });
+    expect([...third.keys()]).toEqual(['a', 'b', 'c', 'd']);
+    await third.close();
+  });
+
+  it('an attached store detaches on close: the owner and the files go on', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const path = join(tmp.dir, 'detach.db');
+    const store = await BTreeStore.open<number, string>({ path, wasm, keys: 'number', values: 'utf8' });
+    for (let round = 0; round < 20; round++) {
+      const a = await BTreeStore.attach<number, string>(store.share());
+      expect(a.keyEncoding).toBe('number');
+      a.set(round, `r${round}`);
+      await a.close(); // commits and detaches (its stack and areas go back: 20 rounds)
+      expect(a.closed).toBe(true);
+      expect(() => a.get(round)).toThrow(expect.objectContaining({ code: 'CLOSED' }));
+    }
+    expect(store.size).toBe(20);
+    await store.close();
+    const again = await BTreeStore.open<number, string>({ path, keys: 'number', values: 'utf8' });
+    expect(again.get(19)).toBe('r19');
+    await again.close();
+  });
+
+  it('what cannot be shared fails typed and changes nothing', async () => {
+    const st = await loadWasm();
+    const onSt = await BTreeStore.open({ path: join(tmp.dir, 'st.db'), wasm: st });
+    onSt.set('a', 1);
+    expect(() => onSt.share()).toThrow(expect.objectContaining({ code: 'THREADS_UNSUPPORTED' }));
+    expect(onSt.get('a')).toBe(1);
+    await onSt.close();
+    const wasm = await loadWasm({ threads: true });
+    const mem = await BTreeStore.open({ path: `store-threads-${process.pid}`, storage: memoryStorage, wasm });
+    expect(() => mem.share()).toThrow(expect.objectContaining({ code: 'THREADS_UNSUPPORTED' }));
+    await mem.close();
+    const asyncStore = await BTreeStore.open({ path: `store-threads-async-${process.pid}`, storage: createAsyncMemoryStorage(), wasm });
+    expect(() => asyncStore.share()).toThrow(expect.objectContaining({ code: 'THREADS_UNSUPPORTED' }));
+    await asyncStore.close();
+    await expect(BTreeStore.attach({} as SharedStoreHandle)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const owner = await BTreeStore.open({ path: join(tmp.dir, 'twice.db'), wasm });
+    const a = await BTreeStore.attach(owner.share());
+    expect(() => a.share()).toThrow(expect.objectContaining({ code: 'THREADS_UNSUPPORTED' }));
+    await a.close();
+    await owner.close();
+    await expect(BTreeStore.open({ path: 'x', storage: 'memory', wasm, threads: true } as never)).rejects.toMatchObject({ code: 'THREADS_UNSUPPORTED' });
+  });
+});
