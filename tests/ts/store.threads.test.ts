@@ -11,16 +11,18 @@ import { join } from 'node:path';
 import { BTreeStore, loadWasm, memoryStorage, threadsAvailable, type SharedStoreHandle } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
 import { checkStress, runStress } from './fixtures/threads-stress.mjs';
+import { budgetBackend } from './fixtures/store-fault-worker.mjs';
 import { tempDir } from './store-helpers.js';
 
 const WORKER = new URL('./fixtures/store-threads-worker.mjs', import.meta.url);
+const FAULT_WORKER = new URL('./fixtures/store-fault-worker.mjs', import.meta.url);
 const tmp = tempDir('store-threads');
 afterAll(() => tmp.cleanup());
 
 type StressResult = { own: [string, string][]; last: [string, string | null][]; failure: string; commits?: number };
 
-function start(workerData: Record<string, unknown>): Promise<StressResult> {
-  const worker = new Worker(WORKER, { workerData });
+function start(workerData: Record<string, unknown>, url = WORKER): Promise<StressResult> {
+  const worker = new Worker(url, { workerData });
   return new Promise((resolve, reject) => {
     worker.once('message', (m: StressResult) => {
       void worker.terminate();
@@ -58,6 +60,60 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     const again = await BTreeStore.open<string, string>({ path });
     expect(checkStress(again, results)).toEqual([]);
     await again.close();
+  });
+
+  it('several writers, storage failing past a byte budget: reopened, exactly a committed state holding every resolved commit', async () => {
+    type FaultResult = { id: number; log: [string, string | null][]; resolved: number; commits: number; failed: string; after: string; shared: string[] };
+    for (const budget of [120_000, 500_000, 1_500_000]) {
+      const wasm = await loadWasm({ threads: true });
+      const sab = new SharedArrayBuffer(16);
+      const flags = new Int32Array(sab);
+      const path = join(tmp.dir, `fault-${budget}.db`);
+      const store = await BTreeStore.open<string, string>({ path, wasm, storage: budgetBackend(sab), poolSize: 1 << 20 });
+      const running = Promise.all(
+        [1, 2, 3].map((id) => start({ fault: true, handle: store.share(), sab, id, rounds: 500, perRound: 150, seed: budget }, FAULT_WORKER)),
+      ) as unknown as Promise<FaultResult[]>;
+      while (Atomics.load(flags, 2) < 3) await new Promise((r) => setTimeout(r, 5));
+      Atomics.store(flags, 1, budget); // counted from here
+      Atomics.store(flags, 3, 1); // all at once
+      Atomics.notify(flags, 3);
+      const results = await running;
+      await store.close().catch(() => undefined); // its commit fails: the store refuses writes
+      // Every worker stopped on a failure (its own, or the refusal that follows another's);
+      // the budget made at least one of them, and commits resolved before it.
+      expect(results.map((r) => r.failed.split(' ')[1]).every((c) => c === 'QUOTA_EXCEEDED' || c === 'READ_ONLY')).toBe(true);
+      expect(results.some((r) => r.failed.endsWith('QUOTA_EXCEEDED'))).toBe(true);
+      expect(results.every((r) => r.after !== 'none')).toBe(true);
+      expect(results.reduce((n, r) => n + r.commits, 0)).toBeGreaterThan(0);
+      const again = await BTreeStore.open<string, string>({ path });
+      again.checkInvariants();
+      const content = new Map(again.entries());
+      const problems: string[] = [];
+      for (const r of results) {
+        // Own keys: what this worker's writes made of them after some prefix of its log that
+        // holds at least what its last resolved commit covered (later commits by others may
+        // have made more of it durable; nothing after the failure is).
+        const durable = new Map([...content].filter(([k]) => k.startsWith(`f${r.id}-`)));
+        const model = new Map<string, string>();
+        const apply = ([k, v]: [string, string | null]) => (v === null ? model.delete(k) : model.set(k, v));
+        r.log.slice(0, r.resolved).forEach(apply);
+        const same = (k: string) => model.get(k) === durable.get(k);
+        let diff = 0;
+        for (const k of new Set([...model.keys(), ...durable.keys()])) if (!same(k)) diff++;
+        let p = r.resolved;
+        while (diff !== 0 && p < r.log.length) {
+          const e = r.log[p++]!;
+          const before = same(e[0]);
+          apply(e);
+          diff += (same(e[0]) ? 0 : 1) - (before ? 0 : 1);
+        }
+        if (diff !== 0) problems.push(`budget ${budget}, worker ${r.id}: no prefix of its ${r.log.length} writes from ${r.resolved} on matches the reopened store`);
+      }
+      const written = new Set(results.flatMap((r) => r.shared));
+      for (const [k, v] of content) if (k.startsWith('fs-') && !written.has(v)) problems.push(`shared key ${k}: ${v} was never written`);
+      expect(problems).toEqual([]);
+      await again.close();
+    }
   });
 
   it('the owner closes first: attached calls throw ClosedError, close() of the attached store resolves, commits are intact', async () => {
