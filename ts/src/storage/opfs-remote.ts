@@ -18,6 +18,7 @@ import {
   InvalidValueError,
   IoError,
   PageFaultError,
+  ThreadsUnsupportedError,
   type WireError,
 } from '../errors.js';
 
@@ -154,6 +155,12 @@ export class OpfsWorkerStore {
   }
   get [Symbol.toStringTag](): string {
     return 'BTreeStore';
+  }
+
+  /** A store opened on the main thread lives in the package's worker: not shareable (open it
+   * in your own worker on the mt build, then share() it there). */
+  share(): never {
+    throw new ThreadsUnsupportedError('share(): this opfs store was opened on the main thread and lives in a worker; open it in your own worker (mt build) to share it with other workers');
   }
 
   commit(): Promise<void> {

@@ -14,8 +14,10 @@
  * anywhere in the origin throws LockedError at once and touches nothing. With `wait: true` the
  * open queues for the lock instead. The browser drops the lock when the tab or worker that
  * holds it goes away (reload, crash), so there are no stale locks. The sync access handles
- * are exclusive too; a NoModificationAllowedError from createSyncAccessHandle (a handle open
- * by code that does not take the lock) is also a LockedError.
+ * are exclusive too ('readwrite-unsafe' ones, so that workers the store is shared with can
+ * open their own: no 'readwrite' or 'read-only' handle can be open beside them); a
+ * NoModificationAllowedError from createSyncAccessHandle (a handle open by code that does not
+ * take the lock) is also a LockedError.
  *
  * Readers (`readOnly: true`) take the same Web Lock in 'shared' mode and open 'read-only'
  * access handles: any number of readers, or one writer. A reader while the writer is open
@@ -39,7 +41,11 @@ export interface OpfsAccessHandle {
   getSize(): number;
   truncate(size: number): void;
   close(): void;
+  /** The handle's mode where the browser has modes (Chromium 121+): 'readwrite-unsafe' ones
+   * can be open in several workers at once. */
+  readonly mode?: string;
 }
+type HandleMode = 'readwrite' | 'read-only' | 'readwrite-unsafe';
 interface FileHandle {
   createSyncAccessHandle?(options?: { mode?: 'readwrite' | 'read-only' | 'readwrite-unsafe' }): Promise<OpfsAccessHandle>;
 }
@@ -172,7 +178,7 @@ function splitPath(path: string): string[] {
   return parts;
 }
 
-async function openHandle(dir: DirHandle, name: string, create: boolean, path: string, readOnly: boolean): Promise<OpfsAccessHandle> {
+async function openHandle(dir: DirHandle, name: string, create: boolean, path: string, mode: HandleMode): Promise<OpfsAccessHandle> {
   let fh: FileHandle;
   try {
     fh = await dir.getFileHandle(name, { create });
@@ -189,8 +195,12 @@ async function openHandle(dir: DirHandle, name: string, create: boolean, path: s
   // for a while before calling it locked.
   for (let delay = 10; ; delay *= 2) {
     try {
-      // Readers share 'read-only' handles (any number of them, none while a 'readwrite' one is open).
-      return await (readOnly ? fh.createSyncAccessHandle({ mode: 'read-only' }) : fh.createSyncAccessHandle());
+      // Readers share 'read-only' handles (any number of them, none while a writer's is open).
+      // A writer asks for 'readwrite-unsafe' (the Web Lock keeps every other opener out, and
+      // such handles exclude 'readwrite' and 'read-only' ones as a 'readwrite' handle does), so
+      // that workers its store is shared with can open their own (BTreeStore#share); a browser
+      // without modes ignores the option and gives a 'readwrite' handle, which is not shared.
+      return await fh.createSyncAccessHandle({ mode });
     } catch (e) {
       if (nameOf(e) !== 'NoModificationAllowedError' || delay > HANDLE_RETRY_MS) throw handleError(e, name, path);
     }
@@ -210,6 +220,38 @@ function handleError(e: unknown, name: string, path: string): Error {
 export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles> } = {
   kind: 'sync',
   name: 'opfs',
+  /** The files of a store a worker of this origin opened and shared (its SyncStoreFiles#share):
+   * handles of this worker's own, 'readwrite-unsafe' as the owner's; no lock (the owner holds
+   * it). close() closes these handles only. */
+  async attach(shared: unknown): Promise<SyncStoreFiles> {
+    const parts = (shared as { parts?: unknown } | null)?.parts;
+    if (!Array.isArray(parts) || parts.length === 0 || !parts.every((p) => typeof p === 'string' && p !== '')) {
+      throw new InvalidArgumentError('opfs: not a description of shared store files');
+    }
+    if (!opfsSyncAvailable()) throw new InvalidArgumentError("the 'opfs' storage works in a dedicated worker only: attach the store in a Worker");
+    const path = parts.join('/');
+    const handles: OpfsAccessHandle[] = [];
+    try {
+      let dir = await nav()!.storage!.getDirectory!();
+      for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p as string);
+      const base = parts[parts.length - 1] as string;
+      handles.push(await openHandle(dir, base, false, path, 'readwrite-unsafe'));
+      handles.push(await openHandle(dir, base + '-log', false, path, 'readwrite-unsafe'));
+    } catch (e) {
+      for (const h of handles) h.close();
+      throw e;
+    }
+    let closed = false;
+    return {
+      data: new OpfsFile(handles[0]!, `'${path}'`),
+      log: new OpfsFile(handles[1]!, `'${path}-log'`),
+      close() {
+        if (closed) return;
+        closed = true;
+        for (const h of handles) h.close();
+      },
+    };
+  },
   async open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles> {
     const n = nav();
     if (typeof n?.storage?.getDirectory !== 'function') throw new InvalidArgumentError("the 'opfs' storage needs a browser with the Origin Private File System");
@@ -232,17 +274,21 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
         throw new IoError(`opfs: cannot open the directory of '${path}': ${(e as Error).message}`, { cause: e });
       }
       const base = parts[parts.length - 1]!;
-      handles.push(await openHandle(dir, base, create, path, readOnly));
-      handles.push(await openHandle(dir, base + '-log', create, path, readOnly));
+      const mode: HandleMode = readOnly ? 'read-only' : 'readwrite-unsafe';
+      handles.push(await openHandle(dir, base, create, path, mode));
+      handles.push(await openHandle(dir, base + '-log', create, path, mode));
     } catch (e) {
       for (const h of handles) h.close();
       release();
       throw e;
     }
     let closed = false;
+    const shareable = handles.every((h) => h.mode === 'readwrite-unsafe');
     return {
       data: new OpfsFile(handles[0]!, `'${path}'`),
       log: new OpfsFile(handles[1]!, `'${path}-log'`),
+      // Another worker of this origin opens its own 'readwrite-unsafe' handles (opfsStorage.attach).
+      share: shareable ? () => ({ parts }) : undefined,
       close() {
         if (closed) return;
         closed = true;
