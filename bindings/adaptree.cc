@@ -953,11 +953,20 @@ int32_t at_cursor_seek_batch(at_cursor* cur, at_ctx* c, const uint8_t* key, uint
 
 uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }
 
-// Tests: 1 takes the tree latch exclusive, 0 releases it; 2 takes it shared, 3 releases that.
+// Tests: 1 takes the tree latch exclusive, 0 releases it; 2 takes it shared, 3 releases that;
+// 7 takes the first leaf's latch exclusive and keeps it.
 // Contention Split (docs/THREADS.md): 4 turns it on, 5 off; 6 returns the number of
 // contention splits so far.
 int32_t at_debug_latch(at_tree* t, uint32_t hold) {
   if (!t) return st(Status::kClosed);
+  if (hold == 7) {
+    // Takes the latch of the leaf for the empty key exclusive and keeps it (a shared
+    // in-memory tree; a worker that then dies holds it: tests of at_tree_abandon).
+    TreeLatchGuard g(t->latch, false, TreeLatch::Wait::kSpin);
+    if (!g.held() || t->closed || t->store || !t->shared) return st(Status::kInvalidArgument);
+    t->tree.debug_latch_first_leaf();
+    return st(Status::kOk);
+  }
   if (hold >= 4 && hold <= 6) {
     Held h(t, true, TreeLatch::Wait::kSpin, nullptr);
     if (!h.ok()) return st(Status::kClosed);
@@ -977,6 +986,8 @@ int32_t at_debug_latch(at_tree* t, uint32_t hold) {
 
 int32_t at_tree_abandon(at_tree* t) {
   if (!t) return st(Status::kClosed);
+  // Threads spinning on a leaf latch the dead thread held stop too (core/buffer/frame.h).
+  adaptree::g_latches_abandoned.store(1, std::memory_order_relaxed);
   t->latch.abandon();
   return st(Status::kOk);
 }

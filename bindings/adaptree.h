@@ -275,12 +275,16 @@ double at_memory_available(void);
  * hold = 0 releases it. Lets a test keep a tree busy in one worker while another
  * thread's call waits (the browser's main thread must spin, never sleep). 2 and 3 take
  * and release it shared. Contention Split (docs/THREADS.md, off by default): 4 turns it
- * on for t, 5 off, 6 returns how many contention splits t made. */
+ * on for t, 5 off, 6 returns how many contention splits t made. 7 takes the latch of the
+ * first leaf of a shared in-memory tree exclusive and keeps it (a dead holder, for tests of
+ * at_tree_abandon). */
 int32_t at_debug_latch(at_tree* t, uint32_t hold);
 /* A thread died while it may have held t's latch (a worker terminated mid-call): marks the
  * latch abandoned and wakes its waiters. From then on every call on t answers CLOSED
  * without touching the tree (which may be half-modified), and at_tree_free leaves it
- * allocated. The JavaScript runtime also marks the memory unusable (at_poison_word). */
+ * allocated. The JavaScript runtime also marks the memory unusable (at_poison_word). A
+ * thread spinning on a leaf's latch (which the dead thread may hold) stops within 1024
+ * spins: in wasm it traps, natively it goes on. */
 int32_t at_tree_abandon(at_tree* t);
 /* Test-only: traps (wasm `unreachable`), as a bug would. */
 void at_debug_trap(void);

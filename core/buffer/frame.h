@@ -27,6 +27,15 @@ inline uint64_t version(uint64_t w) { return w & ((uint64_t{1} << 56) - 1); }
 inline uint64_t make(uint64_t lock, uint64_t version) { return (lock << 56) | (version & ((uint64_t{1} << 56) - 1)); }
 }  // namespace frame_state
 
+// Set when a thread died while it may have held latches of a tree on this memory
+// (at_tree_abandon; docs/THREADS.md): a PageLatch that has spun long stops waiting
+// for a holder that will never release it. In wasm it traps (the JavaScript runtime
+// has marked the memory unusable: every instance on it then throws
+// INSTANCE_POISONED) rather than touch a node the dead thread may have left
+// half-changed; natively (tests) it goes on as if it had the latch. In wasm it is
+// a variable in the (shared) linear memory: one per memory, like the poison word.
+inline std::atomic<uint32_t> g_latches_abandoned{0};
+
 // The node latch on a state word (docs/THREADS.md, phase 2a). Shared holders
 // count in the lock state (1..252), an exclusive holder sets 253; releasing
 // exclusive bumps the version, so a holder that remembered a version (a
@@ -48,6 +57,11 @@ class PageLatch {
         continue;
       }
       v = pause(&spins);
+      if (abandoned(spins)) {
+        // (Natively: counted as a holder, so that the unlock balances.)
+        w_->fetch_add(kOne, std::memory_order_acquire);
+        return frame_state::version(v);
+      }
     }
   }
   void unlock_shared() { w_->fetch_sub(kOne, std::memory_order_release); }
@@ -65,6 +79,10 @@ class PageLatch {
         continue;
       }
       v = pause(&spins);
+      if (abandoned(spins)) {
+        w_->store(frame_state::make(frame_state::kExclusive, frame_state::version(v)), std::memory_order_acquire);
+        return frame_state::version(v);
+      }
     }
   }
   // The node changed: unlocked with the next version.
@@ -85,6 +103,17 @@ class PageLatch {
  private:
   static constexpr uint64_t kOne = uint64_t{1} << 56;
   static constexpr uint64_t kMaxShared = 252;
+
+  // True (natively) when the memory's latches were abandoned and this waiter has spun
+  // long; in wasm it traps then (see g_latches_abandoned). Checked every 1024 spins.
+  static bool abandoned(unsigned spins) {
+    if ((spins & 1023) != 0 || g_latches_abandoned.load(std::memory_order_relaxed) == 0) return false;
+#if defined(__wasm__)
+    __builtin_trap();
+#else
+    return true;
+#endif
+  }
 
   uint64_t pause(unsigned* spins) {
     if (++*spins < 128) {

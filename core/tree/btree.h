@@ -178,6 +178,15 @@ class BTree {
     return store_.backed() ? 0 : PageLatch(store_.latch_word(id)).version();
   }
   std::atomic<uint64_t>* latch_word(PageId id) const { return store_.latch_word(id); }
+
+ public:
+  // Tests (at_debug_latch 7): latches the first leaf exclusive and never releases it.
+  void debug_latch_first_leaf() {
+    static const uint8_t kNone[1] = {0};
+    PageLatch(latch_word(leaf_for({kNone, 0}))).lock_exclusive();
+  }
+
+ private:
   // The leaf for key, under a shared latch: inner nodes (height_ - 1 levels)
   // do not change then, and the leaf's tag is not read before it is latched.
   PageId leaf_for(Slice key) const;

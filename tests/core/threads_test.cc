@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -373,6 +374,39 @@ TEST(Threads, MixedOperationsOnOneTree) { run_and_check(false, env_or("ADAPTREE_
 // Every thread writes the same few leaves: they split, merge, change layout
 // and carry overflow values while the others read, scan and write beside.
 TEST(Threads, HotLeavesSplitMergeConvert) { run_and_check(true, env_or("ADAPTREE_THREAD_OPS", 60000) / 4); }
+
+// A thread dies holding a leaf's latch (phase 2a): at_tree_abandon makes a thread that
+// waits for that latch stop waiting (natively it goes on; in wasm it traps and the memory
+// is poisoned: tests/ts/pool.test.ts) instead of spinning for ever.
+TEST(Threads, AbandonedLeafLatchReleasesItsWaiters) {
+  at_tree* t = at_tree_new(7);
+  ASSERT_NE(t, nullptr);
+  at_ctx* c = at_ctx_new();
+  for (int i = 0; i < 10; i++) {
+    std::string k = "k" + std::to_string(i);
+    ASSERT_EQ(at_set(t, c, bytes(k), static_cast<uint32_t>(k.size()), bytes(k), 2), 0);
+  }
+  ASSERT_EQ(at_tree_share(t), 0);
+  ASSERT_EQ(at_debug_latch(t, 7), 0);  // the "dead" holder: never released
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    at_ctx* wc = at_ctx_new();
+    at_set(t, wc, bytes("k3"), 2, bytes("vv"), 2);  // the one leaf: waits for its latch
+    at_ctx_free(wc);
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(done.load());  // still waiting
+  ASSERT_EQ(at_tree_abandon(t), 0);
+  for (int i = 0; i < 500 && !done.load(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(done.load()) << "the waiter still spins on the abandoned leaf latch";
+  if (!done.load()) std::abort();  // (a joined thread that never ends would hang the suite)
+  waiter.join();
+  EXPECT_EQ(at_get(t, c, bytes("k1"), 2), -6);  // every later call: CLOSED
+  at_ctx_free(c);
+  at_tree_free(t);  // abandoned: left allocated
+  adaptree::g_latches_abandoned.store(0);  // (process-wide natively: the other tests go on)
+}
 
 // A store on files shared by the threads (docs/THREADS.md, "Stores"): every call holds
 // the tree latch exclusive, commits come from every thread, and the pool is far smaller

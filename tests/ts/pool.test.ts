@@ -200,6 +200,23 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
     await waiter.worker.terminate();
   });
 
+  it('a worker terminated while it holds a leaf latch: markWorkerLost stops the waiter spinning on it (INSTANCE_POISONED)', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<string, number>([['k', 1]], { wasm }); // one leaf: every key is in it
+    const forWaiter = map.share();
+    const holder = start({ mode: 'leafhold', handle: map.share() });
+    expect(await holder.next()).toBe('holding');
+    const waiter = start({ mode: 'waiter', handle: forWaiter });
+    expect(await waiter.next()).toBe('ready'); // then it spins on the leaf latch (no sleeping there)
+    await new Promise((r) => setTimeout(r, 50));
+    await holder.worker.terminate(); // dies holding the leaf latch
+    markWorkerLost(map as BTreeMap<unknown, unknown>);
+    expect(await waiter.next()).toEqual({ code: 'INSTANCE_POISONED' });
+    expect(codeOf(() => map.get('k'))).toBe('INSTANCE_POISONED');
+    map.free();
+    await waiter.worker.terminate();
+  });
+
   it('a worker terminated mid-setMany (its own, then a pool worker): typed errors, no hang', async () => {
     // Your own worker: you tell adaptree (markWorkerLost) when it ended mid-call.
     {
