@@ -80,7 +80,7 @@ class PageLatch {
       }
       v = pause(&spins);
       if (abandoned(spins)) {
-        w_->store(frame_state::make(frame_state::kExclusive, frame_state::version(v)), std::memory_order_acquire);
+        w_->exchange(frame_state::make(frame_state::kExclusive, frame_state::version(v)), std::memory_order_acq_rel);
         return frame_state::version(v);
       }
     }

@@ -34,6 +34,15 @@ it('Deno: writes, commits, locks and reopens a store on Deno.FsFile', async () =
   expect(existsSync(join(tmp.dir, 'deno.db-log'))).toBe(true);
 });
 
+it('Deno: a store shared with a Deno worker (mt): stress with commits from both, content equals the models, also after reopen', async () => {
+  const args = ['run', '--quiet', `--allow-read=${repo},${tmp.dir}`, `--allow-write=${tmp.dir}`, join(here, 'store-deno-threads.mjs'), tmp.dir];
+  const { stdout } = await promisify(execFile)(join(repo, 'node_modules/.bin/deno'), args, {
+    cwd: repo,
+    env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+  });
+  expect(JSON.parse(stdout)).toEqual({ build: 'mt', failures: ['', ''], problems: [], evicted: true, reopened: [], size: true });
+}, 120_000);
+
 // Node has no flock, Deno's backend takes one: both take the lock file `path-lock` too
 // (Node writes its pid, Deno "<pid> flock"), so neither opens a store the other holds, and a
 // holder that was killed leaves a lock the other takes over.

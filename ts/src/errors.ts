@@ -40,7 +40,7 @@
  * | AbortedError          | AdaptreeError  | ABORTED           | an `onProgress` callback threw: the work stopped,  |
  * |                       |                |                   | nothing changed (the callback's error is `cause`) |
  * | ThreadsUnsupportedError | AdaptreeError | THREADS_UNSUPPORTED | share() where workers cannot share it: the st |
- * |                       |                |                   | build, a store not on `node` files (THREADS.md) |
+ * |                       |                |                   | build, a store not on node/deno/opfs files      |
  * | AdaptreeError         | Error          | INTERNAL          | unexpected core status                            |
  */
 import { Status } from './abi.js';

@@ -398,8 +398,10 @@ export class BTreeStore<K = string, V = unknown> {
    * call on a store holds the tree latch exclusive, so calls run one at a time whichever
    * worker makes them. Needs the mt build (`await init({ threads: true })` before opening)
    * and a backend whose files other threads can reach: `node` (file descriptors are the
-   * process's). Others throw ThreadsUnsupportedError: IndexedDB and Durable Objects (pages
-   * come through the opening thread's JavaScript), `memory`, `deno`, `opfs` (not yet).
+   * process's), `deno` and `opfs` in a dedicated worker (each attaching worker opens its own
+   * handles). Others throw ThreadsUnsupportedError: IndexedDB and Durable Objects (pages come
+   * through the opening thread's JavaScript), `memory`, an `opfs` store opened on the main
+   * thread.
    *
    * A commit in any worker makes durable what that worker wrote, and everything any worker
    * wrote before it (one tree). This store stays the owner: its close() commits what any worker

@@ -167,6 +167,31 @@ function takeLockFile(d: DenoNs, lockPath: string, storePath: string): void {
 export const denoStorage: SyncBackend = {
   kind: 'sync',
   name: 'deno',
+  /** The files of a store another worker of this process opened and shared (its
+   * SyncStoreFiles#share): opened again here (an FsFile belongs to its worker), without the
+   * lock (the owner holds it); close() closes these two. */
+  attach(shared: unknown): SyncStoreFiles {
+    const abs = (shared as { path?: unknown } | null)?.path;
+    if (typeof abs !== 'string' || abs === '') throw new InvalidArgumentError('deno: not a description of shared store files');
+    const d = deno();
+    const files: DenoFsFile[] = [];
+    try {
+      for (const p of [abs, abs + '-log']) files.push(d.openSync(p, { read: true, write: true }));
+    } catch (e) {
+      for (const f of files) f.close();
+      throw new IoError(`cannot open the shared store ${abs}: ${(e as Error).message}`, { cause: e });
+    }
+    let closed = false;
+    return {
+      data: new DenoFile(files[0]!),
+      log: new DenoFile(files[1]!),
+      close() {
+        if (closed) return;
+        closed = true;
+        for (const f of files) f.close();
+      },
+    };
+  },
   open(path: string, options: { create: boolean }): SyncStoreFiles {
     const d = deno();
     const abs = absolute(d, path);
@@ -197,6 +222,8 @@ export const denoStorage: SyncBackend = {
     return {
       data: new DenoFile(files[0]!),
       log: new DenoFile(files[1]!),
+      // Another worker opens the same two paths (denoStorage.attach).
+      share: () => ({ path: abs }),
       close() {
         if (closed) return;
         closed = true;
