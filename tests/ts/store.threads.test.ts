@@ -183,6 +183,12 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     await asyncStore.close();
     await expect(BTreeStore.attach({} as SharedStoreHandle)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     const owner = await BTreeStore.open({ path: join(tmp.dir, 'twice.db'), wasm });
+    // A handle whose files description is damaged: typed, and the instance it loaded goes back.
+    const available = wasm.exports.at_memory_available();
+    for (let i = 0; i < 3; i++) {
+      await expect(BTreeStore.attach({ ...owner.share(), files: { fds: 'x' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    expect(available - wasm.exports.at_memory_available()).toBeLessThanOrEqual(1 << 20); // (3 stacks kept would be 3 MiB)
     const a = await BTreeStore.attach(owner.share());
     expect(() => a.share()).toThrow(expect.objectContaining({ code: 'THREADS_UNSUPPORTED' }));
     await a.close();

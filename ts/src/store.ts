@@ -456,8 +456,14 @@ export class BTreeStore<K = string, V = unknown> {
     if (backend.kind !== 'sync' || typeof backend.attach !== 'function') {
       throw new ThreadsUnsupportedError(`BTreeStore.attach(): the '${handle.storage}' storage cannot attach shared files`);
     }
-    const files = await backend.attach(handle.files);
     const wasm = await loadWasm({ attach: handle.instance });
+    let files: SyncStoreFiles;
+    try {
+      files = await backend.attach(handle.files);
+    } catch (e) {
+      detachInstance(wasm);
+      throw e;
+    }
     let entry: HostEntry | undefined;
     const detach = (): void => {
       untrackAttached(detach);
