@@ -378,7 +378,16 @@ TEST(Threads, HotLeavesSplitMergeConvert) { run_and_check(true, env_or("ADAPTREE
 // A thread dies holding a leaf's latch (phase 2a): at_tree_abandon makes a thread that
 // waits for that latch stop waiting (natively it goes on; in wasm it traps and the memory
 // is poisoned: tests/ts/pool.test.ts) instead of spinning for ever.
+// at_tree_abandon sets a flag for the whole memory (process-wide natively) that lets
+// any long-spinning PageLatch go on without its latch: a test that abandons clears it
+// when it ends, however it ends, or every later test's leaf latches are unsafe (a CI run
+// saw a TSan race in ScansBesideWritersInTheSameLeaves, run after an abandoning test).
+struct ClearAbandonedLatches {
+  ~ClearAbandonedLatches() { adaptree::g_latches_abandoned.store(0); }
+};
+
 TEST(Threads, AbandonedLeafLatchReleasesItsWaiters) {
+  ClearAbandonedLatches clear;
   at_tree* t = at_tree_new(7);
   ASSERT_NE(t, nullptr);
   at_ctx* c = at_ctx_new();
@@ -405,7 +414,6 @@ TEST(Threads, AbandonedLeafLatchReleasesItsWaiters) {
   EXPECT_EQ(at_get(t, c, bytes("k1"), 2), -6);  // every later call: CLOSED
   at_ctx_free(c);
   at_tree_free(t);  // abandoned: left allocated
-  adaptree::g_latches_abandoned.store(0);  // (process-wide natively: the other tests go on)
 }
 
 // A store on files shared by the threads (docs/THREADS.md, "Stores"): every call holds
@@ -524,6 +532,7 @@ TEST(Threads, SharedReadsStillAdapt) {
 // nobody gets the latch; through the C ABI, calls on the tree answer CLOSED without touching
 // it, calls on other trees go on, and freeing the abandoned tree leaves it be.
 TEST(Threads, AbandonedLatchWakesWaitersAndRefusesHolders) {
+  ClearAbandonedLatches clear;
   TreeLatch l;
   ASSERT_TRUE(l.lock_exclusive(TreeLatch::Wait::kSpin));  // the holder that "dies"
   std::atomic<int> refused{0};
