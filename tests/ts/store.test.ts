@@ -585,6 +585,24 @@ describe('BTreeStore on sync backends', () => {
     }
     expect(await caught(BTreeStore.open({ path: join(tmp.dir, 'absent.db'), create: false }))).toBeInstanceOf(InvalidArgumentError);
   });
+
+  // open('x.db', { ... }) took the path and silently dropped the options (found by a probe
+  // that wrote `open(path, { poolSize })` and got the default pool).
+  it('open(path, options) is open({ ...options, path }); a second argument it cannot use is refused', async () => {
+    const path = join(tmp.dir, 'two-args.db');
+    const s = await BTreeStore.open<number, string>(path, { keys: 'number', values: 'utf8', poolSize: 1 << 20 });
+    s.set(1, 'one');
+    expect(s.keyEncoding).toBe('number');
+    expect(s.stats().frames).toBe((1 << 20) / 4096); // the pool asked for, not the default
+    await s.close();
+    const again = await BTreeStore.open<number, string>(path, { keys: 'number', values: 'utf8', readOnly: true });
+    expect(again.get(1)).toBe('one');
+    expect(() => again.set(2, 'two')).toThrow(expect.objectContaining({ code: 'READ_ONLY' }));
+    await again.close();
+    for (const [a, b] of [[{ path }, {}], [path, { path: 'other' }], [path, 7], [path, null], [path, { nope: 1 }]]) {
+      expect(await caught(BTreeStore.open(a as never, b as never))).toBeInstanceOf(InvalidArgumentError);
+    }
+  });
 });
 
 it.runIf(!ASYNC_ABI)('without the async ABI, an async backend is refused with a clear error', async () => {

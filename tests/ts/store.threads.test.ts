@@ -153,7 +153,10 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     const path = join(tmp.dir, 'detach.db');
     const store = await BTreeStore.open<number, string>({ path, wasm, keys: 'number', values: 'utf8' });
     for (let round = 0; round < 20; round++) {
-      const a = await BTreeStore.attach<number, string>(store.share());
+      const handle = store.share();
+      const a = await BTreeStore.attach<number, string>(handle);
+      // One attach per handle (its stack): a second is refused before it opens any file.
+      await expect(BTreeStore.attach(handle)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/already attached/) });
       expect(a.keyEncoding).toBe('number');
       a.set(round, `r${round}`);
       await a.close(); // commits and detaches (its stack and areas go back: 20 rounds)

@@ -66,6 +66,35 @@ describe.runIf(threadsAvailable())('BTreeMap shared with worker_threads', () => 
     b.free();
   });
 
+  // A handle carries one stack: two instances on it overwrote each other's frames (two
+  // workers given one handle hung, trapped or wrote garbage into the tree). Found by trying it.
+  it('a handle attaches once: a second attach of it is refused, in this thread or in another worker', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<string, string>(null, { wasm });
+    const h = map.share();
+    const a = await BTreeMap.attach<string, string>(h);
+    await expect(BTreeMap.attach(h)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/already attached/) });
+    a.set('a', '1');
+    expect(map.get('a')).toBe('1');
+    a.free();
+    await expect(BTreeMap.attach(h)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' }); // spent, also after free()
+    // The same handle posted to two workers: exactly one attaches and runs the stress.
+    const ops = 3000;
+    const same = map.share();
+    const both = [1, 2].map((id) => start({ handle: same, id, ops, seed: 11 }));
+    const settled = await Promise.allSettled(both.map((w) => w.first));
+    await Promise.all(both.map((w) => w.worker.terminate()));
+    const won = settled.filter((r) => r.status === 'fulfilled');
+    const lost = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(1);
+    expect(String(lost[0]!.reason?.message)).toMatch(/already attached/);
+    const result = (won[0] as PromiseFulfilledResult<ReturnType<typeof runStress>>).value;
+    map.delete('a');
+    expect(checkStress(map, [result])).toEqual([]);
+    map.free();
+  });
+
   it('what cannot be shared fails typed: the st build, stores, foreign handles, custom codecs', async () => {
     const st = await loadWasm();
     const plain = new BTreeMap(null, { wasm: st });

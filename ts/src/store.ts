@@ -489,8 +489,20 @@ export class BTreeStore<K = string, V = unknown> {
     }
   }
 
-  static async open<K = string, V = unknown>(pathOrOptions: string | StoreOptions<K, V>): Promise<BTreeStore<K, V>> {
-    const options: StoreOptions<K, V> = typeof pathOrOptions === 'string' ? { path: pathOrOptions } : pathOrOptions;
+  /** `open(path)`, `open({ path, ...options })`, or `open(path, options)` (the same as
+   * `open({ ...options, path })`; a second argument after an options object is refused, not
+   * ignored). */
+  static async open<K = string, V = unknown>(pathOrOptions: string | StoreOptions<K, V>, more?: Omit<StoreOptions<K, V>, 'path'>): Promise<BTreeStore<K, V>> {
+    if (more !== undefined && (more === null || typeof more !== 'object')) {
+      throw new InvalidArgumentError('BTreeStore.open(path, options): options must be an object');
+    }
+    if (more !== undefined && typeof pathOrOptions !== 'string') {
+      throw new InvalidArgumentError('BTreeStore.open: give open(path, options) or open({ path, ...options }), not both an options object and a second argument');
+    }
+    if (more !== undefined && 'path' in more) {
+      throw new InvalidArgumentError("BTreeStore.open(path, options): the path is the first argument; options has a 'path' too");
+    }
+    const options: StoreOptions<K, V> = typeof pathOrOptions === 'string' ? { ...more, path: pathOrOptions } : pathOrOptions;
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('BTreeStore.open: give a path or an options object');
     if ('threads' in options) {
       throw new ThreadsUnsupportedError("BTreeStore.open: there is no 'threads' option: open the store on the mt build (`await init({ threads: true })` first) and call share()");

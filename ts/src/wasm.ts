@@ -63,6 +63,9 @@ export interface AttachHandle {
   /** A stack region reserved for the attaching instance: [stackBase, stackBase + stackSize). */
   readonly stackBase: number;
   readonly stackSize: number;
+  /** The token share() wrote at stackBase: the one attach that swaps it out owns the stack
+   * (a second attach of the same handle would run a second instance on the same stack). */
+  readonly claim: number;
 }
 
 export interface LoadOptions {
@@ -419,7 +422,12 @@ class Loaded implements AdaptreeWasm {
     if (this.build !== 'mt') throw new Error('adaptree: only the mt build can be shared with workers');
     const base = this.exports.at_alloc(stackSize);
     if (base === 0) throw new OutOfMemoryError('adaptree: out of wasm memory reserving a worker stack');
-    return { module: this.module, memory: this.memory, stackBase: base, stackSize };
+    // The stack's lowest word (touched only by a stack overflow) holds a random token until an
+    // attach claims it; after free() of the attached map the region is reused and the token is
+    // gone, so a stale handle is refused too (but for a 2^-32 chance).
+    const claim = (Math.random() * 0xffffffff) | 0 || 1;
+    Atomics.store(new Int32Array(this.memory.buffer), base >> 2, claim);
+    return { module: this.module, memory: this.memory, stackBase: base, stackSize, claim };
   }
 }
 
@@ -450,6 +458,36 @@ function instantiateError(e: unknown): unknown {
 
 /** Loads and instantiates an adaptree wasm module. */
 export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm> {
+  const attach = options.attach;
+  if (attach !== undefined) claimStack(attach);
+  try {
+    return await load(options);
+  } catch (e) {
+    // Not attached after all: the handle may be used again.
+    if (attach !== undefined) Atomics.compareExchange(new Int32Array(attach.memory.buffer), attach.stackBase >> 2, 0, attach.claim);
+    throw e;
+  }
+}
+
+/**
+ * One attach per handle: two instances on one stack overwrite each other's frames (a worker
+ * that reused another's handle hung or trapped both, or wrote garbage into the tree). The
+ * token share() left at the bottom of the stack is swapped for 0 by exactly one attach.
+ */
+function claimStack(attach: AttachHandle): void {
+  const ok =
+    attach !== null && typeof attach === 'object' && typeof attach.stackBase === 'number' && typeof attach.claim === 'number' &&
+    typeof attach.memory === 'object' && attach.memory !== null && typeof attach.memory.buffer?.byteLength === 'number' &&
+    attach.stackBase > 0 && attach.stackBase % 4 === 0 && attach.stackBase + 4 <= attach.memory.buffer.byteLength;
+  if (!ok) throw new InvalidArgumentError('attach(): not a handle from share()');
+  if (attach.claim === 0 || Atomics.compareExchange(new Int32Array(attach.memory.buffer), attach.stackBase >> 2, attach.claim, 0) !== attach.claim) {
+    throw new InvalidArgumentError(
+      'attach(): this handle was already attached (or its map was freed): each share() gives one handle for one attach, so call share() once per worker',
+    );
+  }
+}
+
+async function load(options: LoadOptions): Promise<AdaptreeWasm> {
   const attach = options.attach;
   const budget = options.maxMemory === undefined ? undefined : checkBudget(options.maxMemory);
   const build: WasmBuild = attach || (options.threads && threadsAvailable()) ? 'mt' : 'st';
