@@ -101,7 +101,14 @@ class TreeLatch {
   uint32_t state() const { return word_.load(std::memory_order_relaxed); }
 
  private:
+#if defined(__wasm__)
+  // wasm has no pause instruction: a spin there is one load, far shorter than a native
+  // pause, and 256 of them ended in a futex sleep (memory.atomic.wait32) for every split
+  // another worker made; waking from it costs tens of microseconds, the split a few.
+  static constexpr unsigned kSpinLimit = 1u << 14;
+#else
   static constexpr unsigned kSpinLimit = 256;
+#endif
 
   static void relax() {
 #if defined(__x86_64__) || defined(__i386__)
