@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -502,6 +502,18 @@ describe('BTreeStore on sync backends', () => {
     truncateSync(mid, Math.floor(size / 2) + 1000);
     expect(await openAndRead(mid)).toBeInstanceOf(CorruptionError);
 
+    // the data file deleted, its log left beside it (a user "resetting" the store): the error
+    // says what is missing (it said "not an adaptree store" of a file open had just created)
+    const gone = join(tmp.dir, 'gone.db');
+    const g = await BTreeStore.open<number, number>({ path: gone, keys: 'number' });
+    for (let i = 0; i < 100; i++) g.set(i, i);
+    await g.close();
+    rmSync(gone);
+    const logBefore = readFileSync(gone + '-log');
+    const ge = await caught(BTreeStore.open<number, number>({ path: gone, keys: 'number' }));
+    expect(ge).toBeInstanceOf(CorruptionError);
+    expect((ge as Error).message).toMatch(/gone\.db.*data file is empty.*deleted or truncated/);
+    expect(readFileSync(gone + '-log').equals(logBefore)).toBe(true); // the log is left alone
   });
 
   it('keys written as bytes and read back as numbers: iteration says CORRUPT, never yields NaN', async () => {

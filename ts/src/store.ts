@@ -591,7 +591,13 @@ export class BTreeStore<K = string, V = unknown> {
         if (tree === 0) {
           // A throwing callback failed the read it was called from: its AbortedError, as is.
           if (entry.lastError instanceof AbortedError) throw entry.lastError;
-          throw openError(aux(), options.path, entry.lastError);
+          const st = aux();
+          if (st === Status.CORRUPT && dataFileMissing(files)) {
+            throw new CorruptionError(
+              `'${options.path}': the data file is empty and the store's log cannot be recovered without it (was the data file deleted or truncated? restore it, or delete the log too to start a new store)`,
+            );
+          }
+          throw openError(st, options.path, entry.lastError);
         }
         if (onProgress !== undefined) report(onProgress, 'open', read, read);
         const checkpointBytes = cb ?? backend.checkpointBytes;
@@ -1347,6 +1353,17 @@ export class BTreeStore<K = string, V = unknown> {
       },
     };
     return ai;
+  }
+}
+
+/** An empty data file beside a log that is not, and the core found them corrupt: most likely a
+ * data file a user removed (open made a new empty one) or truncated. (A new store's data file
+ * is empty too until its first checkpoint, but then its log recovers alone.) */
+function dataFileMissing(files: SyncStoreFiles): boolean {
+  try {
+    return files.data.size() === 0 && files.log.size() > 0;
+  } catch {
+    return false;
   }
 }
 
