@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/buffer/log_format.h"
+#include "core/buffer/page_delta.h"
 #include "core/buffer/page_trailer.h"
 
 namespace adaptree {
@@ -13,43 +14,6 @@ namespace {
 constexpr uint32_t kWriteBuffer = 1 << 20;
 
 uint32_t round_frame(uint32_t n) { return (n + kFrameAlign - 1) & ~(kFrameAlign - 1); }
-
-// The bytes where img differs from base as runs (u16 offset, u16 length,
-// bytes) into out; the payload size, or ~0u when it would pass limit. Equal
-// stretches shorter than a run header are folded into the runs.
-uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uint32_t limit) {
-  uint32_t n = 0, i = 0;
-  while (i < kPageSize) {
-    while (i + 8 <= kPageSize && load64(base + i) == load64(img + i)) i += 8;
-    while (i < kPageSize && base[i] == img[i]) i++;
-    if (i >= kPageSize) break;
-    uint32_t start = i, end = i + 1;
-    for (uint32_t j = end; j < kPageSize; j++) {
-      if (base[j] != img[j]) end = j + 1;
-      else if (j + 1 - end > 4) break;
-    }
-    uint32_t len = end - start;
-    if (n + 4 + len > limit) return ~0u;
-    store16(out + n, start);
-    store16(out + n + 2, len);
-    memcpy(out + n + 4, img + start, len);
-    n += 4 + len;
-    i = end;
-  }
-  return n;
-}
-
-bool apply_delta(const uint8_t* p, uint32_t n, uint8_t* page) {
-  const uint8_t* end = p + n;
-  while (p < end) {
-    if (end - p < 4) return false;
-    uint32_t at = load16(p), len = load16(p + 2);
-    if (len == 0 || at + len > kPageSize || static_cast<uint32_t>(end - p - 4) < len) return false;
-    memcpy(page + at, p + 4, len);
-    p += 4 + len;
-  }
-  return true;
-}
 
 // A header that is ours (magic and checksum): *ok, or kCorrupt for a log
 // format this build does not know (never read as something else, never reset).
