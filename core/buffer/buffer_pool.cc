@@ -189,6 +189,7 @@ void BufferPool::install(FrameId f, PageId id, bool dirty) {
   m.epoch = epoch_;
   m.referenced = true;
   m.dirty = dirty;
+  m.lossy = false;  // a new image: as stored (or dirty)
   m.bump();
 }
 

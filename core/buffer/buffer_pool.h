@@ -117,10 +117,21 @@ class BufferPool {
     uint8_t* p = fix_backed(id);
     FrameId f = table_.find(id);
     if (f != kNoFrame && !frames_[f].dirty) {
-      backend_->will_change(id, p);  // before the first change: the pager may keep the base of a delta
+      // before the first change: the pager may keep the base of a delta
+      backend_->will_change(id, p, frames_[f].lossy);
       frames_[f].dirty = true;
+      frames_[f].lossy = false;  // (only a clean frame's: it is written whole at commit)
     }
     return p;
+  }
+  // A change through page() that may be lost (the adaptive operation counter) was made to
+  // id's frame: if the frame is clean it no longer matches its stored image (FrameMeta::lossy).
+  // Every write through page() on a store must say so, or a delta would be logged against a
+  // base that is not the stored page (Debug builds check it in FilePager::will_change).
+  void note_lossy(PageId id) {
+    if (!backend_) return;
+    FrameId f = table_.find(id);
+    if (f != kNoFrame && !frames_[f].dirty) frames_[f].lossy = true;
   }
   // As page(), with the failure returned.
   Status fix(PageId id, uint8_t** out) {

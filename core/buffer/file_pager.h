@@ -82,7 +82,7 @@ class FilePager : public PageBackend {
 
   Status load(PageId id, uint8_t* frame) override;
   Status spill(PageId id, uint8_t* frame) override;
-  void will_change(PageId id, const uint8_t* frame) override;
+  void will_change(PageId id, const uint8_t* frame, bool lossy) override;
 
   // Makes the pool's dirty pages and meta durable: one log flush.
   Status commit(BufferPool& pool, StoreMeta meta);

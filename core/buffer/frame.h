@@ -141,6 +141,10 @@ struct FrameMeta {
   bool dirty = false;           // modified since it was last written to storage
   bool referenced = false;      // clock's second chance
   bool writing = false;         // its image is being written by an async commit: not evictable
+  // Clean, and changed through BufferPool::page() since its image was read or written (the
+  // adaptive operation counter, BufferPool::note_lossy): it no longer matches the stored
+  // image, so the pager may not take it as the base of a delta without checking.
+  bool lossy = false;
 
   // Bumps the version (the frame now holds something else, or was written).
   void bump() {

@@ -26,9 +26,12 @@ class PageBackend {
   // A clean frame is about to change (BufferPool::page_mut, the first change
   // since the page was loaded or last written): frame still holds its bytes
   // as they were. The file pager keeps a copy to log the change as a delta.
-  virtual void will_change(PageId id, const uint8_t* frame) {
+  // lossy: the frame was changed through BufferPool::page() since (FrameMeta::lossy);
+  // otherwise it is the stored image.
+  virtual void will_change(PageId id, const uint8_t* frame, bool lossy) {
     (void)id;
     (void)frame;
+    (void)lossy;
   }
 };
 

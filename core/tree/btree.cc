@@ -463,7 +463,9 @@ void BTree::point_step(PageId leaf, uint8_t* p) {
   if (static_cast<int8_t>(p[hdr::kCounter]) <= 0) return;
   if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
     return;
-  if (--p[hdr::kCounter] == 0 && p[0] == static_cast<uint8_t>(PageTag::kBasicLeaf))
+  --p[hdr::kCounter];
+  store_.note_lossy(leaf);  // (written through page(): a read's step)
+  if (p[hdr::kCounter] == 0 && p[0] == static_cast<uint8_t>(PageTag::kBasicLeaf))
     convert_leaf(leaf, PageTag::kFingerprintLeaf);
 }
 
@@ -500,7 +502,9 @@ bool BTree::on_scan(PageId leaf, ReadMode* mode) {
     if (mode) mode->step = false;
     if (p[hdr::kCounter] >= kCounterMax) return true;  // saturated or disabled (255)
     if (!drawn && rng_.next() >= kScanIncrementThreshold) return true;
-    if (++p[hdr::kCounter] == kCounterMax && fp) convert_leaf(leaf, PageTag::kBasicLeaf);
+    ++p[hdr::kCounter];
+    store_.note_lossy(leaf);  // (written through page(): a scan's step)
+    if (p[hdr::kCounter] == kCounterMax && fp) convert_leaf(leaf, PageTag::kBasicLeaf);
     return true;
   }
   uint8_t* c = p + hdr::kCounter;
