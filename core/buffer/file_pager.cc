@@ -602,7 +602,15 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   bool may_delta = true;
   auto put_page = [&](PageId id, uint8_t* image) {
     if (s != Status::kOk) return;
-    seal_page(image, id);
+    // From its delta base where it has one (the stored version): the CRC of the bytes that
+    // changed instead of a pass over the page (that pass was 13% of a batched load).
+    const uint8_t* base = log_version_ == kLogVersionDeltas ? base_of(id) : nullptr;
+    if (base) {
+      seal_page_from(image, id, base);
+      assert(page_intact(image, id) && "seal_page_from on a base that is not the stored version");
+    } else {
+      seal_page(image, id);
+    }
     LogRef ref;
     s = append_page(id, image, may_delta, &ref);
     written.emplace_back(id, ref);  // capacity reserved above

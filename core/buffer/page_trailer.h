@@ -21,4 +21,12 @@ inline bool page_intact(const uint8_t* image, PageId id) {
   return load32(image + kNodeSize) == id && load32(image + kNodeSize + 4) == checksum(image, kNodeSize + 4);
 }
 
+// seal_page(image, id) from base, a sealed image of the same page whose trailer is right (a
+// delta base: the stored version): CRC-32C is affine in the message, so crc(image) =
+// crc(base) ^ R(base ^ image), R the register run from zero, and R needs only the 8-byte
+// words where the two differ plus table shifts over the equal stretches. A commit's pages
+// differ from their bases in a few hundred bytes: a fraction of a full pass. (A base whose
+// bytes are not what its trailer says gives a wrong CRC: the page then reads as corrupt.)
+void seal_page_from(uint8_t* image, PageId id, const uint8_t* base);
+
 }  // namespace adaptree

@@ -345,6 +345,15 @@ Crc32cKernel crc32c_hardware() {
 }
 uint32_t crc32c_shift(uint32_t reg, uint64_t zeros) { return gf_mul(reg, x_pow_8n(zeros)); }
 
+uint32_t crc32c_skip_zeros(uint32_t reg, uint32_t zeros) {
+  for (; zeros >= kStream; zeros -= kStream) reg = shift_stream(reg);
+  // Slicing-by-8's step with 8 data bytes of zero: only the register's 4 bytes look up.
+  const auto& t = kSlice8.t;
+  for (; zeros >= 8; zeros -= 8) reg = t[7][reg & 0xff] ^ t[6][(reg >> 8) & 0xff] ^ t[5][(reg >> 16) & 0xff] ^ t[4][reg >> 24];
+  for (; zeros > 0; zeros--) reg = (reg >> 8) ^ t[0][reg & 0xff];
+  return reg;
+}
+
 const char* crc32c_kernel_name() {
 #if defined(__wasm_simd128__)
   return "wasm-simd128-16-streams";

@@ -67,6 +67,12 @@ using Crc32cKernel = uint32_t (*)(uint32_t reg, const uint8_t* p, uint32_t len);
 Crc32cKernel crc32c_hardware();
 // The register after `zeros` zero bytes: reg * x^(8 zeros) mod P.
 uint32_t crc32c_shift(uint32_t reg, uint64_t zeros);
+// The same by table lookups, 4 per 256 or 8 zero bytes (crc32c_shift's square-and-multiply
+// costs ~1 us in wasm): for stretches known to be zero, such as the equal bytes of two pages
+// (seal_page_from, core/buffer/page_trailer.h).
+uint32_t crc32c_skip_zeros(uint32_t reg, uint32_t zeros);
+// The register after p: what checksum_extend computes between its two inversions.
+inline uint32_t crc32c_raw(uint32_t reg, const uint8_t* p, uint32_t len) { return ~checksum_extend(~reg, p, len); }
 const char* crc32c_kernel_name();
 }  // namespace detail
 

@@ -91,6 +91,11 @@ TEST(Hash, Crc32cExtendAndShiftCompose) {
   static const uint8_t zeros[5000] = {};
   for (uint32_t n : {0u, 1u, 255u, 256u, 4096u, 5000u})
     EXPECT_EQ(detail::crc32c_shift(0xDEADBEEFu, n), detail::crc32c_bytewise(0xDEADBEEFu, zeros, n)) << n;
+  // the table shift over zeros (seal_page_from), every length up to 5000, a few registers
+  for (uint32_t reg : {0u, 1u, 0xDEADBEEFu, 0xFFFFFFFFu, 0x80000000u})
+    for (uint32_t n = 0; n <= 5000; n += (n < 600 ? 1 : 37))
+      ASSERT_EQ(detail::crc32c_skip_zeros(reg, n), detail::crc32c_bytewise(reg, zeros, n)) << reg << " " << n;
+  EXPECT_EQ(detail::crc32c_raw(0x12345678u, buf, 777), detail::crc32c_bytewise(0x12345678u, buf, 777));
   // checksum_combine: the CRC of two parts from theirs (cut 24: a page's length, its own constant)
   for (uint32_t cut : {0u, 1u, 24u, 2048u, 4096u, 4120u})
     EXPECT_EQ(checksum_combine(checksum(buf, cut), checksum(buf + cut, sizeof buf - cut), sizeof buf - cut), whole) << cut;
