@@ -119,14 +119,40 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
 // workers a contended leaf finds its latch taken in a part of the updates, so
 // one in eight (of at least eight samples) counts here.
 void BTree::note_contention(PageId id, const uint8_t* p, Slice key, bool waited, ReadMode& m) {
-  if (p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf)) return;  // record index = position
+  // The record's position in key order: a basic leaf's slot, or a sorted fingerprint leaf's.
+  // A hot leaf under the adaptive configuration becomes a fingerprint leaf (its point
+  // operations count it down) with its newest records unsorted; counting only basic leaves,
+  // Contention Split never fired there (0 splits in every threads bench run).
+  const bool basic = p[0] == static_cast<uint8_t>(PageTag::kBasicLeaf);
+  if (!basic && p[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf)) return;
   uint32_t r = m.rng->next();
   constexpr uint32_t kSample = 1u << 30, kPeriod = 1u << 23;  // 2^-2, 2^-9
   if (r >= kSample) return;
   uint64_t* w = store_.contention_word(id);
   uint64_t updates = *w & 0xFFFF, slow = (*w >> 16) & 0xFFFF, last = (*w >> 32) & 0xFFFF;
+  uint8_t* q = const_cast<uint8_t*>(p);  // (set_shared's leaf, latched exclusive)
+  if (!basic && !FingerprintLeaf{q}.is_sorted()) {
+    // No positions in an unsorted leaf. Once its sampled updates show it contended, sort it
+    // here (this leaf alone, under its exclusive latch, as the lazy sort before scans does;
+    // updates keep it sorted); until then count them without a position.
+    if (updates >= 8 && slow * 8 >= updates) {
+      FingerprintLeaf{q}.sort();
+    } else {
+      if (r < kPeriod) {
+        *w = 0;
+        return;
+      }
+      if (updates < 0xFFFF) {
+        updates++;
+        slow += waited;
+      }
+      *w = updates | (slow << 16);  // last: none
+      return;
+    }
+  }
   bool exact;
-  unsigned pos = static_cast<unsigned>(BasicNode{const_cast<uint8_t*>(p)}.lower_bound(key.data, key.len, &exact));
+  unsigned pos = basic ? static_cast<unsigned>(BasicNode{q}.lower_bound(key.data, key.len, &exact))
+                       : static_cast<unsigned>(FingerprintLeaf{q}.lower_bound(key, &exact));
   if (r < kPeriod) {
     if (updates >= 8 && slow * 8 >= updates && last != 0 && last - 1 != pos) {
       unsigned a = static_cast<unsigned>(last - 1), b = pos;
@@ -151,8 +177,10 @@ Status BTree::finish_shared(Slice key, ReadMode* m) {
     Path path;
     PageId leaf = descend(key, &path);
     const uint8_t* p = page(leaf);
-    // Other writers came in between: only a basic leaf that still has records on both sides.
-    if (p[0] == static_cast<uint8_t>(PageTag::kBasicLeaf) && at < leaf::count(p) && leaf::count(p) >= 4) {
+    // Other writers came in between: only a leaf of either counted layout that still has
+    // records on both sides (split_leaf takes them in key order).
+    const bool counted = p[0] == static_cast<uint8_t>(PageTag::kBasicLeaf) || p[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf);
+    if (counted && at < leaf::count(p) && leaf::count(p) >= 4) {
       unsigned before = leaf::count(p);
       Status r = split_leaf(&path, key, at);
       if (r == Status::kOk && leaf::count(page(leaf)) < before) {  // (not when a parent split first)

@@ -28,6 +28,7 @@
 
 #include "bindings/adaptree.h"
 #include "core/layouts/basic_node.h"
+#include "core/layouts/fingerprint_leaf.h"
 #include "core/tree/btree.h"
 #include "core/tree/tree_latch.h"
 #include "abi_helpers.h"
@@ -848,6 +849,41 @@ TEST(Threads, ContentionSplitSeparatesHotRecords) {
   ASSERT_EQ(rn.count(), 1u);
   EXPECT_NE(rn.child_for(bytes(a), static_cast<uint32_t>(a.size())),
             rn.child_for(bytes(b), static_cast<uint32_t>(b.size())));
+}
+
+// The same on a fingerprint leaf whose newest records are unsorted (what a hot leaf becomes
+// under the adaptive configuration): the contended leaf is sorted under its latch, then split
+// between the two hot records. Before, only basic leaves were counted (0 splits under adaptive).
+TEST(Threads, ContentionSplitOnAnUnsortedFingerprintLeaf) {
+  using namespace phase2a;
+  BTree t(LayoutConfig::kFingerprint);
+  ASSERT_EQ(t.init(), Status::kOk);
+  for (uint32_t i = 0; i < 60; i++) ASSERT_EQ(t.set(sl(ck((i * 37) % 60)), sl("v")), Status::kOk);  // not in order
+  ASSERT_EQ(t.height(), 1u);
+  {
+    alignas(16) uint8_t leaf[kPageSize];
+    ASSERT_EQ(t.copy_page(t.root(), leaf), Status::kOk);
+    ASSERT_EQ(leaf[0], static_cast<uint8_t>(PageTag::kFingerprintLeaf));
+    ASSERT_FALSE(FingerprintLeaf{leaf}.is_sorted());
+  }
+  XorShift32 rng;
+  ReadMode m;
+  m.shared = m.leaves = m.contended = true;
+  m.rng = &rng;
+  const std::string a = ck(5), b = ck(50);
+  t.set_contention_split(true);
+  for (int n = 0; n < 40000 && t.contention_splits() == 0; n++) {
+    ASSERT_EQ(t.set(sl(n % 2 ? a : b), sl(std::to_string(n)), &m), Status::kOk);
+    if (m.pending()) ASSERT_EQ(t.finish_shared(sl(n % 2 ? a : b), &m), Status::kOk);
+  }
+  EXPECT_EQ(t.contention_splits(), 1u);
+  EXPECT_EQ(t.height(), 2u);
+  EXPECT_EQ(t.count(), 60u);
+  EXPECT_EQ(t.check(), "");
+  alignas(16) uint8_t root[kPageSize];
+  ASSERT_EQ(t.copy_page(t.root(), root), Status::kOk);
+  BasicNode rn{root};
+  EXPECT_NE(rn.child_for(bytes(a), static_cast<uint32_t>(a.size())), rn.child_for(bytes(b), static_cast<uint32_t>(b.size())));
 }
 
 }  // namespace
