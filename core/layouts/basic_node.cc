@@ -47,7 +47,9 @@ int BasicNode::find_hole(unsigned bytes) const {
   }
   if (load16(p + hdr::kLowerLen)) r[m++] = (uint32_t{load16(p + hdr::kLowerOff)} << 16) | load16(p + hdr::kLowerLen);
   if (load16(p + hdr::kUpperLen)) r[m++] = (uint32_t{load16(p + hdr::kUpperOff)} << 16) | load16(p + hdr::kUpperLen);
-  std::sort(r, r + m);
+  // (A comparator of our own: std::sort over uint32_t with std::less is an extern template of
+  // libc++, so in wasm it ran the prebuilt library's copy with a call per comparison.)
+  std::sort(r, r + m, [](uint32_t a, uint32_t b) { return a < b; });
   unsigned at = heap_start();
   for (unsigned i = 0; i < m; i++) {
     unsigned off = r[i] >> 16, end = off + (r[i] & 0xffff);
