@@ -94,6 +94,16 @@ void fill(Store& st, int n, Model* m) {
   ASSERT_EQ(st.commit(), Status::kOk);
 }
 
+// Closes the store, reopens it from ms (recovery) and expects exactly m, invariants intact.
+void expect_reopens_as(MemoryStorage& ms, const StoreOptions& o, std::unique_ptr<Store>* st, const Model& m) {
+  st->reset();
+  ASSERT_EQ(Store::open(&ms, o, st), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump((*st)->tree(), &got), Status::kOk);
+  EXPECT_EQ(got, m);
+  EXPECT_EQ((*st)->tree().check(), "");
+}
+
 // One-entry commits: how many log bytes each costs, with and without deltas.
 uint64_t one_entry_commit_bytes(bool deltas, int commits, LogScan* scan) {
   MemoryStorage ms;
@@ -115,12 +125,7 @@ uint64_t one_entry_commit_bytes(bool deltas, int commits, LogScan* scan) {
   }
   uint64_t bytes = st->pager_stats().commit_log_bytes - before;
   *scan = scan_log(ms.file(FileId::kLog));
-  st.reset();
-  EXPECT_EQ(Store::open(&ms, o, &st), Status::kOk);
-  Model got;
-  EXPECT_EQ(dump(st->tree(), &got), Status::kOk);
-  EXPECT_EQ(got, m);
-  EXPECT_EQ(st->tree().check(), "");
+  expect_reopens_as(ms, o, &st, m);
   return bytes / commits;
 }
 
@@ -179,17 +184,10 @@ TEST(StoreDelta, LongChainsUnderATinyPool) {
   Model got;
   ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
   EXPECT_EQ(got, m);
-  st.reset();
-  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
-  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
-  EXPECT_EQ(got, m);
-  EXPECT_EQ(st->tree().check(), "");
+  expect_reopens_as(ms, o, &st, m);
   // A checkpoint folds the chains into the data file.
   ASSERT_EQ(st->checkpoint(), Status::kOk);
-  st.reset();
-  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
-  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
-  EXPECT_EQ(got, m);
+  expect_reopens_as(ms, o, &st, m);
 }
 
 // A transaction larger than a tiny pool: dirty pages spill (images of the
@@ -233,11 +231,7 @@ TEST(StoreDelta, DeltasOnSpilledImages) {
   Model got;
   ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
   EXPECT_EQ(got, m);
-  st.reset();
-  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
-  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
-  EXPECT_EQ(got, m);
-  EXPECT_EQ(st->tree().check(), "");
+  expect_reopens_as(ms, o, &st, m);
 }
 
 namespace {
@@ -445,12 +439,7 @@ TEST(StoreDelta, ReadsStepCountersBeforeWrites) {
     ASSERT_EQ(st->commit(), Status::kOk);
   }
   EXPECT_GT(st->pager_stats().delta_frames, 100u);
-  st.reset();
-  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
-  Model got;
-  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
-  EXPECT_EQ(got, m);
-  EXPECT_EQ(st->tree().check(), "");
+  expect_reopens_as(ms, o, &st, m);
 }
 
 // A log of format 1 (page images only, as written before deltas) recovers;

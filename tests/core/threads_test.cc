@@ -810,6 +810,39 @@ TEST(Threads, SharedScanSortsUnderTheLeafLatch) {
   EXPECT_EQ(t.check(), "");
 }
 
+// Two writers' contended updates of records a and b of one leaf (ReadMode says they waited),
+// at most max_ops of them, until Contention Split splits the leaf.
+void contend_until_split(BTree& t, const std::string& a, const std::string& b, int max_ops) {
+  using namespace phase2a;
+  XorShift32 rng;
+  ReadMode m;
+  m.shared = m.leaves = m.contended = true;
+  m.rng = &rng;
+  for (int n = 0; n < max_ops && t.contention_splits() == 0; n++) {
+    const std::string& k = n % 2 ? a : b;
+    ASSERT_EQ(t.set(sl(k), sl(std::to_string(n)), &m), Status::kOk);
+    if (m.pending()) ASSERT_EQ(t.finish_shared(sl(k), &m), Status::kOk);
+  }
+}
+
+// One contention split of a one-leaf tree of 60 records, between a and b: the root sends them
+// to different leaves, and nothing was lost.
+void expect_split_between(BTree& t, const std::string& a, const std::string& b) {
+  using namespace phase2a;
+  EXPECT_EQ(t.contention_splits(), 1u);
+  EXPECT_EQ(t.height(), 2u);
+  EXPECT_EQ(t.count(), 60u);
+  EXPECT_EQ(t.check(), "");
+  EXPECT_NE(value_of(t, a), "<absent>");
+  EXPECT_NE(value_of(t, b), "<absent>");
+  alignas(16) uint8_t root[kPageSize];
+  ASSERT_EQ(t.copy_page(t.root(), root), Status::kOk);
+  BasicNode rn{root};
+  ASSERT_EQ(rn.count(), 1u);
+  EXPECT_NE(rn.child_for(bytes(a), static_cast<uint32_t>(a.size())),
+            rn.child_for(bytes(b), static_cast<uint32_t>(b.size())));
+}
+
 // Contention Split: a leaf whose writers keep waiting for its latch while they
 // write different records is split between them. `contended` makes every latch
 // the mode takes count as waited for, so the periods' verdicts are deterministic:
@@ -832,23 +865,8 @@ TEST(Threads, ContentionSplitSeparatesHotRecords) {
   }
   EXPECT_EQ(t.height(), 1u);
   t.set_contention_split(true);
-  for (int n = 0; n < 20000 && t.contention_splits() == 0; n++) {
-    ASSERT_EQ(t.set(sl(n % 2 ? a : b), sl(std::to_string(n)), &m), Status::kOk);
-    if (m.pending()) ASSERT_EQ(t.finish_shared(sl(n % 2 ? a : b), &m), Status::kOk);
-  }
-  EXPECT_EQ(t.contention_splits(), 1u);
-  EXPECT_EQ(t.height(), 2u);
-  EXPECT_EQ(t.count(), 60u);
-  EXPECT_EQ(t.check(), "");
-  EXPECT_NE(value_of(t, a), "<absent>");
-  EXPECT_NE(value_of(t, b), "<absent>");
-  // The split was between the two: the root sends them to different leaves.
-  alignas(16) uint8_t root[kPageSize];
-  ASSERT_EQ(t.copy_page(t.root(), root), Status::kOk);
-  BasicNode rn{root};
-  ASSERT_EQ(rn.count(), 1u);
-  EXPECT_NE(rn.child_for(bytes(a), static_cast<uint32_t>(a.size())),
-            rn.child_for(bytes(b), static_cast<uint32_t>(b.size())));
+  contend_until_split(t, a, b, 20000);
+  expect_split_between(t, a, b);
 }
 
 // The same on a fingerprint leaf whose newest records are unsorted (what a hot leaf becomes
@@ -866,24 +884,9 @@ TEST(Threads, ContentionSplitOnAnUnsortedFingerprintLeaf) {
     ASSERT_EQ(leaf[0], static_cast<uint8_t>(PageTag::kFingerprintLeaf));
     ASSERT_FALSE(FingerprintLeaf{leaf}.is_sorted());
   }
-  XorShift32 rng;
-  ReadMode m;
-  m.shared = m.leaves = m.contended = true;
-  m.rng = &rng;
-  const std::string a = ck(5), b = ck(50);
   t.set_contention_split(true);
-  for (int n = 0; n < 40000 && t.contention_splits() == 0; n++) {
-    ASSERT_EQ(t.set(sl(n % 2 ? a : b), sl(std::to_string(n)), &m), Status::kOk);
-    if (m.pending()) ASSERT_EQ(t.finish_shared(sl(n % 2 ? a : b), &m), Status::kOk);
-  }
-  EXPECT_EQ(t.contention_splits(), 1u);
-  EXPECT_EQ(t.height(), 2u);
-  EXPECT_EQ(t.count(), 60u);
-  EXPECT_EQ(t.check(), "");
-  alignas(16) uint8_t root[kPageSize];
-  ASSERT_EQ(t.copy_page(t.root(), root), Status::kOk);
-  BasicNode rn{root};
-  EXPECT_NE(rn.child_for(bytes(a), static_cast<uint32_t>(a.size())), rn.child_for(bytes(b), static_cast<uint32_t>(b.size())));
+  contend_until_split(t, ck(5), ck(50), 40000);
+  expect_split_between(t, ck(5), ck(50));
 }
 
 }  // namespace
