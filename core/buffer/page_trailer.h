@@ -24,9 +24,10 @@ inline bool page_intact(const uint8_t* image, PageId id) {
 // seal_page(image, id) from base, a sealed image of the same page whose trailer is right (a
 // delta base: the stored version): CRC-32C is affine in the message, so crc(image) =
 // crc(base) ^ R(base ^ image), R the register run from zero, and R needs only the 8-byte
-// words where the two differ plus table shifts over the equal stretches. A commit's pages
-// differ from their bases in a few hundred bytes: a fraction of a full pass. (A base whose
-// bytes are not what its trailer says gives a wrong CRC: the page then reads as corrupt.)
+// words where the two differ plus table shifts over the equal stretches. Cheaper than a full
+// pass by what stayed equal (random inserts change much of a leaf's slot array: about a fifth
+// of the sealing time saved there). A base whose bytes are not what its trailer says gives a
+// wrong CRC: the page then reads as corrupt (Debug builds assert every such seal).
 void seal_page_from(uint8_t* image, PageId id, const uint8_t* base);
 
 }  // namespace adaptree

@@ -218,7 +218,7 @@ class BTree {
   // at (1..records-1): split before that record (Contention Split), else where the layout prefers.
   Status split_leaf(Path* path, Slice key, unsigned at = 0);
   // After a shared write of key at record index pos of leaf id (latched exclusive).
-  void note_contention(PageId id, const uint8_t* p, Slice key, bool waited, ReadMode& m);
+  void note_contention(PageId id, uint8_t* p, Slice key, bool waited, ReadMode& m);
   // Dense leaf (fully or semi-dense) and a key past its last slot.
   Status split_to_self(Path* path, Slice key, uint16_t vfield);
   Status split_inner(Path* path, unsigned idx);

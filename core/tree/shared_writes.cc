@@ -118,7 +118,7 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
 // every sampled update to have waited (many threads on one leaf); with two
 // workers a contended leaf finds its latch taken in a part of the updates, so
 // one in eight (of at least eight samples) counts here.
-void BTree::note_contention(PageId id, const uint8_t* p, Slice key, bool waited, ReadMode& m) {
+void BTree::note_contention(PageId id, uint8_t* p, Slice key, bool waited, ReadMode& m) {
   // The record's position in key order: a basic leaf's slot, or a sorted fingerprint leaf's.
   // A hot leaf under the adaptive configuration becomes a fingerprint leaf (its point
   // operations count it down) with its newest records unsorted; counting only basic leaves,
@@ -130,31 +130,21 @@ void BTree::note_contention(PageId id, const uint8_t* p, Slice key, bool waited,
   if (r >= kSample) return;
   uint64_t* w = store_.contention_word(id);
   uint64_t updates = *w & 0xFFFF, slow = (*w >> 16) & 0xFFFF, last = (*w >> 32) & 0xFFFF;
-  uint8_t* q = const_cast<uint8_t*>(p);  // (set_shared's leaf, latched exclusive)
-  if (!basic && !FingerprintLeaf{q}.is_sorted()) {
-    // No positions in an unsorted leaf. Once its sampled updates show it contended, sort it
-    // here (this leaf alone, under its exclusive latch, as the lazy sort before scans does;
-    // updates keep it sorted); until then count them without a position.
-    if (updates >= 8 && slow * 8 >= updates) {
-      FingerprintLeaf{q}.sort();
-    } else {
-      if (r < kPeriod) {
-        *w = 0;
-        return;
-      }
-      if (updates < 0xFFFF) {
-        updates++;
-        slow += waited;
-      }
-      *w = updates | (slow << 16);  // last: none
-      return;
-    }
+  const bool contended = updates >= 8 && slow * 8 >= updates;
+  // An unsorted fingerprint leaf has no positions: once its sampled updates show it
+  // contended, it is sorted here (this leaf alone, under its exclusive latch, as the lazy
+  // sort before scans is; updates keep it sorted); until then they count without one.
+  bool positioned = basic || FingerprintLeaf{p}.is_sorted();
+  if (!positioned && contended) {
+    FingerprintLeaf{p}.sort();
+    positioned = true;
   }
   bool exact;
-  unsigned pos = basic ? static_cast<unsigned>(BasicNode{q}.lower_bound(key.data, key.len, &exact))
-                       : static_cast<unsigned>(FingerprintLeaf{q}.lower_bound(key, &exact));
+  const unsigned pos = !positioned ? 0
+                       : basic     ? static_cast<unsigned>(BasicNode{p}.lower_bound(key.data, key.len, &exact))
+                                   : static_cast<unsigned>(FingerprintLeaf{p}.lower_bound(key, &exact));
   if (r < kPeriod) {
-    if (updates >= 8 && slow * 8 >= updates && last != 0 && last - 1 != pos) {
+    if (positioned && contended && last != 0 && last - 1 != pos) {
       unsigned a = static_cast<unsigned>(last - 1), b = pos;
       if (a > b) std::swap(a, b);
       m.contention_split = (a + b + 1) / 2;  // records a and b end up in different leaves
@@ -166,7 +156,7 @@ void BTree::note_contention(PageId id, const uint8_t* p, Slice key, bool waited,
     updates++;
     slow += waited;
   }
-  *w = updates | (slow << 16) | (uint64_t{pos + 1} << 32);
+  *w = updates | (slow << 16) | (uint64_t{positioned ? pos + 1 : 0} << 32);  // 0: no position
 }
 
 Status BTree::finish_shared(Slice key, ReadMode* m) {

@@ -493,14 +493,13 @@ export class BTreeStore<K = string, V = unknown> {
    * `open({ ...options, path })`; a second argument after an options object is refused, not
    * ignored). */
   static async open<K = string, V = unknown>(pathOrOptions: string | StoreOptions<K, V>, more?: Omit<StoreOptions<K, V>, 'path'>): Promise<BTreeStore<K, V>> {
-    if (more !== undefined && (more === null || typeof more !== 'object')) {
-      throw new InvalidArgumentError('BTreeStore.open(path, options): options must be an object');
-    }
-    if (more !== undefined && typeof pathOrOptions !== 'string') {
-      throw new InvalidArgumentError('BTreeStore.open: give open(path, options) or open({ path, ...options }), not both an options object and a second argument');
-    }
-    if (more !== undefined && 'path' in more) {
-      throw new InvalidArgumentError("BTreeStore.open(path, options): the path is the first argument; options has a 'path' too");
+    if (more !== undefined) {
+      if (typeof pathOrOptions !== 'string') {
+        throw new InvalidArgumentError('BTreeStore.open: give open(path, options) or open({ path, ...options }), not both an options object and a second argument');
+      }
+      if (more === null || typeof more !== 'object' || 'path' in more) {
+        throw new InvalidArgumentError("BTreeStore.open(path, options): options must be an object without 'path' (the path is the first argument)");
+      }
     }
     const options: StoreOptions<K, V> = typeof pathOrOptions === 'string' ? { ...more, path: pathOrOptions } : pathOrOptions;
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('BTreeStore.open: give a path or an options object');
