@@ -1164,7 +1164,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   const adaptree::BufferPool& pool = t->tree.store();
   adaptree::PagerStats ps = t->store->pager_stats();
   std::string j;
-  if (!adaptree::reserve_checked(j, 1024)) return st(Status::kOutOfMemory);  // the JSON is about 500 bytes
+  if (!adaptree::reserve_checked(j, 1024)) return st(Status::kOutOfMemory);  // the JSON is about 600 bytes
   j.push_back('{');
   auto num = [&](const char* k, uint64_t v) {
     if (j.size() > 1) j += ",";
@@ -1196,6 +1196,12 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("delta_frames", ps.delta_frames);
   num("commit_log_bytes", ps.commit_log_bytes);
   num("restated_pages", ps.restated_pages);
+  // Node fill (core/tree/rebalance.h) since open: what redistribution and XMerge did.
+  adaptree::FillStats fs = t->tree.fill_stats();
+  num("redistributions", fs.redistributions);
+  num("splits_2to3", fs.splits_2to3);
+  num("xmerges", fs.xmerges);
+  num("xmerge_attempts", fs.xmerge_attempts);
   j += "}";
   return st(set_text_result(c, j));
 }

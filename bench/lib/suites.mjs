@@ -14,7 +14,7 @@ export const DESCRIPTIONS = {
   density: 'dense-leaf sweep: N keys drawn from [0, N/density) (Figure 9)',
   'persist-node': 'persistent embedded stores in Node: adaptree on node files, lmdb, classic-level (and raw 4 KiB pread)',
   browser: 'headless Chromium, one module worker: adaptree on OPFS and on IndexedDB (+ raw OPFS 4 KiB reads and write+flush), raw IndexedDB, idb-keyval, browser-level, sqlite-wasm opfs-sahpool',
-  threads: 'one BTreeMap shared by 1 and 2 worker_threads (mt build) vs one thread (st, mt): lookups, inserts, 50/50 mix',
+  threads: 'one BTreeMap shared by 1 and 2 worker_threads (mt build) vs one thread (st, mt): lookups, inserts, 50/50 mix, hot keys (Contention Split on/off), skewed inserts into a small-pool store (XMerge on/off)',
 };
 
 export function plan(suite, o) {
@@ -73,7 +73,7 @@ export function plan(suite, o) {
     }
     case 'threads': {
       jobs.push({ kind: 'threads', suite, dataset: 'hex-keys', impl: 'adaptree-wasm-mt', keys: o.keys ?? (q ? 100_000 : 1_000_000),
-        ops: q ? 400_000 : 2_000_000, rounds: q ? 3 : 5 });
+        ops: q ? 400_000 : 2_000_000, rounds: q ? 3 : 5, xmergeKeys: o.keys ?? (q ? 50_000 : 200_000) });
       break;
     }
     case 'persist-node': {

@@ -12,7 +12,12 @@
 // into an empty map), mix (50% lookups, 50% writes of random keys), hot (skewed writes: each
 // worker upserts its own 16 keys, and all workers' hot keys start in one leaf of a loaded map;
 // rows for 1 and 2 workers, and 2 workers with Contention Split on: config
-// 'adaptive+contention-split', docs/THREADS.md). Time runs from releasing
+// 'adaptive+contention-split', docs/THREADS.md), xmerge (skewed inserts into a file store
+// whose 1 MiB pool is far smaller than its data: N records loaded, then N new ones whose key
+// ranges follow a Zipf distribution over 64 ranges; rows adaptree-file-mt for 1 and 2
+// workers, config 'adaptive' (XMerge on, the default) and 'adaptive+no-xmerge' (fill:
+// { xmerge: false }), each with the leaf fill, bytes per record, the store's xmerges and
+// evictions after the inserts). Time runs from releasing
 // the workers (they wait on an Atomics flag after attaching) until the last one is done.
 // Each measurement runs `rounds` times; the row is the median round.
 // ADAPTREE_BENCH_BASELINE=<a dist/ directory of another build> adds its mt build's rows as
@@ -43,9 +48,37 @@ function rng(seed) {
 const HOT = 16;
 const hotKey = (part, j) => `h${part}${hex(j + 1)}`;
 
+// xmerge: keys in 64 ranges ('k' + range + a unique word); loaded keys spread evenly over them,
+// inserted keys pick their range by Zipf (theta 0.99).
+const RANGES = 64;
+const rangeKey = (r, i) => `k${r.toString(16).padStart(2, '0')}${hex(i)}`;
+const ZIPF_CDF = (() => {
+  const w = Array.from({ length: RANGES }, (_, r) => 1 / Math.pow(r + 1, 0.99));
+  const total = w.reduce((a, b) => a + b, 0);
+  let acc = 0;
+  return w.map((x) => (acc += x / total));
+})();
+function zipfRange(u) {
+  let lo = 0, hi = RANGES - 1;
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (ZIPF_CDF[mid] < u) lo = mid + 1; else hi = mid; }
+  // (the hot ranges scattered over the key space, not all at its start)
+  return Math.imul(lo, 37) % RANGES;
+}
+
 function run(map, workload, keys, ops, part, parts, seed) {
   const next = rng(seed + part * 7919);
   let found = 0;
+  if (workload === 'xmerge') {
+    // `keys` inserts in all, this part's share: a range by Zipf, then that range's next key in
+    // ascending order ('z' + a counter sorts after the range's loaded keys): 64 insertion
+    // points, as TPC-C's orders have one per district (the paper's example).
+    const counters = new Array(RANGES).fill(0);
+    for (let i = keys + part; i < 2 * keys; i += parts) {
+      const r = zipfRange(next() / 2 ** 32);
+      map.set(`k${r.toString(16).padStart(2, '0')}z${String(counters[r]++ * parts + part).padStart(8, '0')}`, value(i));
+    }
+    return keys;
+  }
   if (workload === 'hot') {
     for (let n = 0; n < ops; n++) map.set(hotKey(part, next() % HOT), value(n));
     return ops;
@@ -81,26 +114,31 @@ async function workerMain() {
 // temporary directory instead of a BTreeMap; workers attach to it (BTreeStore.attach) and
 // every store case ends with its commit inside the timed part.
 let storeSeq = 0;
-async function openStore(BTreeStore, wasm) {
+async function openStore(BTreeStore, wasm, options = {}) {
   const os = await import('node:os'), fs = await import('node:fs'), path = await import('node:path');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'adaptree-threads-bench-'));
-  const store = await BTreeStore.open({ path: path.join(dir, `s${storeSeq++}.db`), wasm, values: 'utf8' });
+  const store = await BTreeStore.open({ path: path.join(dir, `s${storeSeq++}.db`), wasm, values: 'utf8', ...options });
   return { store, done: async () => { await store.close(); fs.rmSync(dir, { recursive: true, force: true }); } };
 }
 
-function load(map, n) {
+function load(map, n, workload) {
+  const keyOf = workload === 'xmerge' ? (i) => rangeKey(i % RANGES, i) : key;
   const batch = [];
   for (let i = 0; i < n; i++) {
-    batch.push([key(i), value(i)]);
+    batch.push([keyOf(i), value(i)]);
     if (batch.length === 10000) { map.setMany(batch); batch.length = 0; }
   }
   map.setMany(batch);
 }
 
-async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed, dist = DIST, csplit = false, BTreeStore = null) {
-  const opened = BTreeStore ? await openStore(BTreeStore, wasm) : null;
+/** Runs `workload` on a map (or, with BTreeStore, a file store opened with `storeOptions`)
+ * shared by `workers` workers; returns the seconds, or with `report` { seconds, ...report(store) }
+ * (called after the workers are done, before the store closes). */
+async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed, dist = DIST, csplit = false, BTreeStore = null, storeOptions = {}, report = null) {
+  const opened = BTreeStore ? await openStore(BTreeStore, wasm, storeOptions) : null;
   const map = opened ? opened.store : new BTreeMap(null, { wasm, values: 'utf8' });
-  if (workload !== 'insert') load(map, keys);
+  if (workload !== 'insert') load(map, keys, workload);
+  if (opened && workload === 'xmerge') await map.commit();
   if (workload === 'hot') for (let p = 0; p < 2; p++) for (let j = 0; j < HOT; j++) map.set(hotKey(p, j), value(j));
   let splitsOf = null;
   if (csplit) {
@@ -127,10 +165,20 @@ async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed,
   const seconds = (performance.now() - t0) / 1000;
   await Promise.all(ws.map((w) => w.terminate()));
   if (workload === 'insert' && map.size !== keys) throw new Error(`insert: ${map.size} keys, expected ${keys}`);
+  if (workload === 'xmerge' && map.size !== 2 * keys) throw new Error(`xmerge: ${map.size} keys, expected ${2 * keys}`);
   if (splitsOf) process.stderr.write(`threads bench: ${workers} workers, contention splits: ${splitsOf()}\n`);
+  const extra = report ? report(map) : null;
   if (opened) await opened.done();
   else map.free();
-  return seconds;
+  return extra ? { seconds, ...extra } : seconds;
+}
+
+// xmerge rows' extras: the tree's leaf fill and bytes per record, the store's XMerge count and
+// evictions (treeStats reads every page: after the clock).
+function xmergeReport(store) {
+  const t = store.treeStats(), st = store.stats();
+  return { leaf_fill: +t.levels[0].fill.toFixed(4), bytes_per_record: +t.bytes_per_record.toFixed(2), leaves: t.levels[0].nodes,
+    xmerges: st.xmerges, xmerge_attempts: st.xmerge_attempts, evictions: st.evictions };
 }
 
 async function measureLocal(BTreeMap, wasm, workload, keys, ops, seed, BTreeStore = null) {
@@ -165,9 +213,19 @@ async function main() {
     base = { BTreeMap: b.BTreeMap, mt: await b.loadWasm({ threads: true }), dist: distOf(baseDir) };
   }
   const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
-  for (const workload of p.workloads ?? ['lookup', 'insert', 'mix', 'hot']) {
-    const n = workload === 'insert' ? keys : ops;
-    const cases = workload === 'hot' ? [
+  for (const workload of p.workloads ?? ['lookup', 'insert', 'mix', 'hot', 'xmerge']) {
+    // xmerge: its own key count (a store under a 1 MiB pool loads slowly), XMerge on and off
+    // with redistribution on (the default) and off (the paper's splits), 1 and 2 workers
+    const xkeys = p.xmergeKeys ?? keys;
+    const n = workload === 'insert' ? keys : workload === 'xmerge' ? xkeys : ops;
+    const xm = (workers, redistribute, xmerge) => () => measureShared(BTreeMap, mt, workload, xkeys, ops, workers, seed, DIST, false, BTreeStore,
+      { poolSize: 1 << 20, fill: { redistribute, xmerge } }, xmergeReport);
+    const cases = workload === 'xmerge' ? [1, 2].flatMap((w) => [
+      ['adaptree-file-mt', w, xm(w, true, true)],
+      ['adaptree-file-mt', w, xm(w, true, false), 'adaptive+no-xmerge'],
+      ['adaptree-file-mt', w, xm(w, false, true), 'adaptive+no-redistribute'],
+      ['adaptree-file-mt', w, xm(w, false, false), 'adaptive+no-redistribute+no-xmerge'],
+    ]) : workload === 'hot' ? [
       ['adaptree-wasm-mt', 0, () => measureLocal(BTreeMap, mt, workload, keys, ops, seed)],
       ['adaptree-wasm-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed)],
       ['adaptree-wasm-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed)],
@@ -184,8 +242,8 @@ async function main() {
       ['adaptree-file-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed, DIST, false, BTreeStore)],
       ['adaptree-file-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed, DIST, false, BTreeStore)],
     ];
-    if (p.stores === false) cases.splice(4);
-    if (base) {
+    if (p.stores === false) cases.splice(workload === 'xmerge' ? 0 : 4);
+    if (base && workload !== 'xmerge') {
       cases.push(['adaptree-wasm-mt-base', 1, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 1, seed, base.dist)]);
       cases.push(['adaptree-wasm-mt-base', 2, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 2, seed, base.dist)]);
     }
@@ -193,10 +251,12 @@ async function main() {
     const times = cases.map(() => []);
     for (let r = 0; r < rounds; r++) for (let c = 0; c < cases.length; c++) times[c].push(await cases[c][2]());
     cases.forEach(([impl, workers, , config], c) => {
-      const seconds = median(times[c]);
+      // the median round by time; its extras (xmerge) come with it
+      const rs = times[c].map((t) => (typeof t === 'number' ? { seconds: t } : t)).sort((a, b) => a.seconds - b.seconds);
+      const { seconds, ...extra } = rs[rs.length >> 1];
       console.log(JSON.stringify({
-        dataset: 'hex-keys', workload, impl, config: config ?? 'adaptive', keys, ops: n, workers,
-        seconds: +seconds.toFixed(6), ops_per_sec: Math.round(n / seconds),
+        dataset: workload === 'xmerge' ? 'hex-keys-zipf64' : 'hex-keys', workload, impl, config: config ?? 'adaptive', keys: workload === 'xmerge' ? xkeys : keys, ops: n, workers,
+        seconds: +seconds.toFixed(6), ops_per_sec: Math.round(n / seconds), ...extra,
       }));
     });
   }

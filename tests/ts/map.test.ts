@@ -897,6 +897,11 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       // A misspelt option must not silently fall back to the defaults.
       expectError(() => make(undefined, { keyEncoding: 'bytes' } as never), InvalidArgumentError, 'INVALID_ARGUMENT');
       expectError(() => make(undefined, { valueEncoding: 'utf8' } as never), InvalidArgumentError, 'INVALID_ARGUMENT');
+      // Options given where the entries go: said so (not "setMany: entries must be iterable").
+      const e = expectError(() => make({ keys: 'number' } as never), InvalidArgumentError, 'INVALID_ARGUMENT');
+      expect(e.message).toMatch(/options go second/);
+      // Any other non-iterable object is still an entries error.
+      expect(expectError(() => make({ a: 1 } as never), InvalidArgumentError, 'INVALID_ARGUMENT').message).toMatch(/iterable/);
     });
 
     it('a codec or toJSON that calls back into adaptree: ReentrancyError, map unchanged', () => {

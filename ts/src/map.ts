@@ -109,6 +109,12 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     if (options !== undefined && (options === null || typeof options !== 'object')) {
       throw new InvalidArgumentError('options must be an object');
     }
+    // `new BTreeMap({ keys: 'number' })`: options where the entries go (setMany would say the
+    // entries are not iterable, which does not tell what went wrong).
+    if (entries !== null && typeof entries === 'object' && typeof (entries as { [Symbol.iterator]?: unknown })[Symbol.iterator] !== 'function' &&
+        Object.keys(entries).some((k) => KNOWN_OPTIONS.has(k))) {
+      throw new InvalidArgumentError('new BTreeMap(entries, options): options go second, as in new BTreeMap(null, { keys: ... })');
+    }
     // A misspelt option (say `keyEncoding` for `keys`) would otherwise silently give the defaults.
     for (const name of Object.keys(options ?? {})) {
       if (!KNOWN_OPTIONS.has(name)) {

@@ -174,6 +174,13 @@ export interface StoreStats {
   /** Bytes of the data file and the log (sync backends). */
   data_bytes?: number;
   log_bytes?: number;
+  /** Node fill since open (README, "Node fill"): leaves regrouped with a neighbour before a
+   * split, of which 2-to-3 splits; XMerge groups packed into one leaf less, and the attempts
+   * the pool's evictions triggered. */
+  redistributions?: number;
+  splits_2to3?: number;
+  xmerges?: number;
+  xmerge_attempts?: number;
   /** data_bytes + log_bytes. */
   fileBytes: number;
   /** Writes since the last commit (counted by the TypeScript side). */
