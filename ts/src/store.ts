@@ -150,6 +150,14 @@ const PAGE_SIZE = 4096;
 const ASYNC_BATCH = 512;
 /** Pages read ahead (by id) when a scan faults on an async backend. */
 const READ_AHEAD = 8;
+/** Faults on consecutive page ids (an overflow chain: a large value's pages, which a new
+ * chain gets in descending order) read ahead in their direction, twice as far each time, up
+ * to this many pages (1 MiB: one IndexedDB transaction). One page per round trip made an
+ * 8 MB value take 1.5 s to read from IndexedDB with a cold pool. */
+const MAX_READ_AHEAD = 256;
+/** Pages of such a run supplied to the core with the one that faulted (a retry reads the
+ * chain again from its start: one page per retry made that quadratic). */
+const RUN_SUPPLY = 256;
 
 /** What stats() reports: the core's at_store_stats JSON plus the backend's name and path. */
 export interface StoreStats {
@@ -366,6 +374,11 @@ export class BTreeStore<K = string, V = unknown> {
   /** Async: page fetches in flight (deduplicated), and pages read ahead by scans. */
   readonly #faults = new Map<number, Promise<void>>();
   readonly #ahead = new Map<number, { gen: number; image: Promise<Fetched | undefined> }>();
+  /** The last page fault, and the read-ahead of a run of faults on consecutive ids: its
+   * direction (+1, -1) and window (0: not a run). */
+  #lastFault = -1;
+  #runDir = 0;
+  #runWindow = 0;
   /** Bumped by every async commit: pages read ahead before it may be stale. */
   #gen = 0;
   /** A commit failed: the store refuses writes until reopened. */
@@ -1139,6 +1152,19 @@ export class BTreeStore<K = string, V = unknown> {
   #fault(b: Async, id: number, readAhead: boolean): Promise<void> {
     let p = this.#faults.get(id);
     if (p === undefined) {
+      // A run goes on at the next id, or past the pages supplied with the last fault.
+      const step = id - this.#lastFault, dist = Math.abs(step), sign = Math.sign(step);
+      if (this.#runWindow > 0 && sign === this.#runDir && dist <= this.#runWindow + 1) {
+        this.#runWindow = Math.min(MAX_READ_AHEAD, 2 * this.#runWindow);
+      } else if (dist === 1) {
+        this.#runWindow = READ_AHEAD;
+        this.#runDir = sign;
+      } else {
+        this.#runWindow = this.#runDir = 0;
+      }
+      this.#lastFault = id;
+      const dir = this.#runWindow > 0 ? this.#runDir : readAhead ? 1 : 0;
+      const window = this.#runWindow > 0 ? this.#runWindow : READ_AHEAD;
       p = (async () => {
         const gen = this.#gen;
         const ahead = this.#ahead.get(id);
@@ -1150,7 +1176,7 @@ export class BTreeStore<K = string, V = unknown> {
         } catch (e) {
           throw isAdaptreeError(e) ? e : storeError(statusOfError(e), `reading page ${id}`, e);
         }
-        if (readAhead) this.#readAhead(b, id);
+        if (dir !== 0) this.#readAhead(b, id, dir, window);
         while (this.#gate !== undefined) await this.#gate;
         this.#open();
         // A reader: a page of another commit than the pool's is not supplied (the retry reads again).
@@ -1162,19 +1188,43 @@ export class BTreeStore<K = string, V = unknown> {
         w.u8().set(image, this.#pageBuf);
         const st = w.exports.at_store_supply!(this.#tree, id, this.#pageBuf);
         if (st < 0) throw storeError(st, `reading page ${id}`, undefined);
+        if (this.#runWindow > 0) await this.#supplyRun(b, id, dir, gen);
       })().finally(() => this.#faults.delete(id));
       this.#faults.set(id, p);
     }
     return p;
   }
 
-  /** Starts reading the pages after `id` (scans tend to go on there); their faults then
-   * find them here. Dropped at the next commit (they might be older than it). */
-  #readAhead(b: Async, id: number): void {
+  /** A run of faults on consecutive ids (an overflow chain): supplies the pages after `id`
+   * in direction `dir` that were read ahead, up to RUN_SUPPLY, so that the operation's retry
+   * walks on through them. Stops at the first one not read ahead (or failed, or changed by a
+   * commit meanwhile): its own fault reads it, and reports what is wrong with it. */
+  async #supplyRun(b: Async, id: number, dir: number, gen: number): Promise<void> {
+    for (let i = 1; i <= RUN_SUPPLY; i++) {
+      const q = id + dir * i;
+      const a = this.#ahead.get(q);
+      if (a === undefined || a.gen !== gen || this.#faults.has(q)) return;
+      const got = await a.image.catch(() => undefined);
+      if (got?.image === undefined || got.image.length !== PAGE_SIZE) return;
+      while (this.#gate !== undefined) await this.#gate;
+      if (this.#closed || this.#gen !== gen || this.#ahead.get(q) !== a) return;
+      if (b.reader !== undefined && !this.#sameCommit(b, got.page0)) return;
+      this.#ahead.delete(q);
+      const w = this.#wasm;
+      w.u8().set(got.image, this.#pageBuf);
+      if (w.exports.at_store_supply!(this.#tree, q, this.#pageBuf) < 0) return;
+    }
+  }
+
+  /** Starts reading the `window` pages after `id` in direction `dir` (scans tend to go on
+   * upwards, overflow chains downwards); their faults then find them here. Dropped at the
+   * next commit (they might be older than it). */
+  #readAhead(b: Async, id: number, dir: number, window: number): void {
     const gen = this.#gen;
     const want: number[] = [];
-    for (let i = 1; i <= READ_AHEAD; i++) {
-      const q = id + i;
+    for (let i = 1; i <= window; i++) {
+      const q = id + dir * i;
+      if (q <= 0) break;
       if (!this.#ahead.has(q) && !this.#faults.has(q)) want.push(q);
     }
     if (want.length === 0) return;
@@ -1186,10 +1236,10 @@ export class BTreeStore<K = string, V = unknown> {
       for (const q of want) this.#ahead.set(q, { gen, image: b.pages.readPage(q).then((image) => ({ image }), () => undefined) });
     }
     // Bound the cache: drop the oldest entries.
-    if (this.#ahead.size > 8 * READ_AHEAD) {
+    if (this.#ahead.size > 2 * MAX_READ_AHEAD) {
       for (const k of this.#ahead.keys()) {
         this.#ahead.delete(k);
-        if (this.#ahead.size <= 4 * READ_AHEAD) break;
+        if (this.#ahead.size <= MAX_READ_AHEAD) break;
       }
     }
   }

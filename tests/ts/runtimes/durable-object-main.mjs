@@ -7,6 +7,8 @@
 //   GET  /second-open            opens the same path again: { name, code } of the error
 //   GET  /stats                  store stats and the object's SQLite database size
 //   POST /close                  closes the store (the next request reopens it)
+//   POST /big     { key, n, commit } sets key to a string of n characters (a pattern), commits if asked
+//   GET  /value?key=K            { length, sum } of K's string value (null when absent), after checkInvariants
 //   POST /quota                  caps the database just above its size, writes until a commit
 //                 fails, reports the errors (if the runtime has not reset the object by then)
 import { DurableObject } from 'cloudflare:workers';
@@ -82,6 +84,17 @@ export class IndexObject extends DurableObject {
           sql.setMaxPageCountForTest(1 << 30);
           return Response.json(out);
         }
+        case '/big': {
+          const { key, n, commit } = await request.json();
+          s.set(key, bigString(n));
+          if (commit) await s.commit();
+          return Response.json({ size: s.size });
+        }
+        case '/value': {
+          s.checkInvariants();
+          const v = s.get(url.searchParams.get('key'));
+          return Response.json(typeof v === 'string' ? { length: v.length, sum: stringSum(v) } : null);
+        }
         case '/close':
           this.store = undefined;
           await s.close();
@@ -93,6 +106,18 @@ export class IndexObject extends DurableObject {
       return new Response(String(e && e.stack ? e.stack : e), { status: 500 });
     }
   }
+}
+
+/** A string of n characters with a pattern (so that a page out of place changes its sum). */
+function bigString(n) {
+  const unit = 'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(32);
+  let out = unit.repeat(Math.floor(n / unit.length));
+  return out + unit.slice(0, n - out.length);
+}
+function stringSum(v) {
+  let sum = 0;
+  for (let i = 0; i < v.length; i++) sum = (sum * 31 + v.charCodeAt(i) * (i % 97 + 1)) % 1000000007;
+  return sum;
 }
 
 export default {

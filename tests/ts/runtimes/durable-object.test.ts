@@ -176,6 +176,24 @@ describe('workerd Durable Object (SQLite storage on local disk)', () => {
     await expectModel('writable again', quota, 'quota');
   });
 
+  it('values far larger than the pool (12 MB, then 3 MB replacing it) commit through SQL and survive kill -9', async () => {
+    const sumOf = (n: number) => {
+      const unit = 'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(32);
+      let sum = 0;
+      for (let i = 0; i < n; i++) sum = (sum * 31 + unit.charCodeAt(i % unit.length) * (i % 97 + 1)) % 1000000007;
+      return sum;
+    };
+    await call('/big?obj=large', { key: 'big', n: 12e6, commit: true });
+    await call('/big?obj=large', { key: 'other', n: 5e6, commit: true });
+    await call('/big?obj=large', { key: 'big', n: 3e6, commit: true }); // the 12 MB chain goes back to the free list
+    await call('/big?obj=large', { key: 'uncommitted', n: 4e6, commit: false });
+    await stop('SIGKILL');
+    await start();
+    expect(await call('/value?obj=large&key=big')).toEqual({ length: 3e6, sum: sumOf(3e6) });
+    expect(await call('/value?obj=large&key=other')).toEqual({ length: 5e6, sum: sumOf(5e6) });
+    expect(await call('/value?obj=large&key=uncommitted')).toBeNull();
+  });
+
   it('a store 4x its pool: page faults, spills, commits and checkpoints through SQL; kill -9 during uncommitted spills', async () => {
     const big = new Map<string, number | string>();
     const t0 = performance.now();

@@ -84,6 +84,49 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 120_000);
 
+  it('values far larger than the pool (8 MB bytes, 4 MB json string) commit, survive a reload and read back equal', async () => {
+    const page = await tab();
+    const sums = await page.evaluate(async () => {
+      const s = await api.BTreeStore.open<string, Uint8Array>({ path: 'large', storage: 'indexeddb', values: 'bytes', poolSize: 1 << 20 });
+      const big = new Uint8Array(8e6);
+      for (let i = 0; i < big.length; i += 4096) big[i] = (i >>> 12) & 0xff;
+      big[big.length - 1] = 7;
+      await s.setAsync('big', big);
+      await s.setAsync('small', new Uint8Array([1, 2, 3]));
+      await s.commit();
+      // replaced by a smaller one in the next commit: the old chain's pages go back to the free list
+      await s.setAsync('big2', big.subarray(0, 3e6));
+      await s.commit();
+      await s.close();
+      const j = await api.BTreeStore.open<string, unknown>({ path: 'large-json', storage: 'indexeddb', poolSize: 1 << 20 });
+      await j.setAsync('text', 'x'.repeat(4e6));
+      await j.commit();
+      await j.close();
+      let sum = 0;
+      for (let i = 0; i < big.length; i++) sum = (sum + big[i]! * (i % 251)) % 1000000007;
+      return sum;
+    });
+    await page.reload();
+    await page.evaluate(() => ready);
+    const got = await page.evaluate(async () => {
+      const s = await api.BTreeStore.open<string, Uint8Array>({ path: 'large', storage: 'indexeddb', values: 'bytes', poolSize: 1 << 20, create: false });
+      const big = (await s.getAsync('big'))!;
+      let sum = 0;
+      for (let i = 0; i < big.length; i++) sum = (sum + big[i]! * (i % 251)) % 1000000007;
+      const big2 = (await s.getAsync('big2'))!;
+      const small = Array.from((await s.getAsync('small'))!);
+      const check = await s.checkInvariantsAsync?.();
+      await s.close();
+      const j = await api.BTreeStore.open<string, string>({ path: 'large-json', storage: 'indexeddb', poolSize: 1 << 20, create: false });
+      const text = (await j.getAsync('text'))!;
+      await j.close();
+      return { len: big.length, sum, len2: big2.length, prefix: big2[4096], small, check: check ?? null, text: text.length, textOk: /^x+$/.test(text) };
+    });
+    expect(got).toMatchObject({ len: 8e6, sum: sums, len2: 3e6, prefix: 1, small: [1, 2, 3], text: 4e6, textOk: true });
+    await page.close();
+    expect(errors).toEqual([]);
+  }, 120_000);
+
   it('a reload mid-workload reopens to a committed state with every commit the page saw', async () => {
     const page = await tab();
     const path = 'midway';

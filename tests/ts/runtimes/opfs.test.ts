@@ -219,6 +219,40 @@ describe('opfs backend in headless Chromium', () => {
     await page.close();
     expect(errors).toEqual([]);
   });
+
+  it('on the main thread, values far larger than the pool (20 MB bytes) go through the worker, commit and read back after a reload', async () => {
+    const page = await tab();
+    await run(page, { op: 'remove', names: ['large'] });
+    const sum = `(b) => { let s = 0; for (let i = 0; i < b.length; i++) s = (s + b[i] * (i % 251)) % 1000000007; return s; }`;
+    const wrote = await page.evaluate(async (sumSrc) => {
+      const sumOf = (0, eval)(sumSrc) as (b: Uint8Array) => number;
+      const a = (window as unknown as { api: typeof import('../../../ts/src/index.js') }).api;
+      const s = await a.BTreeStore.open<string, Uint8Array>({ path: 'large/store', storage: 'opfs', values: 'bytes', poolSize: 1 << 20 });
+      const big = new Uint8Array(20e6);
+      for (let i = 0; i < big.length; i += 4096) big[i] = (i >>> 12) & 0xff;
+      big[big.length - 1] = 9;
+      await s.setAsync('big', big);
+      await s.commit();
+      const back = (await s.getAsync('big'))!;
+      await s.close();
+      return { sum: sumOf(big), back: back.length, same: sumOf(back) === sumOf(big) };
+    }, sum);
+    expect(wrote.back).toBe(20e6);
+    expect(wrote.same).toBe(true);
+    await reload(page);
+    const got = await page.evaluate(async (sumSrc) => {
+      const sumOf = (0, eval)(sumSrc) as (b: Uint8Array) => number;
+      const a = (window as unknown as { api: typeof import('../../../ts/src/index.js') }).api;
+      const s = await a.BTreeStore.open<string, Uint8Array>({ path: 'large/store', storage: 'opfs', values: 'bytes', poolSize: 1 << 20, create: false });
+      const v = (await s.getAsync('big'))!;
+      await s.checkInvariantsAsync();
+      await s.close();
+      return { len: v.length, sum: sumOf(v) };
+    }, sum);
+    expect(got).toEqual({ len: 20e6, sum: wrote.sum });
+    await page.close();
+    expect(errors).toEqual([]);
+  });
 });
 
 describe('opfs: SIGKILL of the browser mid-workload', () => {
