@@ -566,8 +566,16 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
     // A restart upgrades the latch for the rest of the batch: the values so far stay valid.
     Status s = run_read(h, [&](ReadMode* m) { return t->tree.get({p + 4, kl}, &v, m); });
     if (s == Status::kOk) {
+      const size_t before = w.used;
       s = append_value(t->tree, w, v);  // under the leaf's latch (leaves mode)
       h.mode()->release();
+      if (s == Status::kNeedPage) {
+        // A page of this key's overflow value (async host): the keys before it are answered,
+        // as below; its partial value is dropped. (Answering none made a batch of two values
+        // larger than the pool start over from the first one for ever.)
+        set_result(c, nullptr, i, c->buf.data(), static_cast<uint32_t>(before), 0);
+        return ret(t, c, s);
+      }
       if (s != Status::kOk) return ret(t, c, s);
       found++;
     } else if (s == Status::kNotFound || s == Status::kKeyTooLarge) {
