@@ -153,6 +153,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       encodeIntoKeys: (kenc as unknown) === utf8Key && !rt.shared && ENCODE_INTO_VIEW,
       numKeys: (kenc as unknown) === numberKey,
       onFree: attach?.onFree,
+      closedMessage: attach?.closed,
       borrowed: attach?.borrowed === true,
     };
     treeRegistry?.register(this, this.#h as Handle<unknown, unknown>, this.#h);

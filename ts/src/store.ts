@@ -499,7 +499,7 @@ export class BTreeStore<K = string, V = unknown> {
     };
     try {
       entry = registerHost(wasm.memory, handle.io, files);
-      const opts = { wasm, keys, values, [ATTACH_TREE]: { tree: handle.tree, borrowed: true, onFree: detach } } as unknown as BTreeMapOptions<K, V>;
+      const opts = { wasm, keys, values, [ATTACH_TREE]: { tree: handle.tree, borrowed: true, onFree: detach, closed: 'the store is closed' } } as unknown as BTreeMapOptions<K, V>;
       const map = new BTreeMap<K, V>(null, opts);
       trackAttached(detach);
       const storeOptions = { path: handle.path, autoCommit: options.autoCommit, onError: options.onError } as StoreOptions<K, V>;
@@ -571,7 +571,7 @@ export class BTreeStore<K = string, V = unknown> {
         const st = ex.at_tree_set_fill(tree, fill);
         if (st < 0) throw errorFromStatus(st, 'fill');
       }
-      const o: BTreeMapOptions<K, V> & { [ATTACH_TREE]?: unknown } = { layout: layoutName, wasm, [ATTACH_TREE]: { tree, onFree } };
+      const o: BTreeMapOptions<K, V> & { [ATTACH_TREE]?: unknown } = { layout: layoutName, wasm, [ATTACH_TREE]: { tree, onFree, closed: 'the store is closed' } };
       if (options.keys !== undefined) o.keys = options.keys;
       if (options.values !== undefined) o.values = options.values;
       return o;

@@ -31,6 +31,8 @@ export interface Handle<K, V> {
   onFree: (() => void) | undefined;
   /** AttachTree.borrowed: the tree is not this map's to free. */
   readonly borrowed: boolean;
+  /** AttachTree.closed: the ClosedError's message once the tree is gone (else the map's). */
+  readonly closedMessage: string | undefined;
 }
 
 export function freeHandle(h: Handle<unknown, unknown>): void {
@@ -109,6 +111,6 @@ export function returnCursor(h: Handle<unknown, unknown>, c: number): void {
 }
 
 export function stateError(h: Handle<unknown, unknown>): Error {
-  return h.tree === 0 ? new ClosedError() : new ReentrancyError();
+  return h.tree === 0 ? new ClosedError(h.closedMessage) : new ReentrancyError();
 }
 

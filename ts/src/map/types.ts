@@ -39,6 +39,8 @@ export interface AttachTree {
   /** The tree belongs to another map (a worker's attached map, threads.ts): free() releases
    * this map's cursors, never the tree. */
   borrowed?: boolean;
+  /** What calls after the tree is gone say (a store: "the store is closed"). */
+  closed?: string;
 }
 
 /** A key range. At most one lower bound (`gt`/`gte`) and one upper bound (`lt`/`lte`). */
