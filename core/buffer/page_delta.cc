@@ -16,12 +16,8 @@ uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uin
   // lowest set byte of x = a ^ b is the first differing one.
   static_assert(kPageSize % 8 == 0 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
   uint32_t n = 0, i = 0;
-  while (i < kPageSize) {
+  while ((i = next_diff_word(base, img, i, kPageSize)) < kPageSize) {
     uint64_t x = load64(base + i) ^ load64(img + i);
-    if (x == 0) {
-      i += 8;
-      continue;
-    }
     const uint32_t start = i + (static_cast<uint32_t>(__builtin_ctzll(x)) >> 3);
     uint64_t last = x;
     uint32_t last_at = i;

@@ -4,7 +4,29 @@
 #pragma once
 #include <cstdint>
 
+#include "core/page.h"
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#endif
+
 namespace adaptree {
+
+// The offset of the first 8-byte word in [from, end) where a and b differ, or end (both
+// multiples of 8). In wasm 64 bytes a step with SIMD: most of a page a commit seals and
+// encodes is unchanged, and the word loop over it was most of seal_page_from's own time.
+inline uint32_t next_diff_word(const uint8_t* a, const uint8_t* b, uint32_t from, uint32_t end) {
+#if defined(__wasm_simd128__)
+  for (; from + 64 <= end; from += 64) {
+    const v128_t x0 = wasm_v128_xor(wasm_v128_load(a + from), wasm_v128_load(b + from));
+    const v128_t x1 = wasm_v128_xor(wasm_v128_load(a + from + 16), wasm_v128_load(b + from + 16));
+    const v128_t x2 = wasm_v128_xor(wasm_v128_load(a + from + 32), wasm_v128_load(b + from + 32));
+    const v128_t x3 = wasm_v128_xor(wasm_v128_load(a + from + 48), wasm_v128_load(b + from + 48));
+    if (wasm_v128_any_true(wasm_v128_or(wasm_v128_or(x0, x1), wasm_v128_or(x2, x3)))) break;
+  }
+#endif
+  while (from < end && load64(a + from) == load64(b + from)) from += 8;
+  return from;
+}
 
 // The runs where img differs from base (both kPageSize bytes) into out; the payload's size,
 // or ~0u when it would pass limit.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "core/buffer/page_delta.h"
+
 namespace adaptree {
 
 void seal_page_from(uint8_t* image, PageId id, const uint8_t* base) {
@@ -14,11 +16,7 @@ void seal_page_from(uint8_t* image, PageId id, const uint8_t* base) {
   store32(image + kNodeSize, id);
   uint32_t reg = 0, at = 0;  // R of (base ^ image)[0, at)
   uint8_t x[256];
-  for (uint32_t i = 0; i < kNodeSize;) {
-    if (load64(base + i) == load64(image + i)) {
-      i += 8;
-      continue;
-    }
+  for (uint32_t i = 0; (i = next_diff_word(base, image, i, kNodeSize)) < kNodeSize;) {
     const uint32_t start = i;
     for (i += 8; i < kNodeSize && load64(base + i) != load64(image + i); i += 8) {
     }
