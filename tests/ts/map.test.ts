@@ -1066,6 +1066,30 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expect(seen).toEqual(['a', 'b', 'c']);
     });
 
+    it('forEach walks the batches directly: every entry in order across batches, changes ahead seen, a throw ends it', () => {
+      const m = filled(5000);
+      const seen: string[] = [];
+      m.forEach((v, k) => {
+        seen.push(k);
+        expect(v).toBe(m.get(k));
+        if (k === pad(1000)) m.deleteRange({ gt: pad(1000), lt: pad(3000) });
+        if (k === pad(4000)) m.set(pad(4000) + 'x', -1);
+      });
+      expect(seen.length).toBe(1001 + 2000 + 1);
+      expect(seen).toEqual([...seen].sort());
+      expect(seen).toContain(pad(4000) + 'x');
+      const boom = new Error('boom');
+      let calls = 0;
+      expect(catchError(() => m.forEach(() => {
+        if (++calls === 1500) throw boom;
+      }))).toBe(boom);
+      expect(calls).toBe(1500);
+      // The map goes on as before (the walk's cursor went back).
+      m.set(pad(2), 7);
+      expect(m.get(pad(2))).toBe(7);
+      expect([...m.keys()].length).toBe(m.size);
+    });
+
     it('deleteRange and setMany during iteration', () => {
       const m = filled(3000);
       const seen: string[] = [];

@@ -311,10 +311,12 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     return new BTreeIterator<K, V, T>(this, h, mode, b) as unknown as MapIterator<T>;
   }
 
-  /** Calls `callbackfn(value, key, map)` for each entry in key order (entries added ahead are visited). */
+  /** Calls `callbackfn(value, key, map)` for each entry in key order (entries added ahead are
+   * visited). Faster than a loop over entries(): no entry array per entry. */
   forEach(callbackfn: (value: V, key: K, map: Map<K, V>) => void, thisArg?: unknown): void {
     if (typeof callbackfn !== 'function') throw new InvalidArgumentError('forEach: callback is not a function');
-    for (const [k, v] of this.entries()) callbackfn.call(thisArg, v, k, this);
+    const it = this.#iter<[K, V]>(MODE_ENTRIES, undefined, 'forEach') as unknown as BTreeIterator<K, V, [K, V]>;
+    it.each(thisArg === undefined ? (v, k) => callbackfn(v, k, this) : (v, k) => callbackfn.call(thisArg, v, k, this));
   }
 
   get [Symbol.toStringTag](): string {

@@ -89,6 +89,31 @@ export class BTreeIterator<K, V, T> {
     return { done: false, value: value as T };
   }
 
+  /** Calls f(value, key) for each entry left (BTreeMap.forEach): straight from the batch's
+   * arrays, without an entry array and an iterator result per entry. The same walk as next():
+   * a change f makes to the map re-seeks after the key just visited. On a throw from f the
+   * iteration ends (its cursor goes back) and the error propagates. */
+  each(f: (value: V, key: K) => void): void {
+    try {
+      for (;;) {
+        const h = this.#h;
+        if (h === null) return;
+        if (this.#i === this.#n || h.mod !== this.#mod) {
+          if (!this.#refill(h)) return;
+        }
+        const i = this.#i++;
+        const k = this.#keys[i]!;
+        const v = this.#vals[i]!;
+        this.#last = k;
+        this.#hasLast = true;
+        if (--this.#remaining === 0) this.#finish();
+        f(v, k);
+      }
+    } finally {
+      if (this.#h !== null) this.#finish();
+    }
+  }
+
   /** Reads and decodes the next batch; false when the iteration is over. */
   #refill(h: Handle<K, V>): boolean {
     const rt = h.rt;
