@@ -175,6 +175,7 @@ function apiSplit(dists, name, keys, probe, kencName, idx, scans) {
       return x;
     }],
     iterate: [keys.length, (m) => { let x = 0; for (const e of m.entries()) x += e[1].length; return x; }],
+    iterate_forEach: [keys.length, (m) => { let x = 0; m.forEach((v) => { x += v.length; }); return x; }],
     iterate_keys: [keys.length, (m) => { let x = 0; for (const k of m.keys()) if (k !== undefined) x++; return x; }],
   };
   // --sorted: sorted-btree (the inmem suite's anchor) on the same operations, in the same rounds,
@@ -193,6 +194,7 @@ function apiSplit(dists, name, keys, probe, kencName, idx, scans) {
         return x;
       },
       iterate: () => { let x = 0; t.forEach(() => { x++; }); return x; },
+      iterate_forEach: () => { let x = 0; t.forEach(() => { x++; }); return x; },
       iterate_keys: () => { let x = 0; t.forEach(() => { x++; }); return x; },
     };
   }
