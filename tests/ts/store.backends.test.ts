@@ -2,7 +2,7 @@
 // error statuses, and locking (in-process, another live process, a stale lock).
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Status } from '../../ts/src/abi.js';
@@ -195,6 +195,25 @@ describe('node backend', () => {
     const files = await nodeStorage.open(path, { create: true });
     expect(readFileSync(path + '-lock', 'utf8')).toBe(String(process.pid));
     files.close();
+  });
+
+  it('an empty lock file: held while fresh (its owner is writing it), stale once old; a new lock is never empty', async () => {
+    // A process killed between creating the lock and writing its pid left it empty, and the
+    // store refused every later open for good (a kill test hit it). Locks are now linked into
+    // place with the pid already written; an old empty one (an older version's) is stale.
+    const path = join(tmp.dir, 'empty-lock.db');
+    writeFileSync(path + '-lock', '');
+    const e = await nodeStorage.open(path, { create: true }).then(() => undefined, (x: unknown) => x);
+    expect(e).toBeInstanceOf(LockedError);
+    expect((e as Error).message).toContain('(starting)');
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(path + '-lock', old, old);
+    const files = await nodeStorage.open(path, { create: true });
+    expect(readFileSync(path + '-lock', 'utf8')).toBe(String(process.pid));
+    // The file the lock was linked from is gone.
+    expect(readdirSync(tmp.dir).filter((f) => f.startsWith('empty-lock.db-lock.'))).toEqual([]);
+    files.close();
+    expect(existsSync(path + '-lock')).toBe(false);
   });
 
   it('another process holding the store open gives LockedError (dist build)', async () => {

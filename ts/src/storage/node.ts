@@ -6,8 +6,8 @@
  * Errors: ENOSPC/EDQUOT reach the API as QuotaExceededError, every other errno as IoError
  * (the fs error is the `cause`).
  *
- * Locking: Node has no flock, so the lock is a file `path + '-lock'` created with O_EXCL
- * holding the owner's pid. A lock whose pid is dead (`process.kill(pid, 0)` fails with
+ * Locking: Node has no flock, so the lock is a file `path + '-lock'` holding the owner's pid,
+ * linked into place already written (see takeLock). A lock whose pid is dead (`process.kill(pid, 0)` fails with
  * ESRCH) is stale and taken over; a live one gives LockedError. A second open of the same
  * path in this process is refused too (LockedError), before the lock file is looked at.
  * Limits: the pid test is per host (a store on a network share used by two hosts is not
@@ -28,7 +28,9 @@ interface NodeFs {
   fstatSync(fd: number): { size: number };
   readFileSync(path: string, enc: 'utf8'): string;
   unlinkSync(path: string): void;
-  constants: { O_RDWR: number; O_CREAT: number; O_EXCL: number; O_WRONLY: number };
+  linkSync(existingPath: string, newPath: string): void;
+  statSync(path: string): { mtimeMs: number };
+  constants: { O_RDWR: number; O_CREAT: number; O_EXCL: number; O_WRONLY: number; O_TRUNC: number };
 }
 interface NodePath {
   resolve(...p: string[]): string;
@@ -103,25 +105,67 @@ function pidAlive(proc: NodeProcess, pid: number): boolean {
   }
 }
 
-/** Takes the lock file; throws LockedError when a live process holds it. */
+/** An empty lock file older than this is stale (its writer died before writing its pid). */
+const EMPTY_LOCK_STALE_MS = 10_000;
+
+/** Takes the lock file; throws LockedError when a live process holds it.
+ *
+ * The lock appears with the pid already in it: the pid is written to a file of this process's
+ * own (`lock.<pid>`), which is then hard-linked to the lock's name (the link fails when the
+ * lock exists, as O_EXCL does). Created with O_EXCL and then written, a lock was empty for a
+ * moment; a process killed in that moment left an empty lock, which every later open took for
+ * one being written: the store stayed locked for good (a kill test hit it). Where the file
+ * system has no hard links, the lock is created with O_EXCL as before; an empty lock older
+ * than EMPTY_LOCK_STALE_MS counts as stale. */
 function takeLock(fs: NodeFs, proc: NodeProcess, lockPath: string, storePath: string): void {
-  const flags = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL;
-  for (let attempt = 0; attempt < 2; attempt++) {
-    let fd: number;
+  const pidBytes = new TextEncoder().encode(String(proc.pid));
+  const write = (fd: number) => {
     try {
-      fd = fs.openSync(lockPath, flags, 0o644);
-    } catch (e) {
-      if (errnoOf(e) !== 'EEXIST') throw new IoError(`cannot create the lock file ${lockPath}: ${(e as Error).message}`, { cause: e });
+      fs.writeSync(fd, pidBytes, 0, pidBytes.length, 0);
+      fs.fdatasyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  };
+  const own = `${lockPath}.${proc.pid}`;
+  let linked = true;
+  try {
+    write(fs.openSync(own, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o644));
+  } catch (e) {
+    throw new IoError(`cannot create the lock file ${own}: ${(e as Error).message}`, { cause: e });
+  }
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        if (linked) {
+          fs.linkSync(own, lockPath);
+        } else {
+          write(fs.openSync(lockPath, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644));
+        }
+        return;
+      } catch (e) {
+        const code = errnoOf(e);
+        if (linked && code !== 'EEXIST' && code !== 'ENOENT') {
+          linked = false; // no hard links here: O_EXCL, as before
+          attempt--;
+          continue;
+        }
+        if (code !== 'EEXIST') throw new IoError(`cannot create the lock file ${lockPath}: ${(e as Error).message}`, { cause: e });
+      }
       let text = '';
+      let ageMs = 0;
       try {
         text = fs.readFileSync(lockPath, 'utf8');
+        ageMs = Date.now() - fs.statSync(lockPath).mtimeMs;
       } catch (e2) {
         if (errnoOf(e2) === 'ENOENT') continue; // released meanwhile
         throw new IoError(`cannot read the lock file ${lockPath}`, { cause: e2 });
       }
       const pid = Number.parseInt(text, 10);
-      // An empty file: the owner is between creating and writing it; treat it as held.
-      if (text === '' || (Number.isInteger(pid) && pid > 0 && pidAlive(proc, pid) && pid !== proc.pid)) {
+      // An empty file: its owner is between creating and writing it (O_EXCL), unless it has
+      // been empty for longer than that takes.
+      const held = text === '' ? ageMs < EMPTY_LOCK_STALE_MS : Number.isInteger(pid) && pid > 0 && pidAlive(proc, pid) && pid !== proc.pid;
+      if (held) {
         throw new LockedError(`the store ${storePath} is open in process ${text || '(starting)'} (lock file ${lockPath})`);
       }
       // Stale: its process is gone (or is this process, which has no open handle on the path).
@@ -130,18 +174,15 @@ function takeLock(fs: NodeFs, proc: NodeProcess, lockPath: string, storePath: st
       } catch (e3) {
         if (errnoOf(e3) !== 'ENOENT') throw new IoError(`cannot remove the stale lock file ${lockPath}`, { cause: e3 });
       }
-      continue;
     }
-    const pidBytes = new TextEncoder().encode(String(proc.pid));
+    throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
+  } finally {
     try {
-      fs.writeSync(fd, pidBytes, 0, pidBytes.length, 0);
-      fs.fdatasyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
+      fs.unlinkSync(own);
+    } catch {
+      // (gone already)
     }
-    return;
   }
-  throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
 }
 
 export interface NodeStorage extends SyncBackend {
