@@ -40,7 +40,19 @@ if ls tests/fuzz/*.cc >/dev/null 2>&1; then
     name=$(basename "$src" .cc)
     cmake --build build/fuzz -j "$jobs" --target "$name"
     mkdir -p build/fuzz/corpus-"$name"
-    "build/fuzz/$name" -max_total_time="${ADAPTREE_FUZZ_SECONDS:-20}" -print_final_stats=1 build/fuzz/corpus-"$name" 2>&1 | tail -n 3
+    # Inputs that once crashed a target (tests/fuzz/regressions/<target>) run first, every time.
+    seeds=()
+    [ -d tests/fuzz/regressions/"$name" ] && seeds=(tests/fuzz/regressions/"$name")
+    if ! "build/fuzz/$name" -max_total_time="${ADAPTREE_FUZZ_SECONDS:-20}" -print_final_stats=1 \
+        -artifact_prefix=build/fuzz/"$name"- build/fuzz/corpus-"$name" "${seeds[@]}" >build/fuzz/"$name".log 2>&1; then
+      # The crash report and the input, so that a CI log is enough to reproduce it.
+      tail -n 60 build/fuzz/"$name".log
+      for f in build/fuzz/"$name"-crash-* build/fuzz/"$name"-leak-* build/fuzz/"$name"-timeout-*; do
+        [ -f "$f" ] && { echo "input $f:"; od -A d -t x1 "$f" | head -n 40; }
+      done
+      exit 1
+    fi
+    tail -n 3 build/fuzz/"$name".log
   done
 fi
 

@@ -397,10 +397,12 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield,
 
 // Three leaves first..first+2 around the full one at pos, as two shifts: the
 // pair away from it first (its neighbour makes room), then the pair with it.
-bool Rebalancer::shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield) {
+// *changed: the first shift moved records even if the second did not; the
+// caller's path may then lead to the wrong leaf for key.
+bool Rebalancer::shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield, bool* changed) {
   unsigned far = pos == first ? first + 1 : first, near = pos == first ? first : first + 1;
   if (pos == first + 1) far = first + 1, near = first;  // the middle one gives both ways
-  shift(parent, far, key, vfield, false);
+  *changed = shift(parent, far, key, vfield, false);
   return shift(parent, near, key, vfield, true);
 }
 
@@ -476,12 +478,19 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
       if (!ok || sum * 16 > uint64_t{k} * kNodeSize * kRedistributeSixteenths) continue;
       if (best < 0 || sum < best_sum) best = a, best_sum = sum;
     }
-    if (best >= 0 && ((k == 2 && shift(parent, static_cast<unsigned>(best), key, vfield, true)) ||
-                      (k == 3 && shift3(parent, static_cast<unsigned>(best), pos, key, vfield)) ||
-                      regroup(parent, static_cast<unsigned>(best), k, k, &key, vfield, 0))) {
+    if (best < 0) continue;
+    bool shifted = false;
+    if ((k == 2 && shift(parent, static_cast<unsigned>(best), key, vfield, true)) ||
+        (k == 3 && shift3(parent, static_cast<unsigned>(best), pos, key, vfield, &shifted)) ||
+        regroup(parent, static_cast<unsigned>(best), k, k, &key, vfield, 0)) {
       stats_.redistributions++;
       return true;
     }
+    // Half of a three-leaf shift happened: the leaves' fences moved, so the
+    // key may now belong to a neighbour and ids[] is stale. The caller must
+    // descend again rather than split the leaf it has (that split built a
+    // leaf whose fences crossed: fuzz input, 1 KiB keys).
+    if (shifted) return true;
   }
   // 2-to-3 split with the emptier neighbour.
   int nb = -1;

@@ -58,8 +58,9 @@ class Rebalancer {
   explicit Rebalancer(BTree* t) : t_(t) {}
 
   // The leaf at the end of ids[0..depth) cannot take key (value field vfield):
-  // redistributes or splits 2-to-3. True if room was made (the caller retries
-  // the insert), false if nothing changed (the caller splits).
+  // redistributes or splits 2-to-3. True if the leaves changed (room was made,
+  // or records moved so that ids[] may be stale: the caller descends again and
+  // retries the insert), false if nothing changed (the caller splits).
   bool before_split(const PageId* ids, unsigned depth, Slice key, uint16_t vfield);
 
   // XMerge over every group of leaves in the tree (resident_only: of the
@@ -90,7 +91,7 @@ class Rebalancer {
   // with_key: key (value field vfield) is pending in one of the two, counted
   // in the cut and sure to fit afterwards.
   bool shift(PageId parent, unsigned left, Slice key, uint16_t vfield, bool with_key);
-  bool shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield);
+  bool shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield, bool* changed);
   bool grow_scratch();
   // Bytes a leaf's content needs (without its fences): merge and fill decisions.
   static unsigned leaf_content(const uint8_t* p);
