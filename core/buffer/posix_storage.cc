@@ -8,12 +8,16 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <ctime>
 #include <unistd.h>
 
 namespace adaptree {
 
 namespace {
 Status from_errno(int e) { return e == ENOSPC || e == EDQUOT || e == EFBIG ? Status::kQuotaExceeded : Status::kIoError; }
+
+// An empty lock file older than this is stale.
+constexpr time_t kEmptyLockStaleSeconds = 10;
 
 bool pid_alive(long pid) { return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
 }  // namespace
@@ -37,10 +41,14 @@ Status take_lock_file(const std::string& lock_path) {
       return Status::kIoError;
     }
     ssize_t n = ::read(rfd, text, sizeof text - 1);
+    struct stat st;
+    bool stat_ok = fstat(rfd, &st) == 0;
     ::close(rfd);
-    if (n < 0) return Status::kIoError;
-    // Empty: the owner is between creating and writing it.
-    if (n == 0) return Status::kLocked;
+    if (n < 0 || !stat_ok) return Status::kIoError;
+    // Empty: the owner is between creating and writing it, unless it has been
+    // empty for longer than that takes (a process killed in that moment; the
+    // Node and Deno backends have the same rule).
+    if (n == 0 && time(nullptr) - st.st_mtime < kEmptyLockStaleSeconds) return Status::kLocked;
     char* end = nullptr;
     long pid = std::strtol(text, &end, 10);
     // "<pid> flock": written by a flock holder (Deno, this tool), and we hold the flock now.

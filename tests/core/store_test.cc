@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 #include <fcntl.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -497,7 +498,8 @@ std::string read_file(const std::string& p) {
 
 // The lock file `path-lock` is the Node backend's (ts/src/storage/node.ts): a
 // live pid in it (another process, or this one) is kLocked and left alone; an
-// empty one (an owner between creating and writing it) is kLocked; a dead
+// empty one (an owner between creating and writing it) is kLocked until it is
+// 10 s old, then stale (its writer was killed in that moment); a dead
 // pid's is taken over, and so is one that says "flock" (Deno's or this tool's:
 // its writer held the flock we now hold); we write "<pid> flock"; the owner
 // removes it when done.
@@ -511,6 +513,12 @@ TEST(Store, PosixLockFileIsTheNodeBackends) {
   EXPECT_EQ(read_file(lock), std::to_string(getppid()));
   write_file(lock, "");
   EXPECT_EQ(PosixStorage::open(path, &ps), Status::kLocked);
+  // An empty one a minute old: its writer was killed before writing (stale).
+  struct timeval old[2] = {{time(nullptr) - 60, 0}, {time(nullptr) - 60, 0}};
+  ASSERT_EQ(utimes(lock.c_str(), old), 0);
+  ASSERT_EQ(PosixStorage::open(path, &ps), Status::kOk);
+  EXPECT_EQ(read_file(lock), std::to_string(getpid()) + " flock");
+  delete ps;
   pid_t child = fork();
   if (child == 0) _exit(0);
   ASSERT_GT(child, 0);

@@ -2,7 +2,7 @@
 // FsFile.tryLockSync), reopen without the uncommitted write, close commits. Needs dist/.
 import { afterAll, expect, it } from 'vitest';
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -115,5 +115,15 @@ it('Node and Deno exclude each other through the lock file, and take over a kill
   expect(refused.message).toContain('/proc');
   expect(readFileSync(path + '-lock', 'utf8')).toBe(String(dead));
   expect(await denoTry(path)).toEqual({ result: 'ok', seen: 'deno-hold' });
+  expect(existsSync(path + '-lock')).toBe(false);
+
+  // An empty lock file (a Deno killed between creating and writing it, or a Node opener on a
+  // file system without hard links, in that moment): held while fresh, stale once old. Deno
+  // used to refuse it for good.
+  writeFileSync(path + '-lock', '');
+  expect((await denoTry(path, false)).result).toBe('LOCKED');
+  const old = new Date(Date.now() - 60_000);
+  utimesSync(path + '-lock', old, old);
+  expect(await denoTry(path, false)).toEqual({ result: 'ok', seen: 'deno' });
   expect(existsSync(path + '-lock')).toBe(false);
 }, 120_000);

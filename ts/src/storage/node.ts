@@ -129,29 +129,55 @@ function takeLock(fs: NodeFs, proc: NodeProcess, lockPath: string, storePath: st
   };
   const own = `${lockPath}.${proc.pid}`;
   let linked = true;
+  const removeOwn = () => {
+    try {
+      fs.unlinkSync(own);
+    } catch {
+      // (gone already)
+    }
+  };
   try {
     write(fs.openSync(own, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o644));
   } catch (e) {
+    removeOwn(); // a full disk can fail the write after the create
     throw new IoError(`cannot create the lock file ${own}: ${(e as Error).message}`, { cause: e });
   }
-  try {
-    for (let attempt = 0; attempt < 2; attempt++) {
+  // Creates the lock: true, or false when it exists. The first failure other than EEXIST
+  // of a link means no hard links here: O_EXCL from then on.
+  const create = (): boolean => {
+    if (linked) {
       try {
-        if (linked) {
-          fs.linkSync(own, lockPath);
-        } else {
-          write(fs.openSync(lockPath, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644));
-        }
-        return;
+        fs.linkSync(own, lockPath);
+        return true;
       } catch (e) {
         const code = errnoOf(e);
-        if (linked && code !== 'EEXIST' && code !== 'ENOENT') {
-          linked = false; // no hard links here: O_EXCL, as before
-          attempt--;
-          continue;
-        }
-        if (code !== 'EEXIST') throw new IoError(`cannot create the lock file ${lockPath}: ${(e as Error).message}`, { cause: e });
+        if (code === 'EEXIST') return false;
+        if (code === 'ENOENT') throw new IoError(`cannot create the lock file ${lockPath}: ${(e as Error).message}`, { cause: e });
+        linked = false;
       }
+    }
+    let fd: number;
+    try {
+      fd = fs.openSync(lockPath, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o644);
+    } catch (e) {
+      if (errnoOf(e) === 'EEXIST') return false;
+      throw new IoError(`cannot create the lock file ${lockPath}: ${(e as Error).message}`, { cause: e });
+    }
+    try {
+      write(fd);
+    } catch (e) {
+      try {
+        fs.unlinkSync(lockPath); // not left empty for others to wait on
+      } catch {
+        // (its removal is what EMPTY_LOCK_STALE_MS is for)
+      }
+      throw new IoError(`cannot write the lock file ${lockPath}: ${(e as Error).message}`, { cause: e });
+    }
+    return true;
+  };
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (create()) return;
       let text = '';
       let ageMs = 0;
       try {
@@ -177,11 +203,7 @@ function takeLock(fs: NodeFs, proc: NodeProcess, lockPath: string, storePath: st
     }
     throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
   } finally {
-    try {
-      fs.unlinkSync(own);
-    } catch {
-      // (gone already)
-    }
+    removeOwn();
   }
 }
 
