@@ -217,9 +217,9 @@ class BufferPool {
   uint8_t* fix_backed(PageId id);
   uint8_t* poison(Status why, PageId id);
   void install(FrameId f, PageId id, bool dirty);
-  // A frame to load a page into (free, or a clock victim), or kNoFrame.
   // A frame for a page: a free one, else the clock's victim among the frames not fixed
-  // in the last keep_epochs operations (1: this one), else a new one past the target.
+  // in the last keep_epochs operations (1: this one), else a new one past the target;
+  // kNoFrame when memory cannot grow.
   FrameId take_frame(uint32_t keep_epochs = 1);
   bool grow();  // one more chunk of frames
   void free_memory();
