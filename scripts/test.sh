@@ -40,9 +40,12 @@ if ls tests/fuzz/*.cc >/dev/null 2>&1; then
     name=$(basename "$src" .cc)
     cmake --build build/fuzz -j "$jobs" --target "$name"
     mkdir -p build/fuzz/corpus-"$name"
-    # Inputs that once crashed a target (tests/fuzz/regressions/<target>) run first, every time.
+    # Run first, every time: inputs that once crashed the target (tests/fuzz/regressions/<target>)
+    # and a seed corpus that reaches every edge longer runs reached (tests/fuzz/corpus/<target>).
     seeds=()
-    [ -d tests/fuzz/regressions/"$name" ] && seeds=(tests/fuzz/regressions/"$name")
+    for d in tests/fuzz/regressions/"$name" tests/fuzz/corpus/"$name"; do
+      [ -d "$d" ] && seeds+=("$d")
+    done
     if ! "build/fuzz/$name" -max_total_time="${ADAPTREE_FUZZ_SECONDS:-20}" -print_final_stats=1 \
         -artifact_prefix=build/fuzz/"$name"- build/fuzz/corpus-"$name" "${seeds[@]}" >build/fuzz/"$name".log 2>&1; then
       # The crash report and the input, so that a CI log is enough to reproduce it.
