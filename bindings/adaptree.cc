@@ -30,6 +30,10 @@
 #include "core/tree/scan.h"
 #include "core/tree/tree_latch.h"
 
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#endif
+
 using adaptree::BTree;
 using adaptree::Cursor;
 using adaptree::KeyBuffer;
@@ -744,10 +748,38 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
   return st(Status::kOk);
 }
 
+// Whether a byte of the key is >= 0x80 (not ASCII). In wasm 16 bytes at a time: the word-wise
+// loop batch_to_columns ran over the copied keys cost 15 of the 58 ns per entry of the core's
+// part of an iteration over urls. A KeyBuffer's array is always kMaxKeySize long, so a load of
+// 16 bytes from its start stays inside it.
+static inline bool any_high_bit(const KeyBuffer& k) {
+  const uint8_t* p = k.data;
+  const uint32_t n = k.len;
+#if defined(__wasm_simd128__)
+  static_assert(adaptree::kMaxKeySize >= 16);
+  if (n < 16) {
+    const v128_t lanes = wasm_i8x16_make(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const v128_t in = wasm_u8x16_lt(lanes, wasm_i8x16_splat(static_cast<int8_t>(n)));
+    return wasm_i8x16_bitmask(wasm_v128_and(wasm_v128_load(p), in)) != 0;
+  }
+  v128_t acc = wasm_v128_load(p + n - 16);
+  for (uint32_t i = 0; i + 16 < n; i += 16) acc = wasm_v128_or(acc, wasm_v128_load(p + i));
+  return wasm_i8x16_bitmask(acc) != 0;
+#else
+  uint64_t high = 0;
+  uint32_t j = 0;
+  for (; j + 8 <= n; j += 8) high |= adaptree::load64(p + j);
+  for (; j < n; j++) high |= p[j];
+  return (high & 0x8080808080808080ull) != 0;
+#endif
+}
+
 // Rewrites a batch [klen][key][vlen][value]... (the buffer's first `used` bytes, n records) in
 // columns after it, at a 4-aligned offset: [u32 n][u32 key bytes][u32 flags][u32 0]
 // [u32 klen x n][u32 vlen x n][keys][values]. A klen with bit 31 set marks a key holding a byte
-// >= 0x80; flags bit 0: some key does. JavaScript then decodes all keys of a batch at once.
+// >= 0x80 (the records' klen words carry that mark already: any_high_bit as each record was
+// written, from the key still in cache); flags bit 0: some key does. JavaScript then decodes
+// all keys of a batch at once.
 constexpr size_t kColumnsMax = size_t{512} << 10;
 bool batch_to_columns(std::vector<uint8_t>& b, size_t used, uint32_t n, size_t* out, size_t* out_len) {
   const size_t at = (used + 3) & ~size_t{3};
@@ -760,6 +792,7 @@ bool batch_to_columns(std::vector<uint8_t>& b, size_t used, uint32_t n, size_t* 
   for (size_t p = 0, i = 0; i < n; i++) {
     uint32_t kl, vl;
     memcpy(&kl, in + p, 4);
+    kl &= 0x7fffffffu;
     memcpy(&vl, in + p + 4 + kl, 4);
     key_bytes += kl;
     p += 8 + size_t{kl} + vl;
@@ -769,21 +802,14 @@ bool batch_to_columns(std::vector<uint8_t>& b, size_t used, uint32_t n, size_t* 
   uint8_t* vals = keys + key_bytes;
   uint32_t flags = 0;
   for (size_t p = 0, i = 0; i < n; i++) {
-    uint32_t kl, vl;
-    memcpy(&kl, in + p, 4);
+    uint32_t word, vl;
+    memcpy(&word, in + p, 4);  // (bit 31: the key is not ASCII, marked as the record was written)
+    const uint32_t kl = word & 0x7fffffffu;
     const uint8_t* k = in + p + 4;
     memcpy(&vl, k + kl, 4);
     adaptree::copy_small(keys, k, kl);  // memcpy of a few bytes is a call in wasm
     adaptree::copy_small(vals, k + kl + 4, vl);
-    uint64_t high = 0;
-    uint32_t j = 0;
-    for (; j + 8 <= kl; j += 8) high |= adaptree::load64(k + j);
-    for (; j < kl; j++) high |= k[j];
-    uint32_t word = kl;
-    if (high & 0x8080808080808080ull) {
-      word |= 0x80000000u;
-      flags = 1;
-    }
+    flags |= word >> 31;
     memcpy(lens + 4 * i, &word, 4);
     keys += kl;
     vals += vl;
@@ -894,6 +920,8 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     return st(n ? Status::kOk : Status::kNotFound);
   }
   Status err = Status::kOk;
+  // Records meant for columns mark a non-ASCII key in bit 31 of its length (batch_to_columns).
+  const bool columns = want_value & AT_BATCH_COLUMNS;
   auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
     if (!(want_value & AT_BATCH_VALUES) || !v.is_overflow()) {
       // The whole record with one room() (an inline value, or none).
@@ -903,7 +931,8 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
         err = Status::kOutOfMemory;
         return false;
       }
-      memcpy(p, &k.len, 4);
+      const uint32_t kword = columns && any_high_bit(k) ? k.len | 0x80000000u : k.len;
+      memcpy(p, &kword, 4);
       adaptree::copy_small(p + 4, k.data, k.len);
       memcpy(p + 4 + k.len, &vl, 4);
       adaptree::copy_small(p + 8 + k.len, v.ptr, vl);
@@ -915,7 +944,8 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
       err = Status::kOutOfMemory;
       return false;
     }
-    memcpy(p, &k.len, 4);
+    const uint32_t kword = columns && any_high_bit(k) ? k.len | 0x80000000u : k.len;
+    memcpy(p, &kword, 4);
     adaptree::copy_small(p + 4, k.data, k.len);
     if (want_value & AT_BATCH_VALUES) {
       err = append_value(t, w, v);
@@ -937,9 +967,21 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   // Columns need a second copy of the batch: not for a large one (big values), nor when memory
   // for it is short; then the batch stays as it is and result.key_len (1: columns) says so.
   size_t at = 0, len = 0;
-  if ((want_value & AT_BATCH_COLUMNS) && n > 0 && w.used <= kColumnsMax && batch_to_columns(c->buf, w.used, n, &at, &len)) {
+  if (columns && n > 0 && w.used <= kColumnsMax && batch_to_columns(c->buf, w.used, n, &at, &len)) {
     set_result(c, nullptr, 1, c->buf.data() + at, static_cast<uint32_t>(len), n);
     return st(Status::kOk);
+  }
+  if (columns) {
+    // Records after all: their key lengths lose the marks.
+    uint8_t* b = c->buf.data();
+    for (size_t p = 0, i = 0; i < n; i++) {
+      uint32_t word, vl;
+      memcpy(&word, b + p, 4);
+      const uint32_t kl = word & 0x7fffffffu;
+      memcpy(b + p, &kl, 4);
+      memcpy(&vl, b + p + 4 + kl, 4);
+      p += 8 + size_t{kl} + vl;
+    }
   }
   set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), n);
   return st(n ? Status::kOk : Status::kNotFound);
