@@ -132,23 +132,22 @@ function takeLockFile(d: DenoNs, lockPath: string, storePath: string): void {
       }
       const pid = Number.parseInt(text, 10);
       const flockHolder = /\bflock\b/.test(text);
-      if (!flockHolder) {
+      if (!flockHolder && (text === '' || !Number.isInteger(pid) || pid <= 0)) {
         // An empty file: a Node process without hard links between creating and writing it,
         // or a Deno process killed in that moment (it held the flock we hold now): stale once
         // it has been empty for longer than a write takes, as on Node.
-        if (text === '' || !Number.isInteger(pid) || pid <= 0) {
-          let ageMs = 0;
-          try {
-            const m = (d.statSync(lockPath) as { mtime: Date | null }).mtime;
-            ageMs = m ? Date.now() - m.getTime() : 0;
-          } catch (e2) {
-            if (e2 instanceof d.errors.NotFound) continue;
-            throw new IoError(`cannot read the lock file ${lockPath}: ${(e2 as Error).message}`, { cause: e2 });
-          }
-          if (text !== '' || ageMs < EMPTY_LOCK_STALE_MS) {
-            throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
-          }
-        } else {
+        let ageMs = 0;
+        try {
+          const m = (d.statSync(lockPath) as { mtime: Date | null }).mtime;
+          ageMs = m ? Date.now() - m.getTime() : 0;
+        } catch (e2) {
+          if (e2 instanceof d.errors.NotFound) continue;
+          throw new IoError(`cannot read the lock file ${lockPath}: ${(e2 as Error).message}`, { cause: e2 });
+        }
+        if (text !== '' || ageMs < EMPTY_LOCK_STALE_MS) {
+          throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
+        }
+      } else if (!flockHolder) {
         const state = pid === d.pid ? 'gone' : pidState(d, pid);
         if (state === 'alive') throw new LockedError(`the store ${storePath} is open in process ${pid} (lock file ${lockPath})`);
         if (state === 'unknown') {
@@ -156,7 +155,6 @@ function takeLockFile(d: DenoNs, lockPath: string, storePath: string): void {
             `the store ${storePath} has a lock file ${lockPath} of process ${pid}, and this Deno cannot tell whether that process runs ` +
               `(it reads /proc/${pid}, which Deno allows only with --allow-all); remove the file if no process uses the store`,
           );
-        }
         }
       }
       // Stale: its writer held the flock we now hold, or its process is gone.
