@@ -7,7 +7,8 @@
 // tree and, once the tree is shared between threads, for its point writes
 // (set, remove, setMany entry by entry; phase 2a: they latch the leaf they
 // change); exclusive for other writes and for everything on a store (whose
-// reads change its buffer pool). A shared call that must change more than a
+// reads change its buffer pool) except, once a store is shared, its point reads
+// of resident pages (BTree::get_resident). A shared call that must change more than a
 // leaf answers kRestart and runs again exclusive (run_read, run_write below).
 #include "bindings/adaptree.h"
 #include "bindings/internal.h"
@@ -105,15 +106,24 @@ constexpr int32_t st(Status s) { return static_cast<int32_t>(s); }
 TreeLatch::Wait wait_of(const at_ctx* c) { return c ? c->wait : TreeLatch::Wait::kSpin; }
 
 // A call's hold on a tree's latch. Reads of an in-memory tree share it; a
-// store's reads fix and evict frames, so everything on a store is exclusive.
+// store's reads fix and evict frames, so everything on a store is exclusive but
+// the point reads of a shared store (PointRead below).
 // Point writes (PointWrite) share it once the tree is shared between threads
 // (before, one thread alone: exclusive costs nothing and latches no leaf).
 // ok() is false (say kClosed) when the tree was closed by another thread.
+// Point reads (PointRead: get, has, getMany) of a store shared between threads share it
+// too: they read resident pages only and restart exclusive for anything else
+// (BTree::get_resident); its writes stay exclusive.
 struct PointWrite {};
+struct PointRead {};
 class Held {
  public:
   Held(at_tree* t, bool write, TreeLatch::Wait w, XorShift32* rng)
       : t_(t), g_(t->latch, write || t->store != nullptr, w) {
+    init(rng);
+  }
+  Held(at_tree* t, PointRead, TreeLatch::Wait w, XorShift32* rng)
+      : t_(t), g_(t->latch, t->store != nullptr && (!rng || !t->shared.load(std::memory_order_relaxed)), w) {
     init(rng);
   }
   Held(at_tree* t, PointWrite, TreeLatch::Wait w, XorShift32* rng)
@@ -138,7 +148,8 @@ class Held {
     mode_.shared = !g_.exclusive();
     // Another thread may write beside this call (only under the latch: a shared
     // tree stays shared, and shared is set under the latch exclusive).
-    mode_.leaves = mode_.shared && t_->shared.load(std::memory_order_relaxed);
+    // (A store's writes are exclusive: its readers latch no leaf.)
+    mode_.leaves = mode_.shared && !t_->store && t_->shared.load(std::memory_order_relaxed);
     mode_.rng = rng;
   }
   at_tree* t_;
@@ -198,7 +209,9 @@ void set_result(at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* 
 // The status of a tree call; NEED_PAGE (a store on an async host) puts the
 // missing page's id in result.aux of c (or of the tree's last context).
 int32_t ret(at_tree* t, at_ctx* c, Status s) {
-  if (c && t->store) t->ctx = c;  // (a store is never shared: this write races with no one)
+  // (Only for a store not shared between threads, whose calls are all exclusive: a
+  // shared one is on files, never answers NEED_PAGE, and its reads run side by side.)
+  if (c && t->store && !t->shared.load(std::memory_order_relaxed)) t->ctx = c;
   if (s == Status::kNeedPage) {
     at_ctx* x = c ? c : t->ctx;
     if (x) x->result[4] = t->tree.store().missing_page();
@@ -396,7 +409,7 @@ int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, cons
 
 int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
-  Held h(t, false, wait_of(c), &c->rng);
+  Held h(t, PointRead{}, wait_of(c), &c->rng);
   if (!h.ok()) return st(Status::kClosed);
   ValueRef v;
   Status s = run_read(h, [&](ReadMode* m) { return t->tree.get({key, key_len}, &v, m); });
@@ -421,7 +434,7 @@ int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
 
 int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
-  Held h(t, false, wait_of(c), &c->rng);
+  Held h(t, PointRead{}, wait_of(c), &c->rng);
   if (!h.ok()) return st(Status::kClosed);
   ValueRef v;
   return ret(t, c, run_read(h, [&](ReadMode* m) { return t->tree.get({key, key_len}, &v, m); }));
@@ -557,7 +570,7 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
 
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) {
   if (!t) return st(Status::kClosed);
-  Held h(t, false, wait_of(c), &c->rng);
+  Held h(t, PointRead{}, wait_of(c), &c->rng);
   if (!h.ok()) return st(Status::kClosed);
   trim_output(c);
   Writer w{c->buf};

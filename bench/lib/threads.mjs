@@ -21,7 +21,8 @@
 // the workers (they wait on an Atomics flag after attaching) until the last one is done.
 // Each measurement runs `rounds` times; the row is the median round.
 // ADAPTREE_BENCH_BASELINE=<a dist/ directory of another build> adds its mt build's rows as
-// impl `adaptree-wasm-mt-base` (workers 1 and 2) to the same rounds, so that a change and the
+// impl `adaptree-wasm-mt-base` (and its file store as `adaptree-file-mt-base`; workers 1 and 2)
+// to the same rounds, so that a change and the
 // build before it are measured side by side on a loaded machine (same-run ratios).
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
@@ -210,7 +211,7 @@ async function main() {
   let base = null;
   if (baseDir) {
     const b = await import(distOf(baseDir));
-    base = { BTreeMap: b.BTreeMap, mt: await b.loadWasm({ threads: true }), dist: distOf(baseDir) };
+    base = { BTreeMap: b.BTreeMap, BTreeStore: b.BTreeStore, mt: await b.loadWasm({ threads: true }), dist: distOf(baseDir) };
   }
   const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
   for (const workload of p.workloads ?? ['lookup', 'insert', 'mix', 'hot', 'xmerge']) {
@@ -235,8 +236,8 @@ async function main() {
       ['adaptree-wasm-mt', 0, () => measureLocal(BTreeMap, mt, workload, keys, ops, seed)],
       ['adaptree-wasm-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed)],
       ['adaptree-wasm-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed)],
-      // The same on a file store (docs/THREADS.md, "Stores"): every call holds the tree latch
-      // exclusive, so workers overlap only in the JavaScript around the calls.
+      // The same on a file store (docs/THREADS.md, "Stores"): resident point reads share the
+      // tree latch, everything else (writes, faults, commits) holds it exclusive.
       ['adaptree-file', 1, () => measureLocal(BTreeMap, st, workload, keys, ops, seed, BTreeStore)],
       ['adaptree-file-mt', 0, () => measureLocal(BTreeMap, mt, workload, keys, ops, seed, BTreeStore)],
       ['adaptree-file-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed, DIST, false, BTreeStore)],
@@ -246,6 +247,10 @@ async function main() {
     if (base && workload !== 'xmerge') {
       cases.push(['adaptree-wasm-mt-base', 1, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 1, seed, base.dist)]);
       cases.push(['adaptree-wasm-mt-base', 2, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 2, seed, base.dist)]);
+      if (p.stores !== false && workload !== 'hot') {
+        cases.push(['adaptree-file-mt-base', 1, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 1, seed, base.dist, false, base.BTreeStore)]);
+        cases.push(['adaptree-file-mt-base', 2, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 2, seed, base.dist, false, base.BTreeStore)]);
+      }
     }
     // Rounds rotate through the cases, so that machine noise hits them alike.
     const times = cases.map(() => []);

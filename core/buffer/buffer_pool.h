@@ -133,6 +133,30 @@ class BufferPool {
     FrameId f = table_.find(id);
     if (f != kNoFrame && !frames_[f].dirty) frames_[f].lossy = true;
   }
+  // A store shared between threads, under its tree latch shared (docs/THREADS.md,
+  // "Stores"): every call that fixes, loads, evicts or changes a frame holds the latch
+  // exclusive, so the page table and the frames stand still meanwhile. The page's bytes
+  // if it is resident, else nullptr (the caller restarts exclusive). Writes nothing but
+  // the clock's reference bit (atomically, and only when it is clear, so that readers
+  // of a hot page do not bounce its line between cores).
+  const uint8_t* resident_page(PageId id) {
+    FrameId f = table_.find(id);
+    if (f == kNoFrame) return nullptr;
+    bool* r = &frames_[f].referenced;
+    if (!__atomic_load_n(r, __ATOMIC_RELAXED)) __atomic_store_n(r, true, __ATOMIC_RELAXED);
+    return data_of(f);
+  }
+  // note_lossy() for a change made under the shared latch (the adaptive counter,
+  // stepped atomically by several readers): the flag is set atomically.
+  void note_lossy_shared(PageId id) {
+    FrameId f = table_.find(id);
+    if (f != kNoFrame && !frames_[f].dirty) __atomic_store_n(&frames_[f].lossy, true, __ATOMIC_RELAXED);
+  }
+  // Pool hits of readers under the shared latch (resident_page): added once per call to
+  // one of a few cache-line stripes, picked by the caller (stats() sums them).
+  void add_shared_hits(uint32_t n, uintptr_t stripe) {
+    shared_hits_[(stripe >> 6) & (kHitStripes - 1)].n.fetch_add(n, std::memory_order_relaxed);
+  }
   // As page(), with the failure returned.
   Status fix(PageId id, uint8_t** out) {
     if (!valid(id)) return Status::kCorrupt;
@@ -204,7 +228,11 @@ class BufferPool {
   bool free_list_changed() const { return free_changed_; }
   void set_free_list_unchanged() { free_changed_ = false; }
   void set_free_list_changed() { free_changed_ = true; }
-  const PoolStats& stats() const { return stats_; }
+  PoolStats stats() const {
+    PoolStats s = stats_;
+    for (const HitStripe& h : shared_hits_) s.hits += h.n.load(std::memory_order_relaxed);
+    return s;
+  }
   uint64_t page_table_bytes() const { return table_.bytes(); }
 
  private:
@@ -246,6 +274,11 @@ class BufferPool {
   PageId pending_free_head_ = kInvalidPageId;
   uint32_t pending_free_count_ = 0;
   PoolStats stats_;
+  struct alignas(64) HitStripe {
+    std::atomic<uint64_t> n{0};
+  };
+  static constexpr unsigned kHitStripes = 8;
+  HitStripe shared_hits_[kHitStripes];
   bool pressure_ = false;
 };
 

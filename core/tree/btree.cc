@@ -140,6 +140,8 @@ Status BTree::get(Slice key, ValueRef* out, ReadMode* mode) {
       id = BasicNode{leaf}.child_for(key.data, key.len);
     }
   } else {
+    // A shared store's read beside others (bindings/adaptree.cc, PointRead).
+    if (mode && mode->shared) [[unlikely]] return get_resident(key, out, *mode);
     store_.begin_op();
     for (;;) {
       leaf = page(id);

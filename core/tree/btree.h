@@ -191,6 +191,11 @@ class BTree {
   // do not change then, and the leaf's tag is not read before it is latched.
   PageId leaf_for(Slice key) const;
   Status get_latched(Slice key, ValueRef* out, ReadMode& mode);
+  // A store's get under the shared tree latch (a store shared between threads: its
+  // writes hold the latch exclusive): resident pages only, nothing fixed or loaded.
+  // kRestart (nothing changed) for a page not resident, an overflow value, or a
+  // counter step that converts the leaf.
+  Status get_resident(Slice key, ValueRef* out, ReadMode& mode);
   Status set_shared(Slice key, Slice value, ReadMode& m);
   Status remove_shared(Slice key, ReadMode& m);
   // The merges after a remove left the leaf at the end of path underfull.

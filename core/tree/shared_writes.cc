@@ -39,6 +39,36 @@ Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
   return Status::kOk;
 }
 
+// Nothing changes the pool or the pages meanwhile but other readers stepping the
+// adaptive counter (atomically). The lookup comes before the counter step here: the
+// step never converts under this latch, so it cannot move the record `out` points to,
+// and an overflow value restarts before anything was stepped.
+Status BTree::get_resident(Slice key, ValueRef* out, ReadMode& mode) {
+  PageId id = root_;
+  const uint8_t* leaf;
+  uint32_t pages = 0;
+  for (;;) {
+    leaf = store_.resident_page(id);
+    if (!leaf) return Status::kRestart;
+    pages++;
+    if (leaf[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
+    id = BasicNode{const_cast<uint8_t*>(leaf)}.child_for(key.data, key.len);
+  }
+  store_.add_shared_hits(pages, reinterpret_cast<uintptr_t>(mode.rng));
+  bool found = leaf::lookup(const_cast<uint8_t*>(leaf), key, out);
+  if (found && out->is_overflow()) return Status::kRestart;  // its chain is read exclusive
+  if (cfg_.adaptive && read_only_ == Status::kOk) {
+    uint8_t* p = const_cast<uint8_t*>(leaf);
+    uint8_t before = __atomic_load_n(p + hdr::kCounter, __ATOMIC_RELAXED);
+    if (!point_step_shared(p, *mode.rng)) {
+      mode.step = true;  // drawn: the exclusive run takes it
+      return Status::kRestart;
+    }
+    if (__atomic_load_n(p + hdr::kCounter, __ATOMIC_RELAXED) != before) store_.note_lossy_shared(id);
+  }
+  return found ? Status::kOk : Status::kNotFound;
+}
+
 // The counter step of a point write under the shared latch, with its leaf
 // latched exclusive (readers step the same byte with atomics under the leaf's
 // shared latch, so the step stays atomic). False: the step converts the leaf,

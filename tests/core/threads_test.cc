@@ -433,6 +433,92 @@ TEST(Threads, SharedStoreHotLeaves) {
   run_and_check(true, env_or("ADAPTREE_THREAD_OPS", 60000) / 8, &files);
 }
 
+// Point reads of a shared store run under the tree latch shared (docs/THREADS.md,
+// "Stores"): with a reader holding it shared, another thread's get, has and getMany of
+// resident pages complete; a read that needs the pool changed (a page not resident, an
+// overflow chain) waits for the exclusive latch and then answers correctly.
+TEST(Threads, SharedStorePointReadsRunBesideReaders) {
+  adaptree::MemoryStorage files;
+  adaptree::register_native_host(78, &files);
+  at_ctx* c = at_ctx_new();
+  at_tree* t = at_store_open(78, 7, 1 << 20, AT_OPEN_CREATE, c);
+  ASSERT_NE(t, nullptr);
+  const std::string big(20000, 'v');  // an overflow value
+  for (int i = 0; i < 2000; i++) {
+    std::string k = "k" + std::to_string(10000 + i), v = "value" + std::to_string(i);
+    ASSERT_EQ(at_set(t, c, bytes(k), static_cast<uint32_t>(k.size()), bytes(v), static_cast<uint32_t>(v.size())), 0);
+  }
+  ASSERT_EQ(at_set(t, c, bytes("big"), 3, bytes(big), static_cast<uint32_t>(big.size())), 0);
+  ASSERT_EQ(at_store_commit(t), 0);
+  at_tree_free(t);
+  // Reopened: only the pages read since are resident.
+  t = at_store_open(78, 7, 1 << 20, 0, c);
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(at_tree_share(t), 0);
+  auto hits = [&] {
+    EXPECT_EQ(at_store_stats(t, c), 0);
+    std::string j(reinterpret_cast<const char*>(at_ctx_value_ptr(c)), at_ctx_result(c)[3]);
+    size_t p = j.find("\"hits\":");
+    EXPECT_NE(p, std::string::npos) << j;
+    return p == std::string::npos ? 0ull : std::stoull(j.substr(p + 7));
+  };
+  // Runs f on another thread while this one holds the latch shared; true if it
+  // completed within `wait` (else it is let go and joined).
+  auto beside_reader = [&](auto f, std::chrono::milliseconds wait) {
+    std::atomic<bool> done{false};
+    EXPECT_EQ(at_debug_latch(t, 2), 0);  // shared, kept
+    std::thread th([&] {
+      f();
+      done = true;
+    });
+    auto until = std::chrono::steady_clock::now() + wait;
+    while (!done && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    bool in_time = done;
+    EXPECT_EQ(at_debug_latch(t, 3), 0);
+    th.join();
+    return in_time;
+  };
+  const std::string k1 = "k10001";
+  // Not resident yet: waits for the exclusive latch, then reads it.
+  at_ctx* c2 = at_ctx_new();
+  int32_t r = 99;
+  EXPECT_FALSE(beside_reader([&] { r = at_get(t, c2, bytes(k1), 6); }, std::chrono::milliseconds(200)));
+  EXPECT_EQ(r, 0);
+  EXPECT_EQ(result_value(c2), "value1");
+  // Resident now: get, has and a getMany of resident keys run beside the reader.
+  uint64_t h0 = hits();
+  std::string got;
+  EXPECT_TRUE(beside_reader(
+      [&] {
+        for (int i = 0; i < 100; i++) r = at_get(t, c2, bytes(k1), 6);
+        got = result_value(c2);
+      },
+      std::chrono::seconds(20)));
+  EXPECT_EQ(r, 0);
+  EXPECT_EQ(got, "value1");
+  EXPECT_GE(hits(), h0 + 100);  // the shared readers' hits are counted
+  EXPECT_TRUE(beside_reader([&] { r = at_has(t, c2, bytes("k10001x"), 7); }, std::chrono::seconds(20)));
+  EXPECT_EQ(r, 1);  // NOT_FOUND
+  std::string batch;
+  for (const std::string& k : {k1, std::string("k10001x"), k1}) {  // (one leaf)
+    uint32_t n = static_cast<uint32_t>(k.size());
+    batch.append(reinterpret_cast<const char*>(&n), 4);
+    batch += k;
+  }
+  EXPECT_TRUE(beside_reader([&] { r = at_get_many(t, c2, bytes(batch), 3); }, std::chrono::seconds(20)));
+  EXPECT_EQ(r, 0);
+  EXPECT_EQ(at_ctx_result(c2)[4], 2u);  // found
+  // An overflow value is read under the exclusive latch.
+  EXPECT_FALSE(beside_reader([&] { r = at_get(t, c2, bytes("big"), 3); }, std::chrono::milliseconds(200)));
+  EXPECT_EQ(r, 0);
+  EXPECT_EQ(result_value(c2), big);
+  EXPECT_EQ(at_check(t, c), 0);
+  at_ctx_free(c2);
+  at_tree_free(t);
+  at_ctx_free(c);
+  adaptree::register_native_host(78, nullptr);
+}
+
 // A freed shared tree answers CLOSED to every later call, from any thread.
 TEST(Threads, CallsAfterFreeAreClosed) {
   at_tree* t = at_tree_new(7);

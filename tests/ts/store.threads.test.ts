@@ -118,6 +118,57 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     }
   });
 
+  it('point reads of resident pages run beside a reader; a page fault or an overflow value waits for the exclusive latch', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const path = join(tmp.dir, 'reads.db');
+    const first = await BTreeStore.open<string, string>({ path, wasm, values: 'utf8' });
+    for (let i = 0; i < 2000; i++) first.set(`k${10000 + i}`, `value${i}`);
+    const big = 'v'.repeat(20000); // an overflow value
+    first.set('big', big);
+    await first.close();
+    // Reopened: only the pages read since are resident.
+    const store = await BTreeStore.open<string, string>({ path, wasm, values: 'utf8' });
+    const handle = store.share();
+    const worker = new Worker(new URL('./fixtures/store-read-worker.mjs', import.meta.url), { workerData: { handle } });
+    const messages: unknown[] = [];
+    let wake: (() => void) | null = null;
+    worker.on('message', (m) => {
+      messages.push(m);
+      wake?.();
+    });
+    const next = async (ms: number): Promise<unknown> => {
+      const until = Date.now() + ms;
+      while (messages.length === 0 && Date.now() < until) await new Promise<void>((r) => ((wake = r), setTimeout(r, 20)));
+      return messages.shift();
+    };
+    expect(await next(20000)).toBe('ready');
+    const latch = wasm.exports as unknown as { at_debug_latch(t: number, how: number): number };
+    // While this thread holds the tree latch shared, the worker's call runs or waits.
+    const besideReader = async (key: string, times: number, ms: number) => {
+      expect(latch.at_debug_latch(handle.tree, 2)).toBe(0);
+      worker.postMessage({ key, times });
+      const during = await next(ms);
+      expect(latch.at_debug_latch(handle.tree, 3)).toBe(0);
+      return { during, after: during === undefined ? await next(20000) : during };
+    };
+    // Not resident yet: the page fault waits for the exclusive latch.
+    let r = await besideReader('k10001', 1, 300);
+    expect(r.during).toBeUndefined();
+    expect(r.after).toEqual({ value: 'value1', has: true, many: [6, 6] });
+    // Resident now: get, has and getMany run while the latch is held shared.
+    r = await besideReader('k10001', 100, 20000);
+    expect(r.during).toEqual({ value: 'value1', has: true, many: [6, 6] });
+    // An overflow value is read exclusive.
+    r = await besideReader('big', 1, 300);
+    expect(r.during).toBeUndefined();
+    expect(r.after).toEqual({ value: big, has: true, many: [20000, 20000] });
+    worker.postMessage('close');
+    expect(await next(20000)).toBe('closed');
+    await worker.terminate();
+    store.checkInvariants();
+    await store.close();
+  });
+
   it('the owner closes first: attached calls throw ClosedError, close() of the attached store resolves, commits are intact', async () => {
     const wasm = await loadWasm({ threads: true });
     const path = join(tmp.dir, 'owner-first.db');
