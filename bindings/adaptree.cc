@@ -8,8 +8,9 @@
 // (set, remove, setMany entry by entry; phase 2a: they latch the leaf they
 // change); exclusive for other writes and for everything on a store (whose
 // reads change its buffer pool) except, once a store is shared, its point reads
-// of resident pages (BTree::get_resident). A shared call that must change more than a
-// leaf answers kRestart and runs again exclusive (run_read, run_write below).
+// and writes of resident pages (BTree::shared_leaf). A shared call that must
+// change more than a leaf answers kRestart and runs again exclusive (run_read,
+// run_write below).
 #include "bindings/adaptree.h"
 #include "bindings/internal.h"
 
@@ -106,14 +107,13 @@ constexpr int32_t st(Status s) { return static_cast<int32_t>(s); }
 TreeLatch::Wait wait_of(const at_ctx* c) { return c ? c->wait : TreeLatch::Wait::kSpin; }
 
 // A call's hold on a tree's latch. Reads of an in-memory tree share it; a
-// store's reads fix and evict frames, so everything on a store is exclusive but
-// the point reads of a shared store (PointRead below).
+// store's reads fix and evict frames, so everything on a store is exclusive
+// but, once it is shared between threads, its point reads (PointRead: get,
+// has, getMany) and writes: they touch resident pages only and restart
+// exclusive for anything else (BTree::shared_leaf).
 // Point writes (PointWrite) share it once the tree is shared between threads
 // (before, one thread alone: exclusive costs nothing and latches no leaf).
 // ok() is false (say kClosed) when the tree was closed by another thread.
-// Point reads (PointRead: get, has, getMany) of a store shared between threads share it
-// too: they read resident pages only and restart exclusive for anything else
-// (BTree::get_resident); its writes stay exclusive.
 struct PointWrite {};
 struct PointRead {};
 class Held {
@@ -127,7 +127,7 @@ class Held {
     init(rng);
   }
   Held(at_tree* t, PointWrite, TreeLatch::Wait w, XorShift32* rng)
-      : t_(t), g_(t->latch, t->store != nullptr || !rng || !t->shared.load(std::memory_order_relaxed), w) {
+      : t_(t), g_(t->latch, !rng || !t->shared.load(std::memory_order_relaxed), w) {
     init(rng);
   }
   ~Held() { mode_.release(); }
@@ -148,8 +148,7 @@ class Held {
     mode_.shared = !g_.exclusive();
     // Another thread may write beside this call (only under the latch: a shared
     // tree stays shared, and shared is set under the latch exclusive).
-    // (A store's writes are exclusive: its readers latch no leaf.)
-    mode_.leaves = mode_.shared && !t_->store && t_->shared.load(std::memory_order_relaxed);
+    mode_.leaves = mode_.shared && t_->shared.load(std::memory_order_relaxed);
     mode_.rng = rng;
   }
   at_tree* t_;
@@ -1242,6 +1241,8 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("dirty", pool.dirty_count());
   num("hits", pool.stats().hits);
   num("misses", pool.stats().misses);
+  // Writes that ran under the shared tree latch beside other threads (a shared store).
+  num("shared_writes", t->tree.shared_store_writes());
   num("evictions", pool.stats().evictions);
   num("spills", pool.stats().spills);
   num("page_table_bytes", pool.page_table_bytes());

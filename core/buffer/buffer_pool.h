@@ -134,25 +134,34 @@ class BufferPool {
     if (f != kNoFrame && !frames_[f].dirty) frames_[f].lossy = true;
   }
   // A store shared between threads, under its tree latch shared (docs/THREADS.md,
-  // "Stores"): every call that fixes, loads, evicts or changes a frame holds the latch
-  // exclusive, so the page table and the frames stand still meanwhile. The page's bytes
-  // if it is resident, else nullptr (the caller restarts exclusive). Writes nothing but
-  // the clock's reference bit (atomically, and only when it is clear, so that readers
-  // of a hot page do not bounce its line between cores).
-  const uint8_t* resident_page(PageId id) {
-    FrameId f = table_.find(id);
-    if (f == kNoFrame) return nullptr;
+  // "Stores"): every call that loads, evicts or reassigns a frame, or marks one dirty,
+  // holds the latch exclusive, so the page table and each frame's page, dirty flag and
+  // latch word stand still meanwhile. Point reads and writes of resident pages find
+  // their frames here (kNoFrame: not resident; the caller restarts exclusive).
+  FrameId resident_frame(PageId id) const { return table_.find(id); }
+  uint8_t* frame_bytes(FrameId f) const { return data_of(f); }
+  // The frame's node latch (its chunk's state word, placed as latch_word's).
+  std::atomic<uint64_t>* frame_latch(FrameId f) const {
+    uint32_t i = f & (kChunkFrames - 1);
+    return reinterpret_cast<std::atomic<uint64_t>*>(data_of(f) + size_t{kChunkFrames - i} * kPageSize) + i;
+  }
+  // Dirty since the last commit: a write may change it without telling the pager.
+  bool frame_dirty(FrameId f) const { return frames_[f].dirty; }
+  // The clock's reference bit, set atomically and only when it is clear, so that
+  // readers of a hot page do not bounce its line between cores.
+  void reference(FrameId f) {
     bool* r = &frames_[f].referenced;
     if (!__atomic_load_n(r, __ATOMIC_RELAXED)) __atomic_store_n(r, true, __ATOMIC_RELAXED);
-    return data_of(f);
   }
+  // The pool evicted since the last write (XMerge runs at the next exclusive write).
+  bool pressure() const { return pressure_; }
   // note_lossy() for a change made under the shared latch (the adaptive counter,
   // stepped atomically by several readers): the flag is set atomically.
   void note_lossy_shared(PageId id) {
     FrameId f = table_.find(id);
     if (f != kNoFrame && !frames_[f].dirty) __atomic_store_n(&frames_[f].lossy, true, __ATOMIC_RELAXED);
   }
-  // Pool hits of readers under the shared latch (resident_page): added once per call to
+  // Pool hits under the shared latch (resident_frame): added once per call to
   // one of a few cache-line stripes, picked by the caller (stats() sums them).
   void add_shared_hits(uint32_t n, uintptr_t stripe) {
     shared_hits_[(stripe >> 6) & (kHitStripes - 1)].n.fetch_add(n, std::memory_order_relaxed);

@@ -140,8 +140,6 @@ Status BTree::get(Slice key, ValueRef* out, ReadMode* mode) {
       id = BasicNode{leaf}.child_for(key.data, key.len);
     }
   } else {
-    // A shared store's read beside others (bindings/adaptree.cc, PointRead).
-    if (mode && mode->shared) [[unlikely]] return get_resident(key, out, *mode);
     store_.begin_op();
     for (;;) {
       leaf = page(id);
@@ -1167,7 +1165,7 @@ Status Cursor::position(bool scan_start) {
 }
 
 bool Cursor::leaf_unchanged() {
-  if (t_->store_.backed()) return true;  // a store's cursors go by version_ (nothing writes beside)
+  // (On a store, the count of writes made under the shared latch: tree-wide.)
   if (!latching()) return t_->leaf_version(leaf_) == leaf_ver_;
   if (held_) return true;  // latched since it was entered: unchanged
   held_ = t_->latch_word(leaf_);

@@ -36,7 +36,8 @@ struct SepList;  // bulk_load.cc
 // With `leaves` (the tree is shared between threads: writers run beside
 // readers) every leaf is read under its node latch shared and point writes
 // (set, remove) run under the shared tree latch with the leaf's latch
-// exclusive. A write that needs more than its leaf (a split, a conversion,
+// exclusive; on a store only where every page is resident (the node latch is
+// its frame's word). A write that needs more than its leaf (a split, a conversion,
 // overflow pages) changes nothing and returns kRestart; work that can wait
 // (merging an underfull leaf, freeing a replaced overflow chain) is left in
 // the mode for finish_shared() under the exclusive latch.
@@ -137,6 +138,13 @@ class BTree {
     return n;
   }
   uint64_t version() const { return version_; }
+  // A store's point writes so far that ran under the shared latch (set_shared,
+  // remove_shared): tree-wide, summed over the stripes.
+  uint64_t shared_store_writes() const {
+    uint64_t n = 0;
+    for (const CountStripe& c : counts_) n += c.writes.load(std::memory_order_relaxed);
+    return n;
+  }
   // The version word, for a reader's pager: it bumps it when it drops a page a
   // read changed, so cursors re-seek (FilePager::set_read_only).
   uint64_t* version_word() { return &version_; }
@@ -173,10 +181,14 @@ class BTree {
   };
 
   uint8_t* page(PageId id) const { return store_.page(id); }
-  // A leaf's latch version (0 on a store: its cursors compare version_ alone).
+  // A leaf's latch version. On a store, the number of writes under the shared latch
+  // so far, tree-wide: a store's cursors run exclusive, and between two of their calls
+  // such a write may have changed any resident leaf (its frame's latch version would
+  // not survive the page's eviction and reload).
   uint64_t leaf_version(PageId id) const {
-    return store_.backed() ? 0 : PageLatch(store_.latch_word(id)).version();
+    return store_.backed() ? shared_store_writes() : PageLatch(store_.latch_word(id)).version();
   }
+
   std::atomic<uint64_t>* latch_word(PageId id) const { return store_.latch_word(id); }
 
  public:
@@ -191,11 +203,16 @@ class BTree {
   // do not change then, and the leaf's tag is not read before it is latched.
   PageId leaf_for(Slice key) const;
   Status get_latched(Slice key, ValueRef* out, ReadMode& mode);
-  // A store's get under the shared tree latch (a store shared between threads: its
-  // writes hold the latch exclusive): resident pages only, nothing fixed or loaded.
-  // kRestart (nothing changed) for a page not resident, an overflow value, or a
-  // counter step that converts the leaf.
-  Status get_resident(Slice key, ValueRef* out, ReadMode& mode);
+  // Key's leaf under the shared tree latch: its id, bytes and node latch (not taken).
+  // In memory, always; on a store (shared between threads), only if every page on the
+  // way is resident and, for a write, the leaf's frame is dirty already (so the pager
+  // need not be told) and no XMerge is due; else false: restart exclusive.
+  struct SharedLeaf {
+    PageId id;
+    uint8_t* page;
+    std::atomic<uint64_t>* latch;
+  };
+  bool shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf* out) const;
   Status set_shared(Slice key, Slice value, ReadMode& m);
   Status remove_shared(Slice key, ReadMode& m);
   // The merges after a remove left the leaf at the end of path underfull.
@@ -289,6 +306,7 @@ class BTree {
   uint64_t count_ = 0;
   struct alignas(64) CountStripe {
     std::atomic<int64_t> n{0};
+    std::atomic<uint64_t> writes{0};  // a store's writes under the shared latch (leaf_version)
   };
   static constexpr unsigned kCountStripes = 8;
   CountStripe counts_[kCountStripes];

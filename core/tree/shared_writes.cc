@@ -17,56 +17,66 @@ constexpr unsigned kMergeThreshold = kNodeSize / 2;
 const uint8_t kEmpty[1] = {0};
 }  // namespace
 
+bool BTree::shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf* out) const {
+  if (!store_.backed()) {
+    out->id = leaf_for(key);
+    out->page = store_.memory_page(out->id);
+    out->latch = store_.latch_word(out->id);
+    return true;
+  }
+  // A store: nothing loads, evicts or marks frames dirty under the shared latch
+  // (BufferPool::resident_frame). Inner nodes change only under the exclusive one.
+  if (write && store_.pressure()) return false;  // XMerge is due: the exclusive write runs it
+  PageId id = root_;
+  FrameId f = store_.resident_frame(id);
+  for (unsigned d = 1; d < height_ && f != kNoFrame; d++) {
+    store_.reference(f);
+    id = BasicNode{store_.frame_bytes(f)}.child_for(key.data, key.len);
+    f = store_.resident_frame(id);
+  }
+  if (f == kNoFrame || (write && !store_.frame_dirty(f))) return false;
+  store_.reference(f);
+  store_.add_shared_hits(height_, reinterpret_cast<uintptr_t>(mode.rng));
+  out->id = id;
+  out->page = store_.frame_bytes(f);
+  out->latch = store_.frame_latch(f);
+  return true;
+}
+
 // Writers change leaves meanwhile (under their latches): latch the leaf; on
 // kOk it stays latched for the caller to copy the value (ReadMode::release).
 // Out of line: get() stays small enough for its leaf search to be inlined.
+// The lookup comes before the counter step: under this latch the step never
+// converts the leaf, so it cannot move the record `out` points to.
 Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
   mode.release();
-  PageId id = leaf_for(key);
-  PageLatch latch(store_.latch_word(id));
+  SharedLeaf l;
+  if (!shared_leaf(key, false, mode, &l)) return Status::kRestart;
+  PageLatch latch(l.latch);
   latch.lock_shared();
-  uint8_t* leaf = store_.memory_page(id);
-  if (cfg_.adaptive && !point_step_shared(leaf, *mode.rng)) {
+  bool found = leaf::lookup(l.page, key, out);
+  // A store's overflow chain is read through the pool, which only the exclusive latch may change.
+  if (found && out->is_overflow() && store_.backed()) {
     latch.unlock_shared();
-    mode.step = true;  // drawn: the exclusive run takes it
     return Status::kRestart;
   }
-  if (!leaf::lookup(leaf, key, out)) {
-    latch.unlock_shared();
-    return Status::kNotFound;
-  }
-  mode.held = store_.latch_word(id);
-  return Status::kOk;
-}
-
-// Nothing changes the pool or the pages meanwhile but other readers stepping the
-// adaptive counter (atomically). The lookup comes before the counter step here: the
-// step never converts under this latch, so it cannot move the record `out` points to,
-// and an overflow value restarts before anything was stepped.
-Status BTree::get_resident(Slice key, ValueRef* out, ReadMode& mode) {
-  PageId id = root_;
-  const uint8_t* leaf;
-  uint32_t pages = 0;
-  for (;;) {
-    leaf = store_.resident_page(id);
-    if (!leaf) return Status::kRestart;
-    pages++;
-    if (leaf[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
-    id = BasicNode{const_cast<uint8_t*>(leaf)}.child_for(key.data, key.len);
-  }
-  store_.add_shared_hits(pages, reinterpret_cast<uintptr_t>(mode.rng));
-  bool found = leaf::lookup(const_cast<uint8_t*>(leaf), key, out);
-  if (found && out->is_overflow()) return Status::kRestart;  // its chain is read exclusive
   if (cfg_.adaptive && read_only_ == Status::kOk) {
-    uint8_t* p = const_cast<uint8_t*>(leaf);
-    uint8_t before = __atomic_load_n(p + hdr::kCounter, __ATOMIC_RELAXED);
-    if (!point_step_shared(p, *mode.rng)) {
+    uint8_t before = __atomic_load_n(l.page + hdr::kCounter, __ATOMIC_RELAXED);
+    if (!point_step_shared(l.page, *mode.rng)) {
+      latch.unlock_shared();
       mode.step = true;  // drawn: the exclusive run takes it
       return Status::kRestart;
     }
-    if (__atomic_load_n(p + hdr::kCounter, __ATOMIC_RELAXED) != before) store_.note_lossy_shared(id);
+    // A clean frame changed by a read no longer matches its stored image.
+    if (store_.backed() && __atomic_load_n(l.page + hdr::kCounter, __ATOMIC_RELAXED) != before)
+      store_.note_lossy_shared(l.id);
   }
-  return found ? Status::kOk : Status::kNotFound;
+  if (!found) {
+    latch.unlock_shared();
+    return Status::kNotFound;
+  }
+  mode.held = l.latch;
+  return Status::kOk;
 }
 
 // The counter step of a point write under the shared latch, with its leaf
@@ -87,12 +97,14 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   Status w = writable();
   if (w != Status::kOk) return w;
   // An overflow value allocates pages: the free list is the tree's.
-  if (!m.leaves || store_.backed() || !value_is_inline(key.len, value.len)) return Status::kRestart;
-  PageId id = leaf_for(key);
-  PageLatch latch(store_.latch_word(id));
+  if (!m.leaves || !value_is_inline(key.len, value.len)) return Status::kRestart;
+  SharedLeaf l;
+  if (!shared_leaf(key, true, m, &l)) return Status::kRestart;
+  const PageId id = l.id;
+  PageLatch latch(l.latch);
   bool waited;
   latch.lock_exclusive(&waited);
-  uint8_t* p = store_.memory_page(id);
+  uint8_t* p = l.page;
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;
@@ -103,10 +115,12 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;
   }
-  if (csplit_) note_contention(id, p, key, waited || m.contended, m);
+  if (csplit_ && !store_.backed()) note_contention(id, p, key, waited || m.contended, m);
   latch.unlock_exclusive();
   m.counted = false;
-  if (r == PutResult::kInserted) counts_[id % kCountStripes].n.fetch_add(1, std::memory_order_relaxed);
+  CountStripe& cs = counts_[id % kCountStripes];
+  if (r == PutResult::kInserted) cs.n.fetch_add(1, std::memory_order_relaxed);
+  if (store_.backed()) cs.writes.fetch_add(1, std::memory_order_relaxed);
   // The replaced value's pages: nobody reaches them now, but a reader under the
   // shared latch may still be copying them. Freed under the exclusive latch.
   if (old.overflow) m.free_chain = old.first_page;
@@ -116,11 +130,13 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
 Status BTree::remove_shared(Slice key, ReadMode& m) {
   Status w = writable();
   if (w != Status::kOk) return w;
-  if (!m.leaves || store_.backed()) return Status::kRestart;
-  PageId id = leaf_for(key);
-  PageLatch latch(store_.latch_word(id));
+  if (!m.leaves) return Status::kRestart;
+  SharedLeaf l;
+  if (!shared_leaf(key, true, m, &l)) return Status::kRestart;
+  const PageId id = l.id;
+  PageLatch latch(l.latch);
   latch.lock_exclusive();
-  uint8_t* p = store_.memory_page(id);
+  uint8_t* p = l.page;
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;
@@ -133,7 +149,9 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   }
   bool underfull = height_ > 1 && content_bytes(p) <= kMergeThreshold;
   latch.unlock_exclusive();
-  counts_[id % kCountStripes].n.fetch_sub(1, std::memory_order_relaxed);
+  CountStripe& cs = counts_[id % kCountStripes];
+  cs.n.fetch_sub(1, std::memory_order_relaxed);
+  if (store_.backed()) cs.writes.fetch_add(1, std::memory_order_relaxed);
   if (old.overflow) m.free_chain = old.first_page;
   if (underfull) m.rebalance = true;  // merging changes the parent: exclusive, after
   return Status::kOk;
@@ -192,6 +210,20 @@ void BTree::note_contention(PageId id, uint8_t* p, Slice key, bool waited, ReadM
 Status BTree::finish_shared(Slice key, ReadMode* m) {
   Status s = Status::kOk;
   if (!key.data) key.data = kEmpty;
+  if (store_.backed()) {
+    // A store: what the merge and the freeing read may have to come in first, as for
+    // any exclusive write. If it cannot (I/O failure, or another thread's failed commit
+    // made the store read-only meanwhile), the work is dropped: an underfull leaf is a
+    // valid tree, and a chain not freed is only lost in memory (the store reopens at its
+    // last commit).
+    Status ps = begin_write(key);
+    if (ps != Status::kOk) {
+      m->contention_split = 0;
+      m->rebalance = false;
+      m->free_chain = kInvalidPageId;
+      return ps;
+    }
+  }
   if (unsigned at = m->contention_split) {
     m->contention_split = 0;
     Path path;
@@ -224,7 +256,7 @@ Status BTree::finish_shared(Slice key, ReadMode* m) {
       if (s == Status::kOk) s = r;
     }
   }
-  return s;
+  return store_.backed() ? end_write(s) : s;
 }
 
 }  // namespace adaptree

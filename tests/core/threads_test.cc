@@ -353,6 +353,9 @@ void run_and_check(bool hot, uint64_t ops, adaptree::MemoryStorage* files = null
     // underfull neighbours (the thread's own keys are removed too), and the content and
     // invariant checks below cover what it moved.
     if (!hot) EXPECT_GT(layout_count(ss, "xmerges"), 0u) << ss;
+    // Point writes ran under the shared tree latch where their leaf was resident and dirty.
+    EXPECT_GT(layout_count(ss, "shared_writes"), 0u) << ss;
+    std::printf("shared store writes: %llu\n", static_cast<unsigned long long>(layout_count(ss, "shared_writes")));
     EXPECT_EQ(at_store_commit(t), 0);
     // Reopened (not shared): the same content, checked by the invariant checker and a scan.
     at_tree_free(t);
@@ -433,6 +436,24 @@ TEST(Threads, SharedStoreHotLeaves) {
   run_and_check(true, env_or("ADAPTREE_THREAD_OPS", 60000) / 8, &files);
 }
 
+// Runs f on another thread while this one holds t's tree latch shared; true if f
+// completed within `wait` (else the latch is let go and f finishes before this returns).
+template <class F>
+bool beside_shared_holder(at_tree* t, F f, std::chrono::milliseconds wait) {
+  std::atomic<bool> done{false};
+  EXPECT_EQ(at_debug_latch(t, 2), 0);  // shared, kept
+  std::thread th([&] {
+    f();
+    done = true;
+  });
+  auto until = std::chrono::steady_clock::now() + wait;
+  while (!done && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  bool in_time = done;
+  EXPECT_EQ(at_debug_latch(t, 3), 0);
+  th.join();
+  return in_time;
+}
+
 // Point reads of a shared store run under the tree latch shared (docs/THREADS.md,
 // "Stores"): with a reader holding it shared, another thread's get, has and getMany of
 // resident pages complete; a read that needs the pool changed (a page not resident, an
@@ -462,22 +483,7 @@ TEST(Threads, SharedStorePointReadsRunBesideReaders) {
     EXPECT_NE(p, std::string::npos) << j;
     return p == std::string::npos ? 0ull : std::stoull(j.substr(p + 7));
   };
-  // Runs f on another thread while this one holds the latch shared; true if it
-  // completed within `wait` (else it is let go and joined).
-  auto beside_reader = [&](auto f, std::chrono::milliseconds wait) {
-    std::atomic<bool> done{false};
-    EXPECT_EQ(at_debug_latch(t, 2), 0);  // shared, kept
-    std::thread th([&] {
-      f();
-      done = true;
-    });
-    auto until = std::chrono::steady_clock::now() + wait;
-    while (!done && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    bool in_time = done;
-    EXPECT_EQ(at_debug_latch(t, 3), 0);
-    th.join();
-    return in_time;
-  };
+  auto beside_reader = [&](auto f, std::chrono::milliseconds wait) { return beside_shared_holder(t, f, wait); };
   const std::string k1 = "k10001";
   // Not resident yet: waits for the exclusive latch, then reads it.
   at_ctx* c2 = at_ctx_new();
@@ -517,6 +523,98 @@ TEST(Threads, SharedStorePointReadsRunBesideReaders) {
   at_tree_free(t);
   at_ctx_free(c);
   adaptree::register_native_host(78, nullptr);
+}
+
+// Point writes of a shared store run under the tree latch shared when their leaf is
+// resident and dirty already (docs/THREADS.md, "Stores"): with a reader holding the latch
+// shared, another thread's set and delete there complete; a write to a clean leaf (just
+// committed: the pager must be told before its first change), one that splits, and an
+// overflow value wait for the exclusive latch. A cursor between two calls notices the
+// shared writes. Everything is committed and reopened intact.
+TEST(Threads, SharedStorePointWritesOfDirtyLeaves) {
+  adaptree::MemoryStorage files;
+  adaptree::register_native_host(79, &files);
+  at_ctx* c = at_ctx_new();
+  at_tree* t = at_store_open(79, 0, 1 << 20, AT_OPEN_CREATE, c);  // basic leaves: no layout changes
+  ASSERT_NE(t, nullptr);
+  std::map<std::string, std::string> model;
+  auto set = [&](at_ctx* x, const std::string& k, const std::string& v) {
+    return at_set(t, x, bytes(k), static_cast<uint32_t>(k.size()), bytes(v), static_cast<uint32_t>(v.size()));
+  };
+  // Bulk loaded (dense leaves): a remove leaves its leaf far from underfull, so no merge.
+  std::string batch;
+  for (int i = 0; i < 2000; i += 2) {
+    std::string k = "k" + std::to_string(10000 + i), v = "v";
+    uint32_t kl = static_cast<uint32_t>(k.size()), vl = 1;
+    batch.append(reinterpret_cast<const char*>(&kl), 4);
+    batch += k;
+    batch.append(reinterpret_cast<const char*>(&vl), 4);
+    batch += v;
+    model[k] = v;
+  }
+  ASSERT_EQ(at_set_many(t, c, bytes(batch), 1000), 0);
+  ASSERT_EQ(at_store_commit(t), 0);
+  ASSERT_EQ(at_tree_share(t), 0);
+  auto beside_reader = [&](auto f, std::chrono::milliseconds wait) { return beside_shared_holder(t, f, wait); };
+  at_ctx* c2 = at_ctx_new();
+  int32_t r = 99;
+  // Committed: every frame is clean, so the first write to a leaf is exclusive.
+  EXPECT_FALSE(beside_reader([&] { r = set(c2, "k10001", "a"); }, std::chrono::milliseconds(200)));
+  EXPECT_EQ(r, 0);
+  model["k10001"] = "a";
+  // Its leaf is dirty now: writes that fit it run beside the reader.
+  at_cursor* cur = at_cursor_new(t);
+  ASSERT_EQ(at_cursor_seek(cur, bytes("k10004"), 6, 0), 0);
+  ASSERT_EQ(at_cursor_next(cur, c, 1), 0);
+  EXPECT_EQ(result_key(c), "k10004");
+  EXPECT_TRUE(beside_reader(
+      [&] {
+        r = set(c2, "k10003", "b");
+        if (r == 0) r = set(c2, "k10000", "updated");
+        if (r == 0) r = at_remove(t, c2, bytes("k10008"), 6);
+      },
+      std::chrono::seconds(20)));
+  EXPECT_EQ(r, 0);
+  model["k10003"] = "b";
+  model["k10000"] = "updated";
+  model.erase("k10008");
+  // The cursor, positioned before those writes, goes on after its last key: k10006, then
+  // k10010 (k10008 is gone). Going by its old position it would return k10004 again.
+  for (const char* want : {"k10006", "k10010"}) {
+    ASSERT_EQ(at_cursor_next(cur, c, 1), 0);
+    EXPECT_EQ(result_key(c), want);
+  }
+  at_cursor_free(cur);
+  // A write that needs a split waits: fill the dirty leaf with large values.
+  const std::string fat(300, 'f');
+  bool waited = false;
+  for (int i = 0; i < 40 && !waited; i++) {
+    std::string k = "k10001-" + std::to_string(100 + i);
+    waited = !beside_reader([&] { r = set(c2, k, fat); }, std::chrono::milliseconds(200));
+    EXPECT_EQ(r, 0);
+    model[k] = fat;
+  }
+  EXPECT_TRUE(waited) << "no write of a full leaf waited for the exclusive latch";
+  // An overflow value waits too.
+  const std::string big(20000, 'o');
+  EXPECT_FALSE(beside_reader([&] { r = set(c2, "k10003", big); }, std::chrono::milliseconds(200)));
+  EXPECT_EQ(r, 0);
+  model["k10003"] = big;
+  EXPECT_EQ(at_check(t, c), 0);
+  ASSERT_EQ(at_store_commit(t), 0);
+  at_ctx_free(c2);
+  at_tree_free(t);
+  t = at_store_open(79, 0, 1 << 20, 0, c);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(at_check(t, c), 0);
+  EXPECT_EQ(static_cast<uint64_t>(at_count(t)), model.size());
+  for (const auto& [k, v] : model) {
+    ASSERT_EQ(at_get(t, c, bytes(k), static_cast<uint32_t>(k.size())), 0) << k;
+    EXPECT_EQ(result_value(c), v) << k;
+  }
+  at_tree_free(t);
+  at_ctx_free(c);
+  adaptree::register_native_host(79, nullptr);
 }
 
 // A freed shared tree answers CLOSED to every later call, from any thread.

@@ -57,6 +57,8 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     expect(stats.misses as number).toBeGreaterThan(0);
     // XMerge ran under concurrency: the evictions made writers in any thread pack neighbours.
     expect(stats.xmerges as number).toBeGreaterThan(0);
+    // Point writes ran beside other threads where their leaf was resident and dirty.
+    expect(stats.shared_writes as number).toBeGreaterThan(0);
     await store.close();
     // Every worker closed (committing) before the owner: all of it is durable.
     const again = await BTreeStore.open<string, string>({ path });

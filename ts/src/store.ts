@@ -173,6 +173,9 @@ export interface StoreStats {
   hits?: number;
   misses?: number;
   evictions?: number;
+  /** A store shared between threads: point writes that ran beside other threads' calls
+   * (their leaf resident and changed since the last commit; docs/THREADS.md, "Stores"). */
+  shared_writes?: number;
   reads?: number;
   writes?: number;
   syncs?: number;
