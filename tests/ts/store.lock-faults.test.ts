@@ -1,0 +1,109 @@
+// The Node backend's lock file when the file system fails under it (ts/src/storage/node.ts,
+// takeLock): a full disk while the pid is written, a failing flush, a file system without hard
+// links. Each open fails with IoError (code IO_ERROR), leaves neither the lock nor its
+// `lock.<pid>` file behind (either would keep the store locked or litter its directory), and
+// the store opens afterwards with its data intact. The faults are injected by wrapping the
+// process's own `fs` functions (the module object node.ts gets from getBuiltinModule) for the
+// length of one open.
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import fs from 'node:fs';
+import { join } from 'node:path';
+import { BTreeStore, IoError } from '../../ts/src/index.js';
+import { tempDir } from './store-helpers.js';
+
+const tmp = tempDir('lock-faults');
+afterAll(() => tmp.cleanup());
+afterEach(() => vi.restoreAllMocks());
+
+function errno(code: string): Error {
+  return Object.assign(new Error(`${code}: injected`), { code });
+}
+
+/** Fails `fn` (writeSync or fdatasyncSync) on the descriptors of files whose path passes `which`. */
+function failOn(fn: 'writeSync' | 'fdatasyncSync', which: (path: string) => boolean, code: string): void {
+  const fds = new Set<number>();
+  const open = fs.openSync.bind(fs);
+  vi.spyOn(fs, 'openSync').mockImplementation(((p: fs.PathLike, ...rest: unknown[]) => {
+    const fd = (open as (...a: unknown[]) => number)(p, ...rest);
+    if (which(String(p))) fds.add(fd);
+    return fd;
+  }) as typeof fs.openSync);
+  const orig = (fs[fn] as (...a: unknown[]) => unknown).bind(fs);
+  vi.spyOn(fs, fn).mockImplementation(((fd: number, ...rest: unknown[]) => {
+    if (fds.has(fd)) throw errno(code);
+    return orig(fd, ...rest);
+  }) as never);
+}
+
+const noHardLinks = () => vi.spyOn(fs, 'linkSync').mockImplementation(() => { throw errno('EPERM'); });
+
+describe('the node lock file under file-system faults', () => {
+  let n = 0;
+  let path = '';
+  const lockOf = (p: string) => p + '-lock';
+  const ownOf = (p: string) => `${p}-lock.${process.pid}`;
+
+  async function fresh(): Promise<string> {
+    const p = join(tmp.dir, `s${n++}.db`);
+    const s = await BTreeStore.open<number, string>({ path: p, keys: 'number', values: 'utf8' });
+    for (let i = 0; i < 500; i++) s.set(i, `v${i}`);
+    await s.close();
+    return p;
+  }
+
+  async function expectIntact(p: string): Promise<void> {
+    const s = await BTreeStore.open<number, string>({ path: p, keys: 'number', values: 'utf8' });
+    expect(s.size).toBe(500);
+    expect(s.get(499)).toBe('v499');
+    s.set(500, 'new');
+    await s.close();
+    expect(fs.existsSync(lockOf(p))).toBe(false);
+    expect(fs.existsSync(ownOf(p))).toBe(false);
+  }
+
+  async function expectOpenFails(p: string): Promise<void> {
+    const before = fs.readFileSync(p);
+    const e = await BTreeStore.open({ path: p, keys: 'number', values: 'utf8' }).then(
+      () => null,
+      (x: unknown) => x,
+    );
+    expect(e).toBeInstanceOf(IoError);
+    expect((e as IoError).code).toBe('IO_ERROR');
+    expect(fs.existsSync(lockOf(p))).toBe(false);
+    expect(fs.existsSync(ownOf(p))).toBe(false);
+    expect(fs.readFileSync(p).equals(before)).toBe(true);
+  }
+
+  it('a full disk while the pid is written to lock.<pid>: IO_ERROR, nothing left behind, the store opens after', async () => {
+    path = await fresh();
+    failOn('writeSync', (p) => p.endsWith(`-lock.${process.pid}`), 'ENOSPC');
+    await expectOpenFails(path);
+    vi.restoreAllMocks();
+    await expectIntact(path);
+  });
+
+  it('a failing flush of lock.<pid>: IO_ERROR, nothing left behind', async () => {
+    path = await fresh();
+    failOn('fdatasyncSync', (p) => p.endsWith(`-lock.${process.pid}`), 'EIO');
+    await expectOpenFails(path);
+    vi.restoreAllMocks();
+    await expectIntact(path);
+  });
+
+  it('no hard links: the lock is created with O_EXCL and works; a full disk while writing it removes it', async () => {
+    path = await fresh();
+    noHardLinks();
+    // Without links the lock itself is created and written: opens, excludes a second open, closes.
+    const s = await BTreeStore.open<number, string>({ path, keys: 'number', values: 'utf8' });
+    expect(fs.readFileSync(lockOf(path), 'utf8')).toBe(String(process.pid));
+    expect(fs.existsSync(ownOf(path))).toBe(false);
+    expect(s.size).toBe(500);
+    await s.close();
+    expect(fs.existsSync(lockOf(path))).toBe(false);
+    // Writing the lock fails: it is removed, not left empty for ten seconds of LOCKED.
+    failOn('writeSync', (p) => p === lockOf(path), 'ENOSPC');
+    await expectOpenFails(path);
+    vi.restoreAllMocks();
+    await expectIntact(path);
+  });
+});
