@@ -5,11 +5,16 @@
 // is freed (share/attach/free 200 times: memory stays the same size), and a worker that ends
 // mid-call (terminated while it holds the tree latch, or mid-setMany) leaves the memory
 // unusable with a typed error, waking the threads that wait for the latch, instead of a hang.
+// A pool over a shared file store: workers load, write and read it under a small pool,
+// commits make it durable, a worker killed mid-batch leaves the last commit.
 import { describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { BTreeMap, WorkerPool, loadWasm, markWorkerLost, threadsAvailable } from '../../dist/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BTreeMap, BTreeStore, WorkerPool, loadWasm, markWorkerLost, threadsAvailable } from '../../dist/index.js';
 import { POOL_PORTS } from '../../dist/pool.js';
 
 const LOST = new URL('./fixtures/lost-worker.mjs', import.meta.url);
@@ -215,6 +220,86 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
     expect(codeOf(() => map.get('k'))).toBe('INSTANCE_POISONED');
     map.free();
     await waiter.worker.terminate();
+  });
+
+  it('a pool over a shared file store: load, setMany, getMany in workers; commits; reopened intact; what cannot be shared is refused typed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'adaptree-pool-store-'));
+    try {
+      const wasm = await loadWasm({ threads: true });
+      const path = join(dir, 'pool.db');
+      const store = await BTreeStore.open<string, { n: number; pad: string }>({ path, wasm, poolSize: 1 << 20 });
+      const pool = await WorkerPool.create(store, { workers: 2 });
+      expect(pool.workers).toBe(2);
+      const val = (i: number) => ({ n: i, pad: 'p'.repeat(60) }); // ~2 MB of records in all
+      const sorted = Array.from({ length: 3000 }, (_, i) => [`a${String(i).padStart(5, '0')}`, val(i)] as [string, { n: number; pad: string }]);
+      await pool.load(sorted);
+      await expect(pool.load([[key(0), val(1)]])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      await store.commit(); // durable: everything the workers wrote before it
+      // More than the 1 MiB pool holds: pages go out and come back in the workers' calls.
+      const n = 20000;
+      const entries: [string, { n: number; pad: string }][] = [];
+      for (let i = 0; i < n; i++) entries.push([key((i * 7919) % n), val((i * 7919) % n)]);
+      await pool.setMany(entries);
+      const keys = Array.from({ length: n + 10 }, (_, i) => key((i * 104729) % (n + 10)));
+      const got = await pool.getMany(keys);
+      expect(got).toEqual(keys.map((k) => { const i = Number(k.slice(1)); return i < n ? val(i) : undefined; }));
+      expect(store.size).toBe(n + 3000);
+      await expect(pool.setMany([[key(1), { n: 1n as unknown as number, pad: '' }]])).rejects.toMatchObject({ code: 'INVALID_VALUE' });
+      await pool.close(); // each worker's store commits its writes and detaches
+      store.checkInvariants();
+      const stats = store.stats();
+      expect(stats.evictions as number).toBeGreaterThan(0);
+      await store.close();
+      const again = await BTreeStore.open<string, { n: number; pad: string }>({ path }); // the st build
+      expect(again.size).toBe(n + 3000);
+      expect(again.get(key(n - 1))).toEqual(val(n - 1));
+      expect(again.get('a02999')).toEqual(val(2999));
+      again.checkInvariants();
+      await again.close();
+      // A pool worker that ends during a call on a store: the memory is unusable (typed), the
+      // files keep the last commit.
+      {
+        const kpath = join(dir, 'killed.db');
+        const w2 = await loadWasm({ threads: true });
+        const ks = await BTreeStore.open<string, unknown>({ path: kpath, wasm: w2 });
+        ks.set('committed', 1);
+        await ks.commit();
+        const kpool = await WorkerPool.create(ks, { workers: 2 });
+        const many = Array.from({ length: 40000 }, (_, i) => [key(i), { i, pad: 'y'.repeat(40) }] as [string, unknown]);
+        const writing = kpool.setMany(many);
+        writing.catch(() => {});
+        while (ks.size <= 1) await new Promise((r) => setTimeout(r, 2));
+        const ports = (kpool as unknown as Record<symbol, { terminate(): Promise<void> }[]>)[POOL_PORTS]!;
+        await ports[0]!.terminate();
+        await expect(writing).rejects.toMatchObject({ code: 'INSTANCE_POISONED' });
+        expect(codeOf(() => ks.get('committed'))).toBe('INSTANCE_POISONED');
+        await kpool.close();
+        await ks.close().catch(() => {}); // (poisoned: its files are released as the process ends)
+        // Reopened (the st build): the last commit, nothing of the killed batch.
+        const r = await BTreeStore.open<string, unknown>({ path: kpath, create: false });
+        expect(r.get('committed')).toBe(1);
+        expect(r.size).toBe(1);
+        r.checkInvariants();
+        await r.close();
+      }
+      // A store whose pages cannot be reached from workers: refused typed, the store goes on.
+      const mem = await BTreeStore.open<string, number>({ path: 'pool-mem', storage: 'memory', wasm });
+      mem.set('x', 1);
+      await expect(WorkerPool.create(mem, { workers: 1 })).rejects.toMatchObject({ code: 'THREADS_UNSUPPORTED' });
+      expect(mem.get('x')).toBe(1);
+      await mem.close();
+      // On the st build: the calling thread with fallback 'inline'.
+      const st = await BTreeStore.open<string, number>({ path: join(dir, 'st.db') });
+      await expect(WorkerPool.create(st)).rejects.toMatchObject({ code: 'THREADS_UNSUPPORTED' });
+      const inline = await WorkerPool.create(st, { fallback: 'inline' });
+      expect(inline.workers).toBe(0);
+      await inline.setMany([['a', 1], ['b', 2]]);
+      expect(await inline.getMany(['b', 'c', 'a'])).toEqual([2, undefined, 1]);
+      await inline.close();
+      await st.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a worker terminated mid-setMany (its own, then a pool worker): typed errors, no hang', async () => {

@@ -1,7 +1,8 @@
 /**
  * The worker behind WorkerPool (pool.ts): one per pool worker, in a Node worker_threads
  * worker, a browser module worker or a Deno worker. It attaches to the pool's map
- * (BTreeMap.attach on the handle it is given) and runs each request on it, in order.
+ * (BTreeMap.attach on the handle it is given; BTreeStore.attach for a shared store) and runs
+ * each request on it, in order.
  *
  * Protocol: `{ seq: 0 }` first, once the script runs (before it, a failing worker cannot have
  * touched the shared memory); then `{ seq, op, ... }` → `{ seq, value }` or
@@ -9,16 +10,18 @@
  * Ops: 'attach' (handle), 'getMany' (keys → values), 'setMany' (entries; applied in
  * sub-batches so that other workers' batches interleave with this one's encoding),
  * 'load' (entries, turn, index: waits until the shared turn counter equals index, applies,
- * then advances it), 'close' (frees the attached map: its stack goes back to the memory).
+ * then advances it), 'close' (frees the attached map: its stack goes back to the memory; an
+ * attached store commits this worker's writes and detaches).
  */
 import { errorToWire } from './errors.js';
 import { BTreeMap } from './map.js';
+import { BTreeStore, type SharedStoreHandle } from './store.js';
 import type { SharedMapHandle } from './threads.js';
 
 interface Request {
   seq: number;
   op: string;
-  handle?: SharedMapHandle;
+  handle?: SharedMapHandle | SharedStoreHandle;
   keys?: unknown[];
   entries?: [unknown, unknown][];
   turn?: Int32Array;
@@ -31,9 +34,9 @@ const SUB_BATCH = 4096;
 
 type Post = (m: unknown) => void;
 
-let map: BTreeMap<unknown, unknown> | undefined;
+let map: BTreeMap<unknown, unknown> | BTreeStore<unknown, unknown> | undefined;
 
-function opened(): BTreeMap<unknown, unknown> {
+function opened(): BTreeMap<unknown, unknown> | BTreeStore<unknown, unknown> {
   if (map === undefined) throw new Error('adaptree pool worker: not attached');
   return map;
 }
@@ -51,7 +54,10 @@ function waitTurn(turn: Int32Array, index: number): void {
 async function run(r: Request): Promise<unknown> {
   switch (r.op) {
     case 'attach':
-      map = await BTreeMap.attach(r.handle!);
+      // A shared store (BTreeStore#share) or a shared map.
+      map = r.handle!.kind === 'adaptree.shared-store'
+        ? await BTreeStore.attach(r.handle as SharedStoreHandle)
+        : await BTreeMap.attach(r.handle as SharedMapHandle);
       return null;
     case 'getMany':
       return opened().getMany(r.keys!);
@@ -76,10 +82,14 @@ async function run(r: Request): Promise<unknown> {
       }
       return null;
     }
-    case 'close':
-      map?.free();
+    case 'close': {
+      // A store's close() commits what this worker wrote and detaches; a map's free() detaches.
+      const m = map;
       map = undefined;
+      if (m instanceof BTreeStore) await m.close();
+      else m?.free();
       return null;
+    }
     default:
       throw new Error(`adaptree pool worker: unknown op '${r.op}'`);
   }

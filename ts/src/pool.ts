@@ -34,7 +34,8 @@ import {
   type WireError,
 } from './errors.js';
 import { BTreeMap, treeOf } from './map.js';
-import { markWorkerLost, type SharedMapHandle } from './threads.js';
+import { BTreeStore, type SharedStoreHandle } from './store.js';
+import { TREE_OF, markWorkerLost, type SharedMapHandle } from './threads.js';
 import type { WasmUrl } from './wasm.js';
 
 /** Options of `WorkerPool.create`. */
@@ -70,7 +71,7 @@ interface Port {
 
 interface Slot {
   port: Port;
-  handle: SharedMapHandle;
+  handle: SharedMapHandle | SharedStoreHandle;
   /** Requests sent and not answered. */
   readonly pending: Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>;
   alive: boolean;
@@ -167,7 +168,7 @@ function chunks(n: number, parts: number): [number, number][] {
  * workers".
  */
 export class WorkerPool<K = string, V = unknown> {
-  readonly #map: BTreeMap<K, V>;
+  readonly #map: BTreeMap<K, V> | BTreeStore<K, V>;
   readonly #slots: Slot[];
   #seq = 1;
   #next = 0;
@@ -176,7 +177,7 @@ export class WorkerPool<K = string, V = unknown> {
   /** Set when a worker ended during a call: every call rejects with it. */
   #broken: Error | undefined;
 
-  private constructor(map: BTreeMap<K, V>, slots: Slot[]) {
+  private constructor(map: BTreeMap<K, V> | BTreeStore<K, V>, slots: Slot[]) {
     this.#map = map;
     this.#slots = slots;
   }
@@ -185,8 +186,14 @@ export class WorkerPool<K = string, V = unknown> {
    * Starts `workers` workers, each attached to `map` (which must be on the mt build and use
    * named encodings, not custom codecs: a codec cannot be sent to a worker). `map` stays
    * yours and usable on this thread; free it only after `close()`.
+   *
+   * `map` may be a persistent store that can be shared (`BTreeStore#share`: node or deno
+   * files, opfs in a worker, on the mt build): the workers attach to it and write into it;
+   * `store.commit()` on this thread makes durable what they wrote before it, and the pool's
+   * `close()` commits each worker's writes as it detaches. Other stores reject with
+   * ThreadsUnsupportedError (or run inline with `fallback: 'inline'` on the st build).
    */
-  static async create<K, V>(map: BTreeMap<K, V>, options: WorkerPoolOptions = {}): Promise<WorkerPool<K, V>> {
+  static async create<K, V>(map: BTreeMap<K, V> | BTreeStore<K, V>, options: WorkerPoolOptions = {}): Promise<WorkerPool<K, V>> {
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('WorkerPool.create: options must be an object');
     const n = options.workers ?? defaultWorkers();
     if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError('WorkerPool.create: workers must be an integer from 1 to 64');
@@ -196,7 +203,8 @@ export class WorkerPool<K = string, V = unknown> {
     if (map.keyEncoding === 'custom' || map.valueEncoding === 'custom') {
       throw new InvalidArgumentError('WorkerPool.create: a map with a custom codec cannot be sent to workers (attach it in your own workers: BTreeMap.attach(handle, { keys, values }))');
     }
-    if (treeOf(map as BTreeMap<unknown, unknown>).wasm.build !== 'mt') {
+    const build = map instanceof BTreeStore ? map[TREE_OF].wasm.build : treeOf(map as BTreeMap<unknown, unknown>).wasm.build;
+    if (build !== 'mt') {
       if (fallback === 'inline') return new WorkerPool(map, []);
       throw new ThreadsUnsupportedError(
         'WorkerPool.create: the map is on the single-threaded build; create it after `await init({ threads: true })` where SharedArrayBuffer works (cross-origin isolated pages, Node, Deno), or pass { fallback: "inline" }',
@@ -206,7 +214,8 @@ export class WorkerPool<K = string, V = unknown> {
     const pool = new WorkerPool(map, slots);
     try {
       for (let i = 0; i < n; i++) {
-        // share() throws typed for what cannot be shared (a store: THREADS_UNSUPPORTED).
+        // share() throws typed for what cannot be shared (THREADS_UNSUPPORTED: a store on
+        // IndexedDB, memory, ...).
         const handle = map.share(options.stackSize);
         const slot: Slot = { port: undefined as unknown as Port, handle, pending: new Map(), alive: true, started: false };
         slots.push(slot);
@@ -262,7 +271,8 @@ export class WorkerPool<K = string, V = unknown> {
     } else if (slot.pending.size > 0) {
       // It ended during a call: it may have held the tree latch, left the tree half-modified
       // or held the allocator's lock. Wake the waiters and make the memory unusable.
-      markWorkerLost(this.#map as BTreeMap<unknown, unknown>);
+      const m = this.#map;
+      markWorkerLost(m instanceof BTreeStore ? m : (m as BTreeMap<unknown, unknown>));
       this.#broken = new InstanceUnusableError(`a pool worker ended during a call (${why}): the shared map may be half-modified, so its wasm memory is unusable from now on (docs/THREADS.md)`);
       // The other workers can do nothing useful on that memory, and one that waits for the
       // allocator's lock would never answer: end them all, every call rejects.
@@ -315,7 +325,7 @@ export class WorkerPool<K = string, V = unknown> {
   async getMany(keys: Iterable<K>): Promise<(V | undefined)[]> {
     this.#check();
     const list = listOf(keys, 'getMany: keys');
-    if (this.#slots.length === 0) return this.#map.getMany(list);
+    if (this.#slots.length === 0) return this.#map instanceof BTreeStore ? this.#map.getManyAsync(list) : this.#map.getMany(list);
     if (list.length === 0) return [];
     const live = this.#live();
     const parts = chunks(list.length, live.length);
@@ -336,7 +346,7 @@ export class WorkerPool<K = string, V = unknown> {
     this.#check();
     const list = listOf(entries, 'setMany: entries');
     if (this.#slots.length === 0) {
-      this.#map.setMany(list);
+      await this.#setInline(list);
       return;
     }
     if (list.length === 0) return;
@@ -356,7 +366,7 @@ export class WorkerPool<K = string, V = unknown> {
     if (this.#map.size !== 0) throw new InvalidArgumentError('load(): the map is not empty (use setMany)');
     const list = listOf(entries, 'load: entries');
     if (this.#slots.length === 0) {
-      this.#map.setMany(list);
+      await this.#setInline(list);
       return;
     }
     if (list.length === 0) return;
@@ -402,6 +412,13 @@ export class WorkerPool<K = string, V = unknown> {
       );
     })();
     return this.#closing;
+  }
+
+  /** The calling thread's own setMany (an inline pool): a store's may wait for pages. */
+  async #setInline(list: (readonly [K, V])[]): Promise<void> {
+    const m = this.#map;
+    if (m instanceof BTreeStore) await m.setManyAsync(list);
+    else m.setMany(list);
   }
 
   /** Same as close(): `await using pool = await WorkerPool.create(map)`. */

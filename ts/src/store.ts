@@ -68,7 +68,7 @@ import {
 } from './map.js';
 import type { KeyCodec, ValueCodec } from './encoding/codec.js';
 import { loadWasm, type AdaptreeWasm } from './wasm.js';
-import { detachInstance, trackAttached, untrackAttached, type AttachMapOptions, type SharedMapHandle } from './threads.js';
+import { TREE_OF, detachInstance, trackAttached, untrackAttached, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import { checkStoreEncodings } from './store-encodings.js';
 import { registerHost, statusOfError, unregisterHost, type HostEntry } from './storage/host.js';
 import type { AsyncStorePages, StorageBackend, SyncStoreFiles } from './storage/types.js';
@@ -1123,6 +1123,11 @@ export class BTreeStore<K = string, V = unknown> {
   checkInvariants(): void {
     this.#open();
     this.#map.checkInvariants();
+  }
+
+  /** @internal The wasm runtime and the tree's address (markWorkerLost, WorkerPool). */
+  get [TREE_OF](): { wasm: AdaptreeWasm; tree: number } {
+    return { wasm: this.#wasm, tree: this.#tree };
   }
 
   /** {@inheritDoc BTreeMap.keyEncoding} */

@@ -142,8 +142,12 @@ function watchExit(): void {
  * InstanceUnusableError (code INSTANCE_POISONED). Load a new instance to go on. WorkerPool
  * does this itself. Call it from a thread that is not itself inside a call on the tree.
  */
-export function markWorkerLost(map: BTreeMap<unknown, unknown>): void {
-  const { wasm, tree } = treeOf(map);
+export function markWorkerLost(map: BTreeMap<unknown, unknown> | { readonly [TREE_OF]: { wasm: AdaptreeWasm; tree: number } }): void {
+  const { wasm, tree } = TREE_OF in map ? map[TREE_OF] : treeOf(map);
   if (wasm.build !== 'mt') throw new ThreadsUnsupportedError('markWorkerLost(): the map is on the single-threaded build');
   wasm.markLost(tree);
 }
+
+/** @internal A store's wasm runtime and tree address (BTreeStore implements it): what
+ * markWorkerLost and WorkerPool need of a store without reaching into its fields. */
+export const TREE_OF: unique symbol = Symbol('adaptree.tree-of');
