@@ -120,15 +120,15 @@ class Held {
  public:
   Held(at_tree* t, bool write, TreeLatch::Wait w, XorShift32* rng)
       : t_(t), g_(t->latch, write || t->store != nullptr, w) {
-    init(rng);
+    init(rng, w);
   }
   Held(at_tree* t, PointRead, TreeLatch::Wait w, XorShift32* rng)
       : t_(t), g_(t->latch, t->store != nullptr && (!rng || !t->shared.load(std::memory_order_relaxed)), w) {
-    init(rng);
+    init(rng, w);
   }
   Held(at_tree* t, PointWrite, TreeLatch::Wait w, XorShift32* rng)
       : t_(t), g_(t->latch, !rng || !t->shared.load(std::memory_order_relaxed), w) {
-    init(rng);
+    init(rng, w);
   }
   ~Held() { mode_.release(); }
   // Not held (the latch was abandoned: at_tree_abandon) counts as closed.
@@ -144,8 +144,9 @@ class Held {
   }
 
  private:
-  void init(XorShift32* rng) {
+  void init(XorShift32* rng, TreeLatch::Wait w) {
     mode_.shared = !g_.exclusive();
+    mode_.block = w == TreeLatch::Wait::kBlock;
     // Another thread may write beside this call (only under the latch: a shared
     // tree stays shared, and shared is set under the latch exclusive).
     mode_.leaves = mode_.shared && t_->shared.load(std::memory_order_relaxed);
@@ -1029,6 +1030,7 @@ int32_t at_debug_latch(at_tree* t, uint32_t hold) {
     t->tree.debug_latch_first_leaf();
     return st(Status::kOk);
   }
+  if (hold == 8) return static_cast<int32_t>(adaptree::g_leaf_latch_sleeps.load(std::memory_order_relaxed) & 0x7FFFFFFF);
   if (hold >= 4 && hold <= 6) {
     Held h(t, true, TreeLatch::Wait::kSpin, nullptr);
     if (!h.ok()) return st(Status::kClosed);

@@ -277,7 +277,8 @@ double at_memory_available(void);
  * and release it shared. Contention Split (docs/THREADS.md, off by default): 4 turns it
  * on for t, 5 off, 6 returns how many contention splits t made. 7 takes the latch of the
  * first leaf of a shared in-memory tree exclusive and keeps it (a dead holder, for tests of
- * at_tree_abandon). */
+ * at_tree_abandon). 8 returns how often leaf-latch waiters of this memory slept (wasm
+ * workers; core/buffer/frame.h). */
 int32_t at_debug_latch(at_tree* t, uint32_t hold);
 /* A thread died while it may have held t's latch (a worker terminated mid-call): marks the
  * latch abandoned and wakes its waiters. From then on every call on t answers CLOSED

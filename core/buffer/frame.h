@@ -36,15 +36,24 @@ inline uint64_t make(uint64_t lock, uint64_t version) { return (lock << 56) | (v
 // a variable in the (shared) linear memory: one per memory, like the poison word.
 inline std::atomic<uint32_t> g_latches_abandoned{0};
 
+// How often a PageLatch waiter went to sleep (wasm workers; at_debug_latch 8, tests).
+inline std::atomic<uint32_t> g_leaf_latch_sleeps{0};
+
 // The node latch on a state word (docs/THREADS.md, phase 2a). Shared holders
 // count in the lock state (1..252), an exclusive holder sets 253; releasing
 // exclusive bumps the version, so a holder that remembered a version (a
 // cursor between calls) sees that the node changed. Held for a few hundred
 // instructions at most (one leaf insert or lookup), so waiting spins, and
-// natively yields after a while; in wasm there is nothing to yield to.
+// natively yields after a while. In wasm there is nothing to yield to: a waiter
+// that may block (a worker, not a browser's main thread: `may_block`, from the
+// calling context's wait mode) sleeps on the word in steps of kSleepNs once it
+// has spun as long as a tree-latch waiter does (memory.atomic.wait64 with a
+// timeout: the holder need not notify, so unlocking costs nothing more; a holder
+// that keeps a leaf that long has been descheduled, and a sleeping waiter leaves
+// it the core).
 class PageLatch {
  public:
-  explicit PageLatch(std::atomic<uint64_t>* w) : w_(w) {}
+  explicit PageLatch(std::atomic<uint64_t>* w, bool may_block = false) : w_(w), block_(may_block) {}
 
   // Returns the version under the latch (stable until unlock_shared).
   uint64_t lock_shared() {
@@ -56,7 +65,7 @@ class PageLatch {
           return frame_state::version(v);
         continue;
       }
-      v = pause(&spins);
+      v = pause(&spins, v);
       if (abandoned(spins)) {
         // (Natively: counted as a holder, so that the unlock balances.)
         w_->fetch_add(kOne, std::memory_order_acquire);
@@ -78,7 +87,7 @@ class PageLatch {
           return frame_state::version(v);
         continue;
       }
-      v = pause(&spins);
+      v = pause(&spins, v);
       if (abandoned(spins)) {
         w_->exchange(frame_state::make(frame_state::kExclusive, frame_state::version(v)), std::memory_order_acq_rel);
         return frame_state::version(v);
@@ -115,7 +124,8 @@ class PageLatch {
 #endif
   }
 
-  uint64_t pause(unsigned* spins) {
+  // One round of waiting while the word is `seen`; returns the word as it is now.
+  uint64_t pause(unsigned* spins, uint64_t seen) {
     if (++*spins < 128) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
@@ -123,12 +133,22 @@ class PageLatch {
     } else {
 #if !defined(__wasm__)
       std::this_thread::yield();
+#elif defined(__wasm_atomics__)
+      if (block_ && *spins >= kSpinsBeforeSleep) {
+        g_leaf_latch_sleeps.fetch_add(1, std::memory_order_relaxed);
+        __builtin_wasm_memory_atomic_wait64(reinterpret_cast<int64_t*>(w_), static_cast<int64_t>(seen), kSleepNs);
+      }
 #endif
     }
+    (void)seen;
     return w_->load(std::memory_order_relaxed);
   }
 
+  static constexpr unsigned kSpinsBeforeSleep = 1u << 14;  // as TreeLatch's wasm spin
+  static constexpr int64_t kSleepNs = 100'000;
+
   std::atomic<uint64_t>* w_;
+  bool block_;
 };
 
 using FrameId = uint32_t;

@@ -1045,7 +1045,7 @@ bool Cursor::enter(PageId leaf, bool scan_start) {
     // tree latch, so the next leaf is found without holding this one.
     release();
     held_ = t_->latch_word(leaf);
-    leaf_ver_ = PageLatch(held_).lock_shared();
+    leaf_ver_ = PageLatch(held_, mode_->block).lock_shared();
   } else {
     leaf_ver_ = t_->leaf_version(leaf);
   }
@@ -1070,7 +1070,7 @@ bool Cursor::enter(PageId leaf, bool scan_start) {
     for (unsigned tries = 0; latching() && tries < 4; tries++) {
       std::atomic<uint64_t>* w = held_;
       release();
-      PageLatch l(w);
+      PageLatch l(w, mode_->block);
       l.lock_exclusive();
       if (!FingerprintLeaf{p}.is_sorted()) {
         FingerprintLeaf{p}.sort();
@@ -1169,7 +1169,7 @@ bool Cursor::leaf_unchanged() {
   if (!latching()) return t_->leaf_version(leaf_) == leaf_ver_;
   if (held_) return true;  // latched since it was entered: unchanged
   held_ = t_->latch_word(leaf_);
-  if (PageLatch(held_).lock_shared() == leaf_ver_) return true;
+  if (PageLatch(held_, mode_->block).lock_shared() == leaf_ver_) return true;
   release();
   return false;
 }

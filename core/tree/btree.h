@@ -62,6 +62,9 @@ struct ReadMode {
   // Tests: count every leaf latch this mode takes as contended.
   bool contended = false;
   XorShift32* rng = nullptr;  // shared: the calling context's own random source
+  // The calling context may block (a worker): a long wait for a leaf latch sleeps
+  // (PageLatch) instead of spinning on.
+  bool block = false;
   // get() under `leaves` answers kOk with the leaf latched shared, so that the
   // caller copies the value before a writer changes the page: release() then.
   std::atomic<uint64_t>* held = nullptr;

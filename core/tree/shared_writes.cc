@@ -52,7 +52,7 @@ Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
   mode.release();
   SharedLeaf l;
   if (!shared_leaf(key, false, mode, &l)) return Status::kRestart;
-  PageLatch latch(l.latch);
+  PageLatch latch(l.latch, mode.block);
   latch.lock_shared();
   bool found = leaf::lookup(l.page, key, out);
   // A store's overflow chain is read through the pool, which only the exclusive latch may change.
@@ -101,7 +101,7 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   SharedLeaf l;
   if (!shared_leaf(key, true, m, &l)) return Status::kRestart;
   const PageId id = l.id;
-  PageLatch latch(l.latch);
+  PageLatch latch(l.latch, m.block);
   bool waited;
   latch.lock_exclusive(&waited);
   uint8_t* p = l.page;
@@ -134,7 +134,7 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   SharedLeaf l;
   if (!shared_leaf(key, true, m, &l)) return Status::kRestart;
   const PageId id = l.id;
-  PageLatch latch(l.latch);
+  PageLatch latch(l.latch, m.block);
   latch.lock_exclusive();
   uint8_t* p = l.page;
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {

@@ -205,15 +205,22 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
     await waiter.worker.terminate();
   });
 
-  it('a worker terminated while it holds a leaf latch: markWorkerLost stops the waiter spinning on it (INSTANCE_POISONED)', async () => {
+  it('a worker terminated while it holds a leaf latch: its waiter sleeps on it, markWorkerLost stops the wait (INSTANCE_POISONED)', async () => {
     const wasm = await loadWasm({ threads: true });
     const map = new BTreeMap<string, number>([['k', 1]], { wasm }); // one leaf: every key is in it
     const forWaiter = map.share();
     const holder = start({ mode: 'leafhold', handle: map.share() });
     expect(await holder.next()).toBe('holding');
     const waiter = start({ mode: 'waiter', handle: forWaiter });
-    expect(await waiter.next()).toBe('ready'); // then it spins on the leaf latch (no sleeping there)
-    await new Promise((r) => setTimeout(r, 50));
+    expect(await waiter.next()).toBe('ready'); // then it waits for the leaf latch
+    // Having spun as long as a tree-latch waiter does, it sleeps on the latch word in steps
+    // (memory.atomic.wait64 with a timeout; frame.h) instead of spinning on (a counter, not a clock).
+    let sleeps = 0;
+    for (let i = 0; i < 500 && sleeps === 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      sleeps = wasm.exports.at_debug_latch(forWaiter.tree, 8);
+    }
+    expect(sleeps).toBeGreaterThan(0);
     await holder.worker.terminate(); // dies holding the leaf latch
     markWorkerLost(map as BTreeMap<unknown, unknown>);
     expect(await waiter.next()).toEqual({ code: 'INSTANCE_POISONED' });
