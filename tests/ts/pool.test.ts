@@ -121,14 +121,22 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
     expect(r.stdout).toBe('[2,null,1]');
   });
 
-  it('Deno: the pool starts module workers from the package and answers the same', () => {
+  it('Deno: the pool starts module workers from the package and answers the same, on a map and on a shared store', () => {
     const repo = fileURLToPath(new URL('../../', import.meta.url));
     const script = fileURLToPath(new URL('./fixtures/pool-deno.mjs', import.meta.url));
-    const r = spawnSync(`${repo}node_modules/.bin/deno`, ['run', '--quiet', `--allow-read=${repo}`, script], {
-      encoding: 'utf8', timeout: 90_000, cwd: repo, env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
-    });
-    expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout)).toEqual({ build: 'mt', size: 3000, got: [7, null, 2999], code: 'KEY_TOO_LARGE', after: 'CLOSED' });
+    const dir = mkdtempSync(join(tmpdir(), 'adaptree-pool-deno-'));
+    try {
+      const r = spawnSync(`${repo}node_modules/.bin/deno`, ['run', '--quiet', `--allow-read=${repo},${dir}`, `--allow-write=${dir}`, script, dir], {
+        encoding: 'utf8', timeout: 90_000, cwd: repo, env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+      });
+      expect(r.stderr).toBe('');
+      expect(JSON.parse(r.stdout)).toEqual({
+        build: 'mt', size: 3000, got: [7, null, 2999], code: 'KEY_TOO_LARGE', after: 'CLOSED',
+        store: { got: [7, null, 2999], size: 3000, last: 2999 },
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the st build: ThreadsUnsupportedError, or the calling thread with fallback "inline"', async () => {

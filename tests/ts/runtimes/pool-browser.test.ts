@@ -1,7 +1,8 @@
 // WorkerPool in headless Chromium, cross-origin isolated, unbundled (docs/THREADS.md "A pool
 // of workers"): module workers start from /dist/pool-worker.js next to /dist/pool.js; results
 // in input order, load, a typed error, ClosedError after close(), and pools opened and closed
-// give their workers' stacks back (pool/main.mjs).
+// give their workers' stacks back (pool/main.mjs); a pool over an OPFS store shared from a
+// dedicated worker (pool/store-worker.mjs).
 import { describe, expect, it, beforeAll, afterAll } from 'vitest';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -37,6 +38,9 @@ describe.runIf(existsSync(CHROMIUM))('WorkerPool with browser module workers (Ch
       // A pool of two workers would keep 2 MiB of stacks (measured as free heap plus
       // unclaimed room taken).
       expect(r.grownMiB as number).toBeLessThanOrEqual(1);
+      // A pool over an OPFS store shared from a dedicated worker (nested module workers).
+      expect(r.opfsStore).toEqual({ got: [7, null, 5999], size: 6000, last: 5999, evictions: expect.any(Number) });
+      expect((r.opfsStore as { evictions: number }).evictions).toBeGreaterThan(0);
     } finally {
       await browser.close();
     }

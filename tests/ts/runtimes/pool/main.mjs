@@ -2,7 +2,8 @@
 // pool starts module workers from /dist/pool-worker.js (resolved next to /dist/pool.js, as in
 // an unbundled app), sets and reads through them, loads an empty map, reports a typed error,
 // refuses calls after close(); closing gives the workers' stacks back (pools opened and
-// closed do not grow the memory by their stacks).
+// closed do not grow the memory by their stacks). Also a pool over a store on OPFS, run from a
+// dedicated worker (store-worker.mjs).
 import { BTreeMap, WorkerPool, loadWasm } from '/dist/index.js';
 
 const key = (i) => `k${String(i).padStart(7, '0')}`;
@@ -48,7 +49,13 @@ async function run() {
   const size = map.size;
   map.free();
   empty.free();
-  return { crossOriginIsolated, build: wasm.build, workers: 2, same, size, tooLarge, loaded, afterClose, grownMiB: grown / (1 << 20) };
+  // A pool over a store on OPFS, from a dedicated worker (where the store can live).
+  const opfsStore = await new Promise((resolve) => {
+    const w = new Worker(new URL('./store-worker.mjs', import.meta.url), { type: 'module' });
+    w.onmessage = (e) => { resolve(e.data); w.terminate(); };
+    w.onerror = (e) => { resolve({ error: String(e.message ?? e) }); w.terminate(); };
+  });
+  return { crossOriginIsolated, build: wasm.build, workers: 2, same, size, tooLarge, loaded, afterClose, grownMiB: grown / (1 << 20), opfsStore };
 }
 
 run().then(
