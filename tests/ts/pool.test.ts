@@ -297,6 +297,10 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
         r.checkInvariants();
         await r.close();
       }
+      // Not a map or a store: a typed refusal, not a TypeError from a private field.
+      for (const bad of [{}, null, 'map', new Map()]) {
+        await expect(WorkerPool.create(bad as never, { workers: 1 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      }
       // A store whose pages cannot be reached from workers: refused typed, the store goes on.
       const mem = await BTreeStore.open<string, number>({ path: 'pool-mem', storage: 'memory', wasm });
       mem.set('x', 1);

@@ -35,6 +35,8 @@ import {
 } from './errors.js';
 import { BTreeMap, treeOf } from './map.js';
 import { BTreeStore, type SharedStoreHandle } from './store.js';
+import { OpfsWorkerStore } from './storage/opfs-remote.js';
+import { describe } from './encoding/utf8.js';
 import { TREE_OF, markWorkerLost, type SharedMapHandle } from './threads.js';
 import type { WasmUrl } from './wasm.js';
 
@@ -199,7 +201,18 @@ export class WorkerPool<K = string, V = unknown> {
     if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError('WorkerPool.create: workers must be an integer from 1 to 64');
     const fallback = options.fallback ?? 'throw';
     if (fallback !== 'throw' && fallback !== 'inline') throw new InvalidArgumentError(`WorkerPool.create: fallback must be 'throw' or 'inline'`);
+    if (!(map instanceof BTreeMap) && !(map instanceof BTreeStore)) {
+      throw new InvalidArgumentError(`WorkerPool.create: expects a BTreeMap or a BTreeStore, got ${describe(map)}`);
+    }
     if (map.closed) throw new ClosedError('WorkerPool.create: the map is closed');
+    if ((map as unknown) instanceof OpfsWorkerStore) {
+      // An opfs store opened on a browser's main thread: its pages live in the package's
+      // worker, which no other worker can reach. Its async methods serve an inline pool.
+      if (fallback === 'inline') return new WorkerPool<K, V>(map, []);
+      throw new ThreadsUnsupportedError(
+        "WorkerPool.create: this opfs store was opened on the main thread and lives in the package's worker; open it in your own dedicated worker (mt build) and create the pool there, or pass { fallback: 'inline' }",
+      );
+    }
     if (map.keyEncoding === 'custom' || map.valueEncoding === 'custom') {
       throw new InvalidArgumentError('WorkerPool.create: a map with a custom codec cannot be sent to workers (attach it in your own workers: BTreeMap.attach(handle, { keys, values }))');
     }

@@ -41,6 +41,9 @@ describe.runIf(existsSync(CHROMIUM))('WorkerPool with browser module workers (Ch
       // A pool over an OPFS store shared from a dedicated worker (nested module workers).
       expect(r.opfsStore).toEqual({ got: [7, null, 5999], size: 6000, last: 5999, evictions: expect.any(Number) });
       expect((r.opfsStore as { evictions: number }).evictions).toBeGreaterThan(0);
+      // An opfs store opened on the main thread: refused typed; inline on request.
+      expect(r.remoteRefused).toBe('THREADS_UNSUPPORTED');
+      expect(r.remoteInline).toEqual({ workers: 0, got: [2, undefined, 1] });
     } finally {
       await browser.close();
     }

@@ -49,13 +49,30 @@ async function run() {
   const size = map.size;
   map.free();
   empty.free();
+  // An opfs store opened on this (main) thread lives in the package's worker: no pool of
+  // workers can reach it (typed refusal); fallback 'inline' runs the calls here.
+  const { BTreeStore } = await import('/dist/index.js');
+  const root = await navigator.storage.getDirectory();
+  await root.removeEntry('pool-main', { recursive: true }).catch(() => {});
+  const remote = await BTreeStore.open({ path: 'pool-main/s', storage: 'opfs' });
+  let remoteRefused = null;
+  try {
+    await WorkerPool.create(remote, { workers: 2 });
+  } catch (e) {
+    remoteRefused = e.code;
+  }
+  const inline = await WorkerPool.create(remote, { fallback: 'inline' });
+  await inline.setMany([['a', 1], ['b', 2]]);
+  const remoteInline = { workers: inline.workers, got: await inline.getMany(['b', 'x', 'a']) };
+  await inline.close();
+  await remote.close();
   // A pool over a store on OPFS, from a dedicated worker (where the store can live).
   const opfsStore = await new Promise((resolve) => {
     const w = new Worker(new URL('./store-worker.mjs', import.meta.url), { type: 'module' });
     w.onmessage = (e) => { resolve(e.data); w.terminate(); };
     w.onerror = (e) => { resolve({ error: String(e.message ?? e) }); w.terminate(); };
   });
-  return { crossOriginIsolated, build: wasm.build, workers: 2, same, size, tooLarge, loaded, afterClose, grownMiB: grown / (1 << 20), opfsStore };
+  return { crossOriginIsolated, build: wasm.build, workers: 2, same, size, tooLarge, loaded, afterClose, grownMiB: grown / (1 << 20), opfsStore, remoteRefused, remoteInline };
 }
 
 run().then(
