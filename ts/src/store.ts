@@ -1127,6 +1127,10 @@ export class BTreeStore<K = string, V = unknown> {
 
   /** @internal The wasm runtime and the tree's address (markWorkerLost, WorkerPool). */
   get [TREE_OF](): { wasm: AdaptreeWasm; tree: number } {
+    if (!(#wasm in this)) {
+      // An opfs store opened on a browser's main thread (OpfsWorkerStore): its tree is in a worker.
+      throw new ThreadsUnsupportedError("this store's tree lives in the package's worker (an opfs store opened on the main thread), not in this thread's memory");
+    }
     return { wasm: this.#wasm, tree: this.#tree };
   }
 

@@ -43,7 +43,8 @@ describe.runIf(existsSync(CHROMIUM))('WorkerPool with browser module workers (Ch
       expect((r.opfsStore as { evictions: number }).evictions).toBeGreaterThan(0);
       // An opfs store opened on the main thread: refused typed; inline on request.
       expect(r.remoteRefused).toBe('THREADS_UNSUPPORTED');
-      expect(r.remoteInline).toEqual({ workers: 0, got: [2, undefined, 1] });
+      expect(r.remoteInline).toEqual({ workers: 0, got: [2, undefined, 1], afterLost: 1 });
+      expect(r.remoteLost).toBe('THREADS_UNSUPPORTED');
     } finally {
       await browser.close();
     }

@@ -4,7 +4,7 @@
 // refuses calls after close(); closing gives the workers' stacks back (pools opened and
 // closed do not grow the memory by their stacks). Also a pool over a store on OPFS, run from a
 // dedicated worker (store-worker.mjs).
-import { BTreeMap, WorkerPool, loadWasm } from '/dist/index.js';
+import { BTreeMap, WorkerPool, loadWasm, markWorkerLost } from '/dist/index.js';
 
 const key = (i) => `k${String(i).padStart(7, '0')}`;
 
@@ -65,6 +65,13 @@ async function run() {
   await inline.setMany([['a', 1], ['b', 2]]);
   const remoteInline = { workers: inline.workers, got: await inline.getMany(['b', 'x', 'a']) };
   await inline.close();
+  let remoteLost = null; // markWorkerLost cannot reach its tree: typed, nothing poisoned
+  try {
+    markWorkerLost(remote);
+  } catch (e) {
+    remoteLost = e.code;
+  }
+  remoteInline.afterLost = await remote.getAsync('a');
   await remote.close();
   // A pool over a store on OPFS, from a dedicated worker (where the store can live).
   const opfsStore = await new Promise((resolve) => {
@@ -72,7 +79,7 @@ async function run() {
     w.onmessage = (e) => { resolve(e.data); w.terminate(); };
     w.onerror = (e) => { resolve({ error: String(e.message ?? e) }); w.terminate(); };
   });
-  return { crossOriginIsolated, build: wasm.build, workers: 2, same, size, tooLarge, loaded, afterClose, grownMiB: grown / (1 << 20), opfsStore, remoteRefused, remoteInline };
+  return { crossOriginIsolated, build: wasm.build, workers: 2, same, size, tooLarge, loaded, afterClose, grownMiB: grown / (1 << 20), opfsStore, remoteRefused, remoteInline, remoteLost };
 }
 
 run().then(
