@@ -134,13 +134,15 @@ function watchExit(): void {
 }
 
 /**
- * A worker using this shared map ended during a call on it (Node: its 'exit' event came while
+ * A worker using this shared map (or shared store) ended during a call on it (Node: its 'exit' event came while
  * a call was in flight; any runtime: you terminated it mid-call). It may have held the tree's
  * latch and left the tree half-modified, or held the allocator's lock, so nothing on this
  * memory can be trusted: this wakes every thread waiting for the tree's latch and makes the
  * whole wasm memory unusable: every call on every map of it, in every thread, then throws
  * InstanceUnusableError (code INSTANCE_POISONED). Load a new instance to go on. WorkerPool
  * does this itself. Call it from a thread that is not itself inside a call on the tree.
+ * An opfs store opened on a browser's main thread (its tree is in the package's worker)
+ * throws ThreadsUnsupportedError and nothing is poisoned.
  */
 export function markWorkerLost(map: BTreeMap<unknown, unknown> | { readonly [TREE_OF]: { wasm: AdaptreeWasm; tree: number } }): void {
   const { wasm, tree } = TREE_OF in map ? map[TREE_OF] : treeOf(map);
