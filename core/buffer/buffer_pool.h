@@ -157,9 +157,8 @@ class BufferPool {
   bool pressure() const { return pressure_; }
   // note_lossy() for a change made under the shared latch (the adaptive counter,
   // stepped atomically by several readers): the flag is set atomically.
-  void note_lossy_shared(PageId id) {
-    FrameId f = table_.find(id);
-    if (f != kNoFrame && !frames_[f].dirty) __atomic_store_n(&frames_[f].lossy, true, __ATOMIC_RELAXED);
+  void note_lossy_shared(FrameId f) {
+    if (!frames_[f].dirty) __atomic_store_n(&frames_[f].lossy, true, __ATOMIC_RELAXED);
   }
   // Pool hits under the shared latch (resident_frame): added once per call to
   // one of a few cache-line stripes, picked by the caller (stats() sums them).

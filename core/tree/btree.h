@@ -191,7 +191,6 @@ class BTree {
   uint64_t leaf_version(PageId id) const {
     return store_.backed() ? shared_store_writes() : PageLatch(store_.latch_word(id)).version();
   }
-
   std::atomic<uint64_t>* latch_word(PageId id) const { return store_.latch_word(id); }
 
  public:
@@ -214,6 +213,7 @@ class BTree {
     PageId id;
     uint8_t* page;
     std::atomic<uint64_t>* latch;
+    FrameId frame = kNoFrame;  // a store's frame holding it
   };
   bool shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf* out) const;
   Status set_shared(Slice key, Slice value, ReadMode& m);

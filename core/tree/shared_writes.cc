@@ -40,6 +40,7 @@ bool BTree::shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf*
   out->id = id;
   out->page = store_.frame_bytes(f);
   out->latch = store_.frame_latch(f);
+  out->frame = f;
   return true;
 }
 
@@ -69,7 +70,7 @@ Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
     }
     // A clean frame changed by a read no longer matches its stored image.
     if (store_.backed() && __atomic_load_n(l.page + hdr::kCounter, __ATOMIC_RELAXED) != before)
-      store_.note_lossy_shared(l.id);
+      store_.note_lossy_shared(l.frame);
   }
   if (!found) {
     latch.unlock_shared();

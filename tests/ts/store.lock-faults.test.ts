@@ -74,17 +74,12 @@ describe('the node lock file under file-system faults', () => {
     expect(fs.readFileSync(p).equals(before)).toBe(true);
   }
 
-  it('a full disk while the pid is written to lock.<pid>: IO_ERROR, nothing left behind, the store opens after', async () => {
+  it.each([
+    ['a full disk while the pid is written', 'writeSync', 'ENOSPC'],
+    ['a failing flush', 'fdatasyncSync', 'EIO'],
+  ] as const)('%s to lock.<pid>: IO_ERROR, nothing left behind, the store opens after', async (_what, fn, code) => {
     path = await fresh();
-    failOn('writeSync', (p) => p.endsWith(`-lock.${process.pid}`), 'ENOSPC');
-    await expectOpenFails(path);
-    vi.restoreAllMocks();
-    await expectIntact(path);
-  });
-
-  it('a failing flush of lock.<pid>: IO_ERROR, nothing left behind', async () => {
-    path = await fresh();
-    failOn('fdatasyncSync', (p) => p.endsWith(`-lock.${process.pid}`), 'EIO');
+    failOn(fn, (p) => p.endsWith(`-lock.${process.pid}`), code);
     await expectOpenFails(path);
     vi.restoreAllMocks();
     await expectIntact(path);

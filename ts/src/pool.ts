@@ -33,11 +33,11 @@ import {
   ThreadsUnsupportedError,
   type WireError,
 } from './errors.js';
-import { BTreeMap, treeOf } from './map.js';
+import { BTreeMap } from './map.js';
 import { BTreeStore, type SharedStoreHandle } from './store.js';
 import { OpfsWorkerStore } from './storage/opfs-remote.js';
 import { describe } from './encoding/utf8.js';
-import { TREE_OF, markWorkerLost, type SharedMapHandle } from './threads.js';
+import { markWorkerLost, treeOfAny, type SharedMapHandle } from './threads.js';
 import type { WasmUrl } from './wasm.js';
 
 /** Options of `WorkerPool.create`. */
@@ -192,8 +192,10 @@ export class WorkerPool<K = string, V = unknown> {
    * `map` may be a persistent store that can be shared (`BTreeStore#share`: node or deno
    * files, opfs in a worker, on the mt build): the workers attach to it and write into it;
    * `store.commit()` on this thread makes durable what they wrote before it, and the pool's
-   * `close()` commits each worker's writes as it detaches. Other stores reject with
-   * ThreadsUnsupportedError (or run inline with `fallback: 'inline'` on the st build).
+   * `close()` commits each worker's writes as it detaches. Other stores (memory, IndexedDB,
+   * Durable Objects, an opfs store opened on a browser's main thread) reject with
+   * ThreadsUnsupportedError; with `fallback: 'inline'` such a store, or any store on the st
+   * build, runs the calls on this thread. Anything else is InvalidArgumentError.
    */
   static async create<K, V>(map: BTreeMap<K, V> | BTreeStore<K, V>, options: WorkerPoolOptions = {}): Promise<WorkerPool<K, V>> {
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('WorkerPool.create: options must be an object');
@@ -216,8 +218,7 @@ export class WorkerPool<K = string, V = unknown> {
     if (map.keyEncoding === 'custom' || map.valueEncoding === 'custom') {
       throw new InvalidArgumentError('WorkerPool.create: a map with a custom codec cannot be sent to workers (attach it in your own workers: BTreeMap.attach(handle, { keys, values }))');
     }
-    const build = map instanceof BTreeStore ? map[TREE_OF].wasm.build : treeOf(map as BTreeMap<unknown, unknown>).wasm.build;
-    if (build !== 'mt') {
+    if (treeOfAny(map as BTreeMap<unknown, unknown> | BTreeStore<unknown, unknown>).wasm.build !== 'mt') {
       if (fallback === 'inline') return new WorkerPool(map, []);
       throw new ThreadsUnsupportedError(
         'WorkerPool.create: the map is on the single-threaded build; create it after `await init({ threads: true })` where SharedArrayBuffer works (cross-origin isolated pages, Node, Deno), or pass { fallback: "inline" }',
@@ -284,8 +285,7 @@ export class WorkerPool<K = string, V = unknown> {
     } else if (slot.pending.size > 0) {
       // It ended during a call: it may have held the tree latch, left the tree half-modified
       // or held the allocator's lock. Wake the waiters and make the memory unusable.
-      const m = this.#map;
-      markWorkerLost(m instanceof BTreeStore ? m : (m as BTreeMap<unknown, unknown>));
+      markWorkerLost(this.#map as BTreeMap<unknown, unknown> | BTreeStore<unknown, unknown>);
       this.#broken = new InstanceUnusableError(`a pool worker ended during a call (${why}): the shared map may be half-modified, so its wasm memory is unusable from now on (docs/THREADS.md)`);
       // The other workers can do nothing useful on that memory, and one that waits for the
       // allocator's lock would never answer: end them all, every call rejects.

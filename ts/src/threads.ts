@@ -144,8 +144,8 @@ function watchExit(): void {
  * An opfs store opened on a browser's main thread (its tree is in the package's worker)
  * throws ThreadsUnsupportedError and nothing is poisoned.
  */
-export function markWorkerLost(map: BTreeMap<unknown, unknown> | { readonly [TREE_OF]: { wasm: AdaptreeWasm; tree: number } }): void {
-  const { wasm, tree } = TREE_OF in map ? map[TREE_OF] : treeOf(map);
+export function markWorkerLost(map: BTreeMap<unknown, unknown> | HasTree): void {
+  const { wasm, tree } = treeOfAny(map);
   if (wasm.build !== 'mt') throw new ThreadsUnsupportedError('markWorkerLost(): the map is on the single-threaded build');
   wasm.markLost(tree);
 }
@@ -153,3 +153,11 @@ export function markWorkerLost(map: BTreeMap<unknown, unknown> | { readonly [TRE
 /** @internal A store's wasm runtime and tree address (BTreeStore implements it): what
  * markWorkerLost and WorkerPool need of a store without reaching into its fields. */
 export const TREE_OF: unique symbol = Symbol('adaptree.tree-of');
+/** @internal Something with a tree in some wasm memory other than a map: a store. */
+export interface HasTree {
+  readonly [TREE_OF]: { wasm: AdaptreeWasm; tree: number };
+}
+/** @internal The wasm runtime and tree address of a map or a store. */
+export function treeOfAny(x: BTreeMap<unknown, unknown> | HasTree): { wasm: AdaptreeWasm; tree: number } {
+  return TREE_OF in x ? x[TREE_OF] : treeOf(x);
+}
