@@ -67,7 +67,8 @@ struct at_tree {
   // A shared tree after at_tree_free: the tree is gone, this struct stays so
   // that a late call from another thread finds it closed (kClosed) instead of
   // reading freed memory.
-  bool closed = false;
+  // (Atomic: an optimistic read checks it without the latch.)
+  std::atomic<bool> closed{false};
 };
 
 struct at_cursor {
@@ -195,6 +196,24 @@ Status run_write(Held& h, BTree& t, Slice key, Write&& write) {
   return s;
 }
 
+// Phase 2b (docs/THREADS.md): a point read of a map shared between threads runs
+// optimistically first (BTree::get_optimistic: no latch word written, the value
+// copied to out, which has room for kNodeSize bytes or is null, before it
+// validates). kRestart: run it latched, as before; *drew: with the counter step the
+// optimistic run drew. A closed tree is answered latched (kClosed): the sequence
+// number read before `closed` covers the close.
+Status read_optimistic(at_tree* t, at_ctx* c, Slice key, uint8_t* out, uint32_t* len, bool* drew) {
+  *drew = false;
+  if (t->store) return Status::kRestart;  // (a store's page table changes under exclusive holders)
+  for (int attempt = 0; attempt < 3; attempt++) {
+    uint64_t seq;
+    if (!t->latch.read_begin(&seq) || t->closed.load(std::memory_order_relaxed)) break;
+    Status s = t->tree.get_optimistic(key, t->latch, seq, c->rng, out, len, drew);
+    if (s != Status::kRestart || *drew) return s;
+  }
+  return Status::kRestart;
+}
+
 void set_result(at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value, uint32_t value_len,
                 uint32_t aux) {
   c->key_ptr = key;
@@ -271,6 +290,12 @@ Status append_value(const BTree& t, Writer& w, const ValueRef& v) {
 constexpr size_t kKeepOutput = size_t{4} << 20;
 inline void trim_output(at_ctx* c) {
   if (c->buf.capacity() > kKeepOutput) [[unlikely]] std::vector<uint8_t>().swap(c->buf);
+}
+
+// The context's buffer takes any inline value (an optimistic read copies one there).
+inline bool room_for_node(at_ctx* c) {
+  trim_output(c);
+  return c->buf.size() >= adaptree::kNodeSize || adaptree::resize_checked(c->buf, adaptree::kNodeSize);
 }
 
 // Copies a JSON or message string into the context's buffer as the result value.
@@ -409,8 +434,19 @@ int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, cons
 
 int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
+  bool drew = false;
+  if (t->shared.load(std::memory_order_relaxed) && !t->store && room_for_node(c)) {
+    uint32_t len = 0;
+    Status s = read_optimistic(t, c, {key, key_len}, c->buf.data(), &len, &drew);
+    if (s == Status::kOk || s == Status::kNotFound) {
+      if (s == Status::kOk) set_result(c, key, key_len, c->buf.data(), len, 0);
+      else set_result(c, nullptr, 0, nullptr, 0, 0);
+      return st(s);
+    }
+  }
   Held h(t, PointRead{}, wait_of(c), &c->rng);
   if (!h.ok()) return st(Status::kClosed);
+  h.mode()->drawn = drew;
   ValueRef v;
   Status s = run_read(h, [&](ReadMode* m) { return t->tree.get({key, key_len}, &v, m); });
   if (s != Status::kOk) {
@@ -434,8 +470,15 @@ int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
 
 int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
+  bool drew = false;
+  if (t->shared.load(std::memory_order_relaxed) && !t->store) {
+    uint32_t len;
+    Status s = read_optimistic(t, c, {key, key_len}, nullptr, &len, &drew);
+    if (s == Status::kOk || s == Status::kNotFound) return st(s);
+  }
   Held h(t, PointRead{}, wait_of(c), &c->rng);
   if (!h.ok()) return st(Status::kClosed);
+  h.mode()->drawn = drew;
   ValueRef v;
   return ret(t, c, run_read(h, [&](ReadMode* m) { return t->tree.get({key, key_len}, &v, m); }));
 }
@@ -570,13 +613,48 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
 
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) {
   if (!t) return st(Status::kClosed);
-  Held h(t, PointRead{}, wait_of(c), &c->rng);
-  if (!h.ok()) return st(Status::kClosed);
   trim_output(c);
   Writer w{c->buf};
   const uint8_t* p = keys;
-  uint32_t found = 0;
-  for (uint32_t i = 0; i < count; i++) {
+  uint32_t found = 0, i = 0;
+  bool drew = false;
+  // A shared map: optimistic key by key, without the latch; from the first key that
+  // must run latched on, the rest of the batch runs latched.
+  if (t->shared.load(std::memory_order_relaxed) && !t->store) {
+    for (; i < count; i++) {
+      uint32_t kl;
+      memcpy(&kl, p, 4);
+      if (kl > adaptree::kMaxKeySize) {  // (absent, as latched: kKeyTooLarge)
+        if (!w.u32(0xFFFFFFFFu)) break;
+        p += 4 + kl;
+        continue;
+      }
+      const size_t before = w.used;
+      uint8_t* room = w.room(4 + size_t{adaptree::kNodeSize});
+      if (!room) break;  // (latched, which reports it)
+      uint32_t len = 0;
+      Status s = read_optimistic(t, c, {p + 4, kl}, room + 4, &len, &drew);
+      w.used = before;
+      if (s == Status::kOk) {
+        memcpy(room, &len, 4);
+        w.used = before + 4 + len;
+        found++;
+      } else if (s == Status::kNotFound) {
+        w.u32(0xFFFFFFFFu);  // (room: fits)
+      } else {
+        break;
+      }
+      p += 4 + kl;
+    }
+    if (i == count) {
+      set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), found);
+      return st(Status::kOk);
+    }
+  }
+  Held h(t, PointRead{}, wait_of(c), &c->rng);
+  if (!h.ok()) return st(Status::kClosed);
+  h.mode()->drawn = drew;
+  for (; i < count; i++) {
     uint32_t kl;
     memcpy(&kl, p, 4);
     ValueRef v;

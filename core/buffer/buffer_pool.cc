@@ -18,6 +18,7 @@ void BufferPool::free_memory() {
   for (uint8_t* c : chunks_) free(c);
   chunks_.clear();
   frame_data_.clear();
+  retired_.clear();
   frames_.clear();
   frame_count_ = 0;
   free_frames_.clear();
@@ -29,6 +30,17 @@ bool BufferPool::grow() {
   // The bookkeeping first (util/checked.h), so that nothing below can abort.
   uint32_t frames = frame_count_ + kChunkFrames;
   if (!reserve_checked(chunks_, chunks_.size() + 1)) return false;
+  if (frame_data_.size() + kChunkFrames > frame_data_.capacity()) {
+    // A larger array beside the old one, which stays (retired_): no reader is left
+    // holding freed memory.
+    std::vector<uint8_t*> larger;
+    if (!reserve_checked(larger, std::max<size_t>(2 * frame_data_.capacity(), frame_data_.size() + kChunkFrames)) ||
+        !reserve_checked(retired_, retired_.size() + 1))
+      return false;
+    larger.assign(frame_data_.begin(), frame_data_.end());
+    retired_.push_back(std::move(frame_data_));
+    frame_data_ = std::move(larger);
+  }
   if (backend_) {
     // frames_ is a deque (it allocates blocks of a few KiB and its map): a probe only.
     if (!reserve_checked(free_frames_, frames) || !table_.reserve(frames) ||

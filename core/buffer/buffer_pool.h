@@ -96,6 +96,26 @@ class BufferPool {
   // Memory mode only (!backed()): the page's bytes, no mode check. The
   // tree's lookup descends with this when the pool has no backend.
   uint8_t* memory_page(PageId id) const { return data(id); }
+  // Memory mode, for an optimistic reader (BTree::get_optimistic), which may race
+  // with the tree being freed: memory_page, or nullptr where a pointer it would load
+  // through does not lie inside the wasm memory (a load there traps; natively, shared
+  // trees are freed only once no thread calls).
+  uint8_t* memory_page_checked(PageId id) const {
+    uint8_t* const* table = frame_data_.data();
+    if (!in_memory(table + id, sizeof(uint8_t*))) return nullptr;
+    uint8_t* p = table[id];
+    // (The page, and after its chunk's pages the state words: latch_word.)
+    return in_memory(p, size_t{kChunkFrames} * (kPageSize + sizeof(uint64_t))) ? p : nullptr;
+  }
+  static bool in_memory(const void* at, size_t n) {
+#if defined(__wasm__)
+    return uint64_t{reinterpret_cast<uintptr_t>(at)} + n <= uint64_t{__builtin_wasm_memory_size(0)} << 16;
+#else
+    (void)at;
+    (void)n;
+    return true;
+#endif
+  }
   // Memory mode only: the page's state word (core/buffer/frame.h), its node
   // latch. In memory mode a page is a frame but has no FrameMeta (the rest of
   // it is eviction bookkeeping): the words of a chunk's 64 pages sit after the
@@ -264,6 +284,9 @@ class BufferPool {
   bool async_ = false;  // backend_->asynchronous()
   std::vector<uint8_t*> chunks_;
   std::vector<uint8_t*> frame_data_;  // frame id -> its kPageSize bytes (in chunks_)
+  // frame_data_'s earlier arrays, kept until the pool's memory is freed: an optimistic
+  // reader (BTree::get_optimistic) may be reading one while grow() replaces it.
+  std::vector<std::vector<uint8_t*>> retired_;
   std::deque<FrameMeta> frames_;  // backed mode only (deque: FrameMeta does not move)
   uint32_t frame_count_ = 0;
   uint32_t target_frames_ = 0;

@@ -78,11 +78,29 @@ struct BasicNode {
 
   // Position of the first slot whose key is >= key (full key, prefix included:
   // the caller guarantees the key lies within the fences, so it has the prefix).
+  // kChecked (an optimistic read: the page may be changing under the caller, who
+  // validates its version after): every field is read once and every offset is
+  // checked to stay inside the node; kBadImage where the image is inconsistent.
+  template <bool kChecked = false>
   unsigned lower_bound(const uint8_t* key, uint32_t len, bool* exact) const;
+  static constexpr unsigned kBadImage = ~0u;
   // Child page id to follow for key (inner nodes).
   PageId child_for(const uint8_t* key, uint32_t len) const {
     bool exact;
     return child(lower_bound(key, len, &exact));
+  }
+  // child_for on an image that may be changing (an optimistic read; see lower_bound):
+  // kInvalidPageId where the image is inconsistent. The caller validates before it
+  // follows the id.
+  PageId child_for_checked(const uint8_t* key, uint32_t len) const {
+    bool exact;
+    unsigned pos = lower_bound<true>(key, len, &exact);
+    if (pos == kBadImage) return kInvalidPageId;
+    if (pos >= count()) return upper_child();
+    const uint8_t* s = slot(pos);  // (the flags may have changed since lower_bound read them)
+    if (s + 6 > p + kNodeSize) return kInvalidPageId;
+    unsigned at = load16(s) + load16(s + 2);
+    return at + 4 <= kNodeSize ? load32(p + at) : kInvalidPageId;
   }
   // Child for the keys strictly greater than key (used to find the next leaf).
   PageId child_after(const uint8_t* key, uint32_t len) const {
@@ -119,11 +137,11 @@ struct BasicNode {
                     uint8_t counter);
 
  private:
-  void search_hints(uint32_t key_head, unsigned* lo, unsigned* hi) const;
+  void search_hints(unsigned n, uint32_t key_head, unsigned* lo, unsigned* hi) const;
 };
 
-inline void BasicNode::search_hints(uint32_t key_head, unsigned* lo, unsigned* hi) const {
-  unsigned n = count();
+// (n: the count the caller read; the range stays inside [0, n].)
+inline void BasicNode::search_hints(unsigned n, uint32_t key_head, unsigned* lo, unsigned* hi) const {
   if (n <= 2 * kHintCount) return;
   unsigned dist = n / (kHintCount + 1);
   const uint8_t* h = p + kHintsOffset;
@@ -135,16 +153,22 @@ inline void BasicNode::search_hints(uint32_t key_head, unsigned* lo, unsigned* h
   if (pos2 < kHintCount) *hi = (pos2 + 1) * dist;
 }
 
+template <bool kChecked>
 inline unsigned BasicNode::lower_bound(const uint8_t* key, uint32_t len, bool* exact) const {
-  unsigned plen = prefix_len();
+  const uint8_t flags = p[hdr::kFlags];
+  const unsigned plen = prefix_len(), n = count();
+  const unsigned base = (flags & kFlagHints) ? kSlotsHinted : kSlotsPlain;
+  *exact = false;
+  if constexpr (kChecked) {
+    if (plen > len || base + n * ((flags & kFlagHeads) ? 10u : 6u) > kNodeSize) return kBadImage;
+  }
   key += plen;
   len -= plen;
-  unsigned lo = 0, hi = count();
-  *exact = false;
-  if (has_heads()) {
-    const uint8_t* slots = p + slot_base();
+  unsigned lo = 0, hi = n;
+  const uint8_t* slots = p + base;
+  if (flags & kFlagHeads) {
     uint32_t kh = head_of(key, len);
-    if (has_hints()) search_hints(kh, &lo, &hi);
+    if (flags & kFlagHints) search_hints(n, kh, &lo, &hi);
     while (lo < hi) {
       unsigned mid = (lo + hi) >> 1;
       const uint8_t* s = slots + mid * 10;
@@ -156,8 +180,15 @@ inline unsigned BasicNode::lower_bound(const uint8_t* key, uint32_t len, bool* e
       } else {
         unsigned slen = load16(s + 2);
         int c;
-        if (len <= 4 && slen <= 4) c = static_cast<int>(len) - static_cast<int>(slen);
-        else c = compare_bytes(key, len, p + load16(s), slen);
+        if (len <= 4 && slen <= 4) {
+          c = static_cast<int>(len) - static_cast<int>(slen);
+        } else {
+          unsigned off = load16(s);
+          if constexpr (kChecked) {
+            if (off + slen > kNodeSize) return kBadImage;
+          }
+          c = compare_bytes(key, len, p + off, slen);
+        }
         if (c < 0) hi = mid;
         else if (c > 0) lo = mid + 1;
         else {
@@ -168,11 +199,14 @@ inline unsigned BasicNode::lower_bound(const uint8_t* key, uint32_t len, bool* e
     }
     return lo;
   }
-  const uint8_t* slots = p + slot_base();
   while (lo < hi) {
     unsigned mid = (lo + hi) >> 1;
     const uint8_t* s = slots + mid * 6;
-    int c = compare_bytes(key, len, p + load16(s), load16(s + 2));
+    unsigned off = load16(s), slen = load16(s + 2);
+    if constexpr (kChecked) {
+      if (off + slen > kNodeSize) return kBadImage;
+    }
+    int c = compare_bytes(key, len, p + off, slen);
     if (c < 0) hi = mid;
     else if (c > 0) lo = mid + 1;
     else {

@@ -7,14 +7,18 @@
 
 namespace adaptree {
 
+template <bool kChecked>
 int FingerprintLeaf::find(Slice key) const {
-  unsigned plen = prefix_len();
+  const unsigned plen = prefix_len(), n = count(), cap = fp_capacity();
+  if constexpr (kChecked) {
+    if (plen > key.len || n > cap || cap % simd::kMatchWidth != 0 || kFingerprints + cap + n * kSlotSize > kNodeSize)
+      return -2;
+  }
   const uint8_t* k = key.data + plen;
   uint32_t klen = key.len - plen;
   uint8_t fp = fingerprint(k, klen);
-  unsigned n = count();
-  const uint8_t* fps = fingerprints();
-  const uint8_t* slots = fps + fp_capacity();
+  const uint8_t* fps = p + kFingerprints;
+  const uint8_t* slots = fps + cap;
   // The fingerprint area is a multiple of the SIMD width, so whole-vector
   // reads stay inside it; bits past count are masked off.
   for (unsigned base = 0; base < n; base += simd::kMatchWidth) {
@@ -25,11 +29,18 @@ int FingerprintLeaf::find(Slice key) const {
       unsigned i = base + __builtin_ctz(m);
       m &= m - 1;
       const uint8_t* s = slots + i * kSlotSize;
-      if (load16(s + 2) == klen && equal_bytes(p + load16(s), k, klen)) return static_cast<int>(i);
+      if (load16(s + 2) != klen) continue;
+      unsigned off = load16(s);
+      if constexpr (kChecked) {
+        if (off + klen > kNodeSize) return -2;
+      }
+      if (equal_bytes(p + off, k, klen)) return static_cast<int>(i);
     }
   }
   return -1;
 }
+template int FingerprintLeaf::find<false>(Slice) const;
+template int FingerprintLeaf::find<true>(Slice) const;
 
 bool FingerprintLeaf::lookup(Slice key, ValueRef* out) const {
   int i = find(key);

@@ -49,7 +49,10 @@ struct FingerprintLeaf {
   unsigned free_space_after_compaction() const { return kNodeSize - heap_used() - slots_end(); }
   unsigned used_bytes() const { return kNodeSize - free_space_after_compaction(); }
 
-  // Slot index of key, or -1 (SIMD fingerprint search; any order).
+  // Slot index of key, or -1 (SIMD fingerprint search; any order). kChecked (an
+  // optimistic read, see BasicNode::lower_bound): every field read once and every
+  // offset checked to stay inside the node; -2 where the image is inconsistent.
+  template <bool kChecked = false>
   int find(Slice key) const;
   bool lookup(Slice key, ValueRef* out) const;
   PutResult upsert(Slice key, const uint8_t* v, uint16_t field, OldValue* old);

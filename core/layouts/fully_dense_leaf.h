@@ -60,6 +60,22 @@ struct FullyDenseLeaf {
     *out = {value_ptr(i), static_cast<uint16_t>(value_size())};
     return true;
   }
+  // lookup for an optimistic read (see Probe): every field read once, every offset checked.
+  Probe lookup_checked(Slice key, ValueRef* out) const {
+    const unsigned n = key_len(), lower = load16(p + hdr::kLowerOff), cap = capacity(), vs = value_size(),
+                   values = load16(p + kValuesOff);
+    if (key.len != n) return Probe::kAbsent;
+    if (n > 4 && lower + (n - 4) > kNodeSize) return Probe::kBad;
+    if (n > 4 && !equal_bytes(key.data, p + lower, n - 4)) return Probe::kAbsent;
+    uint32_t v = (n >= 4 ? load_be32(key.data + n - 4) : numeric_short(key.data, n)) - ref();
+    if (v >= cap) return Probe::kAbsent;
+    if (kBitmap + 8 * (v >> 6) + 8 > kNodeSize || uint64_t{values} + uint64_t{v + 1} * vs > kNodeSize ||
+        vs > kValueLenMask)
+      return Probe::kBad;
+    if (!((load64(p + kBitmap + 8 * (v >> 6)) >> (v & 63)) & 1)) return Probe::kAbsent;
+    *out = {p + values + v * vs, static_cast<uint16_t>(vs)};
+    return Probe::kFound;
+  }
   PutResult upsert(Slice key, const uint8_t* v, uint16_t field, OldValue* old);
   bool remove(Slice key, OldValue* old);
   // True if key has this leaf's format and value size but lies past the last slot.

@@ -73,6 +73,44 @@ inline bool lookup(uint8_t* p, Slice key, ValueRef* out) {
   }
 }
 
+// lookup on a page that may be changing under the reader (an optimistic read, which
+// validates the page's version after): each layout reads every field once and checks
+// every offset to stay inside the node, so a torn image gives kBad or a wrong answer
+// (which the validation discards), never a read outside the page.
+// The value of a slot of the basic or fingerprint layout (u16 heap offset, u16 key
+// length, u16 value field), checked to lie inside the node.
+inline Probe slot_value_checked(const uint8_t* p, const uint8_t* slot, ValueRef* out) {
+  if (slot + 6 > p + kNodeSize) return Probe::kBad;
+  const unsigned at = load16(slot) + load16(slot + 2);
+  const uint16_t field = load16(slot + 4);
+  if (!value_in_node(at, field)) return Probe::kBad;
+  *out = {p + at, field};
+  return Probe::kFound;
+}
+
+inline Probe lookup_checked(uint8_t* p, Slice key, ValueRef* out) {
+  switch (tag(p)) {
+    case PageTag::kBasicLeaf: {
+      BasicNode n{p};
+      bool exact;
+      unsigned pos = n.lower_bound<true>(key.data, key.len, &exact);
+      if (pos == BasicNode::kBadImage) return Probe::kBad;
+      if (!exact) return Probe::kAbsent;
+      return slot_value_checked(p, n.slot(pos), out);  // (the flags may have changed since lower_bound)
+    }
+    case PageTag::kFingerprintLeaf: {
+      FingerprintLeaf f{p};
+      int i = f.find<true>(key);
+      if (i == -2) return Probe::kBad;
+      if (i < 0) return Probe::kAbsent;
+      return slot_value_checked(p, f.slot(i), out);  // (the capacity may have changed since find)
+    }
+    case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{p}.lookup_checked(key, out);
+    case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{p}.lookup_checked(key, out);
+    default: return Probe::kBad;
+  }
+}
+
 inline PutResult upsert(uint8_t* p, Slice key, const uint8_t* v, uint16_t field, OldValue* old) {
   switch (tag(p)) {
     case PageTag::kBasicLeaf: return basic_upsert(p, key, v, field, old);

@@ -16,6 +16,15 @@ struct ValueRef {
   uint64_t length() const { return is_overflow() ? load32(ptr + 4) : (field & kValueLenMask); }
 };
 
+// Result of a lookup on a page that may be changing under the reader (an optimistic
+// read, validated after: leaf::lookup_checked): kBad where the image is inconsistent.
+enum class Probe : uint8_t { kAbsent, kFound, kBad };
+
+// Does a value of `field` stored at offset off lie inside the node?
+inline bool value_in_node(unsigned off, uint16_t field) {
+  return off + ((field & kOverflowFlag) ? kOverflowRefSize : (field & kValueLenMask)) <= kNodeSize;
+}
+
 // Result of an insert into one leaf.
 enum class PutResult : uint8_t { kInserted, kUpdated, kNoSpace };
 

@@ -20,6 +20,22 @@ bool SemiDenseLeaf::lookup(Slice key, ValueRef* out) const {
   return true;
 }
 
+Probe SemiDenseLeaf::lookup_checked(Slice key, ValueRef* out) const {
+  const unsigned n = key_len(), lower = load16(p + hdr::kLowerOff), slots = slot_count();
+  if (key.len != n) return Probe::kAbsent;
+  if (lower + dense::nonnumeric_len(n) > kNodeSize || kSlots + 2 * slots > kNodeSize) return Probe::kBad;
+  if (!dense::key_matches(key, n, p + lower)) return Probe::kAbsent;
+  uint32_t idx = dense::numeric(key.data, n) - ref();
+  if (idx >= slots) return Probe::kAbsent;
+  unsigned off = load16(slot(idx));
+  if (!off) return Probe::kAbsent;
+  if (off + 2 > kNodeSize) return Probe::kBad;
+  uint16_t field = load16(p + off);
+  if (!value_in_node(off + 2, field)) return Probe::kBad;
+  *out = {p + off + 2, field};
+  return Probe::kFound;
+}
+
 void SemiDenseLeaf::compact() {
   compact_heap(
       p, slot_count(), [&](unsigned i) { return load16(slot(i)) ? slot(i) : nullptr; },

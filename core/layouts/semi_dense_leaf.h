@@ -62,6 +62,8 @@ struct SemiDenseLeaf {
   // True if key has this leaf's format but lies past the last slot.
   bool beyond_capacity(Slice key) const;
   bool lookup(Slice key, ValueRef* out) const;
+  // lookup for an optimistic read (see Probe): every field read once, every offset checked.
+  Probe lookup_checked(Slice key, ValueRef* out) const;
   PutResult upsert(Slice key, const uint8_t* v, uint16_t field, OldValue* old);
   bool remove(Slice key, OldValue* old);
   int lower_bound(Slice key, bool* exact) const;

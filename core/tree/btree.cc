@@ -472,14 +472,23 @@ void BTree::point_step(PageId leaf, uint8_t* p) {
 // Other shared holders step the same counter at the same time: the counter
 // byte is only touched atomically while the latch is shared (the layout, the
 // tag, changes only under the exclusive latch).
-bool BTree::point_step_shared(uint8_t* p, XorShift32& rng) {
+bool BTree::point_step_draw(const uint8_t* p, XorShift32& rng) {
+  uint8_t v = __atomic_load_n(p + hdr::kCounter, __ATOMIC_RELAXED);
+  if (static_cast<int8_t>(v) <= 0) return false;
+  uint8_t tag = __atomic_load_n(p, __ATOMIC_RELAXED);
+  if (tag != static_cast<uint8_t>(PageTag::kBasicLeaf) && tag != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
+    return false;
+  return rng.next() < kPointDecrementThreshold;
+}
+
+bool BTree::point_step_shared(uint8_t* p, XorShift32& rng, bool drawn) {
   uint8_t* c = p + hdr::kCounter;
   uint8_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
   if (static_cast<int8_t>(v) <= 0) return true;
   uint8_t tag = p[0];
   if (tag != static_cast<uint8_t>(PageTag::kBasicLeaf) && tag != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
     return true;
-  if (rng.next() >= kPointDecrementThreshold) return true;
+  if (!drawn && rng.next() >= kPointDecrementThreshold) return true;
   for (;;) {
     if (static_cast<int8_t>(v) <= 0) return true;
     if (v == 1 && tag == static_cast<uint8_t>(PageTag::kBasicLeaf)) return false;

@@ -15,6 +15,7 @@
 #include "core/layouts/record.h"
 #include "core/buffer/buffer_pool.h"
 #include "core/tree/rebalance.h"
+#include "core/tree/tree_latch.h"
 #include "core/status.h"
 
 namespace adaptree {
@@ -59,6 +60,9 @@ struct ReadMode {
   // Contention Split found the leaf contended: split it before this record
   // index (0: no split wanted).
   unsigned contention_split = 0;
+  // An optimistic read drew the counter step (BTree::get_optimistic): the latched
+  // run takes it without drawing again.
+  bool drawn = false;
   // Tests: count every leaf latch this mode takes as contended.
   bool contended = false;
   XorShift32* rng = nullptr;  // shared: the calling context's own random source
@@ -111,6 +115,16 @@ class BTree {
   uint64_t contention_splits() const { return csplits_; }
 
   Status get(Slice key, ValueRef* out, ReadMode* mode = nullptr);
+  // An optimistic point read (phase 2b, docs/THREADS.md) of a tree shared between
+  // threads: writes no latch word and no page. `seq` is what latch.read_begin gave.
+  // Descends with bounds-checked searches, validating the latch's sequence before it
+  // follows each child id, and copies the value (at most kNodeSize bytes) to out before
+  // it validates the leaf's version and the sequence. kOk (*out_len set) or kNotFound,
+  // both validated; kRestart: run the read latched (an exclusive holder or a writer
+  // of the leaf came in, a torn image, an overflow value, a store, or the adaptive
+  // counter drew a step: then *drew, and the latched run takes it without a new draw).
+  Status get_optimistic(Slice key, const TreeLatch& latch, uint64_t seq, XorShift32& rng, uint8_t* out,
+                        uint32_t* out_len, bool* drew) const;
   Status contains(Slice key);
   // Upsert. Tree unchanged on error. With a shared mode (ReadMode::leaves, in
   // memory): kRestart, nothing changed, when the write needs the tree latch
@@ -289,7 +303,9 @@ class BTree {
   // Under a shared latch: the draw and the step without changing the layout;
   // false (nothing changed) when the step must convert the leaf, which needs
   // the exclusive latch.
-  static bool point_step_shared(uint8_t* p, XorShift32& rng);
+  static bool point_step_shared(uint8_t* p, XorShift32& rng, bool drawn = false);
+  // Would a point read of leaf p step its counter (one draw)? Only atomic loads.
+  static bool point_step_draw(const uint8_t* p, XorShift32& rng);
   // A scan starts on leaf: false (nothing changed) when, under a shared latch,
   // the step must convert it.
   bool on_scan(PageId leaf, ReadMode* mode);

@@ -63,7 +63,9 @@ Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
   }
   if (cfg_.adaptive && read_only_ == Status::kOk) {
     uint8_t before = __atomic_load_n(l.page + hdr::kCounter, __ATOMIC_RELAXED);
-    if (!point_step_shared(l.page, *mode.rng)) {
+    const bool drawn = mode.drawn;
+    mode.drawn = false;
+    if (!point_step_shared(l.page, *mode.rng, drawn)) {
       latch.unlock_shared();
       mode.step = true;  // drawn: the exclusive run takes it
       return Status::kRestart;
@@ -80,13 +82,61 @@ Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
   return Status::kOk;
 }
 
+// Phase 2b: no latch word is written. Inner nodes change only under the exclusive
+// tree latch, so a child id read is followed once the latch's sequence shows that no
+// exclusive holder came in meanwhile (read_check: where loads may be reordered that
+// check is early, and memory_page_checked keeps a torn id from trapping in wasm; the
+// fenced check at the end decides); a leaf also changes under its node latch
+// (writers under the shared tree latch), so its version is read first and validated
+// after the value is copied out. Torn images cannot lead a read outside the node
+// (the checked searches) and end in a failed validation.
+Status BTree::get_optimistic(Slice key, const TreeLatch& latch, uint64_t seq, XorShift32& rng, uint8_t* out,
+                             uint32_t* out_len, bool* drew) const {
+  *drew = false;
+  // (A store's descent needs its page table, which exclusive holders change: latched.)
+  if (store_.backed() || key.len > kMaxKeySize || broken_ != Status::kOk) return Status::kRestart;
+  if (!key.data) key.data = kEmpty;
+  const unsigned height = height_;
+  PageId id = root_;
+  if (!latch.read_check(seq) || height > kMaxHeight) return Status::kRestart;
+  uint8_t* p;
+  for (unsigned d = 1;; d++) {
+    if (!(p = store_.memory_page_checked(id))) return Status::kRestart;
+    if (d >= height) break;
+    id = BasicNode{p}.child_for_checked(key.data, key.len);
+    if (id == kInvalidPageId || !latch.read_check(seq)) return Status::kRestart;
+  }
+  const std::atomic<uint64_t>* word = store_.latch_word(id);
+  uint64_t v = word->load(std::memory_order_acquire);
+  if (frame_state::lock_state(v) >= frame_state::kExclusive) return Status::kRestart;  // a writer is in
+  if (cfg_.adaptive && read_only_ == Status::kOk && point_step_draw(p, rng)) {
+    *drew = true;  // the step writes the page: latched
+    return Status::kRestart;
+  }
+  ValueRef ref;
+  Probe r = leaf::lookup_checked(p, key, &ref);
+  if (r == Probe::kBad) return Status::kRestart;
+  if (r == Probe::kFound) {
+    if (ref.is_overflow()) return Status::kRestart;
+    const uint32_t len = ref.field & kValueLenMask;  // (<= kNodeSize: lookup_checked)
+    if (out) copy_small(out, ref.ptr, len);
+    *out_len = len;
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);  // (the one fence of the read)
+  const uint64_t now = word->load(std::memory_order_relaxed);
+  if (frame_state::lock_state(now) >= frame_state::kExclusive || frame_state::version(now) != frame_state::version(v) ||
+      !latch.read_check(seq))
+    return Status::kRestart;
+  return r == Probe::kFound ? Status::kOk : Status::kNotFound;
+}
+
 // The counter step of a point write under the shared latch, with its leaf
 // latched exclusive (readers step the same byte with atomics under the leaf's
 // shared latch, so the step stays atomic). False: the step converts the leaf,
 // which needs the scratch (exclusive); nothing changed, the exclusive run takes it.
-static bool shared_write_step(uint8_t* p, ReadMode& m, bool (*step)(uint8_t*, XorShift32&)) {
+static bool shared_write_step(uint8_t* p, ReadMode& m, bool (*step)(uint8_t*, XorShift32&, bool)) {
   if (m.counted) return true;
-  if (!step(p, *m.rng)) {
+  if (!step(p, *m.rng, false)) {
     m.step = true;
     return false;
   }

@@ -20,6 +20,14 @@
 // thread must never block (Atomics.wait throws there, and in wasm the wait
 // instruction traps): its contexts say Wait::kSpin and only spin.
 //
+// Optimistic readers (phase 2b: BTree::get_optimistic) take no latch at all: a
+// sequence number, odd while an exclusive holder is in, tells them whether one
+// came in while they read (a seqlock: read_begin, read_validate). Everything
+// that changes inner nodes, moves records between leaves or changes a store's
+// pool holds the latch exclusive, so an unchanged even number means none of
+// that happened meanwhile; writers under the shared latch change only their
+// leaf, under its node latch, whose version the reader validates too.
+//
 // Abandoned (bit 29): a thread died while it may have held the latch (a worker
 // terminated mid-call; docs/THREADS.md). abandon() sets the bit and wakes every
 // sleeper; from then on every lock call, waiting or new, returns false at once
@@ -67,7 +75,10 @@ class TreeLatch {
     for (unsigned spins = 0;;) {
       if (v & kAbandoned) return false;
       if ((v & ~kWriterWaits) == 0) {  // free (a writer-waits mark may be ours or another writer's)
-        if (word_.compare_exchange_weak(v, kExclusive, std::memory_order_seq_cst, std::memory_order_relaxed)) return true;
+        if (word_.compare_exchange_weak(v, kExclusive, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+          seq_.fetch_add(1, std::memory_order_seq_cst);  // odd: optimistic readers stand back
+          return true;
+        }
         continue;
       }
       if (!(v & kWriterWaits)) {
@@ -82,6 +93,7 @@ class TreeLatch {
   void unlock_exclusive() {
     // Clears a writer-waits mark too: that writer sets it again if it must wait on.
     // Keeps an abandoned mark.
+    seq_.fetch_add(1, std::memory_order_seq_cst);  // even again, and not the number readers began with
     word_.fetch_and(kAbandoned, std::memory_order_seq_cst);
     wake();
   }
@@ -89,6 +101,7 @@ class TreeLatch {
   // Marks the latch abandoned and wakes every waiter (see the file comment).
   void abandon() {
     word_.fetch_or(kAbandoned, std::memory_order_seq_cst);
+    seq_.fetch_or(kSeqAbandoned, std::memory_order_seq_cst);  // optimistic readers take the latch
 #if defined(__wasm__) && defined(__wasm_atomics__)
     __builtin_wasm_memory_atomic_notify(reinterpret_cast<int32_t*>(&word_), ~0u);
 #elif !defined(__wasm__) && defined(__cpp_lib_atomic_wait)
@@ -96,6 +109,29 @@ class TreeLatch {
 #endif
   }
   bool abandoned() const { return word_.load(std::memory_order_seq_cst) & kAbandoned; }
+
+  // An optimistic read begins: false while an exclusive holder is in (or the latch
+  // is abandoned: take the latch, which says so), else *seq for read_validate.
+  bool read_begin(uint64_t* seq) const {
+    uint64_t s = seq_.load(std::memory_order_acquire);
+    if (s & (1 | kSeqAbandoned)) return false;
+    *seq = s;
+    return true;
+  }
+  // True if no exclusive holder came in since read_begin gave seq: what the reader
+  // read in between (plain loads, ordered before this by the fence) is consistent.
+  bool read_validate(uint64_t seq) const {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return read_check(seq);
+  }
+  // read_validate without the fence (wasm's is a full barrier, tens of cycles): the
+  // compiler keeps the reads before it, and x86 keeps loads in order, so there it
+  // validates as read_validate does; where the hardware may reorder loads it is a
+  // cheap early check, and a read_validate (or a fence) must end the read.
+  bool read_check(uint64_t seq) const {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    return seq_.load(std::memory_order_acquire) == seq;
+  }
 
   // For tests and assertions: the raw word.
   uint32_t state() const { return word_.load(std::memory_order_relaxed); }
@@ -167,6 +203,10 @@ class TreeLatch {
 
   std::atomic<uint32_t> word_{0};
   std::atomic<uint32_t> sleepers_{0};
+  // (A line of its own: optimistic readers only load it, shared holders write word_.
+  // 64 bits: the count never reaches kSeqAbandoned.)
+  static constexpr uint64_t kSeqAbandoned = uint64_t{1} << 63;
+  alignas(64) std::atomic<uint64_t> seq_{0};
 };
 
 // Holds the latch for one scope, in either mode; upgrade() trades shared for

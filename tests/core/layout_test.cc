@@ -15,21 +15,12 @@
 #include "core/layouts/leaf.h"
 #include "core/layouts/semi_dense_leaf.h"
 #include "core/layouts/separator.h"
+#include "tests/core/key_helpers.h"
 
 using namespace adaptree;
 
 namespace {
 
-std::string be32(uint32_t v) {
-  std::string s(4, '\0');
-  store_be32(reinterpret_cast<uint8_t*>(&s[0]), v);
-  return s;
-}
-Slice sl(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())}; }
-RecordRef rec(const std::string& k, const std::string& v) {
-  return RecordRef{reinterpret_cast<const uint8_t*>(k.data()), nullptr, reinterpret_cast<const uint8_t*>(v.data()),
-                   static_cast<uint16_t>(k.size()), 0, static_cast<uint16_t>(v.size())};
-}
 Fences fences(const std::string* lo, const std::string* hi) {
   Fences f;
   if (lo) f.lower = sl(*lo), f.lower_inf = false;

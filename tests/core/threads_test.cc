@@ -640,6 +640,84 @@ TEST(Threads, CallsAfterFreeAreClosed) {
   at_ctx_free(c);
 }
 
+// Optimistic point reads of a shared map (phase 2b) take no latch: with a reader
+// holding the tree latch shared and a writer waiting for it exclusive (new shared
+// holders stand back then, so a latched read would wait), another thread's get, has
+// and getMany complete with the right answers. While an exclusive holder is in, they
+// wait for it (its sequence number is odd) and then answer.
+TEST(Threads, OptimisticReadsPassAWaitingWriter) {
+  at_tree* t = at_tree_new(7);  // adaptive: the leaves take several layouts
+  at_ctx* c = at_ctx_new();
+  for (uint32_t i = 0; i < 20000; i++) {
+    std::string k = i % 2 ? "key/" + std::to_string(i) : fixed(i), v = "v" + std::to_string(i);
+    ASSERT_EQ(at_set(t, c, bytes(k), static_cast<uint32_t>(k.size()), bytes(v), static_cast<uint32_t>(v.size())), 0);
+  }
+  ASSERT_EQ(at_tree_share(t), 0);
+  auto read_all = [&](at_ctx* rc, uint32_t from) {
+    for (uint32_t i = from; i < from + 2000; i++) {
+      std::string k = i % 2 ? "key/" + std::to_string(i) : fixed(i);
+      int32_t r = at_get(t, rc, bytes(k), static_cast<uint32_t>(k.size()));
+      if (r != 0 || result_value(rc) != "v" + std::to_string(i)) return false;
+      std::string absent = k + "x";
+      if (at_has(t, rc, bytes(absent), static_cast<uint32_t>(absent.size())) != 1) return false;
+      if (i % 100 == 0) {  // getMany of [k, absent, k]
+        std::string batch;
+        for (const std::string& b : {k, absent, k}) {
+          put_u32(batch, static_cast<uint32_t>(b.size()));
+          batch += b;
+        }
+        if (at_get_many(t, rc, bytes(batch), 3) != 0 || at_ctx_result(rc)[4] != 2) return false;
+        std::string v = "v" + std::to_string(i), out = result_value(rc), want;
+        put_u32(want, static_cast<uint32_t>(v.size()));
+        want += v;
+        put_u32(want, 0xFFFFFFFFu);
+        put_u32(want, static_cast<uint32_t>(v.size()));
+        want += v;
+        if (out != want) return false;
+      }
+    }
+    return true;
+  };
+  EXPECT_EQ(at_debug_latch(t, 2), 0);  // shared, kept
+  std::atomic<bool> writer_in{false};
+  std::thread writer([&] {
+    EXPECT_EQ(at_debug_latch(t, 1), 0);  // exclusive: waits for the shared holder
+    writer_in = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // (it marks the latch: writer waits)
+  ASSERT_FALSE(writer_in.load());
+  at_ctx* c2 = at_ctx_new();
+  std::atomic<bool> done{false};
+  bool ok = false;
+  std::thread reader([&] {
+    ok = read_all(c2, 0);
+    done = true;
+  });
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(done.load()) << "optimistic reads waited for the latch";
+  EXPECT_FALSE(writer_in.load());
+  EXPECT_EQ(at_debug_latch(t, 3), 0);  // the writer goes in, and stays
+  reader.join();
+  EXPECT_TRUE(ok);
+  writer.join();
+  ASSERT_TRUE(writer_in.load());
+  // Under the exclusive holder a read waits, then answers.
+  done = false;
+  std::thread late([&] {
+    ok = read_all(c2, 4000);
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(done.load());
+  EXPECT_EQ(at_debug_latch(t, 0), 0);
+  late.join();
+  EXPECT_TRUE(ok);
+  at_ctx_free(c2);
+  at_ctx_free(c);
+  at_tree_free(t);
+}
+
 // The latch itself: exclusive holders exclude everyone, shared ones only writers,
 // and a waiting writer is not starved by a stream of readers.
 TEST(Threads, TreeLatchModes) {
@@ -660,6 +738,21 @@ TEST(Threads, TreeLatchModes) {
   w.join();
   EXPECT_TRUE(in.load());
   EXPECT_EQ(l.state(), 0u);
+  // The optimistic readers' sequence: an exclusive holder in between fails validation,
+  // shared holders do not; none begins while one is in.
+  uint64_t seq;
+  ASSERT_TRUE(l.read_begin(&seq));
+  l.lock_shared(TreeLatch::Wait::kSpin);
+  l.unlock_shared();
+  EXPECT_TRUE(l.read_validate(seq));
+  l.lock_exclusive(TreeLatch::Wait::kSpin);
+  uint64_t during;
+  EXPECT_FALSE(l.read_begin(&during));
+  l.unlock_exclusive();
+  EXPECT_FALSE(l.read_validate(seq));
+  ASSERT_TRUE(l.read_begin(&seq));
+  EXPECT_TRUE(l.read_validate(seq));
+
   uint64_t counter = 0;  // plain: the latch alone orders the increments
   std::vector<std::thread> ts;
   for (int i = 0; i < 4; i++)
@@ -672,6 +765,8 @@ TEST(Threads, TreeLatchModes) {
     });
   for (auto& t : ts) t.join();
   EXPECT_EQ(counter, 80000u);
+  l.abandon();  // then every optimistic read takes the latch (which refuses)
+  EXPECT_FALSE(l.read_begin(&seq));
 }
 
 // Shared reads that must change a page restart exclusive: with one thread the

@@ -8,14 +8,11 @@
 
 #include "core/tree/btree.h"
 #include "core/tree/scan.h"
+#include "tests/core/key_helpers.h"
 
 namespace adaptree {
 
 using Model = std::map<std::string, std::string>;
-
-inline Slice sl(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())};
-}
 
 // Reads the whole tree; kOk and *out, or the first failure.
 inline Status dump(BTree& t, Model* out) {

@@ -14,19 +14,14 @@
 #include "core/tree/btree.h"
 #include "core/layouts/fully_dense_leaf.h"
 #include "core/tree/node_stats.h"
+#include "tests/core/key_helpers.h"
 
 using namespace adaptree;
 
 
 namespace {
 
-std::string be32(uint32_t v) {
-  std::string s(4, '\0');
-  store_be32(reinterpret_cast<uint8_t*>(&s[0]), v);
-  return s;
-}
 std::string be64(uint64_t v) { return be32(static_cast<uint32_t>(v >> 32)) + be32(static_cast<uint32_t>(v)); }
-Slice sl(const std::string& s) { return {reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())}; }
 
 std::string get(BTree& t, const std::string& k, Status* st = nullptr) {
   ValueRef v;

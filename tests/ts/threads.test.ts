@@ -37,6 +37,42 @@ describe.runIf(threadsAvailable())('BTreeMap shared with worker_threads', () => 
     map.free();
   });
 
+  it('optimistic point reads take no latch: get, has and getMany in a worker pass a writer waiting for it', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<string, string>(null, { wasm, values: 'utf8' });
+    for (let i = 0; i < 20000; i++) map.set(`key/${i}`, `v${i}`);
+    const share = map.share();
+    const writerShare = map.share(); // (before the latch is held: share() takes it exclusive)
+    const latch = wasm.exports as unknown as { at_debug_latch(t: number, how: number): number };
+    // This thread holds the tree latch shared; a writer waits for it exclusive (and marks
+    // it: new shared holders, such as a latched read, stand back).
+    expect(latch.at_debug_latch(share.tree, 2)).toBe(0);
+    const writer = new Worker(new URL('./fixtures/latch-writer.mjs', import.meta.url), { workerData: { handle: writerShare } });
+    const writerMessages: string[] = [];
+    writer.on('message', (m: string) => writerMessages.push(m));
+    while (writerMessages.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 50)); // (it spins on the latch now)
+    const keys = ['key/1', 'key/77', 'nope', 'key/19999'];
+    const reader = new Worker(new URL('./fixtures/map-read-worker.mjs', import.meta.url), { workerData: { handle: share, keys } });
+    const answer = await Promise.race([
+      new Promise((resolve, reject) => {
+        reader.once('message', resolve);
+        reader.once('error', reject);
+      }),
+      new Promise((resolve) => setTimeout(() => resolve('waited'), 20000)),
+    ]);
+    expect(writerMessages).toEqual(['waiting']); // the writer is still out
+    expect(latch.at_debug_latch(share.tree, 3)).toBe(0);
+    expect(answer).toEqual({
+      got: ['v1', 'v77', undefined, 'v19999'],
+      has: [true, true, false, true],
+      many: ['v1', 'v77', undefined, 'v19999'],
+    });
+    while (writerMessages.length < 2) await new Promise((r) => setTimeout(r, 5));
+    await Promise.all([writer.terminate(), reader.terminate()]);
+    map.free();
+  });
+
   it('the owner frees the tree: calls from an attached map then throw ClosedError', async () => {
     const wasm = await loadWasm({ threads: true });
     const map = new BTreeMap<string, string>([['k', 'v']], { wasm });
