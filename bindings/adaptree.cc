@@ -386,6 +386,7 @@ int32_t at_tree_share(at_tree* t) {
   if (t->store && t->store->is_async()) return st(Status::kInvalidArgument);
   TreeLatchGuard g(t->latch, true, TreeLatch::Wait::kSpin);
   if (!g.held() || t->closed) return st(Status::kClosed);
+  t->tree.store().keep_replaced_arrays();  // (optimistic reads: BTree::get_optimistic)
   t->shared.store(true, std::memory_order_relaxed);
   return st(Status::kOk);
 }

@@ -30,7 +30,7 @@ bool BufferPool::grow() {
   // The bookkeeping first (util/checked.h), so that nothing below can abort.
   uint32_t frames = frame_count_ + kChunkFrames;
   if (!reserve_checked(chunks_, chunks_.size() + 1)) return false;
-  if (frame_data_.size() + kChunkFrames > frame_data_.capacity()) {
+  if (keep_replaced_ && frame_data_.size() + kChunkFrames > frame_data_.capacity()) {
     // A larger array beside the old one, which stays (retired_): no reader is left
     // holding freed memory.
     std::vector<uint8_t*> larger;

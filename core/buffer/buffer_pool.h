@@ -107,6 +107,9 @@ class BufferPool {
     // (The page, and after its chunk's pages the state words: latch_word.)
     return in_memory(p, size_t{kChunkFrames} * (kPageSize + sizeof(uint64_t))) ? p : nullptr;
   }
+  // From now on, grow() keeps the page-id arrays it replaces (readers without a latch may
+  // be reading them). Under the tree's latch exclusive.
+  void keep_replaced_arrays() { keep_replaced_ = true; }
   static bool in_memory(const void* at, size_t n) {
 #if defined(__wasm__)
     return uint64_t{reinterpret_cast<uintptr_t>(at)} + n <= uint64_t{__builtin_wasm_memory_size(0)} << 16;
@@ -284,8 +287,10 @@ class BufferPool {
   bool async_ = false;  // backend_->asynchronous()
   std::vector<uint8_t*> chunks_;
   std::vector<uint8_t*> frame_data_;  // frame id -> its kPageSize bytes (in chunks_)
-  // frame_data_'s earlier arrays, kept until the pool's memory is freed: an optimistic
-  // reader (BTree::get_optimistic) may be reading one while grow() replaces it.
+  // frame_data_'s earlier arrays once keep_replaced_arrays() was called (the tree is
+  // shared: an optimistic reader, BTree::get_optimistic, may be reading one while grow()
+  // replaces it), kept until the pool's memory is freed.
+  bool keep_replaced_ = false;
   std::vector<std::vector<uint8_t*>> retired_;
   std::deque<FrameMeta> frames_;  // backed mode only (deque: FrameMeta does not move)
   uint32_t frame_count_ = 0;
