@@ -99,6 +99,10 @@ struct at_ctx {
   // The adaptive counter's draws of shared reads (the tree's own source is
   // for exclusive holders).
   XorShift32 rng;
+  // Optimistic reads of a shared store: the frames they went through, on this tree, for
+  // its clock's reference bits and hit count (set by settle_touched under the latch).
+  adaptree::TouchedFrames touched;
+  at_tree* touched_tree = nullptr;
 };
 
 namespace {
@@ -202,16 +206,37 @@ Status run_write(Held& h, BTree& t, Slice key, Write&& write) {
 // validates). kRestart: run it latched, as before; *drew: with the counter step the
 // optimistic run drew. A closed tree is answered latched (kClosed): the sequence
 // number read before `closed` covers the close.
+// On a store, the frames the reads went through are noted in the context and set
+// referenced (for the clock) a batch at a time under the shared latch: settle_touched.
+// It does not wait for the latch (the reads did not): while a writer has it or waits for
+// it, the notes stay, and once they fill up new ones are dropped (a page a reader
+// touched may then lose its second chance in the clock; it is read in again if needed).
+void settle_touched(at_ctx* c) {
+  at_tree* t = c->touched_tree;
+  if (t && c->touched.n) {
+    if (!t->latch.try_lock_shared()) return;
+    if (!t->closed) t->tree.settle(c->touched, reinterpret_cast<uintptr_t>(&c->rng));
+    t->latch.unlock_shared();
+  }
+  c->touched.clear();
+}
+
 Status read_optimistic(at_tree* t, at_ctx* c, Slice key, uint8_t* out, uint32_t* len, bool* drew) {
   *drew = false;
-  if (t->store) return Status::kRestart;  // (a store's page table changes under exclusive holders)
+  if (c->touched_tree != t) {
+    settle_touched(c);
+    c->touched.clear();  // (another tree's, not settled: dropped)
+    c->touched_tree = t;
+  }
+  Status s = Status::kRestart;
   for (int attempt = 0; attempt < 3; attempt++) {
     uint64_t seq;
     if (!t->latch.read_begin(&seq) || t->closed.load(std::memory_order_relaxed)) break;
-    Status s = t->tree.get_optimistic(key, t->latch, seq, c->rng, out, len, drew);
-    if (s != Status::kRestart || *drew) return s;
+    s = t->tree.get_optimistic(key, t->latch, seq, c->rng, out, len, drew, &c->touched);
+    if (s != Status::kRestart || *drew) break;
   }
-  return Status::kRestart;
+  if (c->touched.due()) settle_touched(c);
+  return s;
 }
 
 void set_result(at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value, uint32_t value_len,
@@ -436,7 +461,7 @@ int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, cons
 int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
   bool drew = false;
-  if (t->shared.load(std::memory_order_relaxed) && !t->store && room_for_node(c)) {
+  if (t->shared.load(std::memory_order_relaxed) && room_for_node(c)) {
     uint32_t len = 0;
     Status s = read_optimistic(t, c, {key, key_len}, c->buf.data(), &len, &drew);
     if (s == Status::kOk || s == Status::kNotFound) {
@@ -472,7 +497,7 @@ int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
 int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
   bool drew = false;
-  if (t->shared.load(std::memory_order_relaxed) && !t->store) {
+  if (t->shared.load(std::memory_order_relaxed)) {
     uint32_t len;
     Status s = read_optimistic(t, c, {key, key_len}, nullptr, &len, &drew);
     if (s == Status::kOk || s == Status::kNotFound) return st(s);
@@ -619,9 +644,9 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
   const uint8_t* p = keys;
   uint32_t found = 0, i = 0;
   bool drew = false;
-  // A shared map: optimistic key by key, without the latch; from the first key that
-  // must run latched on, the rest of the batch runs latched.
-  if (t->shared.load(std::memory_order_relaxed) && !t->store) {
+  // Shared: optimistic key by key, without the latch; from the first key that must run
+  // latched on, the rest of the batch runs latched.
+  if (t->shared.load(std::memory_order_relaxed)) {
     for (; i < count; i++) {
       uint32_t kl;
       memcpy(&kl, p, 4);

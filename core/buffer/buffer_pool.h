@@ -109,15 +109,16 @@ class BufferPool {
   }
   // From now on, grow() keeps the page-id arrays it replaces (readers without a latch may
   // be reading them). Under the tree's latch exclusive.
-  void keep_replaced_arrays() { keep_replaced_ = true; }
-  static bool in_memory(const void* at, size_t n) {
-#if defined(__wasm__)
-    return uint64_t{reinterpret_cast<uintptr_t>(at)} + n <= uint64_t{__builtin_wasm_memory_size(0)} << 16;
-#else
-    (void)at;
-    (void)n;
-    return true;
-#endif
+  void keep_replaced_arrays() {
+    keep_replaced_ = true;
+    table_.keep_replaced();
+  }
+  // A shared store, for an optimistic reader (BTree::get_optimistic): the frame holding
+  // id as the page table shows it now (PageTable::find_unlatched), or kNoFrame. Its bytes
+  // and latch: memory_page_checked(frame).
+  FrameId resident_frame_unlatched(PageId id) const {
+    FrameId f = table_.find_unlatched(id);
+    return f < frame_count_ ? f : kNoFrame;
   }
   // Memory mode only: the page's state word (core/buffer/frame.h), its node
   // latch. In memory mode a page is a frame but has no FrameMeta (the rest of
@@ -125,9 +126,11 @@ class BufferPool {
   // pages, in the same allocation, so the word is found from the page pointer
   // without another load, lives as long as the page and never moves. Chunks are
   // added only by allocate(), which a tree calls under its latch exclusive.
-  std::atomic<uint64_t>* latch_word(PageId id) const {
-    uint32_t i = id & (kChunkFrames - 1);
-    return reinterpret_cast<std::atomic<uint64_t>*>(data(id) + size_t{kChunkFrames - i} * kPageSize) + i;
+  std::atomic<uint64_t>* latch_word(PageId id) const { return latch_of(data(id), id); }
+  // The state word of frame f, whose bytes are at p (the words follow the chunk's pages).
+  static std::atomic<uint64_t>* latch_of(uint8_t* p, FrameId f) {
+    uint32_t i = f & (kChunkFrames - 1);
+    return reinterpret_cast<std::atomic<uint64_t>*>(p + size_t{kChunkFrames - i} * kPageSize) + i;
   }
   // Memory mode only: the page's Contention Split counters (BTree), after the
   // chunk's latch words. Read and written only under the page's latch exclusive.
@@ -164,10 +167,7 @@ class BufferPool {
   FrameId resident_frame(PageId id) const { return table_.find(id); }
   uint8_t* frame_bytes(FrameId f) const { return data_of(f); }
   // The frame's node latch (its chunk's state word, placed as latch_word's).
-  std::atomic<uint64_t>* frame_latch(FrameId f) const {
-    uint32_t i = f & (kChunkFrames - 1);
-    return reinterpret_cast<std::atomic<uint64_t>*>(data_of(f) + size_t{kChunkFrames - i} * kPageSize) + i;
-  }
+  std::atomic<uint64_t>* frame_latch(FrameId f) const { return latch_of(data_of(f), f); }
   // Dirty since the last commit: a write may change it without telling the pager.
   bool frame_dirty(FrameId f) const { return frames_[f].dirty; }
   // The clock's reference bit, set atomically and only when it is clear, so that
@@ -175,6 +175,10 @@ class BufferPool {
   void reference(FrameId f) {
     bool* r = &frames_[f].referenced;
     if (!__atomic_load_n(r, __ATOMIC_RELAXED)) __atomic_store_n(r, true, __ATOMIC_RELAXED);
+  }
+  // reference(f) if f still holds page id (under the latch: the frame stands still).
+  void reference_if_holds(FrameId f, PageId id) {
+    if (f < frame_count_ && frames_[f].pid == id) reference(f);
   }
   // The pool evicted since the last write (XMerge runs at the next exclusive write).
   bool pressure() const { return pressure_; }

@@ -10,6 +10,7 @@
 // (docs/THREADS.md, phase 2a); optimistic reads (phase 2) use the same word.
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #if !defined(__wasm__)
@@ -150,6 +151,19 @@ class PageLatch {
   std::atomic<uint64_t>* w_;
   bool block_;
 };
+
+// Does [at, at + n) lie inside the memory? In wasm, a load outside it traps (and kills
+// the instance): readers without a latch check a pointer they load through first.
+// Natively always true (those readers race only with what the tests keep alive).
+inline bool in_memory(const void* at, size_t n) {
+#if defined(__wasm__)
+  return uint64_t{reinterpret_cast<uintptr_t>(at)} + n <= uint64_t{__builtin_wasm_memory_size(0)} << 16;
+#else
+  (void)at;
+  (void)n;
+  return true;
+#endif
+}
 
 using FrameId = uint32_t;
 constexpr FrameId kNoFrame = ~FrameId{0};

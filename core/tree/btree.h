@@ -80,6 +80,28 @@ struct ReadMode {
   }
 };
 
+// The frames an optimistic read of a store went through, for the clock's reference bits
+// and the pool's hit count: the read itself writes nothing, its caller has them set
+// later under the latch (BTree::settle), a batch at a time.
+struct TouchedFrames {
+  static constexpr unsigned kMax = 16;
+  FrameId frames[kMax];
+  PageId pids[kMax];
+  unsigned n = 0;
+  uint32_t hits = 0, reads = 0;
+  void note(FrameId f, PageId id) {
+    for (unsigned i = 0; i < n; i++)
+      if (frames[i] == f) return;
+    if (n < kMax) {
+      frames[n] = f;
+      pids[n++] = id;
+    }
+  }
+  // Settled every 64 reads, or sooner when they went through many frames.
+  bool due() const { return n > kMax / 2 || reads >= 64; }
+  void clear() { n = 0, hits = 0, reads = 0; }
+};
+
 class BTree {
  public:
   static constexpr unsigned kMaxHeight = 64;
@@ -123,8 +145,12 @@ class BTree {
   // both validated; kRestart: run the read latched (an exclusive holder or a writer
   // of the leaf came in, a torn image, an overflow value, a store, or the adaptive
   // counter drew a step: then *drew, and the latched run takes it without a new draw).
+  // A store's frames go to *touched (required for a store, ignored for a map).
   Status get_optimistic(Slice key, const TreeLatch& latch, uint64_t seq, XorShift32& rng, uint8_t* out,
-                        uint32_t* out_len, bool* drew) const;
+                        uint32_t* out_len, bool* drew, TouchedFrames* touched = nullptr) const;
+  // Under the latch (shared is enough): sets the reference bits of the frames in t that
+  // still hold the pages noted there, adds its hits; clears t.
+  void settle(TouchedFrames& t, uintptr_t stripe);
   Status contains(Slice key);
   // Upsert. Tree unchanged on error. With a shared mode (ReadMode::leaves, in
   // memory): kRestart, nothing changed, when the write needs the tree latch

@@ -91,22 +91,31 @@ Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
 // after the value is copied out. Torn images cannot lead a read outside the node
 // (the checked searches) and end in a failed validation.
 Status BTree::get_optimistic(Slice key, const TreeLatch& latch, uint64_t seq, XorShift32& rng, uint8_t* out,
-                             uint32_t* out_len, bool* drew) const {
+                             uint32_t* out_len, bool* drew, TouchedFrames* touched) const {
   *drew = false;
-  // (A store's descent needs its page table, which exclusive holders change: latched.)
-  if (store_.backed() || key.len > kMaxKeySize || broken_ != Status::kOk) return Status::kRestart;
+  const bool backed = store_.backed();
+  if (key.len > kMaxKeySize || broken_ != Status::kOk || (backed && !touched)) return Status::kRestart;
   if (!key.data) key.data = kEmpty;
   const unsigned height = height_;
   PageId id = root_;
   if (!latch.read_check(seq) || height > kMaxHeight) return Status::kRestart;
   uint8_t* p;
+  FrameId f;
   for (unsigned d = 1;; d++) {
-    if (!(p = store_.memory_page_checked(id))) return Status::kRestart;
+    // A store: the frame as the page table shows it (a page not resident: latched,
+    // which loads it). In memory mode a page is its frame.
+    if (!backed) {
+      f = id;
+    } else {
+      if ((f = store_.resident_frame_unlatched(id)) == kNoFrame) return Status::kRestart;
+      touched->note(f, id);
+    }
+    if (!(p = store_.memory_page_checked(f))) return Status::kRestart;
     if (d >= height) break;
     id = BasicNode{p}.child_for_checked(key.data, key.len);
     if (id == kInvalidPageId || !latch.read_check(seq)) return Status::kRestart;
   }
-  const std::atomic<uint64_t>* word = store_.latch_word(id);
+  const std::atomic<uint64_t>* word = BufferPool::latch_of(p, f);  // (p is checked: no second load)
   uint64_t v = word->load(std::memory_order_acquire);
   if (frame_state::lock_state(v) >= frame_state::kExclusive) return Status::kRestart;  // a writer is in
   if (cfg_.adaptive && read_only_ == Status::kOk && point_step_draw(p, rng)) {
@@ -127,7 +136,16 @@ Status BTree::get_optimistic(Slice key, const TreeLatch& latch, uint64_t seq, Xo
   if (frame_state::lock_state(now) >= frame_state::kExclusive || frame_state::version(now) != frame_state::version(v) ||
       !latch.read_check(seq))
     return Status::kRestart;
+  if (backed) touched->hits += height, touched->reads++;
   return r == Probe::kFound ? Status::kOk : Status::kNotFound;
+}
+
+void BTree::settle(TouchedFrames& t, uintptr_t stripe) {
+  if (store_.backed()) {
+    for (unsigned i = 0; i < t.n; i++) store_.reference_if_holds(t.frames[i], t.pids[i]);
+    if (t.hits) store_.add_shared_hits(t.hits, stripe);
+  }
+  t.clear();
 }
 
 // The counter step of a point write under the shared latch, with its leaf

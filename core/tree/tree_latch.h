@@ -64,6 +64,14 @@ class TreeLatch {
       v = pause(v, &spins, w);
     }
   }
+  // lock_shared without waiting: false if an exclusive holder is in or a writer waits
+  // (or the latch is abandoned).
+  bool try_lock_shared() {
+    uint32_t v = word_.load(std::memory_order_relaxed);
+    while (!(v & (kExclusive | kWriterWaits | kAbandoned)))
+      if (word_.compare_exchange_weak(v, v + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) return true;
+    return false;
+  }
   void unlock_shared() {
     uint32_t v = word_.fetch_sub(1, std::memory_order_seq_cst) - 1;
     if ((v & kSharedMask) == 0) wake();  // the last reader out: a waiting writer may go

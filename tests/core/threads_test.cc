@@ -454,6 +454,33 @@ bool beside_shared_holder(at_tree* t, F f, std::chrono::milliseconds wait) {
   return in_time;
 }
 
+// Runs f on another thread while this one holds t's tree latch shared and a third waits
+// for it exclusive (new shared holders stand back then: only reads that take no latch can
+// run); true if f completed within `wait`. Then the writer goes in and out, and f finishes.
+template <class F>
+bool beside_waiting_writer(at_tree* t, F f, std::chrono::milliseconds wait) {
+  EXPECT_EQ(at_debug_latch(t, 2), 0);  // shared, kept
+  std::atomic<bool> writer_in{false}, done{false};
+  std::thread writer([&] {
+    EXPECT_EQ(at_debug_latch(t, 1), 0);
+    writer_in = true;
+    EXPECT_EQ(at_debug_latch(t, 0), 0);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // (it marks the latch: a writer waits)
+  EXPECT_FALSE(writer_in.load());
+  std::thread th([&] {
+    f();
+    done = true;
+  });
+  auto until = std::chrono::steady_clock::now() + wait;
+  while (!done && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  bool in_time = done && !writer_in;
+  EXPECT_EQ(at_debug_latch(t, 3), 0);
+  writer.join();
+  th.join();
+  return in_time;
+}
+
 // Point reads of a shared store run under the tree latch shared (docs/THREADS.md,
 // "Stores"): with a reader holding it shared, another thread's get, has and getMany of
 // resident pages complete; a read that needs the pool changed (a page not resident, an
@@ -503,6 +530,21 @@ TEST(Threads, SharedStorePointReadsRunBesideReaders) {
   EXPECT_EQ(r, 0);
   EXPECT_EQ(got, "value1");
   EXPECT_GE(hits(), h0 + 100);  // the shared readers' hits are counted
+  // Optimistic (phase 2b): they take no latch at all, so they also pass a writer waiting
+  // for it; their hits and reference bits are settled later, without waiting for the latch.
+  EXPECT_TRUE(beside_waiting_writer(
+      t,
+      [&] {
+        for (int i = 0; i < 100; i++) r = at_get(t, c2, bytes(k1), 6);
+        got = result_value(c2);
+        r = at_has(t, c2, bytes("k10001x"), 7);
+      },
+      std::chrono::seconds(20)));
+  EXPECT_EQ(r, 1);
+  EXPECT_EQ(got, "value1");
+  uint64_t h1 = hits();
+  for (int i = 0; i < 64; i++) ASSERT_EQ(at_get(t, c2, bytes(k1), 6), 0);  // (settles on the way)
+  EXPECT_GE(hits(), h1 + 100);
   EXPECT_TRUE(beside_reader([&] { r = at_has(t, c2, bytes("k10001x"), 7); }, std::chrono::seconds(20)));
   EXPECT_EQ(r, 1);  // NOT_FOUND
   std::string batch;
