@@ -200,13 +200,7 @@ Status run_write(Held& h, BTree& t, Slice key, Write&& write) {
   return s;
 }
 
-// Phase 2b (docs/THREADS.md): a point read of a map shared between threads runs
-// optimistically first (BTree::get_optimistic: no latch word written, the value
-// copied to out, which has room for kNodeSize bytes or is null, before it
-// validates). kRestart: run it latched, as before; *drew: with the counter step the
-// optimistic run drew. A closed tree is answered latched (kClosed): the sequence
-// number read before `closed` covers the close.
-// On a store, the frames the reads went through are noted in the context and set
+// On a store, the frames optimistic reads went through are noted in the context and set
 // referenced (for the clock) a batch at a time under the shared latch: settle_touched.
 // It does not wait for the latch (the reads did not): while a writer has it or waits for
 // it, the notes stay, and once they fill up new ones are dropped (a page a reader
@@ -221,6 +215,12 @@ void settle_touched(at_ctx* c) {
   c->touched.clear();
 }
 
+// Phase 2b (docs/THREADS.md): a point read of a map or store shared between threads
+// runs optimistically first (BTree::get_optimistic: no latch word written, the value
+// copied to out, which has room for kNodeSize bytes or is null, before it validates).
+// kRestart: run it latched, as before; *drew: with the counter step the optimistic run
+// drew. A closed tree is answered latched (kClosed): the sequence number read before
+// `closed` covers the close.
 Status read_optimistic(at_tree* t, at_ctx* c, Slice key, uint8_t* out, uint32_t* len, bool* drew) {
   *drew = false;
   if (c->touched_tree != t) {
