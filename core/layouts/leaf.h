@@ -73,10 +73,6 @@ inline bool lookup(uint8_t* p, Slice key, ValueRef* out) {
   }
 }
 
-// lookup on a page that may be changing under the reader (an optimistic read, which
-// validates the page's version after): each layout reads every field once and checks
-// every offset to stay inside the node, so a torn image gives kBad or a wrong answer
-// (which the validation discards), never a read outside the page.
 // The value of a slot of the basic or fingerprint layout (u16 heap offset, u16 key
 // length, u16 value field), checked to lie inside the node.
 inline Probe slot_value_checked(const uint8_t* p, const uint8_t* slot, ValueRef* out) {
@@ -88,6 +84,10 @@ inline Probe slot_value_checked(const uint8_t* p, const uint8_t* slot, ValueRef*
   return Probe::kFound;
 }
 
+// lookup on a page that may be changing under the reader (an optimistic read, which
+// validates the page's version after): each layout reads every field once and checks
+// every offset to stay inside the node, so a torn image gives kBad or a wrong answer
+// (which the validation discards), never a read outside the page.
 inline Probe lookup_checked(uint8_t* p, Slice key, ValueRef* out) {
   switch (tag(p)) {
     case PageTag::kBasicLeaf: {
