@@ -103,6 +103,9 @@ struct at_ctx {
   // its clock's reference bits and hit count (set by settle_touched under the latch).
   adaptree::TouchedFrames touched;
   at_tree* touched_tree = nullptr;
+  // A shared write that makes room in its leaf (ReadMode::recs, ::scratch).
+  std::vector<adaptree::RecordRef> recs;
+  alignas(16) uint8_t scratch[adaptree::kPageSize];
 };
 
 namespace {
@@ -131,9 +134,15 @@ class Held {
       : t_(t), g_(t->latch, t->store != nullptr && (!rng || !t->shared.load(std::memory_order_relaxed)), w) {
     init(rng, w);
   }
-  Held(at_tree* t, PointWrite, TreeLatch::Wait w, XorShift32* rng)
-      : t_(t), g_(t->latch, !rng || !t->shared.load(std::memory_order_relaxed), w) {
-    init(rng, w);
+  // c: the calling context (none: exclusive), whose scratch a write that makes room
+  // under the shared latch uses (BTree::make_room_shared).
+  Held(at_tree* t, PointWrite, at_ctx* c)
+      : t_(t), g_(t->latch, !c || !t->shared.load(std::memory_order_relaxed), wait_of(c)) {
+    init(c ? &c->rng : nullptr, wait_of(c));
+    if (c) {
+      mode_.recs = &c->recs;
+      mode_.scratch = c->scratch;
+    }
   }
   ~Held() { mode_.release(); }
   // Not held (the latch was abandoned: at_tree_abandon) counts as closed.
@@ -451,7 +460,7 @@ void at_tree_free(at_tree* t) {
 
 int32_t at_set(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len, const uint8_t* value, uint32_t value_len) {
   if (!t) return st(Status::kClosed);
-  Held h(t, PointWrite{}, wait_of(c), c ? &c->rng : nullptr);
+  Held h(t, PointWrite{}, c);
   if (!h.ok()) return st(Status::kClosed);
   Slice k{key, key_len};
   if (h.exclusive()) return ret(t, c, t->tree.set(k, {value, value_len}));  // not shared: as phase 1
@@ -511,7 +520,7 @@ int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
 
 int32_t at_remove(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
   if (!t) return st(Status::kClosed);
-  Held h(t, PointWrite{}, wait_of(c), c ? &c->rng : nullptr);
+  Held h(t, PointWrite{}, c);
   if (!h.ok()) return st(Status::kClosed);
   Slice k{key, key_len};
   if (h.exclusive()) return ret(t, c, t->tree.remove(k));  // not shared: as phase 1
@@ -584,7 +593,7 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
   if (!t) return st(Status::kClosed);
   // Entry by entry under the shared latch once the tree is shared (each entry
   // latches its leaf), so a long batch does not block readers and other writers.
-  Held h(t, PointWrite{}, wait_of(c), c ? &c->rng : nullptr);
+  Held h(t, PointWrite{}, c);
   if (!h.ok()) return st(Status::kClosed);
   // A strictly ascending batch into an empty tree is bulk loaded (dense nodes).
   // Without memory for the two index arrays it goes one by one (which needs none).
@@ -1369,6 +1378,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   // Node fill (core/tree/rebalance.h) since open: what redistribution and XMerge did.
   adaptree::FillStats fs = t->tree.fill_stats();
   num("redistributions", fs.redistributions);
+  num("redistributions_shared", fs.shared_shifts);
   num("splits_2to3", fs.splits_2to3);
   num("xmerges", fs.xmerges);
   num("xmerge_attempts", fs.xmerge_attempts);

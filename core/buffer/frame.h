@@ -95,6 +95,14 @@ class PageLatch {
       }
     }
   }
+  // Exclusive if nobody holds the latch now; never waits (a caller that already
+  // holds another node's latch: phase 2c's shared redistribution).
+  bool try_lock_exclusive() {
+    uint64_t v = w_->load(std::memory_order_relaxed);
+    return frame_state::lock_state(v) == frame_state::kUnlocked &&
+           w_->compare_exchange_strong(v, frame_state::make(frame_state::kExclusive, frame_state::version(v)),
+                                       std::memory_order_acquire, std::memory_order_relaxed);
+  }
   // The node changed: unlocked with the next version.
   void unlock_exclusive() {
     uint64_t v = w_->load(std::memory_order_relaxed);

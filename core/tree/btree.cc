@@ -600,6 +600,26 @@ bool BTree::dense_enough(const uint8_t* p) { return leaf::count(p) * 4 >= leaf::
 
 // Rebuilds a leaf in another layout (kBasicLeaf: comparison-based as chosen
 // by build_leaf without dense layouts). False, leaf unchanged, if it does not fit.
+bool BTree::dense_build(uint8_t* dst, PageTag target, const Fences& f, const RecordRef* recs, unsigned n,
+                        const Slice* key, uint16_t vfield) {
+  if (n == 0) return false;
+  if (target == PageTag::kFullyDenseLeaf) {
+    if (!FullyDenseLeaf::build(dst, f, recs, n, recs[0].key_len(), recs[0].val_len)) return false;
+  } else if (!SemiDenseLeaf::build(dst, f, recs, n)) {
+    return false;
+  }
+  if (!key) return true;
+  // Converting to a dense layout to make room for key must not lead straight
+  // back: the key has to fit the dense leaf, or lie past its capacity (split
+  // to self follows) with the leaf dense enough not to be converted back.
+  if (target == PageTag::kFullyDenseLeaf) {
+    FullyDenseLeaf d{dst};
+    return d.beyond_capacity(*key, vfield) ? dense_enough(dst) : d.index_of(*key) >= 0 && vfield == d.value_size();
+  }
+  SemiDenseLeaf d{dst};
+  return d.beyond_capacity(*key) ? dense_enough(dst) : d.index_of(*key) >= 0;
+}
+
 bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t vfield) {
   unsigned n = extract(page(leaf), 0, &recs_);
   if (n == kExtractFailed) return false;  // out of memory: the leaf stays as it is
@@ -610,10 +630,8 @@ bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t
   bool ok = false;
   switch (target) {
     case PageTag::kFullyDenseLeaf:
-      ok = n > 0 && FullyDenseLeaf::build(dst, f, recs_.data(), n, recs_[0].key_len(), recs_[0].val_len);
-      break;
     case PageTag::kSemiDenseLeaf:
-      ok = n > 0 && SemiDenseLeaf::build(dst, f, recs_.data(), n);
+      ok = dense_build(dst, target, f, recs_.data(), n, key, vfield);
       break;
     case PageTag::kFingerprintLeaf:
       ok = FingerprintLeaf::build(dst, f, cfg_.prefix_truncation, recs_.data(), n, counter);
@@ -632,17 +650,6 @@ bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t
       break;
     default:
       break;
-  }
-  // Converting to a dense layout to make room for key must not lead straight
-  // back: the key has to fit the dense leaf, or lie past its capacity (split
-  // to self follows) with the leaf dense enough not to be converted back.
-  if (ok && key && target == PageTag::kFullyDenseLeaf) {
-    FullyDenseLeaf d{dst};
-    ok = d.beyond_capacity(*key, vfield) ? dense_enough(dst) : d.index_of(*key) >= 0 && vfield == d.value_size();
-  }
-  if (ok && key && target == PageTag::kSemiDenseLeaf) {
-    SemiDenseLeaf d{dst};
-    ok = d.beyond_capacity(*key) ? dense_enough(dst) : d.index_of(*key) >= 0;
   }
   if (!ok) return false;
   memcpy(page_mut(leaf), dst, kPageSize);

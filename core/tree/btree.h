@@ -66,6 +66,11 @@ struct ReadMode {
   // Tests: count every leaf latch this mode takes as contended.
   bool contended = false;
   XorShift32* rng = nullptr;  // shared: the calling context's own random source
+  // A shared write that makes room in its leaf (phase 2c, BTree::make_room_shared)
+  // works in the calling context's scratch: room for two leaves' records, and a
+  // page for the dense-layout test. Without them such a write restarts exclusive.
+  std::vector<RecordRef>* recs = nullptr;
+  uint8_t* scratch = nullptr;
   // The calling context may block (a worker): a long wait for a leaf latch sleeps
   // (PageLatch) instead of spinning on.
   bool block = false;
@@ -254,9 +259,23 @@ class BTree {
     uint8_t* page;
     std::atomic<uint64_t>* latch;
     FrameId frame = kNoFrame;  // a store's frame holding it
+    // A store's leaf parent: a shared write may change it (phase 2c) under its
+    // frame's latch. Its state word as the descent found it, unlatched.
+    std::atomic<uint64_t>* parent_latch = nullptr;
+    uint64_t parent_word = 0;
+    uint8_t* parent_page = nullptr;
+    FrameId parent_frame = kNoFrame;
+    // With the leaf latched: its parent has not changed since the descent, so the
+    // leaf still holds key's range (else the caller unlatches and restarts).
+    bool parent_holds() const {
+      return !parent_latch || parent_latch->load(std::memory_order_acquire) == parent_word;
+    }
   };
   bool shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf* out) const;
   Status set_shared(Slice key, Slice value, ReadMode& m);
+  enum class SharedRoom { kNone, kInserted, kMoved };
+  SharedRoom make_room_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
+                              PutResult* r);
   Status remove_shared(Slice key, ReadMode& m);
   // The merges after a remove left the leaf at the end of path underfull.
   Status rebalance(Path* path, Slice key);
@@ -311,6 +330,11 @@ class BTree {
   bool build_leaf(uint8_t* dst, const Fences& f, const RecordRef* r, unsigned n, uint8_t counter);
   bool convert_leaf(PageId leaf, PageTag target, const Slice* key = nullptr, uint16_t vfield = 0);
   static bool dense_enough(const uint8_t* leaf);
+  // Builds the n records as a fully or semi-dense leaf (target) in dst: false where
+  // that layout cannot hold them, or, with key, where the conversion would not make
+  // room for key (convert_leaf's test; phase 2c asks it of a leaf it may redistribute).
+  static bool dense_build(uint8_t* dst, PageTag target, const Fences& f, const RecordRef* recs, unsigned n,
+                          const Slice* key, uint16_t vfield);
   // Records of a leaf or inner node (copied to scratch first), sorted; kExtractFailed
   // when the record scratch cannot grow (out of memory; nothing changed).
   static constexpr unsigned kExtractFailed = ~0u;

@@ -10,12 +10,6 @@
 namespace adaptree {
 
 namespace {
-// A group is redistributed only while its leaves stay at most this full
-// after the insert (in eighths of a page): closer to 1 fills more but
-// redistributes again after a few inserts (each time rewriting the group).
-constexpr unsigned kRedistributeSixteenths = 15;  // 0.9375
-// Estimated slot overhead of a record in a comparison-based leaf.
-constexpr unsigned kSlotEstimate = 10;
 // XMerge frees a page only when the group's free bytes exceed a page by this
 // much per leaf (fences and headers of the packed leaves).
 constexpr unsigned kXMergeMarginPerLeaf = 64;
@@ -97,7 +91,7 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   // 2. Cut points, even by estimated bytes (the pending key counted where it goes).
   unsigned kpos = n, key_bytes = 0;
   if (key) {
-    key_bytes = key->len + (vfield & kValueLenMask) + kSlotEstimate;
+    key_bytes = key->len + (vfield & kValueLenMask) + kSlotBytes;
     unsigned lo = 0, hi = n;
     while (lo < hi) {
       unsigned mid = (lo + hi) / 2;
@@ -109,7 +103,7 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   if (!resize_checked(cum_, size_t{n} + 1)) return false;
   cum_[0] = 0;
   for (unsigned i = 0; i < n; i++)
-    cum_[i + 1] = cum_[i] + recs_[i].key_len() + recs_[i].value_bytes() + kSlotEstimate + (i == kpos ? key_bytes : 0);
+    cum_[i + 1] = cum_[i] + recs_[i].key_len() + recs_[i].value_bytes() + kSlotBytes + (i == kpos ? key_bytes : 0);
   uint64_t total = cum_[n] + (kpos == n ? key_bytes : 0);
   unsigned cut[kMaxGroup + 1];
   cut[0] = 0;
@@ -271,7 +265,31 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield,
   if (left >= pn.count()) return false;
   PageId lid = pn.child(left), rid = pn.child(left + 1);
   if (!t.store_.resident(lid) || !t.store_.resident(rid)) return false;
-  BasicNode L{t.page(lid)}, R{t.page(rid)};
+  struct Ids {
+    BTree* t;
+    PageId parent, lid, rid;
+  } ids{&t, parent, lid, rid};
+  // (On a store page_mut marks them dirty, and returns the bytes page() did.)
+  auto mark = [](void* a) {
+    Ids* i = static_cast<Ids*>(a);
+    i->t->page_mut(i->parent);
+    i->t->page_mut(i->lid);
+    i->t->page_mut(i->rid);
+  };
+  if (!shift_pages(pn.p, left, t.page(lid), t.page(rid), key, vfield, with_key, t.cfg_.prefix_truncation, recs_, nullptr,
+                   mark, &ids))
+    return false;
+  t.version_++;
+  stats_.shifts++;
+  return true;
+}
+
+bool Rebalancer::shift_pages(uint8_t* pp, unsigned left, uint8_t* lp, uint8_t* rp, Slice key, uint16_t vfield,
+                             bool with_key, bool trunc, std::vector<RecordRef>& recs_, bool* key_left,
+                             void (*before_change)(void*), void* arg) {
+  BasicNode pn{pp}, L{lp}, R{rp};
+  if (left >= pn.count()) return false;
+  const PageId lid = pn.child(left);
   constexpr uint8_t kLayout = kFlagHeads | kFlagHints;
   if (L.p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) || R.p[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) ||
       (L.p[hdr::kFlags] & kLayout) != (R.p[hdr::kFlags] & kLayout))
@@ -314,7 +332,6 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield,
   Fences nlf = lf, nrf = rf;
   nlf.upper = s;
   nrf.lower = s;
-  bool trunc = t.cfg_.prefix_truncation;
   unsigned lplen = L.prefix_len(), rplen = R.prefix_len();
   if ((trunc ? fence_prefix_len(nlf) : 0) != lplen || (trunc ? fence_prefix_len(nrf) : 0) != rplen) return false;
   // Room: the receiver takes the records and its new fence; the pending key
@@ -336,9 +353,9 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield,
   if (dfree < moved + s.len || sfree + given < s.len) return false;
   dfree -= moved + s.len;
   sfree += given - s.len;
-  bool key_left = compare(key, s) <= 0;
-  unsigned kplen = key_left ? lplen : rplen;
-  if (with_key && (key.len < kplen || (key_left ? lfree : rfree) < ss + key.len - kplen + vbytes)) return false;
+  const bool key_left_of = compare(key, s) <= 0;
+  unsigned kplen = key_left_of ? lplen : rplen;
+  if (with_key && (key.len < kplen || (key_left_of ? lfree : rfree) < ss + key.len - kplen + vbytes)) return false;
   // The parent's separator between them.
   unsigned pplen = pn.prefix_len();
   if (s.len < pplen) return false;
@@ -346,9 +363,8 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield,
     return false;
 
   // Everything fits: change the three pages.
-  pn = BasicNode{t.page_mut(parent)};
-  L = BasicNode{t.page_mut(lid)};
-  R = BasicNode{t.page_mut(rid)};
+  if (key_left) *key_left = key_left_of;
+  if (before_change) before_change(arg);
   BasicNode dst = to_right ? R : L, src = to_right ? L : R;
   unsigned k = to - from, dn = dst.count();
   if (dst.free_space() < moved + s.len) dst.compact();  // the records refer to src only
@@ -390,8 +406,6 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield,
   store32(child, lid);
   pn.remove_at(left);
   pn.insert_at(left, s.data + pplen, s.len - pplen, child, 4);
-  t.version_++;
-  stats_.shifts++;
   return true;
 }
 
@@ -460,7 +474,7 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
       if (dp >= n / 2 && dp < n) return false;
     }
   }
-  uint64_t key_bytes = key.len + (vfield & kValueLenMask) + kSlotEstimate;
+  uint64_t key_bytes = key.len + (vfield & kValueLenMask) + kSlotBytes;
   // Redistribution: the smallest group (2, then 3 leaves) around the leaf
   // that stays below the fill limit, the emptiest such group first.
   for (unsigned k = 2; k <= 3; k++) {
@@ -475,7 +489,7 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
         if (v == kNone) ok = false;
         sum += v;
       }
-      if (!ok || sum * 16 > uint64_t{k} * kNodeSize * kRedistributeSixteenths) continue;
+      if (!ok || sum * 16 > uint64_t{k} * kNodeSize * kFillSixteenths) continue;
       if (best < 0 || sum < best_sum) best = a, best_sum = sum;
     }
     if (best < 0) continue;

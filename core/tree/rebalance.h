@@ -45,6 +45,7 @@ struct FillOptions {
 struct FillStats {
   uint64_t redistributions = 0;  // regroups m -> m before a split
   uint64_t shifts = 0;           // of which two basic leaves in place (no rebuild)
+  uint64_t shared_shifts = 0;    // of which under the shared tree latch (phase 2c)
   uint64_t splits_2to3 = 0;      // 2 -> 3 splits
   uint64_t edge_splits = 0;      // appends past the last leaf: it stays full
   uint64_t xmerges = 0;          // groups packed into one leaf less
@@ -91,10 +92,34 @@ class Rebalancer {
   // with_key: key (value field vfield) is pending in one of the two, counted
   // in the cut and sure to fit afterwards.
   bool shift(PageId parent, unsigned left, Slice key, uint16_t vfield, bool with_key);
-  bool shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield, bool* changed);
-  bool grow_scratch();
+
+ public:
+  // shift() on pages at hand: pp the parent, lp and rp its children left and left + 1
+  // (trunc: the tree's prefix truncation; recs: room for both leaves' records). Once
+  // everything is known to fit, before the first change, before_change(arg) runs and
+  // *key_left says whether key goes to the left leaf. Phase 2c (BTree::make_room_shared)
+  // calls it under the shared tree latch with the three pages latched exclusive.
+  static bool shift_pages(uint8_t* pp, unsigned left, uint8_t* lp, uint8_t* rp, Slice key, uint16_t vfield,
+                          bool with_key, bool trunc, std::vector<RecordRef>& recs, bool* key_left,
+                          void (*before_change)(void*), void* arg);
   // Bytes a leaf's content needs (without its fences): merge and fill decisions.
   static unsigned leaf_content(const uint8_t* p);
+  // A group of k leaves is redistributed only while it stays at most this full after
+  // the insert (sixteenths of its pages: 0.9375): closer to 1 fills more but
+  // redistributes again after a few inserts (each time rewriting the group).
+  static constexpr unsigned kFillSixteenths = 15;
+  // Estimated slot overhead of a record in a comparison-based leaf.
+  static constexpr unsigned kSlotBytes = 10;
+  // Counts a redistribution made under the shared latch (atomically: several threads).
+  void count_shared_shift() {
+    __atomic_fetch_add(&stats_.redistributions, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&stats_.shifts, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&stats_.shared_shifts, 1, __ATOMIC_RELAXED);
+  }
+
+ private:
+  bool shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield, bool* changed);
+  bool grow_scratch();
 
   BTree* t_;
   FillStats stats_;

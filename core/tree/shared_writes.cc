@@ -5,8 +5,10 @@
 // inlining), and the shared paths read apart from them.
 #include <utility>
 
+#include "core/layouts/fully_dense_leaf.h"
 #include "core/layouts/leaf.h"
 #include "core/tree/btree.h"
+#include "core/util/checked.h"
 #include "core/tree/overflow.h"
 
 namespace adaptree {
@@ -15,6 +17,9 @@ namespace {
 // As in btree.cc: merge two neighbours when together they are at least 3/4 empty.
 constexpr unsigned kMergeThreshold = kNodeSize / 2;
 const uint8_t kEmpty[1] = {0};
+// How long a descent waits for a leaf parent held by a shared redistribution
+// (a few microseconds) before it restarts exclusive.
+constexpr unsigned kParentSpins = 4096;
 }  // namespace
 
 bool BTree::shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf* out) const {
@@ -31,7 +36,27 @@ bool BTree::shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf*
   FrameId f = store_.resident_frame(id);
   for (unsigned d = 1; d < height_ && f != kNoFrame; d++) {
     store_.reference(f);
-    id = BasicNode{store_.frame_bytes(f)}.child_for(key.data, key.len);
+    uint8_t* p = store_.frame_bytes(f);
+    if (d + 1 < height_) {
+      id = BasicNode{p}.child_for(key.data, key.len);
+    } else {
+      // The leaf's parent, which a shared write may change under its latch
+      // (make_room_shared): searched optimistically (checked), its word kept for the
+      // caller to validate once it holds the leaf. Held exclusive: briefly waited for.
+      std::atomic<uint64_t>* w = store_.frame_latch(f);
+      uint64_t v = w->load(std::memory_order_acquire);
+      for (unsigned spins = 0; frame_state::lock_state(v) != frame_state::kUnlocked; spins++) {
+        if (spins >= kParentSpins) return false;
+        v = w->load(std::memory_order_acquire);
+      }
+      id = BasicNode{p}.child_for_checked(key.data, key.len);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (id == kInvalidPageId || w->load(std::memory_order_relaxed) != v) return false;
+      out->parent_latch = w;
+      out->parent_word = v;
+      out->parent_page = p;
+      out->parent_frame = f;
+    }
     f = store_.resident_frame(id);
   }
   if (f == kNoFrame || (write && !store_.frame_dirty(f))) return false;
@@ -55,6 +80,10 @@ Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
   if (!shared_leaf(key, false, mode, &l)) return Status::kRestart;
   PageLatch latch(l.latch, mode.block);
   latch.lock_shared();
+  if (!l.parent_holds()) {  // a shared redistribution moved the leaf's range meanwhile
+    latch.unlock_shared();
+    return Status::kRestart;
+  }
   bool found = leaf::lookup(l.page, key, out);
   // A store's overflow chain is read through the pool, which only the exclusive latch may change.
   if (found && out->is_overflow() && store_.backed()) {
@@ -101,6 +130,10 @@ Status BTree::get_optimistic(Slice key, const TreeLatch& latch, uint64_t seq, Xo
   if (!latch.read_check(seq) || height > kMaxHeight) return Status::kRestart;
   uint8_t* p;
   FrameId f;
+  // A store's leaf parent may change under its latch (phase 2c): its word is read
+  // before its search and validated with the leaf.
+  const std::atomic<uint64_t>* pword = nullptr;
+  uint64_t pv = 0;
   for (unsigned d = 1;; d++) {
     // A store: the frame as the page table shows it (a page not resident: latched,
     // which loads it). In memory mode a page is its frame.
@@ -112,6 +145,11 @@ Status BTree::get_optimistic(Slice key, const TreeLatch& latch, uint64_t seq, Xo
     }
     if (!(p = store_.memory_page_checked(f))) return Status::kRestart;
     if (d >= height) break;
+    if (backed && d + 1 == height) {
+      pword = BufferPool::latch_of(p, f);
+      pv = pword->load(std::memory_order_acquire);
+      if (frame_state::lock_state(pv) != frame_state::kUnlocked) return Status::kRestart;
+    }
     id = BasicNode{p}.child_for_checked(key.data, key.len);
     if (id == kInvalidPageId || !latch.read_check(seq)) return Status::kRestart;
   }
@@ -134,7 +172,7 @@ Status BTree::get_optimistic(Slice key, const TreeLatch& latch, uint64_t seq, Xo
   std::atomic_thread_fence(std::memory_order_acquire);  // (the one fence of the read)
   const uint64_t now = word->load(std::memory_order_relaxed);
   if (frame_state::lock_state(now) >= frame_state::kExclusive || frame_state::version(now) != frame_state::version(v) ||
-      !latch.read_check(seq))
+      (pword && pword->load(std::memory_order_relaxed) != pv) || !latch.read_check(seq))
     return Status::kRestart;
   if (backed) touched->hits += height, touched->reads++;
   return r == Probe::kFound ? Status::kOk : Status::kNotFound;
@@ -173,6 +211,10 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   PageLatch latch(l.latch, m.block);
   bool waited;
   latch.lock_exclusive(&waited);
+  if (!l.parent_holds()) {  // a shared redistribution moved the leaf's range meanwhile
+    latch.unlock_exclusive_unchanged();
+    return Status::kRestart;
+  }
   uint8_t* p = l.page;
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
     latch.unlock_exclusive_unchanged();
@@ -180,9 +222,15 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   }
   OldValue old;
   PutResult r = leaf::upsert(p, key, value.data ? value.data : kEmpty, static_cast<uint16_t>(value.len), &old);
-  if (r == PutResult::kNoSpace) {  // a split or conversion: exclusive (the counter step is taken)
-    latch.unlock_exclusive_unchanged();
-    return Status::kRestart;
+  if (r == PutResult::kNoSpace) {
+    // A neighbour may take records (phase 2c); else a split or conversion: exclusive
+    // (the counter step is taken).
+    SharedRoom room = make_room_shared(l, key, value, m, &old, &r);
+    if (room != SharedRoom::kInserted) {
+      if (room == SharedRoom::kMoved) latch.unlock_exclusive();
+      else latch.unlock_exclusive_unchanged();
+      return Status::kRestart;
+    }
   }
   if (csplit_ && !store_.backed()) note_contention(id, p, key, waited || m.contended, m);
   latch.unlock_exclusive();
@@ -196,6 +244,107 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   return Status::kOk;
 }
 
+// Phase 2c (docs/THREADS.md): a store's write whose basic leaf is full moves records to
+// a neighbour under the same parent, as the exclusive redistribution's two-leaf shift
+// does (Rebalancer::shift_pages), under the shared tree latch. The caller holds the leaf
+// exclusive; the parent and both neighbours are latched exclusive by try, never waited
+// for, and must be resident and dirty (the pager is told of a page's first change only
+// under the exclusive latch). Whatever the exclusive make_room would do first or instead
+// (convert the leaf to a dense layout, an edge or partition-aware split, a group of
+// three, a regroup, a split) is left to it: kNone, nothing changed. kInserted: the
+// records moved and key is in (*r, *old as leaf::upsert gives them); kMoved: they moved
+// but key did not fit after all (the caller restarts exclusive).
+BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
+                                          PutResult* r) {
+  // Stores only: a shared map's cursors and descents do not validate leaf parents.
+  if (!store_.backed() || !l.parent_latch || !m.recs || !m.scratch || !fill_.redistribute || !rebalance_ ||
+      !store_.frame_dirty(l.parent_frame))
+    return SharedRoom::kNone;
+  uint8_t* lp = l.page;
+  if (lp[0] != static_cast<uint8_t>(PageTag::kBasicLeaf)) return SharedRoom::kNone;
+  const uint16_t vfield = static_cast<uint16_t>(value.len);
+  std::vector<RecordRef>& recs = *m.recs;
+  const Fences lf = fences_of(lp);
+  const unsigned n = leaf::count(lp);
+  if ((lf.upper_inf || lf.lower_inf) && n > 0) return SharedRoom::kNone;  // appends: an edge split
+  if (cfg_.fully_dense_leaves || cfg_.semi_dense_leaves) {
+    if (!resize_checked(recs, n)) return SharedRoom::kNone;
+    BasicNode{lp}.extract(recs.data());
+    if (cfg_.fully_dense_leaves && dense_build(m.scratch, PageTag::kFullyDenseLeaf, lf, recs.data(), n, &key, vfield))
+      return SharedRoom::kNone;
+    if (cfg_.semi_dense_leaves && dense_build(m.scratch, PageTag::kSemiDenseLeaf, lf, recs.data(), n, &key, vfield))
+      return SharedRoom::kNone;
+    if (cfg_.fully_dense_leaves && n > 1) {  // several partitions: the partition-aware split
+      unsigned dp = FullyDenseLeaf::dense_prefix(lf, recs.data(), n);
+      if (dp >= n / 2 && dp < n) return SharedRoom::kNone;
+    }
+  }
+  PageLatch parent(l.parent_latch);
+  if (!parent.try_lock_exclusive()) return SharedRoom::kNone;
+  BasicNode pn{l.parent_page};
+  bool exact;
+  const unsigned pos = pn.lower_bound(key.data, key.len, &exact), c = pn.count();
+  // The neighbours pos - 1 and pos + 1 (where they exist), latched.
+  struct Side {
+    uint8_t* page = nullptr;
+    std::atomic<uint64_t>* latch = nullptr;
+    unsigned content = 0;
+  } side[2];
+  bool ok = pos <= c && pn.child(pos) == l.id;
+  for (unsigned i = 0; i < 2 && ok; i++) {
+    if ((i == 0 && pos == 0) || (i == 1 && pos == c)) continue;
+    FrameId f = store_.resident_frame(pn.child(i == 0 ? pos - 1 : pos + 1));
+    if (f == kNoFrame || !store_.frame_dirty(f)) {
+      ok = false;
+      break;
+    }
+    std::atomic<uint64_t>* w = store_.frame_latch(f);
+    if (!PageLatch(w).try_lock_exclusive()) {
+      ok = false;
+      break;
+    }
+    side[i].latch = w;
+    side[i].page = store_.frame_bytes(f);
+    ok = leaf::is_leaf(side[i].page);
+    side[i].content = Rebalancer::leaf_content(side[i].page);
+  }
+  // The emptier pair that stays below the fill limit (before_split's choice of two).
+  int best = -1;
+  if (ok) {
+    const uint64_t key_bytes = key.len + (vfield & kValueLenMask) + Rebalancer::kSlotBytes;
+    const uint64_t own = Rebalancer::leaf_content(lp);
+    uint64_t best_sum = 0;
+    for (unsigned i = 0; i < 2; i++) {
+      if (!side[i].page) continue;
+      uint64_t sum = key_bytes + own + side[i].content;
+      if (sum * 16 > uint64_t{2} * kNodeSize * Rebalancer::kFillSixteenths) continue;
+      if (best < 0 || sum < best_sum) best = static_cast<int>(i), best_sum = sum;
+    }
+  }
+  bool moved = false, key_left = false;
+  if (best >= 0) {
+    uint8_t* left = best == 0 ? side[0].page : lp;
+    uint8_t* right = best == 0 ? lp : side[1].page;
+    moved = Rebalancer::shift_pages(pn.p, best == 0 ? pos - 1 : pos, left, right, key, vfield, true,
+                                    cfg_.prefix_truncation, recs, &key_left, nullptr, nullptr);
+    if (moved) *r = leaf::upsert(key_left ? left : right, key, value.data ? value.data : kEmpty, vfield, old);
+  }
+  for (unsigned i = 0; i < 2; i++) {
+    if (!side[i].latch) continue;
+    PageLatch w(side[i].latch);
+    if (moved && static_cast<int>(i) == best) w.unlock_exclusive();
+    else w.unlock_exclusive_unchanged();
+  }
+  if (!moved) {
+    parent.unlock_exclusive_unchanged();
+    return SharedRoom::kNone;
+  }
+  parent.unlock_exclusive();
+  rebalance_->count_shared_shift();
+  __atomic_fetch_add(&version_, 1, __ATOMIC_RELAXED);  // (store cursors run exclusive)
+  return *r == PutResult::kNoSpace ? SharedRoom::kMoved : SharedRoom::kInserted;
+}
+
 Status BTree::remove_shared(Slice key, ReadMode& m) {
   Status w = writable();
   if (w != Status::kOk) return w;
@@ -205,6 +354,10 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   const PageId id = l.id;
   PageLatch latch(l.latch, m.block);
   latch.lock_exclusive();
+  if (!l.parent_holds()) {
+    latch.unlock_exclusive_unchanged();
+    return Status::kRestart;
+  }
   uint8_t* p = l.page;
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
     latch.unlock_exclusive_unchanged();

@@ -355,7 +355,10 @@ void run_and_check(bool hot, uint64_t ops, adaptree::MemoryStorage* files = null
     if (!hot) EXPECT_GT(layout_count(ss, "xmerges"), 0u) << ss;
     // Point writes ran under the shared tree latch where their leaf was resident and dirty.
     EXPECT_GT(layout_count(ss, "shared_writes"), 0u) << ss;
-    std::printf("shared store writes: %llu\n", static_cast<unsigned long long>(layout_count(ss, "shared_writes")));
+    std::printf("shared store writes: %llu, redistributions under the shared latch: %llu of %llu\n",
+                static_cast<unsigned long long>(layout_count(ss, "shared_writes")),
+                static_cast<unsigned long long>(layout_count(ss, "redistributions_shared")),
+                static_cast<unsigned long long>(layout_count(ss, "redistributions")));
     EXPECT_EQ(at_store_commit(t), 0);
     // Reopened (not shared): the same content, checked by the invariant checker and a scan.
     at_tree_free(t);
@@ -657,6 +660,65 @@ TEST(Threads, SharedStorePointWritesOfDirtyLeaves) {
   at_tree_free(t);
   at_ctx_free(c);
   adaptree::register_native_host(79, nullptr);
+}
+
+// Phase 2c: a write whose basic leaf is full moves records to a dirty neighbour under
+// the shared latch (BTree::make_room_shared) instead of waiting for the exclusive one.
+// The test holds the latch shared while another thread inserts, one key at a time;
+// some of those writes redistribute beside it, the others (splits) wait for it.
+TEST(Threads, SharedStoreRedistributesBesideReaders) {
+  adaptree::MemoryStorage files;
+  adaptree::register_native_host(80, &files);
+  at_ctx* c = at_ctx_new();
+  at_tree* t = at_store_open(80, 0, 1 << 20, AT_OPEN_CREATE, c);  // basic leaves: no layout changes
+  ASSERT_NE(t, nullptr);
+  std::map<std::string, std::string> model;
+  auto key = [](uint32_t i) { return "k" + std::to_string((i * 2654435761u) % 1000003u); };
+  auto set = [&](at_ctx* x, const std::string& k, const std::string& v) {
+    return at_set(t, x, bytes(k), static_cast<uint32_t>(k.size()), bytes(v), static_cast<uint32_t>(v.size()));
+  };
+  const std::string v(20, 'v');
+  // Random order, not committed: the leaves are partly full and every page is dirty.
+  for (uint32_t i = 0; i < 3000; i++) {
+    ASSERT_EQ(set(c, key(i), v), 0);
+    model[key(i)] = v;
+  }
+  ASSERT_EQ(at_tree_share(t), 0);
+  auto shared_redistributions = [&] {
+    EXPECT_EQ(at_store_stats(t, c), 0);
+    return layout_count(result_value(c), "redistributions_shared");
+  };
+  at_ctx* c2 = at_ctx_new();
+  unsigned beside = 0, waited = 0;
+  for (uint32_t i = 3000; i < 6000 && beside < 3; i++) {
+    const uint64_t before = shared_redistributions();
+    int32_t r = 99;
+    bool in_time = beside_shared_holder(t, [&] { r = set(c2, key(i), v); }, std::chrono::milliseconds(200));
+    ASSERT_EQ(r, 0);
+    model[key(i)] = v;
+    if (shared_redistributions() > before) {
+      EXPECT_TRUE(in_time) << "a write that redistributed under the shared latch waited";
+      beside++;
+    }
+    if (!in_time) waited++;
+  }
+  EXPECT_EQ(beside, 3u) << "no write redistributed beside the reader";
+  EXPECT_GT(waited, 0u) << "no write waited (splits run exclusive)";
+  EXPECT_EQ(at_check(t, c), 0) << result_value(c);
+  for (const auto& [k, val] : model) {
+    ASSERT_EQ(at_get(t, c, bytes(k), static_cast<uint32_t>(k.size())), 0) << k;
+    EXPECT_EQ(result_value(c), val) << k;
+  }
+  ASSERT_EQ(at_store_commit(t), 0);
+  at_ctx_free(c2);
+  at_tree_free(t);
+  t = at_store_open(80, 0, 1 << 20, 0, c);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(at_check(t, c), 0) << result_value(c);
+  EXPECT_EQ(static_cast<uint64_t>(at_count(t)), model.size());
+  at_tree_free(t);
+  at_ctx_free(c);
+  adaptree::register_native_host(80, nullptr);
 }
 
 // A freed shared tree answers CLOSED to every later call, from any thread.
