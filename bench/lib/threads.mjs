@@ -17,7 +17,10 @@
 // ranges follow a Zipf distribution over 64 ranges; rows adaptree-file-mt for 1 and 2
 // workers, config 'adaptive' (XMerge on, the default) and 'adaptive+no-xmerge' (fill:
 // { xmerge: false }), each with the leaf fill, bytes per record, the store's xmerges and
-// evictions after the inserts). Time runs from releasing
+// evictions after the inserts), insert-read (a map and a file store loaded with N keys,
+// shared by 2 workers: one inserts N new keys while the other reads loaded keys until it is
+// done; ops_per_sec is the writer's inserts, reads_per_sec the reader's: what writes that
+// hold the tree latch exclusive cost readers, docs/THREADS.md phase 2c). Time runs from releasing
 // the workers (they wait on an Atomics flag after attaching) until the last one is done.
 // Each measurement runs `rounds` times; the row is the median round.
 // ADAPTREE_BENCH_BASELINE=<a dist/ directory of another build> adds its mt build's rows as
@@ -105,6 +108,28 @@ async function workerMain() {
   Atomics.add(f, 1, 1); // attached
   Atomics.notify(f, 1);
   while (Atomics.load(f, 0) === 0) Atomics.wait(f, 0, 0);
+  if (workload === 'insert-read') {
+    // part 0 inserts `keys` new (odd) keys, then raises flag 2; part 1 reads loaded (even)
+    // keys until then. Each reports its operations and milliseconds.
+    const t0 = performance.now();
+    let n = 0;
+    if (part === 0) {
+      for (let i = 0; i < keys; i++) map.set(key(2 * i + 1), value(i));
+      n = keys;
+      Atomics.store(f, 2, 1);
+    } else {
+      const next = rng(seed + 5);
+      while (Atomics.load(f, 2) === 0) {
+        for (let j = 0; j < 100; j++) if (map.get(key(2 * (next() % keys))) === undefined) throw new Error('insert-read: a loaded key is missing');
+        n += 100;
+      }
+    }
+    const ms = performance.now() - t0;
+    if (store) await map.close();
+    else map.free();
+    parentPort.postMessage({ n, ms });
+    return;
+  }
   run(map, workload, keys, ops, part, parts, seed);
   if (store) await map.close(); // commits this worker's writes (inside the timed part)
   else map.free();
@@ -174,6 +199,39 @@ async function measureShared(BTreeMap, wasm, workload, keys, ops, workers, seed,
   return extra ? { seconds, ...extra } : seconds;
 }
 
+// insert-read: a map or file store loaded with `keys` keys (even ones), shared by two
+// workers: one inserts `keys` new keys while the other reads loaded keys until it is done.
+// Returns the writer's seconds and the reader's reads per second (extra `reads_per_sec`).
+async function measureInsertRead(BTreeMap, wasm, keys, seed, dist = DIST, BTreeStore = null) {
+  const opened = BTreeStore ? await openStore(BTreeStore, wasm) : null;
+  const map = opened ? opened.store : new BTreeMap(null, { wasm, values: 'utf8' });
+  const batch = [];
+  for (let i = 0; i < keys; i++) {
+    batch.push([key(2 * i), value(i)]);
+    if (batch.length === 10000) { map.setMany(batch); batch.length = 0; }
+  }
+  map.setMany(batch);
+  const flag = new SharedArrayBuffer(12);
+  const f = new Int32Array(flag);
+  const ws = [], done = [];
+  for (let p = 0; p < 2; p++) {
+    const w = new Worker(new URL(import.meta.url), {
+      workerData: { handle: map.share(), flag, workload: 'insert-read', keys, ops: 0, part: p, parts: 2, seed, dist, store: opened !== null },
+    });
+    done.push(new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); }));
+    ws.push(w);
+  }
+  while (Atomics.load(f, 1) < 2) await new Promise((r) => setTimeout(r, 5));
+  Atomics.store(f, 0, 1);
+  Atomics.notify(f, 0);
+  const [writer, reader] = await Promise.all(done);
+  await Promise.all(ws.map((w) => w.terminate()));
+  if (map.size !== 2 * keys) throw new Error(`insert-read: ${map.size} keys, expected ${2 * keys}`);
+  if (opened) await opened.done();
+  else map.free();
+  return { seconds: writer.ms / 1000, reads_per_sec: Math.round(reader.n / (reader.ms / 1000)) };
+}
+
 // xmerge rows' extras: the tree's leaf fill and bytes per record, the store's XMerge count and
 // evictions (treeStats reads every page: after the clock).
 function xmergeReport(store) {
@@ -214,14 +272,19 @@ async function main() {
     base = { BTreeMap: b.BTreeMap, BTreeStore: b.BTreeStore, mt: await b.loadWasm({ threads: true }), dist: distOf(baseDir) };
   }
   const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1];
-  for (const workload of p.workloads ?? ['lookup', 'insert', 'mix', 'hot', 'xmerge']) {
+  for (const workload of p.workloads ?? ['lookup', 'insert', 'mix', 'hot', 'xmerge', 'insert-read']) {
     // xmerge: its own key count (a store under a 1 MiB pool loads slowly), XMerge on and off
     // with redistribution on (the default) and off (the paper's splits), 1 and 2 workers
     const xkeys = p.xmergeKeys ?? keys;
-    const n = workload === 'insert' ? keys : workload === 'xmerge' ? xkeys : ops;
+    const n = workload === 'insert' || workload === 'insert-read' ? keys : workload === 'xmerge' ? xkeys : ops;
     const xm = (workers, redistribute, xmerge) => () => measureShared(BTreeMap, mt, workload, xkeys, ops, workers, seed, DIST, false, BTreeStore,
       { poolSize: 1 << 20, fill: { redistribute, xmerge } }, xmergeReport);
-    const cases = workload === 'xmerge' ? [1, 2].flatMap((w) => [
+    const ir = (impl, b, stores) => [impl, 2, () => measureInsertRead(b.BTreeMap, b.mt, keys, seed, b.dist, stores ? b.BTreeStore : null)];
+    const cases = workload === 'insert-read' ? [
+      ir('adaptree-wasm-mt', { BTreeMap, BTreeStore, mt, dist: DIST }, false),
+      ir('adaptree-file-mt', { BTreeMap, BTreeStore, mt, dist: DIST }, true),
+      ...(base ? [ir('adaptree-wasm-mt-base', base, false), ir('adaptree-file-mt-base', base, true)] : []),
+    ] : workload === 'xmerge' ? [1, 2].flatMap((w) => [
       ['adaptree-file-mt', w, xm(w, true, true)],
       ['adaptree-file-mt', w, xm(w, true, false), 'adaptive+no-xmerge'],
       ['adaptree-file-mt', w, xm(w, false, true), 'adaptive+no-redistribute'],
@@ -243,8 +306,8 @@ async function main() {
       ['adaptree-file-mt', 1, () => measureShared(BTreeMap, mt, workload, keys, ops, 1, seed, DIST, false, BTreeStore)],
       ['adaptree-file-mt', 2, () => measureShared(BTreeMap, mt, workload, keys, ops, 2, seed, DIST, false, BTreeStore)],
     ];
-    if (p.stores === false) cases.splice(workload === 'xmerge' ? 0 : 4);
-    if (base && workload !== 'xmerge') {
+    if (p.stores === false && workload !== 'insert-read') cases.splice(workload === 'xmerge' ? 0 : 4);
+    if (base && workload !== 'xmerge' && workload !== 'insert-read') {
       cases.push(['adaptree-wasm-mt-base', 1, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 1, seed, base.dist)]);
       cases.push(['adaptree-wasm-mt-base', 2, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 2, seed, base.dist)]);
       if (p.stores !== false && workload !== 'hot') {
