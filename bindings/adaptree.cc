@@ -105,7 +105,7 @@ struct at_ctx {
   at_tree* touched_tree = nullptr;
   // A shared write that makes room in its leaf (ReadMode::recs, ::scratch).
   std::vector<adaptree::RecordRef> recs;
-  alignas(16) uint8_t scratch[adaptree::kPageSize];
+  alignas(16) uint8_t scratch[3 * adaptree::kPageSize];
 };
 
 namespace {
@@ -1132,7 +1132,8 @@ uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::check
 // Tests: 1 takes the tree latch exclusive, 0 releases it; 2 takes it shared, 3 releases that;
 // 7 takes the first leaf's latch exclusive and keeps it.
 // Contention Split (docs/THREADS.md): 4 turns it on, 5 off; 6 returns the number of
-// contention splits so far.
+// contention splits so far. 9 returns the number of leaf splits made under the shared
+// latch (phase 2c).
 int32_t at_debug_latch(at_tree* t, uint32_t hold) {
   if (!t) return st(Status::kClosed);
   if (hold == 7) {
@@ -1144,10 +1145,11 @@ int32_t at_debug_latch(at_tree* t, uint32_t hold) {
     return st(Status::kOk);
   }
   if (hold == 8) return static_cast<int32_t>(adaptree::g_leaf_latch_sleeps.load(std::memory_order_relaxed) & 0x7FFFFFFF);
-  if (hold >= 4 && hold <= 6) {
+  if ((hold >= 4 && hold <= 6) || hold == 9) {
     Held h(t, true, TreeLatch::Wait::kSpin, nullptr);
     if (!h.ok()) return st(Status::kClosed);
     if (hold == 6) return static_cast<int32_t>(t->tree.contention_splits());
+    if (hold == 9) return static_cast<int32_t>(t->tree.shared_splits() & 0x7FFFFFFF);
     t->tree.set_contention_split(hold == 4);
     return st(Status::kOk);
   }

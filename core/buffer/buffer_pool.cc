@@ -260,6 +260,28 @@ Status BufferPool::allocate(PageId* out) {
   return Status::kOk;
 }
 
+bool BufferPool::allocate_shared(PageId* out) {
+  if (backend_) return false;
+  while (alloc_lock_.exchange(true, std::memory_order_acquire)) {
+    while (alloc_lock_.load(std::memory_order_relaxed)) {
+    }
+  }
+  PageId id = kInvalidPageId;
+  if (!free_.empty()) {
+    id = free_.back();
+    free_.pop_back();
+  } else if (page_count_ < frame_count_ && page_count_ != ~PageId{0} && reserve_checked(free_, size_t{page_count_} + 1)) {
+    id = page_count_;
+    __atomic_store_n(&page_count_, id + 1, __ATOMIC_RELAXED);  // (valid() reads it beside)
+  }
+  if (id != kInvalidPageId) free_changed_ = true;
+  alloc_lock_.store(false, std::memory_order_release);
+  if (id == kInvalidPageId) return false;
+  data(id)[0] = static_cast<uint8_t>(PageTag::kFree);
+  *out = id;
+  return true;
+}
+
 void BufferPool::release(PageId id) {
   if (!backend_) {
     data(id)[0] = static_cast<uint8_t>(PageTag::kFree);

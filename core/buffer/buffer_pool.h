@@ -236,11 +236,17 @@ class BufferPool {
 
   // A new page (contents undefined, dirty) or kOutOfMemory.
   Status allocate(PageId* out);
+  // Memory mode, under the tree latch held shared (a leaf split there, phase 2c): a page
+  // from the free list or the pool's unused frames, taken under the pool's own spin lock.
+  // False where the pool would have to grow, or the free list cannot be reserved: the
+  // exclusive latch does that (grow replaces the page-id array shared readers index).
+  bool allocate_shared(PageId* out);
   // Returns the page to the free list.
   void release(PageId id);
-  bool valid(PageId id) const { return id != kInvalidPageId && id < page_count_; }
+  // (page_count_ grows under the shared latch too: allocate_shared; atomic access there.)
+  bool valid(PageId id) const { return id != kInvalidPageId && id < __atomic_load_n(&page_count_, __ATOMIC_RELAXED); }
   uint64_t live_pages() const { return page_count_ - 1 - free_.size() - (free_pending_ ? pending_free_count_ : 0); }
-  PageId page_count() const { return page_count_; }
+  PageId page_count() const { return __atomic_load_n(&page_count_, __ATOMIC_RELAXED); }
   uint64_t allocated_bytes() const { return uint64_t{chunks_.size()} * kChunkFrames * kPageSize; }
   // Every page free (memory mode: memory returned).
   void clear();
@@ -320,6 +326,7 @@ class BufferPool {
   static constexpr unsigned kHitStripes = 8;
   HitStripe shared_hits_[kHitStripes];
   bool pressure_ = false;
+  std::atomic<bool> alloc_lock_{false};  // allocate_shared
 };
 
 }  // namespace adaptree

@@ -95,9 +95,19 @@ struct BasicNode {
   PageId child_for_checked(const uint8_t* key, uint32_t len) const {
     bool exact;
     unsigned pos = lower_bound<true>(key, len, &exact);
-    if (pos == kBadImage) return kInvalidPageId;
-    if (pos >= count()) return upper_child();
-    const uint8_t* s = slot(pos);  // (the flags may have changed since lower_bound read them)
+    return pos == kBadImage ? kInvalidPageId : child_checked(pos);
+  }
+  // child_after, checked as child_for_checked.
+  PageId child_after_checked(const uint8_t* key, uint32_t len) const {
+    bool exact;
+    unsigned pos = lower_bound<true>(key, len, &exact);
+    return pos == kBadImage ? kInvalidPageId : child_checked(pos + (exact ? 1 : 0));
+  }
+  // child(i) on an image that may be changing: kInvalidPageId where its slot or value
+  // would lie outside the node.
+  PageId child_checked(unsigned i) const {
+    if (i >= count()) return upper_child();
+    const uint8_t* s = slot(i);  // (the flags may have changed since lower_bound read them)
     if (s + 6 > p + kNodeSize) return kInvalidPageId;
     unsigned at = load16(s) + load16(s + 2);
     return at + 4 <= kNodeSize ? load32(p + at) : kInvalidPageId;

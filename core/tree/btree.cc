@@ -767,49 +767,43 @@ Status BTree::split_inner(Path* path, unsigned idx) {
   return install_split(path->ids[idx - 1], node, sep.slice());
 }
 
-Status BTree::split_leaf(Path* path, Slice key, unsigned at) {
-  unsigned d = path->depth;
-  PageId leaf = path->ids[d - 1];
-  unsigned n = extract(page(leaf), 0, &recs_);
-  if (n == kExtractFailed) return Status::kOutOfMemory;
-  const uint8_t* src = scratch_[0];
+// The two halves split_leaf builds from a leaf's n >= 1 records (recs, in key order,
+// taken from the image src: its fences, counter and layout), key pending (at: Contention
+// Split's record index, 0: none): the lower one into dl, the upper one into dr, their
+// separator into *sep. False: no split point where both halves fit.
+bool BTree::split_images(const uint8_t* src, const RecordRef* recs, unsigned n, Slice key, unsigned at, uint8_t* dl,
+                         uint8_t* dr, KeyBuffer* sep) {
   Fences f = fences_of(src);
   uint8_t counter = src[hdr::kCounter];
   PageTag src_tag = static_cast<PageTag>(src[0]);
-  if (n == 0) {
-    // Nothing to split: the layout cannot take the key; use a comparison-based leaf.
-    if (src_tag == PageTag::kBasicLeaf || src_tag == PageTag::kFingerprintLeaf) return Status::kCorrupt;
-    return convert_leaf(leaf, PageTag::kBasicLeaf) ? Status::kOk : Status::kCorrupt;
-  }
   RecordRef keyref{key.data, nullptr, nullptr, static_cast<uint16_t>(key.len), 0, 0};
-  KeyBuffer sep;
   unsigned j = 0;
   bool special = false;
   if (n == 1) {
     special = true;
-    if (compare_record_key(recs_[0], key) < 0) {
+    if (compare_record_key(recs[0], key) < 0) {
       j = 1;
-      separator_between(recs_[0], keyref, &sep);
+      separator_between(recs[0], keyref, sep);
     } else {
       j = 0;
-      separator_between(keyref, recs_[0], &sep);
+      separator_between(keyref, recs[0], sep);
     }
   } else {
     if (cfg_.fully_dense_leaves && src_tag != PageTag::kFullyDenseLeaf) {
       // Partition-aware split: the largest split point whose lower node could
       // be fully dense, if it is at least the median.
-      unsigned dp = FullyDenseLeaf::dense_prefix(f, recs_.data(), n);
+      unsigned dp = FullyDenseLeaf::dense_prefix(f, recs, n);
       if (dp >= n / 2 && dp < n) j = dp;
     }
     if (at > 0 && at < n) j = at;  // Contention Split's choice
-    if (j == 0) j = choose_split_point(recs_.data(), n);
-    separator_between(recs_[j - 1], recs_[j], &sep);
+    if (j == 0) j = choose_split_point(recs, n);
+    separator_between(recs[j - 1], recs[j], sep);
   }
   auto try_build = [&](unsigned split) {
-    Fences lf{f.lower, sep.slice(), f.lower_inf, false};
-    Fences rf{sep.slice(), f.upper, false, f.upper_inf};
-    return build_leaf(scratch_[1], lf, recs_.data(), split, counter) &&
-           build_leaf(scratch_[2], rf, recs_.data() + split, n - split, counter);
+    Fences lf{f.lower, sep->slice(), f.lower_inf, false};
+    Fences rf{sep->slice(), f.upper, false, f.upper_inf};
+    return build_leaf(dl, lf, recs, split, counter) &&
+           build_leaf(dr, rf, recs + split, n - split, counter);
   };
   bool built = try_build(j);
   if (!built && !special) {
@@ -820,11 +814,27 @@ Status BTree::split_leaf(Path* path, Slice key, unsigned at) {
       int cand = static_cast<int>(preferred) + ((k & 1) ? -static_cast<int>((k + 1) / 2) : static_cast<int>(k / 2));
       if (cand < 1 || cand >= static_cast<int>(n)) continue;
       j = static_cast<unsigned>(cand);
-      separator_between(recs_[j - 1], recs_[j], &sep);
+      separator_between(recs[j - 1], recs[j], sep);
       built = try_build(j);
     }
   }
-  if (!built) return Status::kCorrupt;
+  return built;
+}
+
+Status BTree::split_leaf(Path* path, Slice key, unsigned at) {
+  unsigned d = path->depth;
+  PageId leaf = path->ids[d - 1];
+  unsigned n = extract(page(leaf), 0, &recs_);
+  if (n == kExtractFailed) return Status::kOutOfMemory;
+  const uint8_t* src = scratch_[0];
+  PageTag src_tag = static_cast<PageTag>(src[0]);
+  if (n == 0) {
+    // Nothing to split: the layout cannot take the key; use a comparison-based leaf.
+    if (src_tag == PageTag::kBasicLeaf || src_tag == PageTag::kFingerprintLeaf) return Status::kCorrupt;
+    return convert_leaf(leaf, PageTag::kBasicLeaf) ? Status::kOk : Status::kCorrupt;
+  }
+  KeyBuffer sep;
+  if (!split_images(src, recs_.data(), n, key, at, scratch_[1], scratch_[2], &sep)) return Status::kCorrupt;
   bool restarted;
   Status s = ensure_parent_space(path, d - 1, sep.len, &restarted);
   if (s != Status::kOk || restarted) return s;
@@ -1055,13 +1065,40 @@ void BTree::fix_keyless_inner(Slice key) {
 
 // ---------------------------------------------------------------- cursor
 
-bool Cursor::enter(PageId leaf, bool scan_start) {
+bool Cursor::enter_at(BTree::Descent kind, Slice key, bool scan_start) {
+  if (!latching()) {
+    BTree::Path path;
+    PageId id = kind == BTree::Descent::kTo      ? t_->descend(key, &path)
+                : kind == BTree::Descent::kAfter ? t_->descend_after(key)
+                                                 : t_->descend_edge(kind == BTree::Descent::kLast);
+    return enter(id, scan_start);
+  }
+  for (unsigned tries = 0; tries < 64; tries++) {
+    BTree::ParentRef parent;
+    PageId id = t_->descend_shared(kind, key, &parent);
+    if (id == kInvalidPageId) break;
+    moved_ = false;
+    if (enter(id, scan_start, &parent)) return true;
+    if (!moved_) return false;
+  }
+  restart_ = true;  // the parent kept changing: exclusive
+  release();
+  return false;
+}
+
+bool Cursor::enter(PageId leaf, bool scan_start, const BTree::ParentRef* parent) {
   if (latching()) {
-    // One leaf latched at a time: inner nodes do not change under the shared
-    // tree latch, so the next leaf is found without holding this one.
+    // One leaf latched at a time: inner nodes above the leaves' parents do not change
+    // under the shared tree latch, and a parent that did (phase 2c) is checked once the
+    // leaf is latched, so the next leaf is found without holding this one.
     release();
     held_ = t_->latch_word(leaf);
     leaf_ver_ = PageLatch(held_, mode_->block).lock_shared();
+    if (parent && !parent->holds()) {
+      release();
+      moved_ = true;
+      return false;
+    }
   } else {
     leaf_ver_ = t_->leaf_version(leaf);
   }
@@ -1096,6 +1133,11 @@ bool Cursor::enter(PageId leaf, bool scan_start) {
       }
       held_ = w;
       leaf_ver_ = l.lock_shared();
+      if (parent && !parent->holds()) {  // its range may have moved while it was let go
+        release();
+        moved_ = true;
+        return false;
+      }
       if (FingerprintLeaf{p}.is_sorted()) return true;
     }
     if (mode_ && mode_->shared) {  // a shared holder changes no page
@@ -1130,7 +1172,7 @@ bool Cursor::settle_forward(int pos) {
     Fences f = fences_of(p);
     if (f.upper_inf) return false;
     fence_.assign(f.upper);
-    if (!enter(t_->descend_after(fence_.slice()))) return false;
+    if (!enter_at(BTree::Descent::kAfter, fence_.slice())) return false;
     pos = 0;
   }
 }
@@ -1149,8 +1191,7 @@ bool Cursor::settle_backward(int pos) {
     Fences f = fences_of(p);
     if (f.lower_inf) return false;
     fence_.assign(f.lower);
-    BTree::Path path;
-    if (!enter(t_->descend(fence_.slice(), &path))) return false;
+    if (!enter_at(BTree::Descent::kTo, fence_.slice())) return false;
     pos = static_cast<int>(leaf::positions(t_->page(leaf_))) - 1;
   }
 }
@@ -1159,11 +1200,10 @@ Status Cursor::position(bool scan_start) {
   pending_advance_ = false;
   bool ok;
   if (anchor_edge_) {
-    if (!enter(t_->descend_edge(reverse_), scan_start)) return Status::kRestart;
+    if (!enter_at(reverse_ ? BTree::Descent::kLast : BTree::Descent::kFirst, {}, scan_start)) return Status::kRestart;
     ok = reverse_ ? settle_backward(INT_MAX) : settle_forward(0);
   } else {
-    BTree::Path path;
-    if (!enter(t_->descend(anchor_.slice(), &path), scan_start)) return Status::kRestart;
+    if (!enter_at(BTree::Descent::kTo, anchor_.slice(), scan_start)) return Status::kRestart;
     bool exact;
     int pos = leaf::lower_bound(t_->page(leaf_), anchor_.slice(), &exact);
     if (!reverse_) {

@@ -67,8 +67,8 @@ struct ReadMode {
   bool contended = false;
   XorShift32* rng = nullptr;  // shared: the calling context's own random source
   // A shared write that makes room in its leaf (phase 2c, BTree::make_room_shared)
-  // works in the calling context's scratch: room for two leaves' records, and a
-  // page for the dense-layout test. Without them such a write restarts exclusive.
+  // works in the calling context's scratch: room for two leaves' records, and
+  // 3 pages (a leaf's copy and two images). Without them such a write restarts exclusive.
   std::vector<RecordRef>* recs = nullptr;
   uint8_t* scratch = nullptr;
   // The calling context may block (a worker): a long wait for a leaf latch sleeps
@@ -140,6 +140,8 @@ class BTree {
   void set_contention_split(bool on) { csplit_ = on; }
   bool contention_split() const { return csplit_; }
   uint64_t contention_splits() const { return csplits_; }
+  // Leaf splits a shared map made under the shared tree latch (phase 2c).
+  uint64_t shared_splits() const { return shared_splits_.load(std::memory_order_relaxed); }
 
   Status get(Slice key, ValueRef* out, ReadMode* mode = nullptr);
   // An optimistic point read (phase 2b, docs/THREADS.md) of a tree shared between
@@ -254,28 +256,38 @@ class BTree {
   // In memory, always; on a store (shared between threads), only if every page on the
   // way is resident and, for a write, the leaf's frame is dirty already (so the pager
   // need not be told) and no XMerge is due; else false: restart exclusive.
+  // A leaf's parent as a descent under the shared tree latch found it: a shared write
+  // may change it (phase 2c) under its latch, so its state word is kept as read, unlatched.
+  struct ParentRef {
+    std::atomic<uint64_t>* latch = nullptr;  // none: the leaf is the root
+    uint64_t word = 0;
+    uint8_t* page = nullptr;
+    PageId id = kInvalidPageId;
+    FrameId frame = kNoFrame;  // a store's
+    // With the leaf latched: the parent has not changed since the descent, so the leaf
+    // still holds the range the descent looked for (else the caller unlatches, retries).
+    bool holds() const { return !latch || latch->load(std::memory_order_acquire) == word; }
+  };
   struct SharedLeaf {
     PageId id;
     uint8_t* page;
     std::atomic<uint64_t>* latch;
     FrameId frame = kNoFrame;  // a store's frame holding it
-    // A store's leaf parent: a shared write may change it (phase 2c) under its
-    // frame's latch. Its state word as the descent found it, unlatched.
-    std::atomic<uint64_t>* parent_latch = nullptr;
-    uint64_t parent_word = 0;
-    uint8_t* parent_page = nullptr;
-    FrameId parent_frame = kNoFrame;
-    // With the leaf latched: its parent has not changed since the descent, so the
-    // leaf still holds key's range (else the caller unlatches and restarts).
-    bool parent_holds() const {
-      return !parent_latch || parent_latch->load(std::memory_order_acquire) == parent_word;
-    }
+    ParentRef parent;
   };
+  // The leaf a descent under the shared tree latch of a map reaches (kTo: key's leaf;
+  // kAfter: the leaf of the keys just above key; kFirst, kLast: the edges), its parent
+  // in *parent: searched with the checked searches and validated before its child is
+  // followed. kInvalidPageId: the parent stayed latched too long (run exclusive).
+  enum class Descent { kTo, kAfter, kFirst, kLast };
+  PageId descend_shared(Descent kind, Slice key, ParentRef* parent) const;
   bool shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf* out) const;
   Status set_shared(Slice key, Slice value, ReadMode& m);
   enum class SharedRoom { kNone, kInserted, kMoved };
   SharedRoom make_room_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
                               PutResult* r);
+  SharedRoom split_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old, PutResult* r);
+  std::atomic<uint64_t> shared_splits_{0};
   Status remove_shared(Slice key, ReadMode& m);
   // The merges after a remove left the leaf at the end of path underfull.
   Status rebalance(Path* path, Slice key);
@@ -299,6 +311,8 @@ class BTree {
   // converts it to another layout or splits it (or its parents). kOk means
   // retry the operation from the root.
   Status make_room(Path* path, Slice key, uint16_t vfield);
+  bool split_images(const uint8_t* src, const RecordRef* recs, unsigned n, Slice key, unsigned at, uint8_t* dl,
+                    uint8_t* dr, KeyBuffer* sep);
   // at (1..records-1): split before that record (Contention Split), else where the layout prefers.
   Status split_leaf(Path* path, Slice key, unsigned at = 0);
   // After a shared write of key at record index pos of leaf id (latched exclusive).
@@ -436,7 +450,12 @@ class Cursor {
   bool settle_backward(int pos);
   // Makes leaf the current one; lazy-sorts fingerprint leaves. False under a
   // shared mode when the leaf must change first (restart_ is set).
-  bool enter(PageId leaf, bool scan_start = false);
+  bool enter(PageId leaf, bool scan_start = false, const BTree::ParentRef* parent = nullptr);
+  // Descends (kind, key: BTree::descend_shared) and enters the leaf. Under a leaves mode
+  // the leaf's parent may change under its latch (phase 2c): the descent validates it,
+  // and enter() checks it again once the leaf is latched; a leaf whose range moved
+  // meanwhile is let go and the descent retried.
+  bool enter_at(BTree::Descent kind, Slice key, bool scan_start = false);
   // After an attempt that met restart_: re-position from the last key next time.
   Status restart();
   // Under a leaves mode: the current leaf is held shared while its records are
@@ -457,6 +476,7 @@ class Cursor {
   BTree* t_;
   ReadMode* mode_ = nullptr;
   bool restart_ = false;
+  bool moved_ = false;  // enter(): the leaf's parent changed before it was latched
   uint64_t version_ = 0;
   uint64_t leaf_ver_ = 0;  // leaf_'s latch version when it was entered
   std::atomic<uint64_t>* held_ = nullptr;

@@ -5,6 +5,9 @@
 // inlining), and the shared paths read apart from them.
 #include <utility>
 
+#include <cstring>
+
+#include "core/layouts/fingerprint_leaf.h"
 #include "core/layouts/fully_dense_leaf.h"
 #include "core/layouts/leaf.h"
 #include "core/tree/btree.h"
@@ -22,15 +25,64 @@ const uint8_t kEmpty[1] = {0};
 constexpr unsigned kParentSpins = 4096;
 }  // namespace
 
+// The parent step of a descent under the shared tree latch (phase 2c): a leaf's parent
+// may be changing under its latch (w), so it is waited for briefly while latched, searched
+// with a checked search (find: the node's bytes to a child id), and its word validated
+// before the child is followed. kInvalidPageId: it stayed latched, or changed meanwhile.
+template <class Find>
+static PageId parent_step(std::atomic<uint64_t>* w, Find&& find, uint64_t* word) {
+  uint64_t v = w->load(std::memory_order_acquire);
+  for (unsigned spins = 0; frame_state::lock_state(v) != frame_state::kUnlocked; spins++) {
+    if (spins >= kParentSpins) return kInvalidPageId;
+    v = w->load(std::memory_order_acquire);
+  }
+  PageId id = find();
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (w->load(std::memory_order_relaxed) != v) return kInvalidPageId;
+  *word = v;
+  return id;
+}
+
+PageId BTree::descend_shared(Descent kind, Slice key, ParentRef* parent) const {
+  PageId id = root_;
+  for (unsigned d = 1; d < height_; d++) {
+    uint8_t* p = store_.memory_page(id);
+    BasicNode n{p};
+    if (d + 1 < height_) {  // above the leaves' parents: changed only under the exclusive latch
+      id = kind == Descent::kTo      ? n.child_for(key.data, key.len)
+           : kind == Descent::kAfter ? n.child_after(key.data, key.len)
+           : kind == Descent::kFirst ? n.child(0)
+                                     : n.upper_child();
+      continue;
+    }
+    std::atomic<uint64_t>* w = store_.latch_word(id);
+    parent->latch = w;
+    parent->page = p;
+    parent->id = id;
+    id = parent_step(
+        w,
+        [&] {
+          return kind == Descent::kTo      ? n.child_for_checked(key.data, key.len)
+                 : kind == Descent::kAfter ? n.child_after_checked(key.data, key.len)
+                 : kind == Descent::kFirst ? n.child_checked(0)
+                                           : n.upper_child();
+        },
+        &parent->word);
+  }
+  return id;
+}
+
 bool BTree::shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf* out) const {
   if (!store_.backed()) {
-    out->id = leaf_for(key);
+    out->id = descend_shared(Descent::kTo, key, &out->parent);
+    if (out->id == kInvalidPageId) return false;
     out->page = store_.memory_page(out->id);
     out->latch = store_.latch_word(out->id);
     return true;
   }
   // A store: nothing loads, evicts or marks frames dirty under the shared latch
-  // (BufferPool::resident_frame). Inner nodes change only under the exclusive one.
+  // (BufferPool::resident_frame). Inner nodes above the leaves' parents change only
+  // under the exclusive one.
   if (write && store_.pressure()) return false;  // XMerge is due: the exclusive write runs it
   PageId id = root_;
   FrameId f = store_.resident_frame(id);
@@ -40,22 +92,10 @@ bool BTree::shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf*
     if (d + 1 < height_) {
       id = BasicNode{p}.child_for(key.data, key.len);
     } else {
-      // The leaf's parent, which a shared write may change under its latch
-      // (make_room_shared): searched optimistically (checked), its word kept for the
-      // caller to validate once it holds the leaf. Held exclusive: briefly waited for.
-      std::atomic<uint64_t>* w = store_.frame_latch(f);
-      uint64_t v = w->load(std::memory_order_acquire);
-      for (unsigned spins = 0; frame_state::lock_state(v) != frame_state::kUnlocked; spins++) {
-        if (spins >= kParentSpins) return false;
-        v = w->load(std::memory_order_acquire);
-      }
-      id = BasicNode{p}.child_for_checked(key.data, key.len);
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (id == kInvalidPageId || w->load(std::memory_order_relaxed) != v) return false;
-      out->parent_latch = w;
-      out->parent_word = v;
-      out->parent_page = p;
-      out->parent_frame = f;
+      out->parent = ParentRef{store_.frame_latch(f), 0, p, id, f};
+      id = parent_step(
+          out->parent.latch, [&] { return BasicNode{p}.child_for_checked(key.data, key.len); }, &out->parent.word);
+      if (id == kInvalidPageId) return false;
     }
     f = store_.resident_frame(id);
   }
@@ -80,7 +120,7 @@ Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
   if (!shared_leaf(key, false, mode, &l)) return Status::kRestart;
   PageLatch latch(l.latch, mode.block);
   latch.lock_shared();
-  if (!l.parent_holds()) {  // a shared redistribution moved the leaf's range meanwhile
+  if (!l.parent.holds()) {  // a shared redistribution moved the leaf's range meanwhile
     latch.unlock_shared();
     return Status::kRestart;
   }
@@ -130,8 +170,8 @@ Status BTree::get_optimistic(Slice key, const TreeLatch& latch, uint64_t seq, Xo
   if (!latch.read_check(seq) || height > kMaxHeight) return Status::kRestart;
   uint8_t* p;
   FrameId f;
-  // A store's leaf parent may change under its latch (phase 2c): its word is read
-  // before its search and validated with the leaf.
+  // A leaf's parent may change under its latch (phase 2c): its word is read before its
+  // search and validated with the leaf.
   const std::atomic<uint64_t>* pword = nullptr;
   uint64_t pv = 0;
   for (unsigned d = 1;; d++) {
@@ -145,7 +185,7 @@ Status BTree::get_optimistic(Slice key, const TreeLatch& latch, uint64_t seq, Xo
     }
     if (!(p = store_.memory_page_checked(f))) return Status::kRestart;
     if (d >= height) break;
-    if (backed && d + 1 == height) {
+    if (d + 1 == height) {
       pword = BufferPool::latch_of(p, f);
       pv = pword->load(std::memory_order_acquire);
       if (frame_state::lock_state(pv) != frame_state::kUnlocked) return Status::kRestart;
@@ -211,7 +251,7 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   PageLatch latch(l.latch, m.block);
   bool waited;
   latch.lock_exclusive(&waited);
-  if (!l.parent_holds()) {  // a shared redistribution moved the leaf's range meanwhile
+  if (!l.parent.holds()) {  // a shared redistribution moved the leaf's range meanwhile
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;
   }
@@ -225,7 +265,8 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   if (r == PutResult::kNoSpace) {
     // A neighbour may take records (phase 2c); else a split or conversion: exclusive
     // (the counter step is taken).
-    SharedRoom room = make_room_shared(l, key, value, m, &old, &r);
+    SharedRoom room = store_.backed() ? make_room_shared(l, key, value, m, &old, &r)
+                                      : split_shared(l, key, value, m, &old, &r);
     if (room != SharedRoom::kInserted) {
       if (room == SharedRoom::kMoved) latch.unlock_exclusive();
       else latch.unlock_exclusive_unchanged();
@@ -257,8 +298,8 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
 BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
                                           PutResult* r) {
   // Stores only: a shared map's cursors and descents do not validate leaf parents.
-  if (!store_.backed() || !l.parent_latch || !m.recs || !m.scratch || !fill_.redistribute || !rebalance_ ||
-      !store_.frame_dirty(l.parent_frame))
+  if (!store_.backed() || !l.parent.latch || !m.recs || !m.scratch || !fill_.redistribute || !rebalance_ ||
+      !store_.frame_dirty(l.parent.frame))
     return SharedRoom::kNone;
   uint8_t* lp = l.page;
   if (lp[0] != static_cast<uint8_t>(PageTag::kBasicLeaf)) return SharedRoom::kNone;
@@ -279,9 +320,9 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
       if (dp >= n / 2 && dp < n) return SharedRoom::kNone;
     }
   }
-  PageLatch parent(l.parent_latch);
+  PageLatch parent(l.parent.latch);
   if (!parent.try_lock_exclusive()) return SharedRoom::kNone;
-  BasicNode pn{l.parent_page};
+  BasicNode pn{l.parent.page};
   bool exact;
   const unsigned pos = pn.lower_bound(key.data, key.len, &exact), c = pn.count();
   // The neighbours pos - 1 and pos + 1 (where they exist), latched.
@@ -345,6 +386,59 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
   return *r == PutResult::kNoSpace ? SharedRoom::kMoved : SharedRoom::kInserted;
 }
 
+// Phase 2c on a shared map (docs/THREADS.md): a write whose basic or fingerprint leaf is
+// full splits it under the shared tree latch, as split_leaf would (the same images,
+// split_images, built from a copy in the context's scratch), where its parent has room
+// for the separator and the pool a page without growing. The caller holds the leaf
+// exclusive; the parent is latched exclusive by try. The new lower half is written to
+// the new page and key put in its half before the parent, unlatched last, shows either.
+// kNone (nothing changed: a dense conversion comes first, a redistribution is on, the
+// parent is full or latched, the pool must grow): the exclusive run does it.
+BTree::SharedRoom BTree::split_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
+                                      PutResult* r) {
+  if (store_.backed() || fill_.redistribute || !l.parent.latch || !m.recs || !m.scratch) return SharedRoom::kNone;
+  uint8_t* lp = l.page;
+  if (lp[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && lp[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
+    return SharedRoom::kNone;
+  const uint16_t vfield = static_cast<uint16_t>(value.len);
+  uint8_t* copy = m.scratch;
+  uint8_t* lower = m.scratch + kPageSize;
+  uint8_t* upper = m.scratch + 2 * kPageSize;
+  memcpy(copy, lp, kPageSize);  // (a fingerprint leaf sorts as it extracts)
+  const unsigned n = leaf::count(copy);
+  std::vector<RecordRef>& recs = *m.recs;
+  if (n == 0 || !resize_checked(recs, n)) return SharedRoom::kNone;
+  if (copy[0] == static_cast<uint8_t>(PageTag::kBasicLeaf)) BasicNode{copy}.extract(recs.data());
+  else FingerprintLeaf{copy}.extract(recs.data());
+  const Fences lf = fences_of(copy);
+  if (cfg_.fully_dense_leaves && dense_build(lower, PageTag::kFullyDenseLeaf, lf, recs.data(), n, &key, vfield))
+    return SharedRoom::kNone;
+  if (cfg_.semi_dense_leaves && dense_build(lower, PageTag::kSemiDenseLeaf, lf, recs.data(), n, &key, vfield))
+    return SharedRoom::kNone;
+  KeyBuffer sep;
+  if (!split_images(copy, recs.data(), n, key, 0, lower, upper, &sep)) return SharedRoom::kNone;
+  PageLatch parent(l.parent.latch);
+  if (!parent.try_lock_exclusive()) return SharedRoom::kNone;
+  BasicNode pn{l.parent.page};
+  bool exact;
+  const unsigned pos = pn.lower_bound(key.data, key.len, &exact), plen = pn.prefix_len();
+  PageId id;
+  if (pos > pn.count() || pn.child(pos) != l.id || sep.len < plen ||
+      pn.entry_space(sep.len - plen, 4) > pn.free_space_after_compaction() || !store_.allocate_shared(&id)) {
+    parent.unlock_exclusive_unchanged();
+    return SharedRoom::kNone;
+  }
+  uint8_t* np = store_.memory_page(id);
+  memcpy(np, lower, kPageSize);
+  memcpy(lp, upper, kPageSize);
+  *store_.contention_word(id) = 0;
+  insert_separator(l.parent.id, sep.slice(), id);  // (memory mode: page_mut is the page)
+  *r = leaf::upsert(compare(key, sep.slice()) <= 0 ? np : lp, key, value.data ? value.data : kEmpty, vfield, old);
+  parent.unlock_exclusive();
+  shared_splits_.fetch_add(1, std::memory_order_relaxed);
+  return *r == PutResult::kNoSpace ? SharedRoom::kMoved : SharedRoom::kInserted;
+}
+
 Status BTree::remove_shared(Slice key, ReadMode& m) {
   Status w = writable();
   if (w != Status::kOk) return w;
@@ -354,7 +448,7 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   const PageId id = l.id;
   PageLatch latch(l.latch, m.block);
   latch.lock_exclusive();
-  if (!l.parent_holds()) {
+  if (!l.parent.holds()) {
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;
   }
