@@ -103,6 +103,8 @@ struct at_ctx {
   // its clock's reference bits and hit count (set by settle_touched under the latch).
   adaptree::TouchedFrames touched;
   at_tree* touched_tree = nullptr;
+  // Its slot in a distributed tree latch (TreeLatch::kSlots; contexts take them in turn).
+  unsigned slot = 0;
   // A shared write that makes room in its leaf (ReadMode::recs, ::scratch).
   std::vector<adaptree::RecordRef> recs;
   alignas(16) uint8_t scratch[3 * adaptree::kPageSize];
@@ -113,6 +115,7 @@ namespace {
 constexpr int32_t st(Status s) { return static_cast<int32_t>(s); }
 
 TreeLatch::Wait wait_of(const at_ctx* c) { return c ? c->wait : TreeLatch::Wait::kSpin; }
+unsigned slot_of(const at_ctx* c) { return c ? c->slot : 0; }
 
 // A call's hold on a tree's latch. Reads of an in-memory tree share it; a
 // store's reads fix and evict frames, so everything on a store is exclusive
@@ -126,18 +129,19 @@ struct PointWrite {};
 struct PointRead {};
 class Held {
  public:
-  Held(at_tree* t, bool write, TreeLatch::Wait w, XorShift32* rng)
-      : t_(t), g_(t->latch, write || t->store != nullptr, w) {
+  // slot: the calling context's slot of a distributed tree latch (TreeLatch::lock_shared).
+  Held(at_tree* t, bool write, TreeLatch::Wait w, XorShift32* rng, unsigned slot = 0)
+      : t_(t), g_(t->latch, write || t->store != nullptr, w, slot) {
     init(rng, w);
   }
-  Held(at_tree* t, PointRead, TreeLatch::Wait w, XorShift32* rng)
-      : t_(t), g_(t->latch, t->store != nullptr && (!rng || !t->shared.load(std::memory_order_relaxed)), w) {
-    init(rng, w);
+  Held(at_tree* t, PointRead, at_ctx* c)
+      : t_(t), g_(t->latch, t->store != nullptr && !t->shared.load(std::memory_order_relaxed), wait_of(c), slot_of(c)) {
+    init(&c->rng, wait_of(c));
   }
   // c: the calling context (none: exclusive), whose scratch a write that makes room
   // under the shared latch uses (BTree::make_room_shared).
   Held(at_tree* t, PointWrite, at_ctx* c)
-      : t_(t), g_(t->latch, !c || !t->shared.load(std::memory_order_relaxed), wait_of(c)) {
+      : t_(t), g_(t->latch, !c || !t->shared.load(std::memory_order_relaxed), wait_of(c), slot_of(c)) {
     init(c ? &c->rng : nullptr, wait_of(c));
     if (c) {
       mode_.recs = &c->recs;
@@ -217,9 +221,9 @@ Status run_write(Held& h, BTree& t, Slice key, Write&& write) {
 void settle_touched(at_ctx* c) {
   at_tree* t = c->touched_tree;
   if (t && c->touched.n) {
-    if (!t->latch.try_lock_shared()) return;
+    if (!t->latch.try_lock_shared(c->slot)) return;
     if (!t->closed) t->tree.settle(c->touched, reinterpret_cast<uintptr_t>(&c->rng));
-    t->latch.unlock_shared();
+    t->latch.unlock_shared(c->slot);
   }
   c->touched.clear();
 }
@@ -358,7 +362,9 @@ void at_free(void* p) { free(p); }
 
 at_ctx* at_ctx_new(void) {
   at_ctx* c = new (std::nothrow) at_ctx();
+  static std::atomic<uint32_t> next_slot{0};  // (wasm: in the memory every worker shares)
   if (c) {
+    c->slot = next_slot.fetch_add(1, std::memory_order_relaxed) % TreeLatch::kSlots;
     c->rng.s ^= static_cast<uint32_t>(reinterpret_cast<uintptr_t>(c) * 2654435761u);
     if (c->rng.s == 0) c->rng.s = 1;
   }
@@ -422,6 +428,7 @@ int32_t at_tree_share(at_tree* t) {
   if (!g.held() || t->closed) return st(Status::kClosed);
   t->tree.store().keep_replaced_arrays();  // (optimistic reads: BTree::get_optimistic)
   t->shared.store(true, std::memory_order_relaxed);
+  t->latch.set_distributed(true);  // (under the latch exclusive)
   return st(Status::kOk);
 }
 
@@ -479,7 +486,7 @@ int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
       return st(s);
     }
   }
-  Held h(t, PointRead{}, wait_of(c), &c->rng);
+  Held h(t, PointRead{}, c);
   if (!h.ok()) return st(Status::kClosed);
   h.mode()->drawn = drew;
   ValueRef v;
@@ -511,7 +518,7 @@ int32_t at_has(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
     Status s = read_optimistic(t, c, {key, key_len}, nullptr, &len, &drew);
     if (s == Status::kOk || s == Status::kNotFound) return st(s);
   }
-  Held h(t, PointRead{}, wait_of(c), &c->rng);
+  Held h(t, PointRead{}, c);
   if (!h.ok()) return st(Status::kClosed);
   h.mode()->drawn = drew;
   ValueRef v;
@@ -686,7 +693,7 @@ int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) 
       return st(Status::kOk);
     }
   }
-  Held h(t, PointRead{}, wait_of(c), &c->rng);
+  Held h(t, PointRead{}, c);
   if (!h.ok()) return st(Status::kClosed);
   h.mode()->drawn = drew;
   for (; i < count; i++) {
@@ -818,7 +825,7 @@ void at_cursor_free(at_cursor* cur) {
 // A cursor's calls hold its tree's latch in the cursor's own read mode.
 class HeldCursor : public Held {
  public:
-  HeldCursor(at_cursor* cur, TreeLatch::Wait w) : Held(cur->owner, false, w, &cur->rng), cur_(cur) {
+  HeldCursor(at_cursor* cur, TreeLatch::Wait w, unsigned slot = 0) : Held(cur->owner, false, w, &cur->rng, slot), cur_(cur) {
     cur->mode = *mode();
   }
   bool upgrade() {
@@ -848,7 +855,7 @@ int32_t at_cursor_seek(at_cursor* cur, const uint8_t* key, uint32_t key_len, uin
 
 int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
-  HeldCursor h(cur, wait_of(c));
+  HeldCursor h(cur, wait_of(c), slot_of(c));
   if (!h.ok()) return st(Status::kClosed);
   ValueRef v;
   Status s;
@@ -1029,7 +1036,7 @@ static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& 
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value) {
   if (!cur || !cur->owner) return st(Status::kClosed);
-  HeldCursor h(cur, wait_of(c));
+  HeldCursor h(cur, wait_of(c), slot_of(c));
   if (!h.ok()) return st(Status::kClosed);
   trim_output(c);
   Writer w{c->buf};

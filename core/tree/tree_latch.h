@@ -52,12 +52,29 @@ class TreeLatch {
   static constexpr uint32_t kAbandoned = 1u << 29;
   static constexpr uint32_t kSharedMask = kAbandoned - 1;
 
-  // False (not held) once the latch is abandoned.
-  bool lock_shared(Wait w) {
+  // Distributed (a tree shared between threads, set under the latch exclusive): shared
+  // holders count in one of kSlots counters, each on its own cache line, picked by the
+  // calling context (at_ctx), instead of in the word. Two threads taking the latch shared
+  // then write different lines: with the count in the word, every call of every thread
+  // moved the word's line between cores (natively the largest cost that 2 threads add to
+  // inserts into one map). An exclusive holder sets its bit in the word first and then
+  // waits for every slot to drain; a shared holder counts itself in first and then looks
+  // at the word (both sequentially consistent: one of them sees the other), and stands
+  // back if a writer is in or waits.
+  static constexpr unsigned kSlots = 8;
+  void set_distributed(bool on) { distributed_.store(on, std::memory_order_relaxed); }
+  bool distributed() const { return distributed_.load(std::memory_order_relaxed); }
+
+  // False (not held) once the latch is abandoned. slot: the caller's (distributed only).
+  bool lock_shared(Wait w, unsigned slot = 0) {
     uint32_t v = word_.load(std::memory_order_relaxed);
     for (unsigned spins = 0;;) {
       if (v & kAbandoned) return false;
       if (!(v & (kExclusive | kWriterWaits))) {
+        if (distributed()) {
+          if (enter_slot(slot, &v)) return true;
+          continue;
+        }
         if (word_.compare_exchange_weak(v, v + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) return true;
         continue;
       }
@@ -66,13 +83,21 @@ class TreeLatch {
   }
   // lock_shared without waiting: false if an exclusive holder is in or a writer waits
   // (or the latch is abandoned).
-  bool try_lock_shared() {
+  bool try_lock_shared(unsigned slot = 0) {
     uint32_t v = word_.load(std::memory_order_relaxed);
+    if (distributed()) return !(v & (kExclusive | kWriterWaits | kAbandoned)) && enter_slot(slot, &v);
     while (!(v & (kExclusive | kWriterWaits | kAbandoned)))
       if (word_.compare_exchange_weak(v, v + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) return true;
     return false;
   }
-  void unlock_shared() {
+  void unlock_shared(unsigned slot = 0) {
+    if (distributed()) {
+      // The last one out of its slot while a writer waits for the slots: wake it.
+      if (slots_[slot % kSlots].n.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+          (word_.load(std::memory_order_seq_cst) & kExclusive))
+        wake();
+      return;
+    }
     uint32_t v = word_.fetch_sub(1, std::memory_order_seq_cst) - 1;
     if ((v & kSharedMask) == 0) wake();  // the last reader out: a waiting writer may go
   }
@@ -82,11 +107,24 @@ class TreeLatch {
     uint32_t v = word_.load(std::memory_order_relaxed);
     for (unsigned spins = 0;;) {
       if (v & kAbandoned) return false;
-      if ((v & ~kWriterWaits) == 0) {  // free (a writer-waits mark may be ours or another writer's)
+      if (distributed() && !(v & kExclusive)) {
+        // The bit first (new shared holders stand back), then the slots drain.
+        if (!word_.compare_exchange_weak(v, (v & ~kSharedMask) | kExclusive, std::memory_order_seq_cst,
+                                         std::memory_order_relaxed))
+          continue;
+        if (!drain_slots(w)) return false;
+        seq_.fetch_add(1, std::memory_order_seq_cst);  // odd: optimistic readers stand back
+        return true;
+      }
+      if (!distributed() && (v & ~kWriterWaits) == 0) {  // free (a writer-waits mark may be ours or another's)
         if (word_.compare_exchange_weak(v, kExclusive, std::memory_order_seq_cst, std::memory_order_relaxed)) {
           seq_.fetch_add(1, std::memory_order_seq_cst);  // odd: optimistic readers stand back
           return true;
         }
+        continue;
+      }
+      if (distributed()) {  // another exclusive holder is in
+        v = pause(v, &spins, w);
         continue;
       }
       if (!(v & kWriterWaits)) {
@@ -141,8 +179,13 @@ class TreeLatch {
     return seq_.load(std::memory_order_acquire) == seq;
   }
 
-  // For tests and assertions: the raw word.
-  uint32_t state() const { return word_.load(std::memory_order_relaxed); }
+  // For tests and assertions: the raw word (distributed: with the slots' counts added).
+  uint32_t state() const {
+    uint32_t v = word_.load(std::memory_order_relaxed);
+    if (distributed())
+      for (const Slot& s : slots_) v += s.n.load(std::memory_order_relaxed);
+    return v;
+  }
 
  private:
 #if defined(__wasm__)
@@ -209,8 +252,57 @@ class TreeLatch {
 #endif
   }
 
+  // Distributed: counts the caller in its slot, then checks the word (*v: as found);
+  // false (counted out again) if a writer came.
+  bool enter_slot(unsigned slot, uint32_t* v) {
+    std::atomic<uint32_t>& n = slots_[slot % kSlots].n;
+    n.fetch_add(1, std::memory_order_seq_cst);
+    *v = word_.load(std::memory_order_seq_cst);
+    if (!(*v & (kExclusive | kWriterWaits | kAbandoned))) return true;
+    if (n.fetch_sub(1, std::memory_order_seq_cst) == 1) wake();  // a writer may wait for this slot
+    return false;
+  }
+  // Distributed, the exclusive bit set: waits until no slot counts a shared holder.
+  // A shared holder's exit does not change the word, so a sleeper here sleeps in short
+  // steps (a wake between its look at the slots and its sleep is not lost for long).
+  bool drain_slots(Wait w) {
+    for (unsigned spins = 0;;) {
+      bool busy = false;
+      for (const Slot& s : slots_) busy |= s.n.load(std::memory_order_seq_cst) != 0;
+      if (!busy) return true;
+      uint32_t v = word_.load(std::memory_order_relaxed);
+      if (v & kAbandoned) return false;
+      if (spins < kSpinLimit) {
+        ++spins;
+        relax();
+      } else if (w == Wait::kBlock) {
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        block_briefly(v);
+        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+      } else {
+        yield();
+      }
+    }
+  }
+  // Sleeps while the word is still v, 50 microseconds at most.
+  void block_briefly(uint32_t v) {
+#if defined(__wasm__) && defined(__wasm_atomics__)
+    __builtin_wasm_memory_atomic_wait32(reinterpret_cast<int32_t*>(&word_), static_cast<int32_t>(v), 50000);
+#else
+    (void)v;
+    yield();
+#endif
+  }
+
   std::atomic<uint32_t> word_{0};
   std::atomic<uint32_t> sleepers_{0};
+  // Set only under the latch exclusive; read by waiting shared holders meanwhile (relaxed:
+  // the word's sequentially consistent operations order it).
+  std::atomic<bool> distributed_{false};
+  struct alignas(64) Slot {
+    std::atomic<uint32_t> n{0};
+  };
+  Slot slots_[kSlots];
   // (A line of its own: optimistic readers only load it, shared holders write word_.
   // 64 bits: the count never reaches kSeqAbandoned.)
   static constexpr uint64_t kSeqAbandoned = uint64_t{1} << 63;
@@ -221,13 +313,15 @@ class TreeLatch {
 // exclusive (not atomically: the caller restarts what it did under shared).
 class TreeLatchGuard {
  public:
-  TreeLatchGuard(TreeLatch& l, bool exclusive, TreeLatch::Wait w) : l_(l), w_(w), exclusive_(exclusive) {
-    held_ = exclusive ? l.lock_exclusive(w) : l.lock_shared(w);
+  // slot: the calling context's (TreeLatch::lock_shared).
+  TreeLatchGuard(TreeLatch& l, bool exclusive, TreeLatch::Wait w, unsigned slot = 0)
+      : l_(l), w_(w), exclusive_(exclusive), slot_(slot) {
+    held_ = exclusive ? l.lock_exclusive(w) : l.lock_shared(w, slot);
   }
   ~TreeLatchGuard() {
     if (!held_) return;
     if (exclusive_) l_.unlock_exclusive();
-    else l_.unlock_shared();
+    else l_.unlock_shared(slot_);
   }
   // False when the latch was abandoned (nothing is held: do not touch the tree).
   bool held() const { return held_; }
@@ -236,7 +330,7 @@ class TreeLatchGuard {
   bool exclusive() const { return exclusive_; }
   void upgrade() {
     if (exclusive_ || !held_) return;
-    l_.unlock_shared();
+    l_.unlock_shared(slot_);
     held_ = l_.lock_exclusive(w_);
     exclusive_ = true;
   }
@@ -245,6 +339,7 @@ class TreeLatchGuard {
   TreeLatch& l_;
   TreeLatch::Wait w_;
   bool exclusive_;
+  unsigned slot_;
   bool held_ = false;
 };
 

@@ -928,6 +928,71 @@ TEST(Threads, TreeLatchModes) {
   EXPECT_FALSE(l.read_begin(&seq));
 }
 
+// The distributed latch (a shared tree): shared holders count in their slots; a writer
+// sets its bit, new shared holders stand back, and it goes in once every slot drained;
+// shared holders and writers from many threads exclude each other; abandon() frees a
+// writer waiting for a slot a dead holder never leaves.
+TEST(Threads, TreeLatchDistributed) {
+  TreeLatch l;
+  l.set_distributed(true);
+  ASSERT_TRUE(l.lock_shared(TreeLatch::Wait::kSpin, 1));
+  ASSERT_TRUE(l.lock_shared(TreeLatch::Wait::kBlock, 5));
+  EXPECT_EQ(l.state(), 2u);
+  std::atomic<bool> in{false};
+  std::thread w([&] {
+    EXPECT_TRUE(l.lock_exclusive(TreeLatch::Wait::kBlock));
+    in = true;
+    l.unlock_exclusive();
+  });
+  while (!(l.state() & TreeLatch::kExclusive) && !in) std::this_thread::yield();
+  ASSERT_FALSE(in.load()) << "the writer went in beside two shared holders";
+  EXPECT_FALSE(l.try_lock_shared(2));  // a writer waits: new shared holders stand back
+  l.unlock_shared(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(in.load());  // slot 5 still counts a holder
+  l.unlock_shared(5);
+  w.join();
+  EXPECT_TRUE(in.load());
+  EXPECT_EQ(l.state(), 0u);
+
+  // Writers count a plain counter, readers check that it is even and unchanged by a
+  // concurrent writer while they hold the latch shared.
+  uint64_t counter = 0;
+  std::atomic<bool> torn{false};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 4; i++)
+    ts.emplace_back([&, i] {
+      TreeLatch::Wait wait = i % 2 ? TreeLatch::Wait::kBlock : TreeLatch::Wait::kSpin;
+      for (int n = 0; n < 20000; n++) {
+        if (n % 4 == 0) {
+          l.lock_exclusive(wait);
+          counter++;
+          counter++;
+          l.unlock_exclusive();
+        } else {
+          l.lock_shared(wait, static_cast<unsigned>(i));
+          uint64_t a = counter;
+          if (a % 2 != 0 || counter != a) torn = true;
+          l.unlock_shared(static_cast<unsigned>(i));
+        }
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(counter, 4u * 5000 * 2);
+  EXPECT_FALSE(torn.load());
+  EXPECT_EQ(l.state(), 0u);
+
+  // A holder that never leaves (a dead worker): abandon() ends the writer's wait.
+  ASSERT_TRUE(l.lock_shared(TreeLatch::Wait::kSpin, 3));
+  std::atomic<int> got{-1};
+  std::thread stuck([&] { got = l.lock_exclusive(TreeLatch::Wait::kBlock) ? 1 : 0; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(got.load(), -1);
+  l.abandon();
+  stuck.join();
+  EXPECT_EQ(got.load(), 0);
+}
+
 // Shared reads that must change a page restart exclusive: with one thread the
 // adaptive conversions still happen exactly as the core's own tests expect
 // (a basic leaf hammered by lookups becomes a fingerprint leaf; scans sort it).
