@@ -7,8 +7,10 @@
 // (core/buffer/frame.h) without changing the calls that take it.
 //
 // The word: bit 31 exclusive, bit 30 "a writer waits" (new shared holders
-// stand back, so a stream of readers cannot starve a writer), bits 0..29 the
-// number of shared holders. A shared holder that finds it must change a page
+// stand back, so a stream of readers cannot starve a writer), bits 0..28 the
+// number of shared holders. Once the tree is shared between threads the latch
+// is distributed: shared holders count in per-context slots instead (below,
+// kSlots), and a writer sets bit 31 first and then waits for the slots. A shared holder that finds it must change a page
 // (the adaptive layout's conversion, the lazy sort of a fingerprint leaf)
 // changes nothing and answers Status::kRestart; the caller releases the
 // latch, takes it exclusive and runs the call again ("restart", as an
