@@ -34,6 +34,11 @@ describe.runIf(threadsAvailable())('BTreeMap shared with worker_threads', () => 
     const stats = map.stats();
     // Enough keys that leaves split and changed layout on the way.
     expect(stats.height).toBeGreaterThan(1);
+    // Leaf splits ran under the shared latch, beside the other threads (phase 2c,
+    // docs/THREADS.md; at_debug_latch 9 counts them).
+    const share = map.share() as unknown as { tree: number };
+    const latch = wasm.exports as unknown as { at_debug_latch(t: number, how: number): number };
+    expect(latch.at_debug_latch(share.tree, 9)).toBeGreaterThan(0);
     map.free();
   });
 
