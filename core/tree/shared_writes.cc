@@ -20,7 +20,7 @@ namespace {
 // As in btree.cc: merge two neighbours when together they are at least 3/4 empty.
 constexpr unsigned kMergeThreshold = kNodeSize / 2;
 const uint8_t kEmpty[1] = {0};
-// How long a descent waits for a leaf parent held by a shared redistribution
+// How long a descent waits for a leaf parent held by a structure change under the shared latch
 // (a few microseconds) before it restarts exclusive.
 constexpr unsigned kParentSpins = 4096;
 }  // namespace
@@ -120,7 +120,7 @@ Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
   if (!shared_leaf(key, false, mode, &l)) return Status::kRestart;
   PageLatch latch(l.latch, mode.block);
   latch.lock_shared();
-  if (!l.parent.holds()) {  // a shared redistribution moved the leaf's range meanwhile
+  if (!l.parent.holds()) {  // a structure change under the shared latch (phase 2c) moved the leaf's range
     latch.unlock_shared();
     return Status::kRestart;
   }
@@ -251,7 +251,7 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   PageLatch latch(l.latch, m.block);
   bool waited;
   latch.lock_exclusive(&waited);
-  if (!l.parent.holds()) {  // a shared redistribution moved the leaf's range meanwhile
+  if (!l.parent.holds()) {  // a structure change under the shared latch (phase 2c) moved the leaf's range
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;
   }
@@ -297,7 +297,7 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
 // but key did not fit after all (the caller restarts exclusive).
 BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
                                           PutResult* r) {
-  // Stores only: a shared map's cursors and descents do not validate leaf parents.
+  // Stores only: a map redistributes only when asked to (fill), and then splits exclusive.
   if (!store_.backed() || !l.parent.latch || !m.recs || !m.scratch || !fill_.redistribute || !rebalance_ ||
       !store_.frame_dirty(l.parent.frame))
     return SharedRoom::kNone;
