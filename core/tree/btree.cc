@@ -1066,7 +1066,7 @@ void BTree::fix_keyless_inner(Slice key) {
 // ---------------------------------------------------------------- cursor
 
 bool Cursor::enter_at(BTree::Descent kind, Slice key, bool scan_start) {
-  if (!latching()) {
+  if (!latching() || t_->store_.backed()) {  // (a store's cursors run exclusive: never latching)
     BTree::Path path;
     PageId id = kind == BTree::Descent::kTo      ? t_->descend(key, &path)
                 : kind == BTree::Descent::kAfter ? t_->descend_after(key)
