@@ -287,6 +287,7 @@ class BTree {
   SharedRoom make_room_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
                               PutResult* r);
   SharedRoom split_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old, PutResult* r);
+  bool converts_for(uint8_t* dst, const Fences& f, const RecordRef* recs, unsigned n, Slice key, uint16_t vfield) const;
   std::atomic<uint64_t> shared_splits_{0};
   Status remove_shared(Slice key, ReadMode& m);
   // The merges after a remove left the leaf at the end of path underfull.

@@ -285,6 +285,16 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   return Status::kOk;
 }
 
+// The exclusive make_room's first step for a comparison-based leaf that cannot take key:
+// a conversion to a dense layout (fully, then semi-dense) that makes room. True if one
+// would (built into dst, a page of scratch): a shared structure change leaves it to the
+// exclusive run.
+bool BTree::converts_for(uint8_t* dst, const Fences& f, const RecordRef* recs, unsigned n, Slice key,
+                         uint16_t vfield) const {
+  return (cfg_.fully_dense_leaves && dense_build(dst, PageTag::kFullyDenseLeaf, f, recs, n, &key, vfield)) ||
+         (cfg_.semi_dense_leaves && dense_build(dst, PageTag::kSemiDenseLeaf, f, recs, n, &key, vfield));
+}
+
 // Phase 2c (docs/THREADS.md): a store's write whose basic leaf is full moves records to
 // a neighbour under the same parent, as the exclusive redistribution's two-leaf shift
 // does (Rebalancer::shift_pages), under the shared tree latch. The caller holds the leaf
@@ -311,10 +321,7 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
   if (cfg_.fully_dense_leaves || cfg_.semi_dense_leaves) {
     if (!resize_checked(recs, n)) return SharedRoom::kNone;
     BasicNode{lp}.extract(recs.data());
-    if (cfg_.fully_dense_leaves && dense_build(m.scratch, PageTag::kFullyDenseLeaf, lf, recs.data(), n, &key, vfield))
-      return SharedRoom::kNone;
-    if (cfg_.semi_dense_leaves && dense_build(m.scratch, PageTag::kSemiDenseLeaf, lf, recs.data(), n, &key, vfield))
-      return SharedRoom::kNone;
+    if (converts_for(m.scratch, lf, recs.data(), n, key, vfield)) return SharedRoom::kNone;
     if (cfg_.fully_dense_leaves && n > 1) {  // several partitions: the partition-aware split
       unsigned dp = FullyDenseLeaf::dense_prefix(lf, recs.data(), n);
       if (dp >= n / 2 && dp < n) return SharedRoom::kNone;
@@ -411,10 +418,7 @@ BTree::SharedRoom BTree::split_shared(const SharedLeaf& l, Slice key, Slice valu
   if (copy[0] == static_cast<uint8_t>(PageTag::kBasicLeaf)) BasicNode{copy}.extract(recs.data());
   else FingerprintLeaf{copy}.extract(recs.data());
   const Fences lf = fences_of(copy);
-  if (cfg_.fully_dense_leaves && dense_build(lower, PageTag::kFullyDenseLeaf, lf, recs.data(), n, &key, vfield))
-    return SharedRoom::kNone;
-  if (cfg_.semi_dense_leaves && dense_build(lower, PageTag::kSemiDenseLeaf, lf, recs.data(), n, &key, vfield))
-    return SharedRoom::kNone;
+  if (converts_for(lower, lf, recs.data(), n, key, vfield)) return SharedRoom::kNone;
   KeyBuffer sep;
   if (!split_images(copy, recs.data(), n, key, 0, lower, upper, &sep)) return SharedRoom::kNone;
   PageLatch parent(l.parent.latch);

@@ -575,6 +575,38 @@ TEST(Threads, SharedStorePointReadsRunBesideReaders) {
   adaptree::register_native_host(78, nullptr);
 }
 
+// A store with basic leaves (no layout changes) on MemoryStorage, host io, a 1 MiB pool;
+// reopen() closes and opens it again (not shared).
+struct BasicStore {
+  adaptree::MemoryStorage files;
+  unsigned io;
+  at_ctx* c = at_ctx_new();
+  at_tree* t = nullptr;
+  explicit BasicStore(unsigned host) : io(host) {
+    adaptree::register_native_host(io, &files);
+    t = at_store_open(io, 0, 1 << 20, AT_OPEN_CREATE, c);
+  }
+  at_tree* reopen() {
+    at_tree_free(t);
+    return t = at_store_open(io, 0, 1 << 20, 0, c);
+  }
+  ~BasicStore() {
+    if (t) at_tree_free(t);
+    at_ctx_free(c);
+    adaptree::register_native_host(io, nullptr);
+  }
+};
+
+// t passes the invariant checker and holds exactly model.
+void expect_content(at_tree* t, at_ctx* c, const std::map<std::string, std::string>& model) {
+  EXPECT_EQ(at_check(t, c), 0) << result_value(c);
+  EXPECT_EQ(static_cast<uint64_t>(at_count(t)), model.size());
+  for (const auto& [k, v] : model) {
+    ASSERT_EQ(at_get(t, c, bytes(k), static_cast<uint32_t>(k.size())), 0) << k;
+    EXPECT_EQ(result_value(c), v) << k;
+  }
+}
+
 // Point writes of a shared store run under the tree latch shared when their leaf is
 // resident and dirty already (docs/THREADS.md, "Stores"): with a reader holding the latch
 // shared, another thread's set and delete there complete; a write to a clean leaf (just
@@ -582,10 +614,9 @@ TEST(Threads, SharedStorePointReadsRunBesideReaders) {
 // overflow value wait for the exclusive latch. A cursor between two calls notices the
 // shared writes. Everything is committed and reopened intact.
 TEST(Threads, SharedStorePointWritesOfDirtyLeaves) {
-  adaptree::MemoryStorage files;
-  adaptree::register_native_host(79, &files);
-  at_ctx* c = at_ctx_new();
-  at_tree* t = at_store_open(79, 0, 1 << 20, AT_OPEN_CREATE, c);  // basic leaves: no layout changes
+  BasicStore store(79);
+  at_tree*& t = store.t;
+  at_ctx* c = store.c;
   ASSERT_NE(t, nullptr);
   std::map<std::string, std::string> model;
   auto set = [&](at_ctx* x, const std::string& k, const std::string& v) {
@@ -653,18 +684,8 @@ TEST(Threads, SharedStorePointWritesOfDirtyLeaves) {
   EXPECT_EQ(at_check(t, c), 0);
   ASSERT_EQ(at_store_commit(t), 0);
   at_ctx_free(c2);
-  at_tree_free(t);
-  t = at_store_open(79, 0, 1 << 20, 0, c);
-  ASSERT_NE(t, nullptr);
-  EXPECT_EQ(at_check(t, c), 0);
-  EXPECT_EQ(static_cast<uint64_t>(at_count(t)), model.size());
-  for (const auto& [k, v] : model) {
-    ASSERT_EQ(at_get(t, c, bytes(k), static_cast<uint32_t>(k.size())), 0) << k;
-    EXPECT_EQ(result_value(c), v) << k;
-  }
-  at_tree_free(t);
-  at_ctx_free(c);
-  adaptree::register_native_host(79, nullptr);
+  ASSERT_NE(store.reopen(), nullptr);
+  expect_content(t, c, model);
 }
 
 // Keys in a scrambled order ("k" + a permutation of 0..1000002), 20-byte values: inserts
@@ -712,10 +733,9 @@ unsigned inserts_beside_holder(at_tree* t, uint32_t from, uint32_t to, std::map<
 // The test holds the latch shared while another thread inserts, one key at a time;
 // some of those writes redistribute beside it, the others (splits) wait for it.
 TEST(Threads, SharedStoreRedistributesBesideReaders) {
-  adaptree::MemoryStorage files;
-  adaptree::register_native_host(80, &files);
-  at_ctx* c = at_ctx_new();
-  at_tree* t = at_store_open(80, 0, 1 << 20, AT_OPEN_CREATE, c);  // basic leaves: no layout changes
+  BasicStore store(80);
+  at_tree*& t = store.t;
+  at_ctx* c = store.c;
   ASSERT_NE(t, nullptr);
   std::map<std::string, std::string> model;
   // Random order, not committed: the leaves are partly full and every page is dirty.
@@ -727,20 +747,10 @@ TEST(Threads, SharedStoreRedistributesBesideReaders) {
   };
   EXPECT_EQ(inserts_beside_holder(t, 3000, 6000, &model, shared_redistributions), 3u)
       << "no write redistributed beside the reader";
-  EXPECT_EQ(at_check(t, c), 0) << result_value(c);
-  for (const auto& [k, val] : model) {
-    ASSERT_EQ(at_get(t, c, bytes(k), static_cast<uint32_t>(k.size())), 0) << k;
-    EXPECT_EQ(result_value(c), val) << k;
-  }
+  expect_content(t, c, model);
   ASSERT_EQ(at_store_commit(t), 0);
-  at_tree_free(t);
-  t = at_store_open(80, 0, 1 << 20, 0, c);
-  ASSERT_NE(t, nullptr);
-  EXPECT_EQ(at_check(t, c), 0) << result_value(c);
-  EXPECT_EQ(static_cast<uint64_t>(at_count(t)), model.size());
-  at_tree_free(t);
-  at_ctx_free(c);
-  adaptree::register_native_host(80, nullptr);
+  ASSERT_NE(store.reopen(), nullptr);
+  expect_content(t, c, model);
 }
 
 // Phase 2c on a map: a write whose leaf is full splits it under the shared latch
@@ -766,12 +776,7 @@ TEST(Threads, SharedMapSplitsBesideReaders) {
   }
   EXPECT_EQ(at_cursor_next(cur, c, 1), 1);
   at_cursor_free(cur);
-  EXPECT_EQ(at_check(t, c), 0) << result_value(c);
-  EXPECT_EQ(static_cast<uint64_t>(at_count(t)), model.size());
-  for (const auto& [k, val] : model) {
-    ASSERT_EQ(at_get(t, c, bytes(k), static_cast<uint32_t>(k.size())), 0) << k;
-    EXPECT_EQ(result_value(c), val) << k;
-  }
+  expect_content(t, c, model);
   at_tree_free(t);
   at_ctx_free(c);
 }
