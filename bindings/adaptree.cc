@@ -105,9 +105,11 @@ struct at_ctx {
   at_tree* touched_tree = nullptr;
   // Its slot in a distributed tree latch (TreeLatch::kSlots; contexts take them in turn).
   unsigned slot = 0;
-  // A shared write that makes room in its leaf (ReadMode::recs, ::scratch).
+  // A shared write that makes room in its leaf (ReadMode::recs, ::scratch, ::rebalancer:
+  // made on first use, bound to the tree for each use).
   std::vector<adaptree::RecordRef> recs;
   alignas(16) uint8_t scratch[3 * adaptree::kPageSize];
+  std::unique_ptr<adaptree::Rebalancer> rebalancer;
 };
 
 namespace {
@@ -146,6 +148,8 @@ class Held {
     if (c) {
       mode_.recs = &c->recs;
       mode_.scratch = c->scratch;
+      if (t->store && !c->rebalancer) c->rebalancer.reset(new (std::nothrow) adaptree::Rebalancer(nullptr));
+      mode_.rebalancer = c->rebalancer.get();
     }
   }
   ~Held() { mode_.release(); }
@@ -1389,6 +1393,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("redistributions", fs.redistributions);
   num("redistributions_shared", fs.shared_shifts);
   num("splits_2to3", fs.splits_2to3);
+  num("splits_2to3_shared", fs.shared_splits_2to3);
   num("xmerges", fs.xmerges);
   num("xmerge_attempts", fs.xmerge_attempts);
   j += "}";

@@ -260,25 +260,40 @@ Status BufferPool::allocate(PageId* out) {
   return Status::kOk;
 }
 
-bool BufferPool::allocate_shared(PageId* out) {
-  if (backend_) return false;
+bool BufferPool::allocate_shared(PageId* out, uint8_t** page) {
+  if (async_) return false;
   while (alloc_lock_.exchange(true, std::memory_order_acquire)) {
     while (alloc_lock_.load(std::memory_order_relaxed)) {
     }
   }
   PageId id = kInvalidPageId;
-  if (!free_.empty()) {
-    id = free_.back();
-    free_.pop_back();
-  } else if (page_count_ < frame_count_ && page_count_ != ~PageId{0} && reserve_checked(free_, size_t{page_count_} + 1)) {
-    id = page_count_;
-    __atomic_store_n(&page_count_, id + 1, __ATOMIC_RELAXED);  // (valid() reads it beside)
+  FrameId f = kNoFrame;
+  const bool reused = !free_.empty();
+  if (reused) id = free_.back();
+  else if (page_count_ != ~PageId{0} && reserve_checked(free_, size_t{page_count_} + 1)) id = page_count_;
+  if (id != kInvalidPageId) {
+    if (!backend_) {
+      if (!reused && id >= frame_count_) id = kInvalidPageId;
+    } else if (free_frames_.empty() || !table_.has_room() || table_.find(id) != kNoFrame) {
+      id = kInvalidPageId;  // (a free page still resident: allocate() reuses its frame)
+    } else {
+      f = free_frames_.back();
+      free_frames_.pop_back();
+      install(f, id, true);
+      table_.insert(id, f);
+    }
   }
-  if (id != kInvalidPageId) free_changed_ = true;
+  if (id != kInvalidPageId) {
+    if (reused) free_.pop_back();
+    else __atomic_store_n(&page_count_, id + 1, __ATOMIC_RELAXED);  // (valid() reads it beside)
+    free_changed_ = true;
+  }
   alloc_lock_.store(false, std::memory_order_release);
   if (id == kInvalidPageId) return false;
-  data(id)[0] = static_cast<uint8_t>(PageTag::kFree);
+  uint8_t* p = backend_ ? data_of(f) : data(id);
+  p[0] = static_cast<uint8_t>(PageTag::kFree);
   *out = id;
+  if (page) *page = p;
   return true;
 }
 

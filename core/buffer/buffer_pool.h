@@ -236,11 +236,15 @@ class BufferPool {
 
   // A new page (contents undefined, dirty) or kOutOfMemory.
   Status allocate(PageId* out);
-  // Memory mode, under the tree latch held shared (a leaf split there, phase 2c): a page
-  // from the free list or the pool's unused frames, taken under the pool's own spin lock.
-  // False where the pool would have to grow, or the free list cannot be reserved: the
-  // exclusive latch does that (grow replaces the page-id array shared readers index).
-  bool allocate_shared(PageId* out);
+  // Under the tree latch held shared (phase 2c: a map's leaf split, a store's 2-to-3
+  // split): a new page (contents undefined, dirty; *page: its bytes), taken under the
+  // pool's own spin lock. Memory mode: from the free list or the pool's unused frames.
+  // A synchronous store: an id from the free list or the end, in a frame never used or
+  // released (no eviction), entered into the page table in place (finds of other pages
+  // beside it are not disturbed: it fills an empty slot, written in one store). False
+  // where the pool would have to grow or evict, or the table to grow: the exclusive
+  // latch does that (grow replaces the page-id array shared readers index).
+  bool allocate_shared(PageId* out, uint8_t** page = nullptr);
   // Returns the page to the free list.
   void release(PageId id);
   // (page_count_ grows under the shared latch too: allocate_shared; atomic access there.)

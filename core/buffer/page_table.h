@@ -61,18 +61,23 @@ class PageTable {
 
   FrameId find(PageId pid) const {
     for (uint32_t i = hash(pid);; i = (i + 1) & mask_) {
-      const Slot& s = slots_[i];
+      const Slot s = load(i);
       if (s.pid == pid) return s.frame;
       if (s.pid == kInvalidPageId) return kNoFrame;
     }
   }
 
+  // insert() would not grow the table (BufferPool::allocate_shared).
+  bool has_room() const { return 2 * (size_ + 1) <= slots_.size(); }
+  // A new entry fills an empty slot with one 8-byte store: a find of another page that
+  // runs beside it (BufferPool::allocate_shared) sees the slot empty or filled, and its
+  // own entry lies before the first empty slot either way.
   void insert(PageId pid, FrameId f) {
     if (2 * (size_ + 1) > slots_.size()) reserve(size_ + 1);
     uint32_t i = hash(pid);
     while (slots_[i].pid != kInvalidPageId && slots_[i].pid != pid) i = (i + 1) & mask_;
     if (slots_[i].pid == kInvalidPageId) size_++;
-    slots_[i] = {pid, f};
+    __atomic_store_n(reinterpret_cast<uint64_t*>(&slots_[i]), pack(pid, f), __ATOMIC_RELEASE);
   }
 
   // Backward-shift deletion keeps every probe sequence unbroken.
@@ -105,7 +110,7 @@ class PageTable {
   uint64_t bytes() const { return slots_.size() * sizeof(Slot); }
 
  private:
-  struct Slot {
+  struct alignas(8) Slot {
     PageId pid = kInvalidPageId;
     FrameId frame = kNoFrame;
   };
@@ -118,6 +123,13 @@ class PageTable {
     return static_cast<uint32_t>((uint64_t{pid} * 0x9E3779B97F4A7C15ull) >> 32) & mask;
   }
   uint32_t hash(PageId pid) const { return hash_with(pid, mask_); }
+  // A slot read whole (insert() may fill it beside a find under the shared latch).
+  Slot load(uint32_t i) const {
+    uint64_t word = __atomic_load_n(reinterpret_cast<const uint64_t*>(&slots_[i]), __ATOMIC_RELAXED);
+    return Slot{static_cast<PageId>(word), static_cast<FrameId>(word >> 32)};
+  }
+  // A slot as one word, as it lies in memory (little-endian: the page id first).
+  static uint64_t pack(PageId pid, FrameId f) { return uint64_t{pid} | uint64_t{f} << 32; }
   // After reserve() replaced the array by slots_: a new View; the old array and View are
   // kept if readers without a latch may use them, else freed.
   void publish(std::vector<Slot> old) {

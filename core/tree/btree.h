@@ -71,6 +71,9 @@ struct ReadMode {
   // 3 pages (a leaf's copy and two images). Without them such a write restarts exclusive.
   std::vector<RecordRef>* recs = nullptr;
   uint8_t* scratch = nullptr;
+  // A store's write that regroups leaves under the shared latch runs the calling
+  // context's own Rebalancer (its scratch; Rebalancer::bind). None: exclusive.
+  Rebalancer* rebalancer = nullptr;
   // The calling context may block (a worker): a long wait for a leaf latch sleeps
   // (PageLatch) instead of spinning on.
   bool block = false;

@@ -32,6 +32,52 @@ unsigned Rebalancer::leaf_content(const uint8_t* p) {
   return used > fences ? used - fences : 0;
 }
 
+bool Rebalancer::at_hand(PageId id) const {
+  return group_ ? group_->find(id) != nullptr : t_->store_.resident(id);
+}
+uint8_t* Rebalancer::read(PageId id) const {
+  if (!group_) return t_->page(id);
+  uint8_t* p = group_->find(id);
+  return p ? p : allocated_.find(id);
+}
+// Under the shared latch the group's pages are dirty already: written in place.
+uint8_t* Rebalancer::write(PageId id) const { return group_ ? read(id) : t_->page_mut(id); }
+Status Rebalancer::allocate(PageId* out) {
+  if (!group_) return t_->store_.allocate(out);
+  uint8_t* p;
+  if (allocated_.n == SharedGroup::kMax || !t_->store_.allocate_shared(out, &p)) return Status::kOutOfMemory;
+  allocated_.add(*out, p);
+  return Status::kOk;
+}
+void Rebalancer::bump_version() const {
+  if (group_) __atomic_fetch_add(&t_->version_, 1, __ATOMIC_RELAXED);
+  else t_->version_++;
+}
+
+void Rebalancer::absorb_into(Rebalancer& main) {
+  FillStats& a = stats_;
+  FillStats& b = main.stats_;
+  auto add = [](uint64_t* to, uint64_t* from) {
+    if (*from) __atomic_fetch_add(to, *from, __ATOMIC_RELAXED);
+    *from = 0;
+  };
+  // Made under the shared latch: counted as such too.
+  if (a.redistributions) __atomic_fetch_add(&b.shared_shifts, a.redistributions, __ATOMIC_RELAXED);
+  if (a.splits_2to3) __atomic_fetch_add(&b.shared_splits_2to3, a.splits_2to3, __ATOMIC_RELAXED);
+  add(&b.redistributions, &a.redistributions);
+  add(&b.shifts, &a.shifts);
+  add(&b.shared_shifts, &a.shared_shifts);
+  add(&b.splits_2to3, &a.splits_2to3);
+  add(&b.shared_splits_2to3, &a.shared_splits_2to3);
+  add(&b.edge_splits, &a.edge_splits);
+  add(&b.xmerges, &a.xmerges);
+  add(&b.xmerge_attempts, &a.xmerge_attempts);
+  add(&b.regroup_calls, &a.regroup_calls);
+  add(&b.before_split_calls, &a.before_split_calls);
+  group_ = nullptr;
+  allocated_.n = 0;
+}
+
 bool Rebalancer::grow_scratch() {
   if (src_.size() >= size_t{kMaxGroup} * kPageSize) return true;
   return resize_checked(src_, size_t{kMaxGroup} * kPageSize) && resize_checked(dst_, size_t{kMaxGroup} * kPageSize) &&
@@ -45,8 +91,9 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   BTree& t = *t_;
   stats_.regroup_calls++;
   if (m < 1 || m > kMaxGroup || m_out < 1 || m_out > kMaxGroup) return false;
+  if (group_ && m_out < m) return false;  // (under the shared latch no page is released)
   if (!grow_scratch()) return false;
-  BasicNode pn{t.page(parent)};
+  BasicNode pn{read(parent)};
   if (first + m - 1 > pn.count()) return false;
   PageId ids[kMaxGroup];
   recs_.clear();
@@ -56,7 +103,8 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   for (unsigned i = 0; i < m; i++) {
     ids[i] = pn.child(first + i);
     uint8_t* s = src_.data() + size_t{i} * kPageSize;
-    memcpy(s, t.page(ids[i]), kPageSize);
+    if (group_ && !at_hand(ids[i])) return false;
+    memcpy(s, read(ids[i]), kPageSize);
     if (!is_leaf_page(s)) return false;
     unsigned n = leaf::count(s);
     size_t base = recs_.size();
@@ -210,7 +258,7 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   unsigned reuse = m - 1 < m_out - 1 ? m - 1 : m_out - 1;
   for (unsigned q = 0; q < reuse; q++) out_ids[q] = ids[q];
   for (unsigned q = reuse; q + 1 < m_out; q++) {
-    Status s = t.store_.allocate(&out_ids[q]);
+    Status s = allocate(&out_ids[q]);
     if (s != Status::kOk) {
       for (unsigned r = reuse; r < q; r++) t.store_.release(out_ids[r]);
       return false;
@@ -219,9 +267,8 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   out_ids[m_out - 1] = ids[m - 1];
   // The parent pointer again: an allocation may have moved nothing (frames
   // of this operation stay put), but read it fresh for the change.
-  pn = BasicNode{t.page_mut(parent)};
-  for (unsigned q = 0; q < m_out; q++)
-    memcpy(t.page_mut(out_ids[q]), dst_.data() + size_t{q} * kPageSize, kPageSize);
+  pn = BasicNode{write(parent)};
+  for (unsigned q = 0; q < m_out; q++) memcpy(write(out_ids[q]), dst_.data() + size_t{q} * kPageSize, kPageSize);
   for (unsigned i = 0; i + 1 < m; i++) pn.remove_at(first);
   for (unsigned q = 0; q + 1 < m_out; q++) {
     uint8_t child[4];
@@ -236,7 +283,7 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
     t.root_ = child;
     t.height_--;
   }
-  t.version_++;
+  bump_version();
   return true;
 }
 
@@ -261,25 +308,25 @@ void set_fence(BasicNode n, bool upper, Slice f) {
 
 bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield, bool with_key) {
   BTree& t = *t_;
-  BasicNode pn{t.page(parent)};
+  BasicNode pn{read(parent)};
   if (left >= pn.count()) return false;
   PageId lid = pn.child(left), rid = pn.child(left + 1);
-  if (!t.store_.resident(lid) || !t.store_.resident(rid)) return false;
+  if (!at_hand(lid) || !at_hand(rid)) return false;
   struct Ids {
-    BTree* t;
+    const Rebalancer* r;
     PageId parent, lid, rid;
-  } ids{&t, parent, lid, rid};
-  // (On a store page_mut marks them dirty, and returns the bytes page() did.)
+  } ids{this, parent, lid, rid};
+  // (On a store write() marks them dirty, and returns the bytes read() did.)
   auto mark = [](void* a) {
     Ids* i = static_cast<Ids*>(a);
-    i->t->page_mut(i->parent);
-    i->t->page_mut(i->lid);
-    i->t->page_mut(i->rid);
+    i->r->write(i->parent);
+    i->r->write(i->lid);
+    i->r->write(i->rid);
   };
-  if (!shift_pages(pn.p, left, t.page(lid), t.page(rid), key, vfield, with_key, t.cfg_.prefix_truncation, recs_, nullptr,
+  if (!shift_pages(pn.p, left, read(lid), read(rid), key, vfield, with_key, t.cfg_.prefix_truncation, recs_, nullptr,
                    mark, &ids))
     return false;
-  t.version_++;
+  bump_version();
   stats_.shifts++;
   return true;
 }
@@ -427,7 +474,7 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
   if (depth < 2) return false;
   BTree& t = *t_;
   PageId parent = ids[depth - 2], leaf_id = ids[depth - 1];
-  BasicNode pn{t.page(parent)};
+  BasicNode pn{read(parent)};
   bool exact;
   unsigned pos = pn.lower_bound(key.data, key.len, &exact);
   unsigned c = pn.count();
@@ -441,14 +488,14 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
     content[d + 2] = kNone;
     if (q < 0 || q > static_cast<int>(c)) continue;
     PageId id = pn.child(static_cast<unsigned>(q));
-    if (!t.store_.resident(id)) continue;
-    const uint8_t* p = t.page(id);
+    if (!at_hand(id)) continue;
+    const uint8_t* p = read(id);
     if (!is_leaf_page(p)) return false;
     content[d + 2] = leaf_content(p);
   }
   // Appends past the tree's last record (prepends before its first) fill
   // leaves completely: the full leaf stays as it is.
-  const uint8_t* lp = t.page(leaf_id);
+  const uint8_t* lp = read(leaf_id);
   Fences lf = fences_of(lp);
   if ((lf.upper_inf || lf.lower_inf) && leaf::count(lp) > 0) {
     if (lf.upper_inf && regroup(parent, pos, 1, 2, &key, vfield, 1)) {

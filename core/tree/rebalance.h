@@ -45,18 +45,51 @@ struct FillOptions {
 struct FillStats {
   uint64_t redistributions = 0;  // regroups m -> m before a split
   uint64_t shifts = 0;           // of which two basic leaves in place (no rebuild)
-  uint64_t shared_shifts = 0;    // of which under the shared tree latch (phase 2c)
+  uint64_t shared_shifts = 0;    // redistributions under the shared tree latch (phase 2c)
   uint64_t splits_2to3 = 0;      // 2 -> 3 splits
+  uint64_t shared_splits_2to3 = 0;  // of which under the shared tree latch (phase 2c)
   uint64_t edge_splits = 0;      // appends past the last leaf: it stays full
   uint64_t xmerges = 0;          // groups packed into one leaf less
   uint64_t xmerge_attempts = 0;  // pressure-triggered attempts
   uint64_t regroup_calls = 0, before_split_calls = 0;
 };
 
+// The pages a Rebalancer may touch when it runs under the shared tree latch (phase 2c,
+// BTree::make_room_shared): a leaf's parent and the leaves around it, all latched
+// exclusive by the caller, resident and dirty (so they are written in place: the pager
+// was told of their first change already), and the pages allocated meanwhile
+// (BufferPool::allocate_shared). Nothing else is at hand; nothing is released.
+struct SharedGroup {
+  static constexpr unsigned kMax = 8;
+  PageId ids[kMax];
+  uint8_t* pages[kMax];
+  unsigned n = 0;
+  void add(PageId id, uint8_t* p) {
+    ids[n] = id;
+    pages[n++] = p;
+  }
+  uint8_t* find(PageId id) const {
+    for (unsigned i = 0; i < n; i++)
+      if (ids[i] == id) return pages[i];
+    return nullptr;
+  }
+};
+
 class Rebalancer {
  public:
   static constexpr unsigned kMaxGroup = 5;  // XMerge's K
   explicit Rebalancer(BTree* t) : t_(t) {}
+
+  // A calling context's own Rebalancer (its scratch) for a structure change under the
+  // shared tree latch: bound to tree t and the pages at hand for one before_split, then
+  // absorb_into(t's own) adds what it counted there, atomically (several threads).
+  void bind(BTree* t, const SharedGroup* g) {
+    t_ = t;
+    group_ = g;
+  }
+  void absorb_into(Rebalancer& main);
+  // The pages the last bound run allocated (its new leaves).
+  const SharedGroup& allocated() const { return allocated_; }
 
   // The leaf at the end of ids[0..depth) cannot take key (value field vfield):
   // redistributes or splits 2-to-3. True if the leaves changed (room was made,
@@ -110,18 +143,21 @@ class Rebalancer {
   static constexpr unsigned kFillSixteenths = 15;
   // Estimated slot overhead of a record in a comparison-based leaf.
   static constexpr unsigned kSlotBytes = 10;
-  // Counts a redistribution made under the shared latch (atomically: several threads).
-  void count_shared_shift() {
-    __atomic_fetch_add(&stats_.redistributions, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&stats_.shifts, 1, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&stats_.shared_shifts, 1, __ATOMIC_RELAXED);
-  }
 
  private:
   bool shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield, bool* changed);
   bool grow_scratch();
 
+  // Page access: the tree's pool (the exclusive latch), or the shared group.
+  bool at_hand(PageId id) const;
+  uint8_t* read(PageId id) const;
+  uint8_t* write(PageId id) const;
+  Status allocate(PageId* out);
+  void bump_version() const;
+
   BTree* t_;
+  const SharedGroup* group_ = nullptr;  // bound: under the shared latch
+  SharedGroup allocated_;               // ... and the pages allocated there
   FillStats stats_;
   // Copies of the group's leaves and the images built; records point into src_.
   std::vector<uint8_t> src_, dst_, probe_;

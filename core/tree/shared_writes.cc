@@ -295,21 +295,24 @@ bool BTree::converts_for(uint8_t* dst, const Fences& f, const RecordRef* recs, u
          (cfg_.semi_dense_leaves && dense_build(dst, PageTag::kSemiDenseLeaf, f, recs, n, &key, vfield));
 }
 
-// Phase 2c (docs/THREADS.md): a store's write whose basic leaf is full moves records to
-// a neighbour under the same parent, as the exclusive redistribution's two-leaf shift
-// does (Rebalancer::shift_pages), under the shared tree latch. The caller holds the leaf
-// exclusive; the parent and both neighbours are latched exclusive by try, never waited
-// for, and must be resident and dirty (the pager is told of a page's first change only
-// under the exclusive latch). Whatever the exclusive make_room would do first or instead
-// (convert the leaf to a dense layout, an edge or partition-aware split, a group of
-// three, a regroup, a split) is left to it: kNone, nothing changed. kInserted: the
-// records moved and key is in (*r, *old as leaf::upsert gives them); kMoved: they moved
-// but key did not fit after all (the caller restarts exclusive).
+// Phase 2c (docs/THREADS.md): a store's write whose basic leaf is full makes room as the
+// exclusive make_room would, under the shared tree latch: the same Rebalancer code
+// (before_split: a redistribution over two or three leaves, by shifts or a regroup, or a
+// 2-to-3 split), run by the calling context's own Rebalancer (its scratch) over the pages
+// at hand. The caller holds the leaf exclusive; the parent and the leaves up to two to
+// either side are latched exclusive by try, never waited for, and must be dirty (the pager
+// is told of a page's first change only under the exclusive latch); one that is not
+// resident is left out, as the exclusive run leaves it out. A 2-to-3 split's new page
+// comes from BufferPool::allocate_shared. Whatever the exclusive make_room would do first
+// or instead (convert the leaf to a dense layout, an edge or partition-aware split, a
+// plain split) is left to it: kNone, nothing changed. kInserted: the leaves changed and
+// key is in (*r, *old as leaf::upsert gives them); kMoved: they changed but key did not
+// fit after all (the caller restarts exclusive).
 BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
                                           PutResult* r) {
   // Stores only: a map redistributes only when asked to (fill), and then splits exclusive.
-  if (!store_.backed() || !l.parent.latch || !m.recs || !m.scratch || !fill_.redistribute || !rebalance_ ||
-      !store_.frame_dirty(l.parent.frame))
+  if (!store_.backed() || !l.parent.latch || !m.recs || !m.scratch || !m.rebalancer || !fill_.redistribute ||
+      !rebalance_ || !store_.frame_dirty(l.parent.frame))
     return SharedRoom::kNone;
   uint8_t* lp = l.page;
   if (lp[0] != static_cast<uint8_t>(PageTag::kBasicLeaf)) return SharedRoom::kNone;
@@ -322,74 +325,58 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
     if (!resize_checked(recs, n)) return SharedRoom::kNone;
     BasicNode{lp}.extract(recs.data());
     if (converts_for(m.scratch, lf, recs.data(), n, key, vfield)) return SharedRoom::kNone;
-    if (cfg_.fully_dense_leaves && n > 1) {  // several partitions: the partition-aware split
-      unsigned dp = FullyDenseLeaf::dense_prefix(lf, recs.data(), n);
-      if (dp >= n / 2 && dp < n) return SharedRoom::kNone;
-    }
   }
   PageLatch parent(l.parent.latch);
   if (!parent.try_lock_exclusive()) return SharedRoom::kNone;
   BasicNode pn{l.parent.page};
   bool exact;
-  const unsigned pos = pn.lower_bound(key.data, key.len, &exact), c = pn.count();
-  // The neighbours pos - 1 and pos + 1 (where they exist), latched.
-  struct Side {
-    uint8_t* page = nullptr;
-    std::atomic<uint64_t>* latch = nullptr;
-    unsigned content = 0;
-  } side[2];
-  bool ok = pos <= c && pn.child(pos) == l.id;
-  for (unsigned i = 0; i < 2 && ok; i++) {
-    if ((i == 0 && pos == 0) || (i == 1 && pos == c)) continue;
-    FrameId f = store_.resident_frame(pn.child(i == 0 ? pos - 1 : pos + 1));
-    if (f == kNoFrame || !store_.frame_dirty(f)) {
-      ok = false;
-      break;
-    }
+  const int pos = static_cast<int>(pn.lower_bound(key.data, key.len, &exact)), c = static_cast<int>(pn.count());
+  SharedGroup g;
+  g.add(l.parent.id, l.parent.page);
+  g.add(l.id, lp);
+  std::atomic<uint64_t>* held[4];
+  unsigned nheld = 0;
+  // The leaves before_split looks at: pos - 2 .. pos + 2.
+  bool ok = pos <= c && pn.child(static_cast<unsigned>(pos)) == l.id;
+  for (int q = pos - 2; q <= pos + 2 && ok; q++) {
+    if (q == pos || q < 0 || q > c) continue;
+    const PageId id = pn.child(static_cast<unsigned>(q));
+    const FrameId f = store_.resident_frame(id);
+    if (f == kNoFrame) continue;  // (as the exclusive run: not at hand)
     std::atomic<uint64_t>* w = store_.frame_latch(f);
-    if (!PageLatch(w).try_lock_exclusive()) {
-      ok = false;
-      break;
-    }
-    side[i].latch = w;
-    side[i].page = store_.frame_bytes(f);
-    ok = leaf::is_leaf(side[i].page);
-    side[i].content = Rebalancer::leaf_content(side[i].page);
+    ok = store_.frame_dirty(f) && PageLatch(w).try_lock_exclusive();
+    if (!ok) break;
+    held[nheld++] = w;
+    g.add(id, store_.frame_bytes(f));
   }
-  // The emptier pair that stays below the fill limit (before_split's choice of two).
-  int best = -1;
+  bool changed = false;
   if (ok) {
-    const uint64_t key_bytes = key.len + (vfield & kValueLenMask) + Rebalancer::kSlotBytes;
-    const uint64_t own = Rebalancer::leaf_content(lp);
-    uint64_t best_sum = 0;
-    for (unsigned i = 0; i < 2; i++) {
-      if (!side[i].page) continue;
-      uint64_t sum = key_bytes + own + side[i].content;
-      if (sum * 16 > uint64_t{2} * kNodeSize * Rebalancer::kFillSixteenths) continue;
-      if (best < 0 || sum < best_sum) best = static_cast<int>(i), best_sum = sum;
+    Rebalancer& rb = *m.rebalancer;
+    rb.bind(this, &g);
+    const PageId ids[2] = {l.parent.id, l.id};
+    changed = rb.before_split(ids, 2, key, vfield);
+    if (changed) {
+      // The leaf that holds key's range now: one of the group's, or a new one.
+      uint8_t* kp = nullptr;
+      for (unsigned i = 1; i < g.n && !kp; i++)
+        if (key_in_fences(fences_of(g.pages[i]), key)) kp = g.pages[i];
+      const SharedGroup& fresh = rb.allocated();
+      for (unsigned i = 0; i < fresh.n && !kp; i++)
+        if (key_in_fences(fences_of(fresh.pages[i]), key)) kp = fresh.pages[i];
+      *r = kp ? leaf::upsert(kp, key, value.data ? value.data : kEmpty, vfield, old) : PutResult::kNoSpace;
     }
+    rb.absorb_into(*rebalance_);
   }
-  bool moved = false, key_left = false;
-  if (best >= 0) {
-    uint8_t* left = best == 0 ? side[0].page : lp;
-    uint8_t* right = best == 0 ? lp : side[1].page;
-    moved = Rebalancer::shift_pages(pn.p, best == 0 ? pos - 1 : pos, left, right, key, vfield, true,
-                                    cfg_.prefix_truncation, recs, &key_left, nullptr, nullptr);
-    if (moved) *r = leaf::upsert(key_left ? left : right, key, value.data ? value.data : kEmpty, vfield, old);
-  }
-  for (unsigned i = 0; i < 2; i++) {
-    if (!side[i].latch) continue;
-    PageLatch w(side[i].latch);
-    if (moved && static_cast<int>(i) == best) w.unlock_exclusive();
+  for (unsigned i = 0; i < nheld; i++) {
+    PageLatch w(held[i]);
+    if (changed) w.unlock_exclusive();
     else w.unlock_exclusive_unchanged();
   }
-  if (!moved) {
+  if (!changed) {
     parent.unlock_exclusive_unchanged();
     return SharedRoom::kNone;
   }
   parent.unlock_exclusive();
-  rebalance_->count_shared_shift();
-  __atomic_fetch_add(&version_, 1, __ATOMIC_RELAXED);  // (store cursors run exclusive)
   return *r == PutResult::kNoSpace ? SharedRoom::kMoved : SharedRoom::kInserted;
 }
 

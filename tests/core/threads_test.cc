@@ -360,10 +360,13 @@ void run_and_check(bool hot, uint64_t ops, adaptree::MemoryStorage* files = null
     if (!hot) EXPECT_GT(layout_count(ss, "xmerges"), 0u) << ss;
     // Point writes ran under the shared tree latch where their leaf was resident and dirty.
     EXPECT_GT(layout_count(ss, "shared_writes"), 0u) << ss;
-    std::printf("shared store writes: %llu, redistributions under the shared latch: %llu of %llu\n",
-                static_cast<unsigned long long>(layout_count(ss, "shared_writes")),
-                static_cast<unsigned long long>(layout_count(ss, "redistributions_shared")),
-                static_cast<unsigned long long>(layout_count(ss, "redistributions")));
+    std::printf(
+        "shared store writes: %llu, under the shared latch: redistributions %llu of %llu, 2-to-3 splits %llu of %llu\n",
+        static_cast<unsigned long long>(layout_count(ss, "shared_writes")),
+        static_cast<unsigned long long>(layout_count(ss, "redistributions_shared")),
+        static_cast<unsigned long long>(layout_count(ss, "redistributions")),
+        static_cast<unsigned long long>(layout_count(ss, "splits_2to3_shared")),
+        static_cast<unsigned long long>(layout_count(ss, "splits_2to3")));
     EXPECT_EQ(at_store_commit(t), 0);
     // Reopened (not shared): the same content, checked by the invariant checker and a scan.
     at_tree_free(t);
@@ -728,29 +731,44 @@ unsigned inserts_beside_holder(at_tree* t, uint32_t from, uint32_t to, std::map<
   return beside;
 }
 
+// A store (host io) with 3000 keys inserted in random order, not committed (the leaves
+// partly full, every page dirty), then shared: inserts_beside_holder until the store
+// stat `counter` (a structure change phase 2c makes under the shared latch) grew 3 times,
+// within keys 3000..to. The content is checked, committed, and checked after a reopen.
+void store_changes_beside_holder(unsigned io, const char* counter, uint32_t to) {
+  BasicStore store(io);
+  at_tree*& t = store.t;
+  at_ctx* c = store.c;
+  ASSERT_NE(t, nullptr);
+  std::map<std::string, std::string> model;
+  ASSERT_TRUE(insert_scrambled(t, c, 0, 3000, &model));
+  ASSERT_EQ(at_tree_share(t), 0);
+  auto count = [&] {
+    EXPECT_EQ(at_store_stats(t, c), 0);
+    return layout_count(result_value(c), counter);
+  };
+  EXPECT_EQ(inserts_beside_holder(t, 3000, to, &model, count), 3u) << "no " << counter << " beside the reader";
+  expect_content(t, c, model);
+  ASSERT_EQ(at_store_commit(t), 0);
+  ASSERT_NE(store.reopen(), nullptr);
+  expect_content(t, c, model);
+}
+
 // Phase 2c: a write whose basic leaf is full moves records to a dirty neighbour under
 // the shared latch (BTree::make_room_shared) instead of waiting for the exclusive one.
 // The test holds the latch shared while another thread inserts, one key at a time;
 // some of those writes redistribute beside it, the others (splits) wait for it.
 TEST(Threads, SharedStoreRedistributesBesideReaders) {
-  BasicStore store(80);
-  at_tree*& t = store.t;
-  at_ctx* c = store.c;
-  ASSERT_NE(t, nullptr);
-  std::map<std::string, std::string> model;
-  // Random order, not committed: the leaves are partly full and every page is dirty.
-  ASSERT_TRUE(insert_scrambled(t, c, 0, 3000, &model));
-  ASSERT_EQ(at_tree_share(t), 0);
-  auto shared_redistributions = [&] {
-    EXPECT_EQ(at_store_stats(t, c), 0);
-    return layout_count(result_value(c), "redistributions_shared");
-  };
-  EXPECT_EQ(inserts_beside_holder(t, 3000, 6000, &model, shared_redistributions), 3u)
-      << "no write redistributed beside the reader";
-  expect_content(t, c, model);
-  ASSERT_EQ(at_store_commit(t), 0);
-  ASSERT_NE(store.reopen(), nullptr);
-  expect_content(t, c, model);
+  store_changes_beside_holder(80, "redistributions_shared", 6000);
+}
+
+// Phase 2c: a write whose basic leaf is full while its neighbours have no room either
+// splits two leaves into three under the shared latch (Rebalancer::before_split run by the
+// context's own Rebalancer), its new page taken from a frame the pool has spare
+// (BufferPool::allocate_shared) and entered into the page table beside readers. The new
+// pages are committed and read back after a reopen.
+TEST(Threads, SharedStoreSplitsTwoToThreeBesideReaders) {
+  store_changes_beside_holder(81, "splits_2to3_shared", 9000);
 }
 
 // Phase 2c on a map: a write whose leaf is full splits it under the shared latch

@@ -62,6 +62,7 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     // Some of the writes that filled their leaf moved records to a neighbour under the shared
     // latch (phase 2c, docs/THREADS.md; ~300 of ~4300 redistributions per run).
     expect(stats.redistributions_shared as number).toBeGreaterThan(0);
+    console.log(`store stress: 2-to-3 splits under the shared latch: ${stats.splits_2to3_shared} of ${stats.splits_2to3}`);
     await store.close();
     // Every worker closed (committing) before the owner: all of it is durable.
     const again = await BTreeStore.open<string, string>({ path });

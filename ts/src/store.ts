@@ -190,11 +190,13 @@ export interface StoreStats {
   log_bytes?: number;
   /** Node fill since open (README, "Node fill"): leaves regrouped with a neighbour before a
    * split, of which 2-to-3 splits; XMerge groups packed into one leaf less, and the attempts
-   * the pool's evictions triggered. redistributions_shared: of the redistributions, those made
-   * by a write under the shared latch of a store shared between threads (docs/THREADS.md). */
+   * the pool's evictions triggered. redistributions_shared, splits_2to3_shared: of those, the
+   * ones made by a write under the shared latch of a store shared between threads
+   * (docs/THREADS.md). */
   redistributions?: number;
   redistributions_shared?: number;
   splits_2to3?: number;
+  splits_2to3_shared?: number;
   xmerges?: number;
   xmerge_attempts?: number;
   /** data_bytes + log_bytes. */
