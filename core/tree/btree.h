@@ -286,7 +286,10 @@ class BTree {
   PageId descend_shared(Descent kind, Slice key, ParentRef* parent) const;
   bool shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf* out) const;
   Status set_shared(Slice key, Slice value, ReadMode& m);
-  enum class SharedRoom { kNone, kInserted, kMoved };
+  // kNone: nothing changed, the exclusive run makes room; kBusy: nothing changed, another
+  // thread held a page it needed (descend again, shared); kInserted; kMoved: records moved
+  // but key did not fit after all.
+  enum class SharedRoom { kNone, kBusy, kInserted, kMoved };
   SharedRoom make_room_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
                               PutResult* r);
   SharedRoom split_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old, PutResult* r);

@@ -22,7 +22,10 @@ constexpr unsigned kMergeThreshold = kNodeSize / 2;
 const uint8_t kEmpty[1] = {0};
 // How long a descent waits for a leaf parent held by a structure change under the shared latch
 // (a few microseconds) before it restarts exclusive.
-constexpr unsigned kParentSpins = 4096;
+constexpr unsigned kParentSpins = 1u << 16;
+// How often a shared write descends again, still shared, after another thread's structure
+// change moved its leaf's range or held a page it needed (BTree::set_shared).
+constexpr unsigned kSharedRetries = 8;
 }  // namespace
 
 // The parent step of a descent under the shared tree latch (phase 2c): a leaf's parent
@@ -245,44 +248,52 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   if (w != Status::kOk) return w;
   // An overflow value allocates pages: the free list is the tree's.
   if (!m.leaves || !value_is_inline(key.len, value.len)) return Status::kRestart;
-  SharedLeaf l;
-  if (!shared_leaf(key, true, m, &l)) return Status::kRestart;
-  const PageId id = l.id;
-  PageLatch latch(l.latch, m.block);
-  bool waited;
-  latch.lock_exclusive(&waited);
-  if (!l.parent.holds()) {  // a structure change under the shared latch (phase 2c) moved the leaf's range
-    latch.unlock_exclusive_unchanged();
-    return Status::kRestart;
-  }
-  uint8_t* p = l.page;
-  if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
-    latch.unlock_exclusive_unchanged();
-    return Status::kRestart;
-  }
-  OldValue old;
-  PutResult r = leaf::upsert(p, key, value.data ? value.data : kEmpty, static_cast<uint16_t>(value.len), &old);
-  if (r == PutResult::kNoSpace) {
-    // A neighbour may take records (phase 2c); else a split or conversion: exclusive
-    // (the counter step is taken).
-    SharedRoom room = store_.backed() ? make_room_shared(l, key, value, m, &old, &r)
-                                      : split_shared(l, key, value, m, &old, &r);
-    if (room != SharedRoom::kInserted) {
-      if (room == SharedRoom::kMoved) latch.unlock_exclusive();
-      else latch.unlock_exclusive_unchanged();
+  // A leaf whose range moved before it was latched, or room that another thread's
+  // latches kept this write from making: descend again, still shared (kSharedRetries
+  // times), rather than take the exclusive latch for what is over in microseconds.
+  for (unsigned attempt = 0;; attempt++) {
+    SharedLeaf l;
+    if (!shared_leaf(key, true, m, &l)) return Status::kRestart;
+    const PageId id = l.id;
+    PageLatch latch(l.latch, m.block);
+    bool waited;
+    latch.lock_exclusive(&waited);
+    if (!l.parent.holds()) {  // a structure change under the shared latch (phase 2c) moved the leaf's range
+      latch.unlock_exclusive_unchanged();
+      if (attempt < kSharedRetries) continue;
       return Status::kRestart;
     }
+    uint8_t* p = l.page;
+    if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
+      latch.unlock_exclusive_unchanged();
+      return Status::kRestart;
+    }
+    OldValue old;
+    PutResult r = leaf::upsert(p, key, value.data ? value.data : kEmpty, static_cast<uint16_t>(value.len), &old);
+    if (r == PutResult::kNoSpace) {
+      // Neighbours may take records, or two leaves become three (a store), or the leaf
+      // splits (a map): phase 2c. Else a conversion or a split: exclusive (the counter
+      // step is taken).
+      SharedRoom room = store_.backed() ? make_room_shared(l, key, value, m, &old, &r)
+                                        : split_shared(l, key, value, m, &old, &r);
+      if (room != SharedRoom::kInserted) {
+        if (room == SharedRoom::kMoved) latch.unlock_exclusive();
+        else latch.unlock_exclusive_unchanged();
+        if (room != SharedRoom::kNone && attempt < kSharedRetries) continue;
+        return Status::kRestart;
+      }
+    }
+    if (csplit_ && !store_.backed()) note_contention(id, p, key, waited || m.contended, m);
+    latch.unlock_exclusive();
+    m.counted = false;
+    CountStripe& cs = counts_[id % kCountStripes];
+    if (r == PutResult::kInserted) cs.n.fetch_add(1, std::memory_order_relaxed);
+    if (store_.backed()) cs.writes.fetch_add(1, std::memory_order_relaxed);
+    // The replaced value's pages: nobody reaches them now, but a reader under the
+    // shared latch may still be copying them. Freed under the exclusive latch.
+    if (old.overflow) m.free_chain = old.first_page;
+    return Status::kOk;
   }
-  if (csplit_ && !store_.backed()) note_contention(id, p, key, waited || m.contended, m);
-  latch.unlock_exclusive();
-  m.counted = false;
-  CountStripe& cs = counts_[id % kCountStripes];
-  if (r == PutResult::kInserted) cs.n.fetch_add(1, std::memory_order_relaxed);
-  if (store_.backed()) cs.writes.fetch_add(1, std::memory_order_relaxed);
-  // The replaced value's pages: nobody reaches them now, but a reader under the
-  // shared latch may still be copying them. Freed under the exclusive latch.
-  if (old.overflow) m.free_chain = old.first_page;
-  return Status::kOk;
 }
 
 // The exclusive make_room's first step for a comparison-based leaf that cannot take key:
@@ -327,7 +338,7 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
     if (converts_for(m.scratch, lf, recs.data(), n, key, vfield)) return SharedRoom::kNone;
   }
   PageLatch parent(l.parent.latch);
-  if (!parent.try_lock_exclusive()) return SharedRoom::kNone;
+  if (!parent.try_lock_exclusive()) return SharedRoom::kBusy;
   BasicNode pn{l.parent.page};
   bool exact;
   const int pos = static_cast<int>(pn.lower_bound(key.data, key.len, &exact)), c = static_cast<int>(pn.count());
@@ -336,6 +347,7 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
   g.add(l.id, lp);
   std::atomic<uint64_t>* held[4];
   unsigned nheld = 0;
+  bool busy = false;  // a leaf another thread holds
   // The leaves before_split looks at: pos - 2 .. pos + 2.
   bool ok = pos <= c && pn.child(static_cast<unsigned>(pos)) == l.id;
   for (int q = pos - 2; q <= pos + 2 && ok; q++) {
@@ -344,7 +356,8 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
     const FrameId f = store_.resident_frame(id);
     if (f == kNoFrame) continue;  // (as the exclusive run: not at hand)
     std::atomic<uint64_t>* w = store_.frame_latch(f);
-    ok = store_.frame_dirty(f) && PageLatch(w).try_lock_exclusive();
+    if (!store_.frame_dirty(f)) ok = false;
+    else if (!PageLatch(w).try_lock_exclusive()) ok = false, busy = true;
     if (!ok) break;
     held[nheld++] = w;
     g.add(id, store_.frame_bytes(f));
@@ -374,7 +387,7 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
   }
   if (!changed) {
     parent.unlock_exclusive_unchanged();
-    return SharedRoom::kNone;
+    return busy ? SharedRoom::kBusy : SharedRoom::kNone;
   }
   parent.unlock_exclusive();
   return *r == PutResult::kNoSpace ? SharedRoom::kMoved : SharedRoom::kInserted;
@@ -409,7 +422,7 @@ BTree::SharedRoom BTree::split_shared(const SharedLeaf& l, Slice key, Slice valu
   KeyBuffer sep;
   if (!split_images(copy, recs.data(), n, key, 0, lower, upper, &sep)) return SharedRoom::kNone;
   PageLatch parent(l.parent.latch);
-  if (!parent.try_lock_exclusive()) return SharedRoom::kNone;
+  if (!parent.try_lock_exclusive()) return SharedRoom::kBusy;
   BasicNode pn{l.parent.page};
   bool exact;
   const unsigned pos = pn.lower_bound(key.data, key.len, &exact), plen = pn.prefix_len();
