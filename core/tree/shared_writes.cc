@@ -120,12 +120,16 @@ bool BTree::shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf*
 Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
   mode.release();
   SharedLeaf l;
-  if (!shared_leaf(key, false, mode, &l)) return Status::kRestart;
-  PageLatch latch(l.latch, mode.block);
-  latch.lock_shared();
-  if (!l.parent.holds()) {  // a structure change under the shared latch (phase 2c) moved the leaf's range
+  PageLatch latch(nullptr);
+  // A structure change under the shared latch (phase 2c) moved the leaf's range before it
+  // was latched: descend again (as set_shared), then run exclusive.
+  for (unsigned attempt = 0;; attempt++) {
+    if (!shared_leaf(key, false, mode, &l)) return Status::kRestart;
+    latch = PageLatch(l.latch, mode.block);
+    latch.lock_shared();
+    if (l.parent.holds()) break;
     latch.unlock_shared();
-    return Status::kRestart;
+    if (attempt >= kSharedRetries) return Status::kRestart;
   }
   bool found = leaf::lookup(l.page, key, out);
   // A store's overflow chain is read through the pool, which only the exclusive latch may change.
@@ -448,14 +452,16 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   if (w != Status::kOk) return w;
   if (!m.leaves) return Status::kRestart;
   SharedLeaf l;
-  if (!shared_leaf(key, true, m, &l)) return Status::kRestart;
-  const PageId id = l.id;
-  PageLatch latch(l.latch, m.block);
-  latch.lock_exclusive();
-  if (!l.parent.holds()) {
+  PageLatch latch(nullptr);
+  for (unsigned attempt = 0;; attempt++) {  // (as set_shared: a leaf whose range moved)
+    if (!shared_leaf(key, true, m, &l)) return Status::kRestart;
+    latch = PageLatch(l.latch, m.block);
+    latch.lock_exclusive();
+    if (l.parent.holds()) break;
     latch.unlock_exclusive_unchanged();
-    return Status::kRestart;
+    if (attempt >= kSharedRetries) return Status::kRestart;
   }
+  const PageId id = l.id;
   uint8_t* p = l.page;
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
     latch.unlock_exclusive_unchanged();
