@@ -280,7 +280,10 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
         ks.set('committed', 1);
         await ks.commit();
         const kpool = await WorkerPool.create(ks, { workers: 2 });
-        const many = Array.from({ length: 40000 }, (_, i) => [key(i), { i, pad: 'y'.repeat(40) }] as [string, unknown]);
+        // (Enough that a worker is still writing when it is terminated: 40,000 entries were
+        // sometimes done within the polling below once a store's shared writes stopped taking
+        // the exclusive latch for structure changes.)
+        const many = Array.from({ length: 400000 }, (_, i) => [key(i), { i, pad: 'y'.repeat(40) }] as [string, unknown]);
         const writing = kpool.setMany(many);
         writing.catch(() => {});
         while (ks.size <= 1) await new Promise((r) => setTimeout(r, 2));
@@ -344,7 +347,8 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
       const wasm = await loadWasm({ threads: true });
       const map = new BTreeMap<string, unknown>(null, { wasm });
       const pool = await WorkerPool.create(map, { workers: 2 });
-      const entries = Array.from({ length: 40000 }, (_, i) => [key(i), { i, pad: 'y'.repeat(40) }] as [string, unknown]);
+      // (As below: enough that the worker is still writing when it is terminated.)
+      const entries = Array.from({ length: 400000 }, (_, i) => [key(i), { i, pad: 'y'.repeat(40) }] as [string, unknown]);
       const writing = pool.setMany(entries);
       writing.catch(() => {});
       while (map.size === 0) await new Promise((r) => setTimeout(r, 2));
