@@ -262,10 +262,7 @@ Status BufferPool::allocate(PageId* out) {
 
 bool BufferPool::allocate_shared(PageId* out, uint8_t** page) {
   if (async_) return false;
-  while (alloc_lock_.exchange(true, std::memory_order_acquire)) {
-    while (alloc_lock_.load(std::memory_order_relaxed)) {
-    }
-  }
+  lock_alloc();
   PageId id = kInvalidPageId;
   FrameId f = kNoFrame;
   const bool reused = !free_.empty();

@@ -169,7 +169,24 @@ class BufferPool {
   // The frame's node latch (its chunk's state word, placed as latch_word's).
   std::atomic<uint64_t>* frame_latch(FrameId f) const { return latch_of(data_of(f), f); }
   // Dirty since the last commit: a write may change it without telling the pager.
-  bool frame_dirty(FrameId f) const { return frames_[f].dirty; }
+  bool frame_dirty(FrameId f) const { return __atomic_load_n(&frames_[f].dirty, __ATOMIC_ACQUIRE); }
+  // page_mut's first-change step for frame f under the tree latch held shared, by a caller
+  // that holds f's node latch exclusive (phase 2c): the pager keeps the page's base for a
+  // delta, then the frame is dirty. Under the pool's spin lock (the pager's copies are one
+  // list). A synchronous store only: false on an asynchronous one (nothing changed).
+  bool mark_dirty_shared(FrameId f) {
+    if (!backend_ || async_) return false;
+    if (frame_dirty(f)) return true;
+    lock_alloc();
+    FrameMeta& m = frames_[f];
+    if (!m.dirty) {
+      backend_->will_change(m.pid, data_of(f), m.lossy);
+      m.lossy = false;
+      __atomic_store_n(&m.dirty, true, __ATOMIC_RELEASE);
+    }
+    alloc_lock_.store(false, std::memory_order_release);
+    return true;
+  }
   // The clock's reference bit, set atomically and only when it is clear, so that
   // readers of a hot page do not bounce its line between cores.
   void reference(FrameId f) {
@@ -330,7 +347,12 @@ class BufferPool {
   static constexpr unsigned kHitStripes = 8;
   HitStripe shared_hits_[kHitStripes];
   bool pressure_ = false;
-  std::atomic<bool> alloc_lock_{false};  // allocate_shared
+  std::atomic<bool> alloc_lock_{false};  // allocate_shared, mark_dirty_shared
+  void lock_alloc() {
+    while (alloc_lock_.exchange(true, std::memory_order_acquire))
+      while (alloc_lock_.load(std::memory_order_relaxed)) {
+      }
+  }
 };
 
 }  // namespace adaptree

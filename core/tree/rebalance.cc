@@ -40,8 +40,14 @@ uint8_t* Rebalancer::read(PageId id) const {
   uint8_t* p = group_->find(id);
   return p ? p : allocated_.find(id);
 }
-// Under the shared latch the group's pages are dirty already: written in place.
-uint8_t* Rebalancer::write(PageId id) const { return group_ ? read(id) : t_->page_mut(id); }
+// Under the shared latch a group's page is written in place, marked dirty first if it is
+// clean (the caller holds its latch; a synchronous store: make_room_shared checks).
+uint8_t* Rebalancer::write(PageId id) const {
+  if (!group_) return t_->page_mut(id);
+  int i = group_->index_of(id);
+  if (i >= 0 && group_->frames[i] != kNoFrame) t_->store_.mark_dirty_shared(group_->frames[i]);
+  return read(id);
+}
 Status Rebalancer::allocate(PageId* out) {
   if (!group_) return t_->store_.allocate(out);
   uint8_t* p;

@@ -55,23 +55,30 @@ struct FillStats {
 };
 
 // The pages a Rebalancer may touch when it runs under the shared tree latch (phase 2c,
-// BTree::make_room_shared): a leaf's parent and the leaves around it, all latched
-// exclusive by the caller, resident and dirty (so they are written in place: the pager
-// was told of their first change already), and the pages allocated meanwhile
-// (BufferPool::allocate_shared). Nothing else is at hand; nothing is released.
+// BTree::make_room_shared): a leaf's parent and the leaves around it, all resident and
+// latched exclusive by the caller (written in place; a clean one is marked dirty, the
+// pager keeping its base, before its first change: BufferPool::mark_dirty_shared), and
+// the pages allocated meanwhile (BufferPool::allocate_shared: dirty, frame kNoFrame here).
+// Nothing else is at hand; nothing is released.
 struct SharedGroup {
   static constexpr unsigned kMax = 8;
   PageId ids[kMax];
   uint8_t* pages[kMax];
+  uint32_t frames[kMax];
   unsigned n = 0;
-  void add(PageId id, uint8_t* p) {
+  void add(PageId id, uint8_t* p, uint32_t frame = ~uint32_t{0}) {
     ids[n] = id;
-    pages[n++] = p;
+    pages[n] = p;
+    frames[n++] = frame;
+  }
+  int index_of(PageId id) const {
+    for (unsigned i = 0; i < n; i++)
+      if (ids[i] == id) return static_cast<int>(i);
+    return -1;
   }
   uint8_t* find(PageId id) const {
-    for (unsigned i = 0; i < n; i++)
-      if (ids[i] == id) return pages[i];
-    return nullptr;
+    int i = index_of(id);
+    return i < 0 ? nullptr : pages[i];
   }
 };
 

@@ -83,9 +83,9 @@ bool BTree::shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf*
     out->latch = store_.latch_word(out->id);
     return true;
   }
-  // A store: nothing loads, evicts or marks frames dirty under the shared latch
-  // (BufferPool::resident_frame). Inner nodes above the leaves' parents change only
-  // under the exclusive one.
+  // A store: nothing loads or evicts under the shared latch (BufferPool::resident_frame);
+  // a frame becomes dirty under its own latch (BufferPool::mark_dirty_shared). Inner nodes
+  // above the leaves' parents change only under the exclusive one.
   if (write && store_.pressure()) return false;  // XMerge is due: the exclusive write runs it
   PageId id = root_;
   FrameId f = store_.resident_frame(id);
@@ -102,7 +102,7 @@ bool BTree::shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf*
     }
     f = store_.resident_frame(id);
   }
-  if (f == kNoFrame || (write && !store_.frame_dirty(f))) return false;
+  if (f == kNoFrame) return false;
   store_.reference(f);
   store_.add_shared_hits(height_, reinterpret_cast<uintptr_t>(mode.rng));
   out->id = id;
@@ -268,6 +268,12 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
       return Status::kRestart;
     }
     uint8_t* p = l.page;
+    // A store's leaf clean since the last commit: the pager keeps its base first (a frame
+    // that is dirty stays so until the next commit, which is exclusive).
+    if (store_.backed() && !store_.mark_dirty_shared(l.frame)) {
+      latch.unlock_exclusive_unchanged();
+      return Status::kRestart;
+    }
     if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
       latch.unlock_exclusive_unchanged();
       return Status::kRestart;
@@ -326,8 +332,8 @@ bool BTree::converts_for(uint8_t* dst, const Fences& f, const RecordRef* recs, u
 BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
                                           PutResult* r) {
   // Stores only: a map redistributes only when asked to (fill), and then splits exclusive.
-  if (!store_.backed() || !l.parent.latch || !m.recs || !m.scratch || !m.rebalancer || !fill_.redistribute ||
-      !rebalance_ || !store_.frame_dirty(l.parent.frame))
+  if (!store_.backed() || store_.asynchronous() || !l.parent.latch || !m.recs || !m.scratch || !m.rebalancer ||
+      !fill_.redistribute || !rebalance_)
     return SharedRoom::kNone;
   uint8_t* lp = l.page;
   if (lp[0] != static_cast<uint8_t>(PageTag::kBasicLeaf)) return SharedRoom::kNone;
@@ -347,8 +353,8 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
   bool exact;
   const int pos = static_cast<int>(pn.lower_bound(key.data, key.len, &exact)), c = static_cast<int>(pn.count());
   SharedGroup g;
-  g.add(l.parent.id, l.parent.page);
-  g.add(l.id, lp);
+  g.add(l.parent.id, l.parent.page, l.parent.frame);
+  g.add(l.id, lp, l.frame);
   std::atomic<uint64_t>* held[4];
   unsigned nheld = 0;
   bool busy = false;  // a leaf another thread holds
@@ -360,11 +366,12 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
     const FrameId f = store_.resident_frame(id);
     if (f == kNoFrame) continue;  // (as the exclusive run: not at hand)
     std::atomic<uint64_t>* w = store_.frame_latch(f);
-    if (!store_.frame_dirty(f)) ok = false;
-    else if (!PageLatch(w).try_lock_exclusive()) ok = false, busy = true;
-    if (!ok) break;
+    if (!PageLatch(w).try_lock_exclusive()) {
+      ok = false, busy = true;
+      break;
+    }
     held[nheld++] = w;
-    g.add(id, store_.frame_bytes(f));
+    g.add(id, store_.frame_bytes(f), f);
   }
   bool changed = false;
   if (ok) {
@@ -463,6 +470,10 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   }
   const PageId id = l.id;
   uint8_t* p = l.page;
+  if (store_.backed() && !store_.mark_dirty_shared(l.frame)) {  // (as set_shared)
+    latch.unlock_exclusive_unchanged();
+    return Status::kRestart;
+  }
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;

@@ -611,10 +611,9 @@ void expect_content(at_tree* t, at_ctx* c, const std::map<std::string, std::stri
 }
 
 // Point writes of a shared store run under the tree latch shared when their leaf is
-// resident and dirty already (docs/THREADS.md, "Stores"): with a reader holding the latch
-// shared, another thread's set and delete there complete; a write to a clean leaf (just
-// committed: the pager must be told before its first change), one that splits, and an
-// overflow value wait for the exclusive latch. A cursor between two calls notices the
+// resident (docs/THREADS.md, "Stores"): with a reader holding the latch shared, another
+// thread's set and delete there complete, the first one on a leaf clean since the commit
+// too; one that splits at the edge and an overflow value wait for the exclusive latch. A cursor between two calls notices the
 // shared writes. Everything is committed and reopened intact.
 TEST(Threads, SharedStorePointWritesOfDirtyLeaves) {
   BasicStore store(79);
@@ -642,7 +641,14 @@ TEST(Threads, SharedStorePointWritesOfDirtyLeaves) {
   auto beside_reader = [&](auto f, std::chrono::milliseconds wait) { return beside_shared_holder(t, f, wait); };
   at_ctx* c2 = at_ctx_new();
   int32_t r = 99;
-  // Committed: every frame is clean, so the first write to a leaf is exclusive.
+  // Committed: every frame is clean. The first write to a leaf marks it dirty under its own
+  // latch, the pager keeping its base for the commit's delta (BufferPool::mark_dirty_shared),
+  // and runs beside the reader (before that, it waited for the exclusive latch).
+  EXPECT_TRUE(beside_reader([&] { r = set(c2, "k10002", "w"); }, std::chrono::seconds(20)));
+  EXPECT_EQ(r, 0);
+  model["k10002"] = "w";
+  // An insert into the full first leaf, before its first record but one: an edge split, which
+  // waits for the exclusive latch.
   EXPECT_FALSE(beside_reader([&] { r = set(c2, "k10001", "a"); }, std::chrono::milliseconds(200)));
   EXPECT_EQ(r, 0);
   model["k10001"] = "a";
