@@ -97,7 +97,9 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   BTree& t = *t_;
   stats_.regroup_calls++;
   if (m < 1 || m > kMaxGroup || m_out < 1 || m_out > kMaxGroup) return false;
-  if (group_ && m_out < m) return false;  // (under the shared latch no page is released)
+  // Under the shared latch no page is released, and at most one allocated (so a failed
+  // allocation leaves nothing to give back).
+  if (group_ && (m_out < m || m_out > m + 1)) return false;
   if (!grow_scratch()) return false;
   BasicNode pn{read(parent)};
   if (first + m - 1 > pn.count()) return false;
