@@ -285,6 +285,7 @@ class BTree {
   enum class Descent { kTo, kAfter, kFirst, kLast };
   PageId descend_shared(Descent kind, Slice key, ParentRef* parent) const;
   bool shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf* out) const;
+  bool latch_shared_leaf(Slice key, bool write, ReadMode& m, SharedLeaf* l, PageLatch* latch, bool* waited = nullptr);
   Status set_shared(Slice key, Slice value, ReadMode& m);
   // kNone: nothing changed, the exclusive run makes room; kBusy: nothing changed, another
   // thread held a page it needed (descend again, shared); kInserted; kMoved: records moved

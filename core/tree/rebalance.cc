@@ -72,9 +72,7 @@ void Rebalancer::absorb_into(Rebalancer& main) {
   if (a.splits_2to3) __atomic_fetch_add(&b.shared_splits_2to3, a.splits_2to3, __ATOMIC_RELAXED);
   add(&b.redistributions, &a.redistributions);
   add(&b.shifts, &a.shifts);
-  add(&b.shared_shifts, &a.shared_shifts);
   add(&b.splits_2to3, &a.splits_2to3);
-  add(&b.shared_splits_2to3, &a.shared_splits_2to3);
   add(&b.edge_splits, &a.edge_splits);
   add(&b.xmerges, &a.xmerges);
   add(&b.xmerge_attempts, &a.xmerge_attempts);

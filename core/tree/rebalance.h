@@ -133,12 +133,11 @@ class Rebalancer {
   // in the cut and sure to fit afterwards.
   bool shift(PageId parent, unsigned left, Slice key, uint16_t vfield, bool with_key);
 
- public:
   // shift() on pages at hand: pp the parent, lp and rp its children left and left + 1
   // (trunc: the tree's prefix truncation; recs: room for both leaves' records). Once
-  // everything is known to fit, before the first change, before_change(arg) runs and
-  // *key_left says whether key goes to the left leaf. Phase 2c (BTree::make_room_shared)
-  // calls it under the shared tree latch with the three pages latched exclusive.
+  // everything is known to fit, before the first change, before_change(arg) runs (shift
+  // marks the three pages written there) and *key_left says whether key goes to the left
+  // leaf.
   static bool shift_pages(uint8_t* pp, unsigned left, uint8_t* lp, uint8_t* rp, Slice key, uint16_t vfield,
                           bool with_key, bool trunc, std::vector<RecordRef>& recs, bool* key_left,
                           void (*before_change)(void*), void* arg);

@@ -21,7 +21,7 @@ namespace {
 constexpr unsigned kMergeThreshold = kNodeSize / 2;
 const uint8_t kEmpty[1] = {0};
 // How long a descent waits for a leaf parent held by a structure change under the shared latch
-// (a few microseconds) before it restarts exclusive.
+// (a regroup holds it ~10 us in wasm) before it restarts exclusive.
 constexpr unsigned kParentSpins = 1u << 16;
 // How often a shared write descends again, still shared, after another thread's structure
 // change moved its leaf's range or held a page it needed (BTree::set_shared).
@@ -112,6 +112,29 @@ bool BTree::shared_leaf(Slice key, bool write, const ReadMode& mode, SharedLeaf*
   return true;
 }
 
+// shared_leaf, then the leaf latched (exclusive to write, shared to read) once its parent
+// still holds it: a structure change under the shared latch (phase 2c) that moved the
+// leaf's range before it was latched sends the descent round again (kSharedRetries times).
+// A write's leaf on a store is marked dirty first (the pager keeps its base). False: run
+// exclusive (nothing is held).
+bool BTree::latch_shared_leaf(Slice key, bool write, ReadMode& m, SharedLeaf* l, PageLatch* latch, bool* waited) {
+  for (unsigned attempt = 0;; attempt++) {
+    if (!shared_leaf(key, write, m, l)) return false;
+    *latch = PageLatch(l->latch, m.block);
+    if (write) latch->lock_exclusive(waited);
+    else latch->lock_shared();
+    if (l->parent.holds()) break;
+    if (write) latch->unlock_exclusive_unchanged();
+    else latch->unlock_shared();
+    if (attempt >= kSharedRetries) return false;
+  }
+  if (write && store_.backed() && !store_.mark_dirty_shared(l->frame)) {
+    latch->unlock_exclusive_unchanged();
+    return false;
+  }
+  return true;
+}
+
 // Writers change leaves meanwhile (under their latches): latch the leaf; on
 // kOk it stays latched for the caller to copy the value (ReadMode::release).
 // Out of line: get() stays small enough for its leaf search to be inlined.
@@ -121,16 +144,7 @@ Status BTree::get_latched(Slice key, ValueRef* out, ReadMode& mode) {
   mode.release();
   SharedLeaf l;
   PageLatch latch(nullptr);
-  // A structure change under the shared latch (phase 2c) moved the leaf's range before it
-  // was latched: descend again (as set_shared), then run exclusive.
-  for (unsigned attempt = 0;; attempt++) {
-    if (!shared_leaf(key, false, mode, &l)) return Status::kRestart;
-    latch = PageLatch(l.latch, mode.block);
-    latch.lock_shared();
-    if (l.parent.holds()) break;
-    latch.unlock_shared();
-    if (attempt >= kSharedRetries) return Status::kRestart;
-  }
+  if (!latch_shared_leaf(key, false, mode, &l, &latch)) return Status::kRestart;
   bool found = leaf::lookup(l.page, key, out);
   // A store's overflow chain is read through the pool, which only the exclusive latch may change.
   if (found && out->is_overflow() && store_.backed()) {
@@ -252,28 +266,16 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   if (w != Status::kOk) return w;
   // An overflow value allocates pages: the free list is the tree's.
   if (!m.leaves || !value_is_inline(key.len, value.len)) return Status::kRestart;
-  // A leaf whose range moved before it was latched, or room that another thread's
-  // latches kept this write from making: descend again, still shared (kSharedRetries
-  // times), rather than take the exclusive latch for what is over in microseconds.
+  // Room that another thread's latches kept this write from making: descend again, still
+  // shared (kSharedRetries times), rather than take the exclusive latch for what is over in
+  // microseconds (latch_shared_leaf does the same for a leaf whose range moved).
   for (unsigned attempt = 0;; attempt++) {
     SharedLeaf l;
-    if (!shared_leaf(key, true, m, &l)) return Status::kRestart;
+    PageLatch latch(nullptr);
+    bool waited = false;
+    if (!latch_shared_leaf(key, true, m, &l, &latch, &waited)) return Status::kRestart;
     const PageId id = l.id;
-    PageLatch latch(l.latch, m.block);
-    bool waited;
-    latch.lock_exclusive(&waited);
-    if (!l.parent.holds()) {  // a structure change under the shared latch (phase 2c) moved the leaf's range
-      latch.unlock_exclusive_unchanged();
-      if (attempt < kSharedRetries) continue;
-      return Status::kRestart;
-    }
     uint8_t* p = l.page;
-    // A store's leaf clean since the last commit: the pager keeps its base first (a frame
-    // that is dirty stays so until the next commit, which is exclusive).
-    if (store_.backed() && !store_.mark_dirty_shared(l.frame)) {
-      latch.unlock_exclusive_unchanged();
-      return Status::kRestart;
-    }
     if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
       latch.unlock_exclusive_unchanged();
       return Status::kRestart;
@@ -321,14 +323,14 @@ bool BTree::converts_for(uint8_t* dst, const Fences& f, const RecordRef* recs, u
 // (before_split: a redistribution over two or three leaves, by shifts or a regroup, or a
 // 2-to-3 split), run by the calling context's own Rebalancer (its scratch) over the pages
 // at hand. The caller holds the leaf exclusive; the parent and the leaves up to two to
-// either side are latched exclusive by try, never waited for, and must be dirty (the pager
-// is told of a page's first change only under the exclusive latch); one that is not
-// resident is left out, as the exclusive run leaves it out. A 2-to-3 split's new page
-// comes from BufferPool::allocate_shared. Whatever the exclusive make_room would do first
-// or instead (convert the leaf to a dense layout, an edge or partition-aware split, a
-// plain split) is left to it: kNone, nothing changed. kInserted: the leaves changed and
-// key is in (*r, *old as leaf::upsert gives them); kMoved: they changed but key did not
-// fit after all (the caller restarts exclusive).
+// either side are latched exclusive by try, never waited for (kBusy: one was taken), and
+// a clean one is marked dirty right before its first change (Rebalancer::write,
+// BufferPool::mark_dirty_shared); one that is not resident is left out, as the exclusive
+// run leaves it out. A 2-to-3 split's new page comes from BufferPool::allocate_shared.
+// Whatever the exclusive make_room would do first or instead (convert the leaf to a dense
+// layout, an edge or partition-aware split, a plain split) is left to it: kNone, nothing
+// changed. kInserted: the leaves changed and key is in (*r, *old as leaf::upsert gives
+// them); kMoved: they changed but key did not fit after all (the caller descends again).
 BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice value, ReadMode& m, OldValue* old,
                                           PutResult* r) {
   // Stores only: a map redistributes only when asked to (fill), and then splits exclusive.
@@ -460,20 +462,9 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   if (!m.leaves) return Status::kRestart;
   SharedLeaf l;
   PageLatch latch(nullptr);
-  for (unsigned attempt = 0;; attempt++) {  // (as set_shared: a leaf whose range moved)
-    if (!shared_leaf(key, true, m, &l)) return Status::kRestart;
-    latch = PageLatch(l.latch, m.block);
-    latch.lock_exclusive();
-    if (l.parent.holds()) break;
-    latch.unlock_exclusive_unchanged();
-    if (attempt >= kSharedRetries) return Status::kRestart;
-  }
+  if (!latch_shared_leaf(key, true, m, &l, &latch)) return Status::kRestart;
   const PageId id = l.id;
   uint8_t* p = l.page;
-  if (store_.backed() && !store_.mark_dirty_shared(l.frame)) {  // (as set_shared)
-    latch.unlock_exclusive_unchanged();
-    return Status::kRestart;
-  }
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;
