@@ -151,9 +151,15 @@ describe.each(BUILDS)('%s build: batched iteration decodes keys exactly', (build
       for (const k of mb.keys()) want.push(k);
       const again = [...mb.entries()];
       expect(again.map(([k]) => k)).toEqual(want);
-      expect(again.every(([k, v]) => k !== v && k.buffer !== v.buffer && Buffer.compare(k, v) === 0)).toBe(true);
-      again[0]![0][0] = 0xee; // a copy: the map is unchanged
+      // Keys and values of one batch may be views of one copy (batch.ts BatchCopy), never overlapping.
+      const apart = (a: Uint8Array, b: Uint8Array) => a.buffer !== b.buffer || a.byteOffset + a.length <= b.byteOffset || b.byteOffset + b.length <= a.byteOffset;
+      expect(again.every(([k, v]) => k !== v && apart(k, v) && Buffer.compare(k, v) === 0)).toBe(true);
+      const all = again.flat();
+      expect(all.every((a, i) => i === 0 || apart(all[i - 1]!, a))).toBe(true);
+      expect(all.some((a) => a.buffer === wasm.memory.buffer)).toBe(false);
+      again[0]![0][0] = 0xee; // a copy: the map and the value beside it are unchanged
       expect(mb.has(want[0]!)).toBe(true);
+      expect(again[0]![1][0]).toBe(want[0]![0]);
       expect([...mn.keys()]).toEqual(Array.from({ length: 300 }, (_, i) => i * 1.5 - 100));
       expect([...mn.values()].slice(0, 3)).toEqual(['v0', 'v1', 'v2']);
     } finally {
@@ -162,8 +168,9 @@ describe.each(BUILDS)('%s build: batched iteration decodes keys exactly', (build
     }
   });
 
-  // bytes values leave wasm memory in one copy per batch (getMany, iterators): values over 16
-  // bytes are subarrays of it (batch.ts BatchCopy), smaller ones arrays of their own.
+  // bytes values leave wasm memory in one copy per batch (getMany, iterators), views of it
+  // (batch.ts BatchCopy): a batch of up to SLAB_BATCH_MAX bytes goes into a slab shared with
+  // other batches; in a larger one, values up to 16 bytes are arrays of their own.
   describe('bytes values out of a batch', () => {
     const SIZES = [0, 1, 16, 17, 63, 64, 65, 100, 1000, 1022, 1023, 5000];
     const valueOf = (i: number, n: number) => {
@@ -230,6 +237,52 @@ describe.each(BUILDS)('%s build: batched iteration decodes keys exactly', (build
         }
       });
     }
+
+    it('small batches: views of a shared slab that later batches, writes and a transferred slab never change', () => {
+      const m = new BTreeMap<number, Uint8Array>(undefined, { wasm, keys: 'number', values: 'bytes' });
+      const mk = new BTreeMap<Uint8Array, Uint8Array>(undefined, { wasm, keys: 'bytes', values: 'bytes' });
+      try {
+        const n = 2000;
+        const size = (i: number) => [0, 1, 8, 16, 17, 40][i % 6]!;
+        const keyBytes = (i: number) => new Uint8Array([i >> 8, i & 0xff, 7]);
+        for (let i = 0; i < n; i++) {
+          m.set(i, valueOf(i, size(i)));
+          mk.set(keyBytes(i), valueOf(i, size(i)));
+        }
+        // Scans of 1..50, getMany of 20 keys: batches well under the slab's 32 KiB.
+        const got: [number, Uint8Array][] = [];
+        for (let s = 0; s < n; s += 37) {
+          for (const [k, v] of m.entries({ gte: s, limit: 1 + (s % 50) })) got.push([k, v]);
+          const keys = Array.from({ length: 20 }, (_, j) => (s + j * 13) % n);
+          m.getMany(keys).forEach((v, j) => got.push([keys[j]!, v!]));
+          for (const [k, v] of mk.entries({ gte: keyBytes(s), limit: 1 + (s % 50) })) {
+            expect(k.length).toBe(3);
+            got.push([(k[0]! << 8) | k[1]!, v]);
+          }
+        }
+        expect(got.length).toBeGreaterThan(3000);
+        const sized = got.filter(([, v]) => v.length > 0);
+        // Small values share slabs: far fewer buffers than values, none of them wasm memory.
+        const buffers = new Set(sized.map(([, v]) => v.buffer));
+        expect(buffers.size).toBeLessThan(sized.length / 20);
+        expect(sized.some(([, v]) => v.buffer === wasm.memory.buffer)).toBe(false);
+        expect(sigs(got.map(([, v]) => v))).toEqual(sigs(got.map(([k]) => valueOf(k, size(k)))));
+        // Writing into a value changes no other value and not the map.
+        for (const [, v] of sized) v.fill(0xee);
+        expect(sized.every(([, v]) => v.every((b) => b === 0xee))).toBe(true);
+        expect(sigs(m.getMany([3, 4, 5]))).toEqual(sigs([valueOf(3, size(3)), valueOf(4, size(4)), valueOf(5, size(5))]));
+        // A slab transferred away (detached) is replaced: later values are right and separate.
+        const one = [...m.values({ gte: 2, limit: 1 })][0]!;
+        structuredClone(one.buffer, { transfer: [one.buffer] });
+        expect(one.length).toBe(0);
+        const later = [...m.entries({ gte: 100, limit: 50 })];
+        expect(sigs(later.map(([, v]) => v))).toEqual(sigs(later.map(([k]) => valueOf(k, size(k)))));
+        expect(later.every(([, v]) => v.buffer.byteLength > 0 && v.buffer !== one.buffer)).toBe(true);
+      } finally {
+        m.free();
+        mk.free();
+      }
+    });
 
     it.skipIf(build === 'reference')('memory growth before the first batch, under a live scan and inside getMany', () => {
       const m = new BTreeMap<string, Uint8Array>(undefined, { wasm, values: 'bytes' });

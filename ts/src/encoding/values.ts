@@ -8,10 +8,11 @@
  * |         |                          |                              | (Dates, Maps, functions, -0) stays so     |
  * | `utf8`  | strings                  | UTF-8                        | lone surrogates: InvalidValueError        |
  * | `bytes` | Uint8Array               | the bytes                    | a copy, never a view of wasm memory;      |
- * |         |                          |                              | over 64 B the copy may be a view of an    |
- * |         |                          |                              | ArrayBuffer it shares with other values   |
- * |         |                          |                              | (`get`: up to 2 KiB, Buffer-pool style;   |
- * |         |                          |                              | getMany, iterators: one copy per batch)   |
+ * |         |                          |                              | it may be a view of an ArrayBuffer it     |
+ * |         |                          |                              | shares with other values (`get`: 65 B to  |
+ * |         |                          |                              | 2 KiB, Buffer-pool style; getMany,        |
+ * |         |                          |                              | iterators: one copy per batch, small      |
+ * |         |                          |                              | batches in a slab)                        |
  * | custom  | anything                 | `codec.encode(v)`            | `{ encode(v): Uint8Array, decode(b): V }` |
  *
  * A value the encoding cannot take is an InvalidValueError (a TypeError) and the map is unchanged.

@@ -17,35 +17,56 @@ import type { KeyEncoder, ValueEncoder } from '../encoding/codec.js';
 import { readUtf8 } from '../encoding/utf8.js';
 import { CorruptionError } from '../errors.js';
 import { bytesValue } from '../encoding/values.js';
+import { SLAB_BATCH_MAX, batchSlab, bytesKey } from '../encoding/bytes.js';
 import { type Bounds, past } from './range.js';
 
 /**
- * `bytes` values up to this length are copied one by one into arrays of their own (small typed
- * arrays live on the JS heap: a hand copy is cheapest). Longer ones leave wasm memory in one copy
- * per batch and are handed out as subarrays of it: V8 keeps a typed array over 64 bytes off the
- * heap, and slice() per such value cost 2-5 µs in a Chromium worker (issue 10), ~2 µs here.
+ * `bytes` values of a batch that fits the slab (SLAB_BATCH_MAX bytes of output, encoding/bytes.ts)
+ * are views of one copy of it there. In a larger batch, values up to OWN_COPY_MAX bytes are copied
+ * one by one into arrays of their own (so a small value kept does not keep a large batch alive),
+ * and longer ones are views of one copy of the batch: V8 keeps a typed array over 64 bytes off
+ * the heap, and slice() per such value cost 2-5 µs in a Chromium worker (issue 10), ~2 µs here.
  */
 export const OWN_COPY_MAX = 16;
 
 /**
- * One copy per batch of the `bytes` values longer than OWN_COPY_MAX: `u8[lo, hi)` (the batch's
- * output) is copied on the first such value; each value is then a subarray of that copy. The
- * copy never aliases wasm memory; values of one batch share its ArrayBuffer (documented on
+ * One copy per batch of its `bytes` values, `u8[lo, hi)` (the batch's output), made on the first
+ * value asked for: into the slab when it fits, else an ArrayBuffer of its own (values over
+ * OWN_COPY_MAX only). The copy never aliases wasm memory; values of one batch share its
+ * ArrayBuffer, and values of small batches share it with other values (documented on
  * BTreeMap.getMany and the iterators).
  */
 export class BatchCopy {
   copy: ArrayBuffer | null = null;
+  /** Where u8[lo] is in `copy`, minus lo. */
+  shift = 0;
+  /** The batch went into the slab: every value is a view. */
+  slab = false;
   constructor(readonly u8: Uint8Array, readonly lo: number, readonly hi: number) {}
   value(off: number, len: number): Uint8Array {
-    if (len <= OWN_COPY_MAX) {
-      const u8 = this.u8, out = new Uint8Array(len);
-      for (let i = 0; i < len; i++) out[i] = u8[off + i]!;
-      return out;
-    }
     let c = this.copy;
-    if (c === null) c = this.copy = this.u8.slice(this.lo, this.hi).buffer;
+    if (c === null) {
+      const n = this.hi - this.lo;
+      if (n <= SLAB_BATCH_MAX) {
+        this.shift = batchSlab.put(this.u8, this.lo, n) - this.lo;
+        c = this.copy = batchSlab.buffer;
+        this.slab = true;
+      } else if (len <= OWN_COPY_MAX) {
+        return this.own(off, len);
+      } else {
+        c = this.copy = this.u8.slice(this.lo, this.hi).buffer;
+        this.shift = -this.lo;
+      }
+    } else if (!this.slab && len <= OWN_COPY_MAX) {
+      return this.own(off, len);
+    }
     // A view made with the constructor costs a third of subarray() (V8, measured).
-    return new Uint8Array(c, off - this.lo, len);
+    return new Uint8Array(c, off + this.shift, len);
+  }
+  private own(off: number, len: number): Uint8Array {
+    const u8 = this.u8, out = new Uint8Array(len);
+    for (let i = 0; i < len; i++) out[i] = u8[off + i]!;
+    return out;
   }
 }
 
@@ -76,16 +97,18 @@ export function decodeRecords<K, V>(
   shared: boolean,
 ): number {
   const stop = b.stop;
-  // `bytes` values: one copy of the batch's records (end: `end`), values as subarrays of it.
-  const bc = wantValues && (venc as unknown) === bytesValue ? new BatchCopy(u8, p, end) : null;
+  // `bytes` keys and values: one copy of the batch's records (end: `end`), views of it.
+  const bytesKeys = (kenc as unknown) === bytesKey;
+  const bytesValues = wantValues && (venc as unknown) === bytesValue;
+  const bc = bytesValues || bytesKeys ? new BatchCopy(u8, p, end) : null;
   for (let n = 0; n < count; n++) {
     const klen = dv.getUint32(p, true);
     const koff = p + 4;
     if (stop !== null && past(u8, koff, klen, b)) return n;
-    keys[n] = kenc.decodeFrom(u8, dv, koff, koff + klen, shared);
+    keys[n] = bytesKeys ? (bc!.value(koff, klen) as K) : kenc.decodeFrom(u8, dv, koff, koff + klen, shared);
     p = koff + klen;
     const vlen = dv.getUint32(p, true);
-    if (wantValues) vals[n] = bc !== null ? (bc.value(p + 4, vlen) as V) : venc.decodeFrom(u8, p + 4, vlen, shared);
+    if (wantValues) vals[n] = bytesValues ? (bc!.value(p + 4, vlen) as V) : venc.decodeFrom(u8, p + 4, vlen, shared);
     p += 4 + vlen;
   }
   return count;
