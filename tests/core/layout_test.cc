@@ -40,6 +40,28 @@ struct Page {
 
 }  // namespace
 
+// copy_small copies inline up to kCopyInlineMax bytes (16-byte pieces, the last overlapping)
+// and calls memcpy past it: every length and alignment, nothing written outside the target.
+TEST(NodeCommon, CopySmallCopiesEveryLengthExactly) {
+  std::vector<uint8_t> src(kCopyInlineMax + 64), dst(kCopyInlineMax + 96);
+  for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<uint8_t>(i * 131 + 7);
+  int checked = 0;
+  for (uint32_t n = 0; n <= kCopyInlineMax + 40; n++) {
+    for (uint32_t so = 0; so < 8; so += 3) {
+      for (uint32_t d = 0; d < 8; d += 5) {
+        std::fill(dst.begin(), dst.end(), uint8_t{0xA5});
+        copy_small(dst.data() + 16 + d, src.data() + so, n);
+        for (size_t i = 0; i < dst.size(); i++) {
+          const bool inside = i >= 16 + d && i < 16 + d + n;
+          ASSERT_EQ(dst[i], inside ? src[so + i - 16 - d] : uint8_t{0xA5}) << "n " << n << " at " << i;
+        }
+        checked++;
+      }
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(kCopyInlineMax + 41) * 3 * 2);
+}
+
 TEST(BasicNode, BuildSearchInsertRemoveWithEveryFlagCombination) {
   for (uint8_t flags : {uint8_t{0}, kFlagHeads, uint8_t(kFlagHeads | kFlagHints)}) {
     for (bool trunc : {false, true}) {
