@@ -1139,6 +1139,7 @@ int32_t at_cursor_seek_batch(at_cursor* cur, at_ctx* c, const uint8_t* key, uint
 }
 
 uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }
+uint32_t at_page_hash(const uint8_t* data, uint32_t len) { return adaptree::page_hash(data, len); }
 
 // Tests: 1 takes the tree latch exclusive, 0 releases it; 2 takes it shared, 3 releases that;
 // 7 takes the first leaf's latch exclusive and keeps it.

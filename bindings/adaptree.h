@@ -293,8 +293,10 @@ void at_debug_trap(void);
  * that every instance on the same (shared) memory refuses further calls. */
 uint32_t* at_poison_word(void);
 
-/* Stable hashes defined by this project (core/hash.h); same result natively and in wasm. */
+/* Stable hashes defined by this project (core/util/hash.h); same result natively and in wasm:
+ * CRC-32C, and the page checksum of format version 2 (page_hash). */
 uint32_t at_checksum(const uint8_t* data, uint32_t len);
+uint32_t at_page_hash(const uint8_t* data, uint32_t len);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,16 @@
 //     checksum("123456789")         = 0xE3069283   (the standard CRC-32C check value)
 //     checksum("adaptree")          = 0x89A97C7E
 //     checksum(bytes 0, 1, ..., 255) = 0x9C44184B
+// page_hash(): the page checksum of stores of format version 2 (docs/FORMAT.md): NH (the
+//   universal hash of UMAC: a sum of products of 32-bit words plus fixed keys) over 32-byte
+//   blocks, per 4 KiB chunk, folded by MurmurHash3's fmix64; 32 bits out. In wasm it costs
+//   about a tenth of CRC-32C (no CRC instruction there; SIMD has a 32x32->64 multiply). A
+//   change to one 32-bit word always changes the 64-bit sum; the 32 bits kept then differ
+//   but for chance (2^-32), as for any other damage. util/page_hash.cc has the definition.
+//   Test vectors (tests/core/hash_test.cc pins page-sized ones; the TS suite asserts them
+//   through at_page_hash):
+//     page_hash("")                  = 0xA4AB2EEA
+//     page_hash("adaptree")          = 0x7D4FA4D9
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -54,7 +64,12 @@ inline uint32_t checksum(const uint8_t* p, uint32_t len) { return checksum_exten
 // over a page verifies both its own checksum and a log frame's that covers it.
 uint32_t checksum_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
+// The page checksum of format version 2 (above).
+uint32_t page_hash(const uint8_t* p, uint32_t len);
+
 namespace detail {
+// page_hash by plain 64-bit arithmetic, block by block: the definition the SIMD kernels match.
+uint32_t page_hash_reference(const uint8_t* p, uint32_t len);
 // The CRC-32C kernels on the raw register (no initial or final inversion), for the
 // tests: every one gives the same values. checksum_extend uses crc32c_kernel_name()'s.
 uint32_t crc32c_bytewise(uint32_t reg, const uint8_t* p, uint32_t len);

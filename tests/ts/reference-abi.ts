@@ -276,6 +276,7 @@ export function referenceWasm(): AdaptreeWasm {
     },
     at_atomic_add_u32: () => 0,
     at_checksum: () => 0,
+    at_page_hash: () => 0,
     at_set_memory_limit: () => 0,
     at_memory_limit: () => 2 ** 31,
     at_memory_available: () => 2 ** 31,

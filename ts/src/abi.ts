@@ -120,6 +120,7 @@ export interface AbiExports {
   /** XMerge over the whole tree; pages freed in result.aux. */
   at_tree_compact?(tree: Ptr, ctx: Ptr): number;
   at_checksum(data: Ptr, len: number): number;
+  at_page_hash(data: Ptr, len: number): number;
   // Memory budget (bindings/wasm_runtime.cc): 0 or INVALID_ARGUMENT; bytes; bytes.
   at_set_memory_limit(bytes: number): number;
   at_memory_limit(): number;
@@ -145,7 +146,7 @@ export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_ctx_free', 'at_ctx_result', 'at_ctx_key_ptr', 'at_ctx_value_ptr', 'at_tree_new', 'at_tree_free', 'at_tree_share', 'at_ctx_set_wait', 'at_set', 'at_get', 'at_has',
   'at_remove', 'at_get_num', 'at_has_num', 'at_set_num', 'at_remove_num', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
-  'at_cursor_next_batch', 'at_cursor_seek_batch', 'at_atomic_add_u32', 'at_checksum',
+  'at_cursor_next_batch', 'at_cursor_seek_batch', 'at_atomic_add_u32', 'at_checksum', 'at_page_hash',
   'at_set_memory_limit', 'at_memory_limit', 'at_memory_available', 'at_debug_trap', 'at_debug_latch', 'at_tree_abandon', 'at_poison_word',
   'at_inspect_root', 'at_inspect_height', 'at_inspect_page', 'at_inspect_node', 'at_inspect_tree',
 ];
