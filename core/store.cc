@@ -29,6 +29,7 @@ Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Stor
   if (!st->file_) return Status::kOutOfMemory;
   if (o.read_only) st->file_->set_read_only(nullptr);  // the tree's version word after adopt
   st->file_->set_log_deltas(o.log_deltas);
+  st->file_->set_new_format(o.new_format);
   StoreMeta meta;
   std::vector<PageId> free_ids;
   Status s = st->file_->open(o.create, static_cast<uint8_t>(o.layout), o.progress, &meta, &free_ids);
@@ -62,7 +63,7 @@ Status Store::open_async(const uint8_t* superblock, const StoreOptions& o, std::
   st->async_.reset(new (std::nothrow) AsyncPager());
   if (!st->async_) return Status::kOutOfMemory;
   StoreMeta meta;
-  Status s = st->async_->open(superblock, static_cast<uint8_t>(o.layout), &meta);
+  Status s = st->async_->open(superblock, static_cast<uint8_t>(o.layout), &meta, o.new_format);
   if (s != Status::kOk) return s;
   s = st->adopt(meta, st->async_.get(), o.pool_bytes);
   if (s != Status::kOk) return s;

@@ -24,8 +24,13 @@ struct StoreOptions {
   // writes, no creation), refuses writes and commits (kReadOnly).
   bool read_only = false;
   // Commits log the changed bytes of a page (a delta) instead of its image
-  // when that is smaller (docs/DECISIONS.md). Off: logs of format 1 only.
+  // when that is smaller (docs/DECISIONS.md). Off: no delta frames (and, in a
+  // store of format version 1, logs of version 1).
   bool log_deltas = true;
+  // The page checksum of a store this call creates (an existing store keeps its
+  // own): the newest format (2, page_hash) unless set to PageSum::kCrc32c
+  // (format version 1, what stores written before it use: for their tests).
+  PageSum new_format = PageSum::kHash;
   FilePager::Progress progress;
 };
 
@@ -75,6 +80,8 @@ class Store {
   }
 
   PagerStats pager_stats() const { return async_ ? async_->stats() : file_->stats(); }
+  // The store's format: the checksum its pages carry (format version 1 or 2).
+  PageSum page_sum() const { return async_ ? async_->page_sum() : file_->page_sum(); }
   uint64_t sequence() const { return async_ ? async_->sequence() : file_->sequence(); }
 
  private:

@@ -4,7 +4,7 @@
 //   commit  one-put commits vs raw 4 KiB write+flush pairs (alternating rounds), the share of
 //           the handles' write()/flush() in a commit, and the cost of one setTimeout(0) hop
 //   cold    a store reopened with a pool a tenth of its file: a cold get's parts (a warm get,
-//           the read() calls, CRC-32C of the pages read, the rest) vs raw 4 KiB reads
+//           the read() calls, the page checksum of the pages read, the rest) vs raw 4 KiB reads
 //   load    put_tx1000: setMany vs commit, and the commit's write/flush/read time and bytes
 //   alloc   copying values out of wasm memory: slice() per size, per value vs per batch
 //   scan    50-record scans with entries() vs keys()
@@ -287,18 +287,21 @@ self.onmessage = async (e) => {
         tWasm = Math.min(tWasm, now() - a);
       }
       log(`raw 4 KiB read into its own buffer ${us(tOwn, 1000)} vs into a view of wasm memory (${(w.memory.buffer.byteLength / 2 ** 20).toFixed(0)} MiB) ${us(tWasm, 1000)}`);
-      // the page checksum as the pool verifies it (4092 bytes), least of 10 rounds
+      // the page checksum as the pool verifies it (4092 bytes), least of 10 rounds: page_hash in
+      // builds with format version 2 (new stores), else CRC-32C
       const buf = w.exports.at_alloc(4096);
+      const sumName = w.exports.at_page_hash ? 'page_hash' : 'CRC-32C';
+      const pageSum = w.exports.at_page_hash ?? w.exports.at_checksum;
       let x = 0, crc = Infinity;
       for (let r = 0; r < 10; r++) {
         const a = now();
-        for (let i = 0; i < 2000; i++) x ^= w.exports.at_checksum(buf, 4092);
+        for (let i = 0; i < 2000; i++) x ^= pageSum(buf, 4092);
         crc = Math.min(crc, (now() - a) / 2000);
       }
       log(`cold: file ${(fileBytes / 2 ** 20).toFixed(1)} MiB, pool ${(pool / 2 ** 20).toFixed(1)} MiB, ${misses.toFixed(3)} misses per get (${x >>> 31})`);
       log(`cold get ${us(tc, 20000)} (${rate(tc, 20000)}) vs raw 4 KiB read ${us(traw, 20000)} (${rate(traw, 20000)}): ratio ${(traw / tc).toFixed(2)}`);
       log(`  parts per cold get: a warm get ${us(tw, 20000)}; read() ${us(t.read, 20000)} (${us(t.read, t.reads)} per call); ` +
-        `CRC-32C of 4 KiB ${(crc * 1000).toFixed(1)} us x ${misses.toFixed(2)} = ${(crc * misses * 1000).toFixed(1)} us; ` +
+        `${sumName} of 4 KiB ${(crc * 1000).toFixed(1)} us x ${misses.toFixed(2)} = ${(crc * misses * 1000).toFixed(1)} us; ` +
         `the rest ${(((tc - t.read - tw) / 20000 - crc * misses) * 1000).toFixed(1)} us`);
       await c.close();
       // the same reads on the store's own data file (closed, so a handle can be had) vs the raw file

@@ -6,11 +6,12 @@
 
 namespace adaptree {
 
-Status AsyncPager::open(const uint8_t* superblock, uint8_t layout, StoreMeta* meta) {
+Status AsyncPager::open(const uint8_t* superblock, uint8_t layout, StoreMeta* meta, PageSum new_format) {
   if (!superblock) {
     // A new store: nothing is stored until its first commit (page 0 comes
     // with it, so a store without page 0 has never committed).
     memset(page0_, 0, kPageSize);
+    sum_ = new_format;  // new stores: format version 2 unless asked otherwise
     meta_ = StoreMeta{};
     meta_.layout = layout;
     seq_ = 0;
@@ -18,14 +19,16 @@ Status AsyncPager::open(const uint8_t* superblock, uint8_t layout, StoreMeta* me
     return Status::kOk;
   }
   uint64_t seq[2] = {0, 0};
+  uint32_t version[2] = {0, 0};
   StoreMeta m[2];
-  SlotState st[2] = {decode_superblock(superblock, &seq[0], &m[0]),
-                     decode_superblock(superblock + kSuperblockSlot, &seq[1], &m[1])};
+  SlotState st[2] = {decode_superblock(superblock, &seq[0], &m[0], &version[0]),
+                     decode_superblock(superblock + kSuperblockSlot, &seq[1], &m[1], &version[1])};
   int best = -1;
   for (int i = 0; i < 2; i++)
     if (st[i] == SlotState::kValid && (best < 0 || seq[i] > seq[best])) best = i;
   if (best < 0) return Status::kCorrupt;  // not a store, or both slots damaged
   memcpy(page0_, superblock, kPageSize);
+  sum_ = static_cast<PageSum>(version[best]);
   seq_ = seq[best];
   meta_ = m[best];
   *meta = meta_;
@@ -47,7 +50,7 @@ Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<ui
   out->resize(4 + kPageSize);  // page 0 goes first, filled in below
   uint32_t n = 1;
   auto put = [&](PageId id, uint8_t* image) {
-    seal_page(image, id);
+    seal_page(image, id, sum_);
     size_t at = out->size();
     out->resize(at + 4 + kPageSize);
     store32(out->data() + at, id);
@@ -75,8 +78,8 @@ Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<ui
   // which overwrite the previous commit's pages in place: falling back to a
   // previous superblock (one slot damaged) would mix two commits.
   memcpy(pending_page0_, page0_, kPageSize);
-  encode_superblock(pending_page0_, seq_ + 1, meta);
-  encode_superblock(pending_page0_ + kSuperblockSlot, seq_ + 1, meta);
+  encode_superblock(pending_page0_, seq_ + 1, meta, static_cast<uint32_t>(sum_));
+  encode_superblock(pending_page0_ + kSuperblockSlot, seq_ + 1, meta, static_cast<uint32_t>(sum_));
   store32(out->data(), 0);
   memcpy(out->data() + 4, pending_page0_, kPageSize);
   pending_meta_ = meta;

@@ -35,11 +35,13 @@ class AsyncPager : public PageBackend {
   // superblock: page 0's kPageSize bytes, or null for a new store. *meta is
   // the newest committed state (root 0 for a new store). kCorrupt when
   // neither slot is valid.
-  Status open(const uint8_t* superblock, uint8_t layout, StoreMeta* meta);
+  // new_format: the page checksum of a new store (superblock null).
+  Status open(const uint8_t* superblock, uint8_t layout, StoreMeta* meta, PageSum new_format = PageSum::kHash);
 
   Status load(PageId id, uint8_t* frame) override;
   Status spill(PageId id, uint8_t* frame) override;
   bool asynchronous() const override { return true; }
+  PageSum page_sum() const override { return sum_; }
 
   // A reader (FilePager::set_read_only): a dirty page (changed by a read:
   // a sort, a conversion) is dropped when evicted and *version bumped, so
@@ -72,6 +74,7 @@ class AsyncPager : public PageBackend {
  private:
   alignas(16) uint8_t page0_[kPageSize] = {};  // the stored page 0
   uint64_t seq_ = 0;                           // newest durable commit
+  PageSum sum_ = PageSum::kHash;               // the store's format version
   StoreMeta meta_;                             // its meta
   bool committing_ = false;
   bool read_only_ = false;

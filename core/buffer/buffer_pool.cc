@@ -316,7 +316,7 @@ void BufferPool::release(PageId id) {
 Status BufferPool::supply(PageId id, const uint8_t* image) {
   if (!backend_ || !valid(id)) return Status::kInvalidArgument;
   if (table_.find(id) != kNoFrame) return Status::kOk;  // resident: newer than any stored image
-  if (!page_intact(image, id)) return Status::kCorrupt;
+  if (!page_intact(image, id, backend_->page_sum())) return Status::kCorrupt;
   // No begin_op: the frames of the operation that faulted stay protected, so
   // its retry finds them and gets at least one page further. So do those of the
   // operation before it: a retried call may be two (an iterator's seek, then its

@@ -22,7 +22,8 @@ Status check_log_header(const uint8_t* h, bool* ok, uint32_t* version) {
   *ok = memcmp(h, kLogMagic, 8) == 0 && load32(h + 32) == checksum(h, 32);
   if (!*ok) return Status::kOk;
   *version = load32(h + 8);
-  if ((*version != kLogVersionImages && *version != kLogVersionDeltas) || load32(h + 12) != kPageSize)
+  if ((*version != kLogVersionImages && *version != kLogVersionDeltas && *version != kLogVersionHashed) ||
+      load32(h + 12) != kPageSize)
     return Status::kCorrupt;
   return Status::kOk;
 }
@@ -54,7 +55,7 @@ Status FilePager::reset_log() {
   salt_ = new_salt(salt_, seq_);
   uint8_t h[kLogHeaderSize] = {};
   memcpy(h, kLogMagic, 8);
-  log_version_ = deltas_ ? kLogVersionDeltas : kLogVersionImages;
+  log_version_ = sum_ == PageSum::kHash ? kLogVersionHashed : deltas_ ? kLogVersionDeltas : kLogVersionImages;
   store32(h + 8, log_version_);
   store32(h + 12, kPageSize);
   store64(h + 16, salt_);
@@ -77,6 +78,7 @@ Status FilePager::create_files(uint8_t layout) {
   // than a page (a short one is damaged). Until then the log is the store.
   meta_ = StoreMeta{};
   meta_.layout = layout;
+  sum_ = new_sum_;
   Status s = s_->truncate(FileId::kData, 0);
   if (s == Status::kOk) s = s_->sync(FileId::kData);
   if (s != Status::kOk) return s;
@@ -89,7 +91,7 @@ Status FilePager::create_files(uint8_t layout) {
   return s;
 }
 
-Status FilePager::log_checkpoint_seq(bool* valid, uint64_t* seq) {
+Status FilePager::log_checkpoint_seq(bool* valid, uint64_t* seq, uint32_t* version) {
   *valid = false;
   uint64_t lsize = 0;
   Status s = s_->size(FileId::kLog, &lsize);
@@ -97,8 +99,7 @@ Status FilePager::log_checkpoint_seq(bool* valid, uint64_t* seq) {
   uint8_t h[kLogHeaderSize];
   s = s_->read_exact(FileId::kLog, 0, h, kLogHeaderSize);
   if (s != Status::kOk) return s;
-  uint32_t version = 0;
-  s = check_log_header(h, valid, &version);
+  s = check_log_header(h, valid, version);
   *seq = load64(h + 24);
   return s;
 }
@@ -121,13 +122,15 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
   }
   int best = -1;
   uint64_t seq[2] = {0, 0};
+  uint32_t version[2] = {0, 0};
   StoreMeta m[2];
   if (dsize >= kPageSize) {
     alignas(16) uint8_t page0[kPageSize];
     s = s_->read_exact(FileId::kData, 0, page0, kPageSize);
     stats_.reads++;
     if (s != Status::kOk) return s;
-    SlotState st[2] = {decode_superblock(page0, &seq[0], &m[0]), decode_superblock(page0 + kSuperblockSlot, &seq[1], &m[1])};
+    SlotState st[2] = {decode_superblock(page0, &seq[0], &m[0], &version[0]),
+                       decode_superblock(page0 + kSuperblockSlot, &seq[1], &m[1], &version[1])};
     for (int i = 0; i < 2; i++)
       if (st[i] == SlotState::kValid && (best < 0 || seq[i] > seq[best])) best = i;
     if (best < 0 && (st[0] == SlotState::kVersion || st[1] == SlotState::kVersion)) return Status::kCorrupt;
@@ -139,10 +142,13 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
     // one: a new store if the data file is empty, else not a store.
     bool log_ok;
     uint64_t log_sb = 0;
-    s = log_checkpoint_seq(&log_ok, &log_sb);
+    uint32_t log_version = 0;
+    s = log_checkpoint_seq(&log_ok, &log_sb, &log_version);
     if (s != Status::kOk) return s;
     if (log_ok && log_sb != 0) return Status::kCorrupt;  // a checkpointed store that lost its superblock
     if (log_ok) {
+      // The log's version says the store's format (its pages' checksum).
+      sum_ = log_version == kLogVersionHashed ? PageSum::kHash : PageSum::kCrc32c;
       meta_ = StoreMeta{};
       meta_.layout = layout;
       sb_seq_ = seq_ = 0;
@@ -165,6 +171,7 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
   }
   sb_written_ = true;
   sb_slot_ = best;
+  sum_ = static_cast<PageSum>(version[best]);
   sb_seq_ = seq_ = seq[best];
   meta_ = m[best];
   s = recover_log(sb_seq_, progress, &meta_);
@@ -201,6 +208,8 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     uint32_t version = 0;
     s = check_log_header(h, &header_ok, &version);
     if (s != Status::kOk) return s;
+    // A log of another format than the data file's is not this store's.
+    if (header_ok && (version == kLogVersionHashed) != (sum_ == PageSum::kHash)) return Status::kCorrupt;
     if (header_ok) log_version_ = version;
   }
   // Without a valid header the log holds nothing committed: a checkpoint
@@ -211,7 +220,7 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     return Status::kOk;
   }
   salt_ = load64(h + 16);
-  const bool v2 = log_version_ == kLogVersionDeltas;
+  const bool v2 = log_deltas();
   uint64_t off = kLogHeaderSize, end = kLogHeaderSize;
   std::vector<std::pair<PageId, LogRef>> batch;
   std::vector<uint8_t> frame;
@@ -238,9 +247,9 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     if (kind == kFramePage && off + kPageFrameSize <= lsize) {
       s = s_->read_exact(FileId::kLog, off + kPageFrameHeader, frame.data() + kPageFrameHeader, kPageSize);
       if (s != Status::kOk) return s;
-      uint32_t crc = checksum(frame.data(), 24);
-      crc = checksum_extend(crc, frame.data() + kPageFrameHeader, kPageSize);
-      if (crc == load32(frame.data() + 24)) {
+      const uint8_t* image = frame.data() + kPageFrameHeader;
+      if (image_frame_sum(frame.data(), image) == load32(frame.data() + 24) &&
+          (sum_ == PageSum::kCrc32c || page_intact(image, load32(frame.data() + 4), sum_))) {
         ok = true;
         LogRef r;
         r.off = off;
@@ -257,7 +266,7 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
       if (size != 0 && off + size <= lsize && depth >= 1 && depth <= kMaxDeltaChain && load64(d + 24) < off) {
         s = s_->read_exact(FileId::kLog, off + kDeltaFrameHeader, d + kDeltaFrameHeader, n);
         if (s != Status::kOk) return s;
-        if (checksum_extend(checksum(d, 56), d + kDeltaFrameHeader, n) == load32(d + 56)) {
+        if (delta_frame_sum(d, n) == load32(d + 56)) {
           ok = true;
           LogRef r;
           r.off = off;
@@ -327,10 +336,12 @@ Status FilePager::read_log_image(uint64_t off, PageId id, uint8_t* frame) {
   stats_.reads++;
   if (s != Status::kOk) return s;
   memcpy(frame, h + kPageFrameHeader, kPageSize);
-  // One pass over the page: its own checksum (bytes up to its trailer's CRC), extended by the
-  // trailer's 4 bytes to the whole page, combined with the header's for the frame's.
-  const uint32_t own = checksum(frame, kNodeSize + 4);
-  const uint32_t crc = checksum_combine(checksum(h, 24), checksum_extend(own, frame + kNodeSize + 4, 4), kPageSize);
+  // One pass over the page: its own checksum (bytes up to its trailer's); version 1 extends
+  // that CRC by the trailer's 4 bytes to the whole page's and combines it with the header's.
+  const uint32_t own = adaptree::page_sum(frame, sum_);
+  const uint32_t crc = sum_ == PageSum::kHash
+                           ? checksum_extend(checksum(h, 24), frame + kNodeSize, 8)
+                           : checksum_combine(checksum(h, 24), checksum_extend(own, frame + kNodeSize + 4, 4), kPageSize);
   if (load32(h) != kFramePage || load32(h + 4) != id || load64(h + 8) != salt_ || crc != load32(h + 24))
     return Status::kCorrupt;
   return load32(frame + kNodeSize) == id && load32(frame + kNodeSize + 4) == own ? Status::kOk : Status::kCorrupt;
@@ -341,7 +352,7 @@ Status FilePager::read_data_page(PageId id, uint8_t* frame) {
   Status s = s_->read(FileId::kData, uint64_t{id} * kPageSize, frame, kPageSize, &got);
   stats_.reads++;
   if (s != Status::kOk) return s;
-  if (got != kPageSize || !page_intact(frame, id)) return Status::kCorrupt;
+  if (got != kPageSize || !page_intact(frame, id, sum_)) return Status::kCorrupt;
   return Status::kOk;
 }
 
@@ -365,7 +376,7 @@ Status FilePager::read_version(const LogRef& ref, PageId id, uint8_t* frame) {
     if (s != Status::kOk) return s;
     uint32_t n = load32(h + 44);
     if (load32(h) != kFrameDelta || load32(h + 4) != id || load64(h + 8) != salt_ || load16(h + 48) != d ||
-        kDeltaFrameHeader + n > size || checksum_extend(checksum(h, 56), h + kDeltaFrameHeader, n) != load32(h + 56))
+        kDeltaFrameHeader + n > size || delta_frame_sum(h, n) != load32(h + 56))
       return Status::kCorrupt;
     at[d] = pos;
     uint64_t prev = load64(h + 24);
@@ -387,7 +398,7 @@ Status FilePager::read_version(const LogRef& ref, PageId id, uint8_t* frame) {
     const uint8_t* h = chain_buf_.data() + at[d];
     if (load32(frame + kNodeSize + 4) != load32(h + 36)) return Status::kCorrupt;  // not its base
     if (!apply_delta(h + kDeltaFrameHeader, load32(h + 44), frame)) return Status::kCorrupt;
-    if (!page_intact(frame, id) || load32(frame + kNodeSize + 4) != load32(h + 40)) return Status::kCorrupt;
+    if (!page_intact(frame, id, sum_) || load32(frame + kNodeSize + 4) != load32(h + 40)) return Status::kCorrupt;
   }
   return Status::kOk;
 }
@@ -404,7 +415,7 @@ Status FilePager::load(PageId id, uint8_t* frame) {
 }
 
 void FilePager::will_change(PageId id, const uint8_t* frame, bool lossy) {
-  if (read_only_ || !deltas_ || log_version_ != kLogVersionDeltas) return;
+  if (read_only_ || !deltas_ || !log_deltas()) return;
   // A clean frame changed through BufferPool::page() (changes that may be lost) may no
   // longer match its trailer: not the stored version unless its checksum says so. One that
   // was not is the stored image: no checksum pass (a CRC of every page a commit changed was
@@ -412,9 +423,9 @@ void FilePager::will_change(PageId id, const uint8_t* frame, bool lossy) {
   // without BufferPool::note_lossy fails the tests instead of logging a delta against a base
   // that recovery would not find.
   if (lossy) {
-    if (!page_intact(frame, id)) return;
+    if (!page_intact(frame, id, sum_)) return;
   } else {
-    assert(page_intact(frame, id) && "a clean frame changed through page() without BufferPool::note_lossy");
+    assert(page_intact(frame, id, sum_) && "a clean frame changed through page() without BufferPool::note_lossy");
   }
   // A page keeps its slot for the whole commit (a spill marks the copy stale, depth 0).
   const LogRef* have = bases_.find(id);
@@ -473,7 +484,7 @@ Status FilePager::append_image(PageId id, const uint8_t* image, LogRef* ref, uin
 }
 
 Status FilePager::append_page(PageId id, const uint8_t* image, bool may_delta, LogRef* ref) {
-  const uint8_t* base = may_delta && log_version_ == kLogVersionDeltas ? base_of(id) : nullptr;
+  const uint8_t* base = may_delta && log_deltas() ? base_of(id) : nullptr;
   if (base) {
     // The version the delta applies to: a spilled image of this commit, else
     // the newest committed frame, else the data file's page.
@@ -508,7 +519,7 @@ Status FilePager::append_page(PageId id, const uint8_t* image, bool may_delta, L
         store16(d + 48, r.depth);
         d[50] = r.data_root;
         store32(d + 52, r.chain);
-        store32(d + 56, checksum_extend(checksum(d, 56), d + kDeltaFrameHeader, n));
+        store32(d + 56, delta_frame_sum(d, n));
         *ref = r;
         stats_.delta_frames++;
         return append(d, size);
@@ -525,11 +536,23 @@ void FilePager::page_frame_header(uint8_t* h, PageId id, const uint8_t* image, u
   store32(h + 4, id);
   store64(h + 8, salt_);
   store64(h + 16, seq);
+  store32(h + 24, image_frame_sum(h, image));
+}
+
+uint32_t FilePager::image_frame_sum(const uint8_t* h, const uint8_t* image) const {
+  if (sum_ == PageSum::kHash) return checksum_extend(checksum(h, 24), image + kNodeSize, 8);
   // image is sealed (every caller seals it or read it verified): its trailer holds the CRC of
   // its bytes up to there, so the whole page's is 4 bytes away. A trailer that did not match
   // would give a frame checksum that does not match the bytes either: read as corrupt.
   const uint32_t page = checksum_extend(load32(image + kNodeSize + 4), image + kNodeSize + 4, 4);
-  store32(h + 24, checksum_combine(checksum(h, 24), page, kPageSize));
+  return checksum_combine(checksum(h, 24), page, kPageSize);
+}
+
+uint32_t FilePager::delta_frame_sum(const uint8_t* d, uint32_t n) const {
+  if (sum_ == PageSum::kCrc32c) return checksum_extend(checksum(d, 56), d + kDeltaFrameHeader, n);
+  uint8_t le[4];
+  store32(le, page_hash(d + kDeltaFrameHeader, n));
+  return checksum_extend(checksum(d, 56), le, 4);
 }
 
 Status FilePager::flush_buffer() {
@@ -565,7 +588,7 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
     if (discard_version_) ++*discard_version_;
     return Status::kOk;
   }
-  seal_page(frame, id);
+  seal_page(frame, id, sum_);
   if (!pending_.reserve(pending_.size() + 1)) return Status::kOutOfMemory;  // before anything is written
   uint64_t before = log_end_;
   LogRef at;
@@ -602,14 +625,15 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   bool may_delta = true;
   auto put_page = [&](PageId id, uint8_t* image) {
     if (s != Status::kOk) return;
-    // From its delta base where it has one (the stored version): the CRC of the bytes that
-    // changed instead of a pass over the page (that pass was 13% of a batched load).
-    const uint8_t* base = log_version_ == kLogVersionDeltas ? base_of(id) : nullptr;
+    // Version 1, from its delta base where it has one (the stored version): the CRC of the
+    // bytes that changed instead of a pass over the page (that pass was 13% of a batched load).
+    // Version 2: page_hash costs a seventh of that CRC pass in wasm; no base needed.
+    const uint8_t* base = sum_ == PageSum::kCrc32c && log_deltas() ? base_of(id) : nullptr;
     if (base) {
       seal_page_from(image, id, base);
-      assert(page_intact(image, id) && "seal_page_from on a base that is not the stored version");
+      assert(page_intact(image, id, sum_) && "seal_page_from on a base that is not the stored version");
     } else {
-      seal_page(image, id);
+      seal_page(image, id, sum_);
     }
     LogRef ref;
     s = append_page(id, image, may_delta, &ref);
@@ -712,11 +736,11 @@ Status FilePager::checkpoint() {
   if (!sb_written_) {
     // The first superblock: page 0 whole (the data file was empty).
     alignas(16) uint8_t page0[kPageSize] = {};
-    encode_superblock(page0 + (target == 0 ? 0 : kSuperblockSlot), seq_, meta_);
+    encode_superblock(page0 + (target == 0 ? 0 : kSuperblockSlot), seq_, meta_, static_cast<uint32_t>(sum_));
     s = s_->write(FileId::kData, 0, page0, kPageSize);
   } else {
     uint8_t slot[kSuperblockSize];
-    encode_superblock(slot, seq_, meta_);
+    encode_superblock(slot, seq_, meta_, static_cast<uint32_t>(sum_));
     s = s_->write(FileId::kData, target == 0 ? 0 : kSuperblockSlot, slot, kSuperblockSize);
   }
   if (s == Status::kOk) s = s_->sync(FileId::kData);

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/buffer/buffer_pool.h"
+#include "core/buffer/log_format.h"
 #include "core/buffer/page_backend.h"
 #include "core/buffer/storage.h"
 #include "core/buffer/superblock.h"
@@ -83,6 +84,10 @@ class FilePager : public PageBackend {
   Status load(PageId id, uint8_t* frame) override;
   Status spill(PageId id, uint8_t* frame) override;
   void will_change(PageId id, const uint8_t* frame, bool lossy) override;
+  PageSum page_sum() const override { return sum_; }
+  // The format a store created by open() gets (default: the newest, format version 2);
+  // an existing store keeps its own. For tests of version 1 stores.
+  void set_new_format(PageSum sum) { new_sum_ = sum; }
 
   // Makes the pool's dirty pages and meta durable: one log flush.
   Status commit(BufferPool& pool, StoreMeta meta);
@@ -96,8 +101,8 @@ class FilePager : public PageBackend {
   Status recover_log(uint64_t sb_seq, const Progress& progress, StoreMeta* meta);
   bool later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq);
   Status reset_log();
-  // Whether the log has a valid header, and the checkpoint it names.
-  Status log_checkpoint_seq(bool* valid, uint64_t* seq);
+  // Whether the log has a valid header, the checkpoint it names and its version.
+  Status log_checkpoint_seq(bool* valid, uint64_t* seq, uint32_t* version);
   Status read_log_image(uint64_t off, PageId id, uint8_t* frame);
   // The page version ref names: an image, or a delta chain applied to its root.
   Status read_version(const LogRef& ref, PageId id, uint8_t* frame);
@@ -114,6 +119,15 @@ class FilePager : public PageBackend {
   Status append(const uint8_t* p, uint32_t n);
   Status flush_buffer();
   void page_frame_header(uint8_t* h, PageId id, const uint8_t* image, uint64_t seq) const;
+  // A log page frame's checksum (header bytes [0, 24), then the image): format version 1, the
+  // CRC-32C of both (from the image's trailer CRC); version 2, the CRC-32C of the header and
+  // the image's 8-byte trailer, whose page_hash covers the rest (the reader checks it).
+  uint32_t image_frame_sum(const uint8_t* h, const uint8_t* image) const;
+  // A delta frame's checksum (header bytes [0, 56), then the n payload bytes): version 1, the
+  // CRC-32C of both; version 2, the CRC-32C of the header and the payload's page_hash (LE).
+  uint32_t delta_frame_sum(const uint8_t* d, uint32_t n) const;
+  // The log may hold delta frames (version 2 or 3).
+  bool log_deltas() const { return log_version_ != kLogVersionImages; }
 
   Storage* s_;
   uint64_t checkpoint_bytes_;
@@ -132,7 +146,9 @@ class FilePager : public PageBackend {
   OffsetMap committed_;  // page id -> newest committed version in the log
   OffsetMap pending_;    // page id -> image appended for the coming commit (spills)
   bool deltas_ = true;   // commits may log deltas
-  uint32_t log_version_ = 1;  // of the current log: deltas only in version 2
+  uint32_t log_version_ = 1;  // of the current log (log_format.h): deltas in versions 2 and 3
+  PageSum sum_ = PageSum::kHash;      // the store's format version
+  PageSum new_sum_ = PageSum::kHash;  // a new store's
   // Bases of deltas: the bytes of each dirty page before its first change,
   // while they equal the page's newest logged (or data file) version. Their
   // LogRef::off is the index of the copy, depth 1 while it is valid (0: stale,

@@ -81,7 +81,9 @@ constexpr uint32_t kPageFrameSize = kPageFrameHeader + kPageSize;
 constexpr uint32_t kCommitFrameSize = 64;
 constexpr uint32_t kDeltaFrameHeader = 64;
 constexpr uint32_t kFramePage = 1, kFrameCommit = 2, kFrameDelta = 3, kFrameCheckpoint = 4;
-constexpr uint32_t kLogVersionImages = 1, kLogVersionDeltas = 2;
+// 1: page frames only, 2: also delta and checkpoint frames (format version 1 stores, CRC-32C
+// pages); 3: as 2, in a store of format version 2 (page_hash pages; frame checksums below).
+constexpr uint32_t kLogVersionImages = 1, kLogVersionDeltas = 2, kLogVersionHashed = 3;
 constexpr uint32_t kMaxDeltaChain = 16;
 constexpr uint32_t kFrameAlign = 32;  // every frame starts at a multiple of 32
 constexpr char kLogMagic[8] = {'A', 'D', 'T', 'R', 'E', 'L', 'O', 'G'};

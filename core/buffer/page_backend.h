@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "core/buffer/page_trailer.h"
 #include "core/config.h"
 #include "core/status.h"
 
@@ -23,6 +24,9 @@ class PageBackend {
   // pages in through BufferPool::supply): the pool then takes no frame for a
   // miss, so a fault evicts nothing.
   virtual bool asynchronous() const { return false; }
+  // The checksum the store's page trailers carry (its format version): what the pool checks
+  // supplied images against.
+  virtual PageSum page_sum() const = 0;
   // A clean frame is about to change (BufferPool::page_mut, the first change
   // since the page was loaded or last written): frame still holds its bytes
   // as they were. The file pager keeps a copy to log the change as a delta.

@@ -10,7 +10,7 @@ namespace adaptree {
 void seal_page_from(uint8_t* image, PageId id, const uint8_t* base) {
   static_assert(kNodeSize % 8 == 0);
   if (load32(base + kNodeSize) != id) {  // not this page's image: no shortcut
-    seal_page(image, id);
+    seal_page(image, id, PageSum::kCrc32c);
     return;
   }
   store32(image + kNodeSize, id);

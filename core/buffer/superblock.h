@@ -20,7 +20,7 @@
 //
 //   off size field
 //   0   8    magic "ADAPTREE"
-//   8   4    format version (1)
+//   8   4    format version: 1, pages sealed with CRC-32C; 2, with page_hash (page_trailer.h)
 //   12  4    page size (4096)
 //   16  8    commit sequence number the data file holds
 //   24  32   StoreMeta
@@ -43,7 +43,8 @@
 
 namespace adaptree {
 
-constexpr uint32_t kFormatVersion = 1;
+// Format versions (the page checksum: PageSum). New stores are version 2.
+constexpr uint32_t kFormatVersionCrc = 1, kFormatVersionHash = 2;
 constexpr uint32_t kSuperblockSlot = 2048;
 constexpr uint32_t kSuperblockSize = 60;
 constexpr uint8_t kFreeListTag = 7;
@@ -90,10 +91,10 @@ struct StoreMeta {
   }
 };
 
-inline void encode_superblock(uint8_t* slot, uint64_t seq, const StoreMeta& m) {
+inline void encode_superblock(uint8_t* slot, uint64_t seq, const StoreMeta& m, uint32_t version) {
   memset(slot, 0, kSuperblockSize);
   memcpy(slot, kStoreMagic, 8);
-  store32(slot + 8, kFormatVersion);
+  store32(slot + 8, version);
   store32(slot + 12, kPageSize);
   store64(slot + 16, seq);
   m.encode(slot + 24);
@@ -102,10 +103,12 @@ inline void encode_superblock(uint8_t* slot, uint64_t seq, const StoreMeta& m) {
 
 enum class SlotState { kValid, kBadChecksum, kForeign, kVersion };
 
-inline SlotState decode_superblock(const uint8_t* slot, uint64_t* seq, StoreMeta* m) {
+inline SlotState decode_superblock(const uint8_t* slot, uint64_t* seq, StoreMeta* m, uint32_t* version) {
   if (memcmp(slot, kStoreMagic, 8) != 0) return SlotState::kForeign;
   if (load32(slot + 56) != checksum(slot, 56)) return SlotState::kBadChecksum;
-  if (load32(slot + 8) != kFormatVersion || load32(slot + 12) != kPageSize) return SlotState::kVersion;
+  *version = load32(slot + 8);
+  if ((*version != kFormatVersionCrc && *version != kFormatVersionHash) || load32(slot + 12) != kPageSize)
+    return SlotState::kVersion;
   *seq = load64(slot + 16);
   m->decode(slot + 24);
   return SlotState::kValid;

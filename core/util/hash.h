@@ -7,8 +7,8 @@
 //   Test vectors: fingerprint("adaptree") = 91, fingerprint("") = 62,
 //   fingerprint("ada") = 8.
 // checksum(): CRC-32C (Castagnoli, reflected polynomial 0x82F63B78, initial
-//   value and final xor 0xFFFFFFFF), for page checksums, log records and the
-//   superblock. Implemented in util/crc32c.cc with one kernel per target, all
+//   value and final xor 0xFFFFFFFF), for log records, the superblock, and the
+//   pages of stores of format version 1 (page_hash below for version 2). Implemented in util/crc32c.cc with one kernel per target, all
 //   giving the same values (issue 10): wasm SIMD, 16 interleaved streams with
 //   nibble tables (i8x16.swizzle); x86-64 with SSE4.2, the crc32 instruction
 //   (3 streams); otherwise slicing-by-8.

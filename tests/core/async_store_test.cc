@@ -51,9 +51,11 @@ Status with_faults(Store& st, Host& h, F&& f) {
   return Status::kRestart;
 }
 
-Status open(Host& h, uint64_t pool_bytes, std::unique_ptr<Store>* out) {
+// format: of a new store (an existing one keeps its own).
+Status open(Host& h, uint64_t pool_bytes, std::unique_ptr<Store>* out, PageSum format = PageSum::kHash) {
   StoreOptions o;
   o.pool_bytes = pool_bytes;
+  o.new_format = format;
   auto it = h.pages.find(0);
   return Store::open_async(it == h.pages.end() ? nullptr : it->second.data(), o, out);
 }
@@ -333,10 +335,19 @@ TEST(AsyncStore, CrashBetweenBeginAndEnd) {
 
 // Damaged images are CORRUPT, never a wrong answer; page 0 damaged in one
 // slot still opens (both slots hold the same superblock).
-TEST(AsyncStore, CorruptImagesNeverGiveWrongAnswers) {
+// Both formats: page_hash pages (2) and CRC-32C (1), whose stores (IndexedDB, Durable
+// Objects) written before format version 2 keep opening.
+class AsyncFormats : public ::testing::TestWithParam<PageSum> {};
+INSTANTIATE_TEST_SUITE_P(Both, AsyncFormats, ::testing::Values(PageSum::kHash, PageSum::kCrc32c),
+                         [](const ::testing::TestParamInfo<PageSum>& i) {
+                           return std::string(i.param == PageSum::kHash ? "page_hash" : "crc32c");
+                         });
+
+TEST_P(AsyncFormats, CorruptImagesNeverGiveWrongAnswers) {
+  const PageSum format = GetParam(), other = format == PageSum::kHash ? PageSum::kCrc32c : PageSum::kHash;
   Host good;
   std::unique_ptr<Store> st;
-  ASSERT_EQ(open(good, kTinyPool, &st), Status::kOk);
+  ASSERT_EQ(open(good, kTinyPool, &st, format), Status::kOk);
   Model m;
   std::mt19937 rng(3);
   for (uint32_t i = 0; i < 3000; i++) {
@@ -346,10 +357,14 @@ TEST(AsyncStore, CorruptImagesNeverGiveWrongAnswers) {
   }
   ASSERT_EQ(commit(*st, good), Status::kOk);
   st.reset();
-  // supply() itself checks the trailer.
-  ASSERT_EQ(open(good, kTinyPool, &st), Status::kOk);
+  // supply() itself checks the trailer. The store keeps its format, whatever a new one would get.
+  ASSERT_EQ(open(good, kTinyPool, &st, other), Status::kOk);
+  EXPECT_EQ(st->page_sum(), format);
+  EXPECT_EQ(load32(good.pages[0].data() + 8), static_cast<uint32_t>(format));  // the superblock's format version
   {
     std::vector<uint8_t> img = good.pages.rbegin()->second;
+    seal_page(img.data(), good.pages.rbegin()->first, other);  // intact, sealed as the other format
+    EXPECT_EQ(st->supply(good.pages.rbegin()->first, img.data()), Status::kCorrupt);
     img[100] ^= 1;
     EXPECT_EQ(st->supply(good.pages.rbegin()->first, img.data()), Status::kCorrupt);
     EXPECT_FALSE(st->tree().store().resident(good.pages.rbegin()->first));

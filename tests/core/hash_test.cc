@@ -118,20 +118,23 @@ TEST(Hash, FingerprintIsStableAndSpreads) {
   EXPECT_GT(seen.size(), 250u);
 }
 
-// A sealed page's trailer, byte for byte (core/buffer/page_trailer.h): the page id,
-// then the CRC-32C of everything before the CRC.
+// A sealed page's trailer, byte for byte (core/buffer/page_trailer.h): the page id, then the
+// checksum of everything before it: CRC-32C in format version 1, page_hash in version 2.
 TEST(Hash, SealedPageTrailerIsPinned) {
-  alignas(8) uint8_t image[kPageSize];
-  pattern(image, kPageSize);
-  seal_page(image, 7);
-  EXPECT_EQ(load32(image + kNodeSize), 7u);
-  EXPECT_EQ(load32(image + kNodeSize + 4), 0xFC7B4FF8u);
-  EXPECT_TRUE(page_intact(image, 7));
-  EXPECT_FALSE(page_intact(image, 8));
-  for (uint32_t at : {0u, 2047u, 2048u, 4000u, kNodeSize, kNodeSize + 4}) {
-    image[at] ^= 0x10;
-    EXPECT_FALSE(page_intact(image, 7)) << at;
-    image[at] ^= 0x10;
+  for (PageSum sum : {PageSum::kCrc32c, PageSum::kHash}) {
+    alignas(8) uint8_t image[kPageSize];
+    pattern(image, kPageSize);
+    seal_page(image, 7, sum);
+    EXPECT_EQ(load32(image + kNodeSize), 7u);
+    EXPECT_EQ(load32(image + kNodeSize + 4), sum == PageSum::kCrc32c ? 0xFC7B4FF8u : 0xE1F24374u);
+    EXPECT_TRUE(page_intact(image, 7, sum));
+    EXPECT_FALSE(page_intact(image, 8, sum));
+    EXPECT_FALSE(page_intact(image, 7, sum == PageSum::kCrc32c ? PageSum::kHash : PageSum::kCrc32c));
+    for (uint32_t at : {0u, 2047u, 2048u, 4000u, kNodeSize, kNodeSize + 4}) {
+      image[at] ^= 0x10;
+      EXPECT_FALSE(page_intact(image, 7, sum)) << at;
+      image[at] ^= 0x10;
+    }
   }
 }
 

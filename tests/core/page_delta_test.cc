@@ -79,22 +79,22 @@ TEST(PageDelta, SealFromBaseEqualsAFullSeal) {
   for (int iter = 0; iter < 20000; iter++) {
     const PageId id = 1 + rng() % 100000;
     Page base = random_page(rng);
-    seal_page(base.data(), id);
+    seal_page(base.data(), id, PageSum::kCrc32c);
     Page img = base;
     if (iter % 50 != 0) mutate(img, rng);  // sometimes nothing changed
     if (iter % 97 == 0) for (auto& b : img) b = static_cast<uint8_t>(~b);  // everything did
     Page want = img, got = img;
-    seal_page(want.data(), id);
+    seal_page(want.data(), id, PageSum::kCrc32c);
     seal_page_from(got.data(), id, base.data());
     ASSERT_EQ(got, want) << iter;
-    ASSERT_TRUE(page_intact(got.data(), id));
+    ASSERT_TRUE(page_intact(got.data(), id, PageSum::kCrc32c));
   }
   // A base of another page: a full seal, not a wrong shortcut.
   Page base = random_page(rng), img = base;
-  seal_page(base.data(), 7);
+  seal_page(base.data(), 7, PageSum::kCrc32c);
   img[5] ^= 1;
   Page want = img;
-  seal_page(want.data(), 8);
+  seal_page(want.data(), 8, PageSum::kCrc32c);
   seal_page_from(img.data(), 8, base.data());
   EXPECT_EQ(img, want);
 }

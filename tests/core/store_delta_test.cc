@@ -139,8 +139,9 @@ TEST(StoreDelta, OneEntryCommitsLogBytesNotPages) {
   uint64_t image_bytes = one_entry_commit_bytes(false, 200, &without);
   std::printf("log bytes per one-entry commit: %llu with deltas, %llu without\n",
               static_cast<unsigned long long>(delta_bytes), static_cast<unsigned long long>(image_bytes));
-  EXPECT_EQ(with.version, kLogVersionDeltas);
-  EXPECT_EQ(without.version, kLogVersionImages);
+  // A store of format version 2 (page_hash pages) logs version 3 either way.
+  EXPECT_EQ(with.version, kLogVersionHashed);
+  EXPECT_EQ(without.version, kLogVersionHashed);
   EXPECT_EQ(without.deltas, 0);
   EXPECT_GT(with.deltas, 150);
   EXPECT_GT(with.data_rooted, 0);
@@ -442,14 +443,15 @@ TEST(StoreDelta, ReadsStepCountersBeforeWrites) {
   expect_reopens_as(ms, o, &st, m);
 }
 
-// A log of format 1 (page images only, as written before deltas) recovers;
-// the pager keeps writing images into it, and the next checkpoint starts a
-// log of format 2. A log header of an unknown version is kCorrupt and is left
-// as it is.
+// A log of format 1 (page images only, as written before deltas, in a store of
+// format version 1: CRC-32C pages) recovers; the pager keeps writing images into
+// it, and the next checkpoint starts a log of format 2 (the store stays format
+// version 1). A log header of an unknown version is kCorrupt and is left as it is.
 TEST(StoreDelta, LogOfTheOldFormat) {
   MemoryStorage ms;
   StoreOptions old;
   old.log_deltas = false;
+  old.new_format = PageSum::kCrc32c;
   std::unique_ptr<Store> st;
   ASSERT_EQ(Store::open(&ms, old, &st), Status::kOk);
   Model m;
@@ -495,7 +497,7 @@ TEST(StoreDelta, LogOfTheOldFormat) {
   st.reset();
   // A future version: refused, not reset.
   std::vector<uint8_t>& log = unknown.file(FileId::kLog);
-  store32(log.data() + 8, 3);
+  store32(log.data() + 8, 4);
   store32(log.data() + 32, checksum(log.data(), 32));
   std::vector<uint8_t> copy = log;
   EXPECT_EQ(Store::open(&unknown, StoreOptions{}, &st), Status::kCorrupt);

@@ -34,11 +34,14 @@ struct Workload {
 // Runs the workload on a store over storage. *committed gets the model after
 // each commit that returned kOk (index 0: the empty store). Stops at the first
 // failure; *attempted: commits started (acknowledged or not).
-void run(Storage* storage, const Workload& w, uint64_t pool_bytes, std::vector<Model>* committed, size_t* attempted) {
+// format: of the store it creates (format version 2, page_hash pages, unless kCrc32c).
+void run(Storage* storage, const Workload& w, uint64_t pool_bytes, std::vector<Model>* committed, size_t* attempted,
+         PageSum format = PageSum::kHash) {
   committed->assign(1, Model{});
   *attempted = 0;
   StoreOptions o;
   o.pool_bytes = pool_bytes;
+  o.new_format = format;
   o.checkpoint_bytes = 256 << 10;  // checkpoints happen during the workload
   std::unique_ptr<Store> st;
   if (Store::open(storage, o, &st) != Status::kOk) return;
@@ -139,15 +142,22 @@ TEST(Store, TinyPoolMatchesModel) {
 
 // A crash at every storage operation of a workload with dozens of commits:
 // the reopened store holds the last acknowledged commit (or the one in
-// flight), never a mix.
-TEST(Store, CrashAtEveryStorageOperation) {
+// flight), never a mix. Both formats: page_hash pages (2) and CRC-32C (1).
+class StoreFormats : public ::testing::TestWithParam<PageSum> {};
+INSTANTIATE_TEST_SUITE_P(Both, StoreFormats, ::testing::Values(PageSum::kHash, PageSum::kCrc32c),
+                         [](const ::testing::TestParamInfo<PageSum>& i) {
+                           return std::string(i.param == PageSum::kHash ? "page_hash" : "crc32c");
+                         });
+
+TEST_P(StoreFormats, CrashAtEveryStorageOperation) {
+  const PageSum format = GetParam();
   Workload w{1500, 40, 600, 11};
   uint64_t pool = 64 * kPageSize;
   // The full run: every commit's state, and how many storage operations.
   FaultStorage clean;
   std::vector<Model> all;
   size_t attempted;
-  run(&clean, w, pool, &all, &attempted);
+  run(&clean, w, pool, &all, &attempted, format);
   ASSERT_EQ(all.size(), 1u + w.ops / w.commit_every);
   uint64_t n = clean.ops();
   ASSERT_GT(n, 50u);
@@ -156,15 +166,18 @@ TEST(Store, CrashAtEveryStorageOperation) {
   for (uint64_t k = 1; k <= n; k++) {
     FaultStorage fs(k);
     std::vector<Model> committed;
-    run(&fs, w, pool, &committed, &attempted);
+    run(&fs, w, pool, &committed, &attempted, format);
     for (uint32_t variant = 0; variant < 2; variant++) {
       MemoryStorage after;
       fs.crashed(&after, static_cast<uint32_t>(k * 2 + variant), variant == 1);
       StoreOptions o;
       o.pool_bytes = pool;
+      // Reopened asking for the other format: a store with a commit keeps its own.
+      o.new_format = format == PageSum::kHash ? PageSum::kCrc32c : PageSum::kHash;
       std::unique_ptr<Store> st;
       Status s = Store::open(&after, o, &st);
       ASSERT_EQ(s, Status::kOk) << "crash at op " << k << " variant " << variant;
+      if (committed.size() > 1) ASSERT_EQ(st->page_sum(), format) << "crash at op " << k;
       Model got;
       ASSERT_EQ(dump(st->tree(), &got), Status::kOk) << "crash at op " << k;
       ASSERT_EQ(st->tree().check(), "") << "crash at op " << k;
@@ -180,12 +193,12 @@ TEST(Store, CrashAtEveryStorageOperation) {
 
 // Flipped bits anywhere in the files: the store reports kCorrupt (at open or
 // on the read that meets the page) or returns exactly the committed state.
-TEST(Store, BitFlipsAreDetectedNeverWrongAnswers) {
+TEST_P(StoreFormats, BitFlipsAreDetectedNeverWrongAnswers) {
   Workload w{1200, 40, 500, 5};
   MemoryStorage base;
   std::vector<Model> all;
   size_t attempted;
-  run(&base, w, 64 * kPageSize, &all, &attempted);
+  run(&base, w, 64 * kPageSize, &all, &attempted, GetParam());
   std::mt19937 rng(99);
   int detected = 0, harmless = 0;
   for (int trial = 0; trial < 300; trial++) {
@@ -222,14 +235,16 @@ TEST(Store, BitFlipsAreDetectedNeverWrongAnswers) {
 // Flipped bits in the log after open (recovery checked every frame): the read that meets the
 // page (read_log_image verifies the page and its frame in one pass) reports kCorrupt, or the
 // flip hit a byte nobody reads; never a wrong answer.
-TEST(Store, LogBitFlipsAfterOpenAreDetectedOnRead) {
+TEST_P(StoreFormats, LogBitFlipsAfterOpenAreDetectedOnRead) {
   // A store whose pages all live in the log (no checkpoint yet), copied while open.
   MemoryStorage base;
   Model want;
   {
     MemoryStorage live;
     std::unique_ptr<Store> st;
-    ASSERT_EQ(Store::open(&live, StoreOptions{}, &st), Status::kOk);
+    StoreOptions o;
+    o.new_format = GetParam();
+    ASSERT_EQ(Store::open(&live, o, &st), Status::kOk);
     for (int i = 0; i < 600; i++) {
       std::string k = "key" + std::to_string(i * 7919 % 600), v(20 + i % 90, static_cast<char>('a' + i % 26));
       ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
@@ -307,10 +322,60 @@ TEST(Store, ForeignAndTruncatedFilesAreCorrupt) {
   for (uint32_t len : {8u, kSuperblockSize, 2048u + kSuperblockSize, kPageSize - 1}) {
     MemoryStorage short_magic;
     std::vector<uint8_t> head(kPageSize, 0);
-    encode_superblock(head.data(), 3, StoreMeta{});
+    encode_superblock(head.data(), 3, StoreMeta{}, kFormatVersionHash);
     short_magic.write(FileId::kData, 0, head.data(), len);
     EXPECT_EQ(Store::open(&short_magic, StoreOptions{}, &st), Status::kCorrupt) << len;
     EXPECT_EQ(short_magic.file(FileId::kData).size(), len);  // untouched
+  }
+}
+
+// A store's format (its pages' checksum) is in its superblock and its log header; they must
+// agree, and a version this build does not know is refused (kCorrupt), never reset.
+TEST(Store, FormatAndLogVersionsMustAgree) {
+  for (PageSum format : {PageSum::kHash, PageSum::kCrc32c}) {
+    MemoryStorage ms;
+    StoreOptions o;
+    o.new_format = format;
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+    ASSERT_EQ(st->tree().set(sl("a"), sl("1")), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);
+    ASSERT_EQ(st->checkpoint(), Status::kOk);
+    ASSERT_EQ(st->tree().set(sl("b"), sl("2")), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);  // in the log only
+    EXPECT_EQ(st->page_sum(), format);
+    st.reset();
+    const uint32_t want_version = format == PageSum::kHash ? kFormatVersionHash : kFormatVersionCrc;
+    EXPECT_EQ(load32(ms.file(FileId::kData).data() + 8), want_version);
+    EXPECT_EQ(load32(ms.file(FileId::kLog).data() + 8), format == PageSum::kHash ? kLogVersionHashed : kLogVersionDeltas);
+    {
+      // Reopened with the other format asked for new stores: it keeps its own.
+      MemoryStorage again = ms;
+      StoreOptions other;
+      other.new_format = format == PageSum::kHash ? PageSum::kCrc32c : PageSum::kHash;
+      ASSERT_EQ(Store::open(&again, other, &st), Status::kOk);
+      EXPECT_EQ(st->page_sum(), format);
+      ValueRef v;
+      EXPECT_EQ(st->tree().get(sl("b"), &v), Status::kOk);
+      st.reset();
+    }
+    // The log header naming the other format (its own checksum right): not this store's log.
+    MemoryStorage mixed = ms;
+    std::vector<uint8_t>& log = mixed.file(FileId::kLog);
+    store32(log.data() + 8, format == PageSum::kHash ? kLogVersionDeltas : kLogVersionHashed);
+    store32(log.data() + 32, checksum(log.data(), 32));
+    std::vector<uint8_t> before = log;
+    EXPECT_EQ(Store::open(&mixed, StoreOptions{}, &st), Status::kCorrupt);
+    EXPECT_EQ(mixed.file(FileId::kLog), before);  // left as it is
+    // A superblock of an unknown format version, in both slots: refused.
+    MemoryStorage future = ms;
+    for (uint32_t slot : {0u, kSuperblockSlot}) {
+      uint8_t* sb = future.file(FileId::kData).data() + slot;
+      if (memcmp(sb, kStoreMagic, 8) != 0) continue;
+      store32(sb + 8, 3);
+      store32(sb + 56, checksum(sb, 56));
+    }
+    EXPECT_EQ(Store::open(&future, StoreOptions{}, &st), Status::kCorrupt);
   }
 }
 

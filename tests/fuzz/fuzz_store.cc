@@ -6,7 +6,8 @@
 // checkpoint threshold low, so evictions, spills of uncommitted pages to the
 // log, checkpoints and recovery all run under the fuzzer.
 //
-// Input: [layout byte] then ops: [op][key spec][value spec] (tests/fuzz/fuzz_ops.h).
+// Input: [layout byte] then ops: [op][key spec][value spec] (tests/fuzz/fuzz_ops.h). The
+// layout byte's top bit picks the store's format: 1, CRC-32C pages (format version 1).
 #include <memory>
 
 #include "core/buffer/storage.h"
@@ -20,7 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in{data, size};
   MemoryStorage files;
   StoreOptions o;
-  o.layout = static_cast<LayoutConfig>(in.byte() % kLayoutConfigCount);
+  const uint8_t first = in.byte();
+  o.layout = static_cast<LayoutConfig>((first & 0x7F) % kLayoutConfigCount);
+  o.new_format = first & 0x80 ? PageSum::kCrc32c : PageSum::kHash;
   o.pool_bytes = 64 * kPageSize;
   o.checkpoint_bytes = 256 << 10;
   std::unique_ptr<Store> st;

@@ -498,6 +498,7 @@ describe('BTreeStore on sync backends', () => {
     truncateSync(short + '-log', 0);
     const shortBefore = readFileSync(short);
     expect(shortBefore.subarray(0, 8).toString('latin1')).toBe('ADAPTREE');
+    expect(shortBefore.readUInt32LE(8)).toBe(2); // a new store: format version 2 (page_hash pages)
     expect(await openAndRead(short)).toBeInstanceOf(CorruptionError);
     expect(await caught(BTreeStore.open<number, number>({ path: short, keys: 'number' }))).toBeInstanceOf(CorruptionError);
     expect(readFileSync(short).equals(shortBefore)).toBe(true);
