@@ -127,7 +127,7 @@ Status Store::follow(const uint8_t* superblock) {
   return Status::kOk;
 }
 
-Status Store::checkpoint() { return file_ ? file_->checkpoint() : Status::kOk; }
+Status Store::checkpoint() { return file_ ? file_->checkpoint(&tree_->store()) : Status::kOk; }
 
 Status Store::supply(PageId id, const uint8_t* image) {
   if (!async_) return Status::kInvalidArgument;

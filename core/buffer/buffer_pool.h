@@ -159,6 +159,15 @@ class BufferPool {
     FrameId f = table_.find(id);
     if (f != kNoFrame && !frames_[f].dirty) frames_[f].lossy = true;
   }
+  // id's frame when it holds exactly the page's stored image: resident, clean (written or
+  // read since its last change), not changed through page() since (lossy), not being written.
+  // Else null. A checkpoint copies such frames instead of reading their versions from the log.
+  const uint8_t* stored_image(PageId id) const {
+    if (!backend_) return nullptr;
+    FrameId f = table_.find(id);
+    if (f == kNoFrame || frames_[f].dirty || frames_[f].lossy || frames_[f].writing) return nullptr;
+    return data_of(f);
+  }
   // A store shared between threads, under its tree latch shared (docs/THREADS.md,
   // "Stores"): every call that loads, evicts or reassigns a frame, or marks one dirty,
   // holds the latch exclusive, so the page table and each frame's page, dirty flag and

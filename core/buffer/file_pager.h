@@ -48,6 +48,8 @@ struct PagerStats {
   uint64_t image_frames = 0, delta_frames = 0, commit_log_bytes = 0;
   // Images checkpoints appended for pages whose deltas start at the data file.
   uint64_t restated_pages = 0;
+  // Page versions checkpoints took from the pool's clean frames instead of the log.
+  uint64_t checkpoint_frames = 0;
 };
 
 class FilePager : public PageBackend {
@@ -91,7 +93,9 @@ class FilePager : public PageBackend {
 
   // Makes the pool's dirty pages and meta durable: one log flush.
   Status commit(BufferPool& pool, StoreMeta meta);
-  Status checkpoint();
+  // pool: where the newest committed version of a page may be at hand (BufferPool::stored_image)
+  // instead of in the log; null: every version is read from the log.
+  Status checkpoint(const BufferPool* pool = nullptr);
 
   uint64_t sequence() const { return seq_; }
   PagerStats stats() const;
@@ -107,6 +111,9 @@ class FilePager : public PageBackend {
   // The page version ref names: an image, or a delta chain applied to its root.
   Status read_version(const LogRef& ref, PageId id, uint8_t* frame);
   Status read_data_page(PageId id, uint8_t* frame);
+  // The newest committed version of id (ref: where the log has it) for a checkpoint: pool's frame
+  // when it holds the stored image and its trailer checks out, else read_version.
+  Status committed_version(const BufferPool* pool, PageId id, const LogRef& ref, uint8_t* img);
   // Appends image (sealed) as the newest version of id: a delta against the
   // kept base when that is allowed and smaller, else an image. *ref: where.
   Status append_page(PageId id, const uint8_t* image, bool may_delta, LogRef* ref);

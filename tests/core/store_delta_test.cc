@@ -443,6 +443,45 @@ TEST(StoreDelta, ReadsStepCountersBeforeWrites) {
   expect_reopens_as(ms, o, &st, m);
 }
 
+// A checkpoint takes the versions of pages the pool holds clean from their frames, not from the
+// log (a batched load's checkpoint read every delta chain back); pages evicted since are read
+// from the log. Either way the data file gets the committed state. (Debug builds also read
+// each such version from the log and assert it equals the frame.)
+TEST(StoreDelta, CheckpointCopiesCleanFramesInsteadOfReadingTheLog) {
+  for (uint64_t pool : {uint64_t{64} << 20, uint64_t{48} * kPageSize}) {
+    MemoryStorage ms;
+    StoreOptions o;
+    o.pool_bytes = pool;
+    o.checkpoint_bytes = uint64_t{1} << 40;  // checkpoints only when asked
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+    Model m;
+    fill(*st, 3000, &m);
+    ASSERT_EQ(st->checkpoint(), Status::kOk);
+    for (int i = 0; i < 600; i++) {
+      ASSERT_EQ(st->tree().set(sl(key((i * 7919) % 3000)), sl("changed")), Status::kOk);
+      m[key((i * 7919) % 3000)] = "changed";
+      if (i % 100 == 99) ASSERT_EQ(st->commit(), Status::kOk);
+    }
+    const PagerStats before = st->pager_stats();
+    ASSERT_EQ(st->checkpoint(), Status::kOk);
+    const PagerStats after = st->pager_stats();
+    const uint64_t copied = after.checkpoint_frames - before.checkpoint_frames, log_reads = after.reads - before.reads;
+    std::printf("pool %llu pages: checkpoint copied %llu frames, read the log %llu times\n",
+                static_cast<unsigned long long>(pool / kPageSize), static_cast<unsigned long long>(copied),
+                static_cast<unsigned long long>(log_reads));
+    if (pool > (uint64_t{1} << 20)) {
+      EXPECT_GT(copied, 50u);
+      EXPECT_EQ(log_reads, 0u);  // every page was at hand
+    } else {
+      EXPECT_GT(log_reads, 0u);  // evicted pages come from the log
+    }
+    expect_reopens_as(ms, o, &st, m);
+    // The data file alone holds it: a new log generation began at the checkpoint.
+    EXPECT_EQ(scan_log(ms.file(FileId::kLog)).commits, 0);
+  }
+}
+
 // A log of format 1 (page images only, as written before deltas, in a store of
 // format version 1: CRC-32C pages) recovers; the pager keeps writing images into
 // it, and the next checkpoint starts a log of format 2 (the store stays format
