@@ -33,6 +33,14 @@ static void pattern(uint8_t* b, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) b[i] = static_cast<uint8_t>(i * 131 + 7);
 }
 
+// Bytes from a 64-bit LCG (the top byte of each step): the same for every run.
+static void random_bytes(uint8_t* b, size_t n, uint64_t s) {
+  for (size_t i = 0; i < n; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    b[i] = static_cast<uint8_t>(s >> 56);
+  }
+}
+
 TEST(Hash, Crc32cPinnedPageSizedValues) {
   static uint8_t buf[12289];
   pattern(buf, sizeof buf);
@@ -57,11 +65,7 @@ TEST(Hash, Crc32cPinnedPageSizedValues) {
 // unaligned addresses and from any incoming register.
 TEST(Hash, Crc32cKernelsAgreeWithBytewise) {
   static uint8_t buf[3 * 4096 + 64];
-  uint64_t s = 0x9E3779B97F4A7C15ull;
-  for (auto& b : buf) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    b = static_cast<uint8_t>(s >> 56);
-  }
+  random_bytes(buf, sizeof buf, 0x9E3779B97F4A7C15ull);
   std::vector<uint32_t> lens;
   for (uint32_t n = 0; n <= 300; n++) lens.push_back(n);
   for (uint32_t c : {760u, 768u, 1536u, 2048u, 2304u, 3840u, 4096u, 6144u, 8192u, 12288u})
@@ -77,7 +81,9 @@ TEST(Hash, Crc32cKernelsAgreeWithBytewise) {
     const uint32_t want = detail::crc32c_bytewise(reg, p, len);
     ASSERT_EQ(detail::crc32c_slice8(reg, p, len), want) << len;
     ASSERT_EQ(detail::crc32c_lanes_model(reg, p, len), want) << len;
-    if (hw) ASSERT_EQ(hw(reg, p, len), want) << len;
+    if (hw) {
+      ASSERT_EQ(hw(reg, p, len), want) << len;
+    }
     ASSERT_EQ(checksum_extend(~reg, p, len), ~want) << len;
     ASSERT_EQ(at_checksum(p, len), ~detail::crc32c_bytewise(0xFFFFFFFFu, p, len)) << len;
   }
@@ -161,11 +167,7 @@ TEST(Hash, PageHashPinnedValues) {
 // all-0xFF pages (the largest products: sums wrap mod 2^64).
 TEST(Hash, PageHashKernelAgreesWithReference) {
   static uint8_t buf[3 * 4096 + 64];
-  uint64_t s = 0x9E3779B97F4A7C15ull;
-  for (auto& b : buf) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    b = static_cast<uint8_t>(s >> 56);
-  }
+  random_bytes(buf, sizeof buf, 0x9E3779B97F4A7C15ull);
   int checked = 0;
   for (uint32_t len = 0; len <= 2 * 4096 + 40; len += (len < 200 || (len > 4000 && len < 4200) || len > 8150) ? 1 : 37) {
     for (uint32_t at : {0u, 1u, 3u, 8u, 13u}) {
@@ -184,12 +186,9 @@ TEST(Hash, PageHashKernelAgreesWithReference) {
 // (a torn write), the page zeroed from any 512-byte boundary on, and the length changed.
 TEST(Hash, PageHashDetectsFlipsSwapsAndTornSectors) {
   alignas(16) static uint8_t page[4092], other[4092];
-  uint64_t s = 12345;
-  for (uint32_t i = 0; i < sizeof page; i++) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    page[i] = static_cast<uint8_t>(s >> 56);
+  random_bytes(page, sizeof page, 12345);
+  for (uint32_t i = 0; i < sizeof page; i++)
     other[i] = (i % 97 == 0) ? static_cast<uint8_t>(page[i] + 1) : page[i];  // a few bytes differ per sector
-  }
   const uint32_t h = page_hash(page, sizeof page);
   for (uint32_t bit = 0; bit < 8 * sizeof page; bit++) {
     page[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
