@@ -135,7 +135,8 @@ async function splitMode({ w, dir, path, keys, n, raw, page, rng, t }) {
     warm: () => { for (let i = 0; i < K; i++) W.get(keys[rng.nextBelow(n)]); },
     raw_read: () => { for (let i = 0; i < K; i++) t.raw.read.call(raw, page, { at: rng.nextBelow(pages) * 4096 }); },
     raw_read_wasm_view: () => { for (let i = 0; i < K; i++) t.raw.read.call(raw, new Uint8Array(w.memory.buffer, wp, 4096), { at: rng.nextBelow(pages) * 4096 }); },
-    crc: () => { let x = 0; for (let i = 0; i < K; i++) x ^= w.exports.at_checksum(wp, 4092); return x; },
+    // the page checksum the store verifies: page_hash (format version 2), CRC-32C in older builds
+    crc: () => { const f = w.exports.at_page_hash ?? w.exports.at_checksum; let x = 0; for (let i = 0; i < K; i++) x ^= f(wp, 4092); return x; },
   };
   const best = {};
   const c0 = C.stats(), m0 = M.stats();
@@ -147,7 +148,7 @@ async function splitMode({ w, dir, path, keys, n, raw, page, rng, t }) {
   log('  least of ' + R + ' rounds: ' + Object.entries(best).map(([k, v]) => `${k} ${v.toFixed(2)} us`).join(', '));
   const b = best;
   log(`  ratio raw_read/cold ${(b.raw_read / b.cold).toFixed(2)}; per miss: CPU of a fault (memfile - warm) ${((b.cold_memfile - b.warm) / mmiss).toFixed(2)} us ` +
-    `(checksum ${b.crc.toFixed(2)}), OPFS read in the store (cold - memfile) ${((b.cold - b.cold_memfile) / miss).toFixed(2)} us vs raw ${b.raw_read.toFixed(2)} (into wasm memory ${b.raw_read_wasm_view.toFixed(2)})`);
+    `(page checksum ${b.crc.toFixed(2)}), OPFS read in the store (cold - memfile) ${((b.cold - b.cold_memfile) / miss).toFixed(2)} us vs raw ${b.raw_read.toFixed(2)} (into wasm memory ${b.raw_read_wasm_view.toFixed(2)})`);
   // The browser suite's harness shape (worker.mjs interleave/measure): every op awaited; a
   // store's op an async function awaiting the store's async get, raw's op a plain call.
   const getA = async (k) => C.get(k);
