@@ -340,7 +340,7 @@ Status FilePager::read_log_image(uint64_t off, PageId id, uint8_t* frame) {
   // that CRC by the trailer's 4 bytes to the whole page's and combines it with the header's.
   const uint32_t own = adaptree::page_sum(frame, sum_);
   const uint32_t crc = sum_ == PageSum::kHash
-                           ? checksum_extend(checksum(h, 24), frame + kNodeSize, 8)
+                           ? image_frame_sum(h, frame)
                            : checksum_combine(checksum(h, 24), checksum_extend(own, frame + kNodeSize + 4, 4), kPageSize);
   if (load32(h) != kFramePage || load32(h + 4) != id || load64(h + 8) != salt_ || crc != load32(h + 24))
     return Status::kCorrupt;
