@@ -20,6 +20,7 @@ if (self.name === 'immediate') {
 }
 const { init, BTreeStore } = await import('../../dist/index.js');
 const { makeRecords } = await import('../lib/records.mjs');
+const { copyOut } = await import('../../dist/encoding/bytes.js');
 const { SplitMix64 } = await import('../lib/rng.mjs');
 
 const log = (s) => self.postMessage({ log: s });
@@ -133,6 +134,7 @@ async function splitMode({ w, dir, path, keys, n, raw, page, rng, t }) {
     cold_private: () => { for (let i = 0; i < K; i++) P.get(keys[rng.nextBelow(n)]); },
     cold_memfile: () => { for (let i = 0; i < K; i++) M.get(keys[rng.nextBelow(n)]); },
     warm: () => { for (let i = 0; i < K; i++) W.get(keys[rng.nextBelow(n)]); },
+    warm_has: () => { for (let i = 0; i < K; i++) W.has(keys[rng.nextBelow(n)]); },
     raw_read: () => { for (let i = 0; i < K; i++) t.raw.read.call(raw, page, { at: rng.nextBelow(pages) * 4096 }); },
     raw_read_wasm_view: () => { for (let i = 0; i < K; i++) t.raw.read.call(raw, new Uint8Array(w.memory.buffer, wp, 4096), { at: rng.nextBelow(pages) * 4096 }); },
     // the page checksum the store verifies: page_hash (format version 2), CRC-32C in older builds
@@ -245,6 +247,22 @@ self.onmessage = async (e) => {
         a = now();
         for (let i = 0; i < 2000; i++) { const b = u8.slice(off, off + 5000); for (let j = 0; j < 50; j++) keep += b.subarray(j * 100, j * 100 + 100).length; }
         log(`slice() of wasm memory: ${parts.join(', ')}; 50 values of 100 B: a slice each ${us(each, 2000)}, one slice + 50 subarrays ${us(now() - a, 2000)} (${keep > 0})`);
+        // a view of 100 B of a 16 KiB ArrayBuffer (get's slab) and the copy into it
+        const ab = new ArrayBuffer(16384), abu8 = new Uint8Array(ab), vparts = [];
+        for (const [name, f] of [
+          ['new Uint8Array(ab, off, 100)', (i) => new Uint8Array(ab, (i & 127) * 128, 100).length],
+          ['abu8.subarray', (i) => abu8.subarray((i & 127) * 128, (i & 127) * 128 + 100).length],
+          ['copy 100 B in (set)', (i) => { abu8.set(u8.subarray(off, off + 100), (i & 127) * 128); return 1; }],
+          ['new Uint8Array(100)', () => new Uint8Array(100).length],
+          ['new Uint8Array(64)', () => new Uint8Array(64).length],
+          ['copyOut 100 B', (i) => copyOut(u8, off + (i & 63), 100).length],
+          ['hand copy 100 B + view', (i) => { const p = (i & 127) * 128; for (let j = 0; j < 100; j++) abu8[p + j] = u8[off + j]; return new Uint8Array(ab, p, 100).length; }],
+        ]) {
+          const a = now();
+          for (let i = 0; i < 100000; i++) keep += f(i);
+          vparts.push(`${name} ${(((now() - a) / 100000) * 1e6).toFixed(0)} ns`);
+        }
+        log(`views: ${vparts.join(', ')}`);
       }
     }
     if (mode === 'cold') {

@@ -87,6 +87,19 @@ class BufferPool {
   void clear_failure() { failure_ = Status::kOk; }
 
 
+  // Every page of the store is resident and `frames` frames are free (the pool grows
+  // first where it may): an operation that fixes only the store's pages and allocates
+  // at most `frames` pages can neither miss nor evict, so a write needs no
+  // prefetch_for_write (BTree::begin_write). Pigeonhole: the table holds distinct ids
+  // below page_count_, never page 0 (the superblock), so page_count_ - 1 of them are all.
+  bool all_resident_with_room(uint64_t frames) {
+    if (!backend_ || table_.size() + 1 != page_count_) return false;
+    while (free_frames_.size() < frames) {
+      if (frame_count_ >= target_frames_ || !grow()) return false;
+    }
+    return true;
+  }
+
   // The page's bytes for reading (or for changes that may be lost, such as
   // the adaptive operation counter: a clean page is dropped, not written).
   uint8_t* page(PageId id) {

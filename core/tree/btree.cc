@@ -190,7 +190,7 @@ Status BTree::set(Slice key, Slice value, ReadMode* mode) {
   if (value.len > kMaxValueSize) return Status::kValueTooLarge;
   if (!key.data) key.data = kEmpty;
   if (mode && mode->shared) return set_shared(key, value, *mode);
-  Status ps = begin_write(key);
+  Status ps = begin_write(key, value_is_inline(key.len, value.len) ? 0 : overflow_pages(value.len));
   if (ps != Status::kOk) return ps;
   Status s = set_attempt(key, value, mode);
   return end_write(s);
@@ -266,7 +266,7 @@ Status BTree::remove(Slice key, ReadMode* mode) {
 // made resident first (an asynchronous host answers NEED_PAGE before anything
 // changes), and a failure in the middle of a change leaves the in-memory tree
 // unusable until the store is reopened from its last commit.
-Status BTree::begin_write(Slice key) {
+Status BTree::begin_write(Slice key, uint64_t new_pages) {
   Status w = writable();
   if (w != Status::kOk) return w;
   store_.begin_op();
@@ -279,6 +279,10 @@ Status BTree::begin_write(Slice key) {
     rebalance_->xmerge_random(rng_.next());
     if (store_.failure() != Status::kOk) return store_.failure();
   }
+  // Every page resident and frames free for what the write may allocate (a split up
+  // the whole path and a new root, a regroup's new leaf, the value's overflow chain):
+  // nothing can miss or be evicted, so the prefetch would only walk the path twice.
+  if (store_.all_resident_with_room(2 * height_ + 8 + new_pages)) return Status::kOk;
   return prefetch_for_write(key);
 }
 

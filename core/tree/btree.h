@@ -303,7 +303,8 @@ class BTree {
     count_ = n;
     for (CountStripe& c : counts_) c.n.store(0, std::memory_order_relaxed);
   }
-  Status begin_write(Slice key);
+  // new_pages: pages the write allocates besides splits (a new value's overflow chain).
+  Status begin_write(Slice key, uint64_t new_pages = 0);
   Status end_write(Status s);
   Status prefetch_for_write(Slice key);
   Status set_attempt(Slice key, Slice value, ReadMode* mode);
