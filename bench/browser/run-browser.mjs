@@ -23,8 +23,9 @@ export const CHROMIUM = process.env.ADAPTREE_CHROMIUM || '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
   // gc() in the worker: the interleaved workloads collect garbage between slices, so each
-  // store pays for its own (worker.mjs, interleave)
-  '--js-flags=--expose-gc'];
+  // store pays for its own (worker.mjs, interleave). ADAPTREE_CHROMIUM_JS_FLAGS adds more
+  // (say --perf-basic-prof, for `perf record` of the run: JIT and wasm code by name).
+  `--js-flags=--expose-gc${process.env.ADAPTREE_CHROMIUM_JS_FLAGS ? ' ' + process.env.ADAPTREE_CHROMIUM_JS_FLAGS : ''}`];
 
 export async function bundle() {
   const outDir = path.join(CACHE_DIR, 'browser-build');

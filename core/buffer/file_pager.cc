@@ -496,7 +496,12 @@ Status FilePager::append_page(PageId id, const uint8_t* image, bool may_delta, L
     if (usable && (delta_buf_.size() >= kPageSize || resize_checked(delta_buf_, kPageSize))) {
       uint32_t room = kPageSize - prev.chain;  // the whole chain stays within a page
       uint8_t* d = delta_buf_.data();
-      uint32_t n = encode_delta(base, image, d + kDeltaFrameHeader, (room & ~(kFrameAlign - 1)) - kDeltaFrameHeader);
+      // A delta of more than half a page (a page rebuilt: a split, a regroup, a compaction)
+      // is logged as the image instead: about as many bytes, and the next changes start a
+      // chain of their own rather than finding it full (an image at the next commit). The
+      // browser suite's load, 100k records in commits of 1000: 126.3 -> 119.4 MB of log.
+      const uint32_t limit = std::min(room & ~(kFrameAlign - 1), kMaxDeltaFrame) - kDeltaFrameHeader;
+      uint32_t n = encode_delta(base, image, d + kDeltaFrameHeader, limit);
       if (n != ~0u) {
         uint32_t size = round_frame(kDeltaFrameHeader + n);
         memset(d, 0, kDeltaFrameHeader);

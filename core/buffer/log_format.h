@@ -86,6 +86,9 @@ constexpr uint32_t kFramePage = 1, kFrameCommit = 2, kFrameDelta = 3, kFrameChec
 constexpr uint32_t kLogVersionImages = 1, kLogVersionDeltas = 2, kLogVersionHashed = 3;
 constexpr uint32_t kMaxDeltaChain = 16;
 constexpr uint32_t kFrameAlign = 32;  // every frame starts at a multiple of 32
+// The writer logs a page's image instead of a delta frame larger than this (a policy: readers
+// take delta frames up to the chain's kPageSize).
+constexpr uint32_t kMaxDeltaFrame = kPageSize / 2;
 constexpr char kLogMagic[8] = {'A', 'D', 'T', 'R', 'E', 'L', 'O', 'G'};
 
 }  // namespace adaptree

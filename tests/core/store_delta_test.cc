@@ -149,6 +149,55 @@ TEST(StoreDelta, OneEntryCommitsLogBytesNotPages) {
   EXPECT_LT(delta_bytes * 4, image_bytes);
 }
 
+// A page that changed by more than half (rebuilt by a split or a regroup, or most of its
+// values rewritten) is logged as its image, not as a delta that would leave its chain full
+// for the next commit; a small change stays a delta. A batched load of random keys (splits,
+// regroups, shifts) writes no delta frame over kMaxDeltaFrame, and reopens as committed.
+TEST(StoreDelta, ChangesOverHalfAPageAreLoggedAsImages) {
+  MemoryStorage ms;
+  StoreOptions o;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  Model m;
+  fill(*st, 2000, &m);
+  ASSERT_EQ(st->checkpoint(), Status::kOk);
+  // Every value of the first 64 keys, same sizes: the first leaf (~30 records) changes in
+  // most of its bytes, the next in some.
+  PagerStats a = st->pager_stats();
+  for (int i = 0; i < 64; i++) {
+    std::string v(100, static_cast<char>('A' + i % 26));
+    ASSERT_EQ(st->tree().set(sl(key(i)), sl(v)), Status::kOk);
+    m[key(i)] = v;
+  }
+  ASSERT_EQ(st->commit(), Status::kOk);
+  PagerStats b = st->pager_stats();
+  EXPECT_GE(b.image_frames - a.image_frames, 1u);
+  // One value of that leaf: a delta on the image just logged.
+  ASSERT_EQ(st->tree().set(sl(key(3)), sl(std::string(100, 'q'))), Status::kOk);
+  m[key(3)] = std::string(100, 'q');
+  ASSERT_EQ(st->commit(), Status::kOk);
+  PagerStats c = st->pager_stats();
+  EXPECT_EQ(c.image_frames - b.image_frames, 0u);
+  EXPECT_EQ(c.delta_frames - b.delta_frames, 1u);
+  // Random keys in commits of 500.
+  std::mt19937 rng(5);
+  for (int i = 0; i < 20000; i++) {
+    std::string k = key(2000 + static_cast<int>(rng() % 1000000));
+    std::string v(100, static_cast<char>('a' + i % 26));
+    ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
+    m[k] = v;
+    if (i % 500 == 499) ASSERT_EQ(st->commit(), Status::kOk);
+  }
+  const std::vector<uint8_t>& log = ms.file(FileId::kLog);
+  LogScan scan = scan_log(log);
+  EXPECT_GT(scan.deltas, 1000);
+  uint32_t largest = 0;
+  for (const LogScan::Delta& d : scan.delta_frames) largest = std::max(largest, kDeltaFrameHeader + load32(log.data() + d.off + 44));
+  EXPECT_LE(largest, kMaxDeltaFrame);
+  EXPECT_GT(largest, kMaxDeltaFrame / 4);
+  expect_reopens_as(ms, o, &st, m);
+}
+
 // The same leaf changed by many commits: its chain grows to kMaxDeltaChain
 // deltas (or a page of delta bytes), then an image starts a new chain; a
 // tiny pool reads the page back through its chain after every eviction.
