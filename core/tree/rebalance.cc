@@ -301,7 +301,7 @@ namespace {
 // The caller checked that the prefix length stays and that the bytes fit.
 void set_fence(BasicNode n, bool upper, Slice f) {
   unsigned off_at = upper ? hdr::kUpperOff : hdr::kLowerOff, len_at = upper ? hdr::kUpperLen : hdr::kLowerLen;
-  if (n.free_space() < f.len) n.compact();
+  if (n.free_space() < f.len && !n.open_room(f.len)) n.compact();
   unsigned top = n.heap_start() - f.len;
   memcpy(n.p + top, f.data, f.len);
   store16(n.p + hdr::kHeapUsed, n.heap_used() - load16(n.p + len_at) + f.len);
@@ -420,7 +420,7 @@ bool Rebalancer::shift_pages(uint8_t* pp, unsigned left, uint8_t* lp, uint8_t* r
   if (before_change) before_change(arg);
   BasicNode dst = to_right ? R : L, src = to_right ? L : R;
   unsigned k = to - from, dn = dst.count();
-  if (dst.free_space() < moved + s.len) dst.compact();  // the records refer to src only
+  if (dst.free_space() < moved + s.len && !dst.open_room(moved + s.len)) dst.compact();  // the records refer to src only
   // Receiver: the slots open at its front (to the right) or its end (to the left).
   unsigned at = to_right ? 0 : dn;
   if (to_right) memmove(dst.slot(k), dst.slot(0), dn * ss);
