@@ -100,7 +100,7 @@ bool BasicNode::open_room(unsigned bytes) {
   // Garbage at the bottom of the heap is free already.
   unsigned low = m.next(heap_start(), true);
   store16(p + hdr::kHeapStart, low);
-  unsigned n = count();
+  unsigned n = count(), moved = 0;
   while (free_space() < bytes && low < kNodeSize) {
     // The entry (or fence) that starts at low moves to the first gap above it that takes it.
     uint8_t* field = nullptr;
@@ -115,7 +115,29 @@ bool BasicNode::open_room(unsigned bytes) {
     }
     if (!field) return false;
     int to = m.gap(low + len, len);
-    if (to < 0) return false;
+    if (to < 0) {
+      // No gap takes it (gaps a few bytes short: entries differ in size, old fences): the
+      // entries below the lowest gap slide up over it instead, which merges it into the room
+      // at the bottom. Past half a node of bytes moved a compaction costs no more.
+      unsigned g = m.next(low, false), gend = g < kNodeSize ? m.next(g, true) : kNodeSize;
+      if (g >= kNodeSize || gend >= kNodeSize || (moved += g - low) > kNodeSize / 2) return false;
+      unsigned by = gend - g;
+      memmove(p + low + by, p + low, g - low);
+      for (unsigned i = 0; i < n; i++) {
+        uint8_t* s = slot(i);
+        unsigned off = load16(s);
+        if (off >= low && off < g && load16(s + 2) + (load16(s + 4) & kValueLenMask)) store16(s, static_cast<uint16_t>(off + by));
+      }
+      for (unsigned f : {hdr::kLowerOff, hdr::kUpperOff}) {
+        unsigned off = load16(p + f);
+        if (off >= low && off < g && load16(p + f + 2)) store16(p + f, static_cast<uint16_t>(off + by));
+      }
+      m.set(low, g - low, false);
+      m.set(low + by, g - low, true);
+      low += by;
+      store16(p + hdr::kHeapStart, low);
+      continue;
+    }
     memcpy(p + to, p + low, len);
     store16(field, static_cast<uint16_t>(to));
     m.set(low, len, false);

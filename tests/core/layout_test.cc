@@ -619,4 +619,25 @@ TEST(BasicNode, OpenRoomMovesTheLowestEntriesIntoGaps) {
   put("", "");
   ASSERT_TRUE(n.open_room(n.free_space() + 50));
   check(n, model);
+  // No gap takes the lowest entry (110 bytes, the gap 100): the entries below the gap slide
+  // up over it; only they (and their slots, heap_start) change.
+  Page pg2;
+  ASSERT_TRUE(BasicNode::build(pg2.b, PageTag::kBasicLeaf, kFlagHeads, Fences{}, false, nullptr, 0, 0, kCounterDisabled));
+  n = BasicNode{pg2.b};
+  model.clear();
+  for (int i = 0; i < 20; i++) put("k" + std::to_string(10 + i), std::string(96, static_cast<char>('a' + i)));
+  put("k50", std::string(107, 'x'));  // 110 bytes, the lowest entry
+  n.remove_at(n.lower_bound(sl("k25").data, 3, &exact));  // 99 bytes, high in the heap
+  model.erase("k25");
+  n.remove_at(n.lower_bound(sl("k28").data, 3, &exact));  // 99 bytes, just above the lowest
+  model.erase("k28");
+  const unsigned free_before = n.free_space();
+  Page before;
+  memcpy(before.b, pg2.b, kPageSize);
+  ASSERT_TRUE(n.open_room(free_before + 99));
+  EXPECT_GE(n.free_space(), free_before + 99);
+  check(n, model);
+  unsigned changed = 0;
+  for (unsigned i = 0; i < kNodeSize; i++) changed += before.b[i] != pg2.b[i];
+  EXPECT_LE(changed, 3u * 110 + 60);  // the entries below the gap (two above k50 at most), slots, header
 }
