@@ -197,7 +197,8 @@ self.onmessage = async (e) => {
       const st = s.stats(), b = n / 1000;
       log(`load: ${rate(now() - t0, n)}; per 1000 records: setMany ${(tset / b).toFixed(1)} ms, commit ${(tcommit / b).toFixed(1)} ms ` +
         `(write ${(t.write / b).toFixed(1)} ms, flush ${(t.flush / b).toFixed(1)} ms, read ${(t.read / b).toFixed(1)} ms); ` +
-        `${Math.round(t.bytes / n)} B written per record; log ${(st.log_bytes / 2 ** 20).toFixed(1)} MiB, checkpoints ${st.checkpoints}`);
+        `${Math.round(t.bytes / n)} B written per record; log ${(st.log_bytes / 2 ** 20).toFixed(1)} MiB, checkpoints ${st.checkpoints}; ` +
+        `pool fixes per record ${((st.hits + st.misses) / n).toFixed(1)} (misses ${st.misses}), image frames ${st.image_frames}, delta frames ${st.delta_frames}`);
     }
     const raw = await (await dir.getFileHandle('raw', { create: true })).createSyncAccessHandle();
     const page = new Uint8Array(4096);

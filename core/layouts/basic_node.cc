@@ -35,34 +35,32 @@ void BasicNode::compact() {
       });
 }
 
-namespace {
-
-// The node's live heap ranges (entries and fences), one bit per byte of the node.
-struct HeapMap {
-  static constexpr unsigned kWords = (kNodeSize + 63) / 64;
+int BasicNode::find_hole(unsigned bytes) const {
+  // The first gap between live heap ranges (entries and fences), from heap_start up, that
+  // takes bytes: the ranges are marked in a bitmap of the node's bytes (one bit each), then
+  // its runs of clear bits are walked. (It sorted the ranges by offset before: a sort of
+  // ~100 entries on every insert into a leaf with garbage, 2.5% of a store's random inserts
+  // in wasm.)
+  if (bytes == 0) return static_cast<int>(heap_start());
+  constexpr unsigned kWords = (kNodeSize + 63) / 64;
   uint64_t used[kWords] = {};
-
-  explicit HeapMap(const BasicNode& n) {
-    unsigned c = n.count();
-    for (unsigned i = 0; i < c; i++) {
-      const uint8_t* s = n.slot(i);
-      set(load16(s), load16(s + 2) + (load16(s + 4) & kValueLenMask), true);
-    }
-    set(load16(n.p + hdr::kLowerOff), load16(n.p + hdr::kLowerLen), true);
-    set(load16(n.p + hdr::kUpperOff), load16(n.p + hdr::kUpperLen), true);
-  }
-  void set(unsigned off, unsigned len, bool on) {
+  auto mark = [&](unsigned off, unsigned len) {
     unsigned end = off + len < kNodeSize ? off + len : kNodeSize;
     while (off < end) {
       unsigned b = off % 64, k = end - off < 64 - b ? end - off : 64 - b;
-      uint64_t bits = (k == 64 ? ~uint64_t{0} : ((uint64_t{1} << k) - 1)) << b;
-      if (on) used[off / 64] |= bits;
-      else used[off / 64] &= ~bits;
+      used[off / 64] |= (k == 64 ? ~uint64_t{0} : ((uint64_t{1} << k) - 1)) << b;
       off += k;
     }
+  };
+  unsigned n = count();
+  for (unsigned i = 0; i < n; i++) {
+    const uint8_t* s = slot(i);
+    mark(load16(s), load16(s + 2) + (load16(s + 4) & kValueLenMask));
   }
-  // The first byte at or after `from` that is in use (want = true) or free; kNodeSize if none.
-  unsigned next(unsigned from, bool want) const {
+  mark(load16(p + hdr::kLowerOff), load16(p + hdr::kLowerLen));
+  mark(load16(p + hdr::kUpperOff), load16(p + hdr::kUpperLen));
+  // The first bit at or after `from` that is set (want = true) or clear; kNodeSize if none.
+  auto next = [&](unsigned from, bool want) -> unsigned {
     for (unsigned w = from / 64; w < kWords && from < kNodeSize; w++, from = w * 64) {
       uint64_t bits = (want ? used[w] : ~used[w]) & (~uint64_t{0} << (from % 64));
       if (bits) {
@@ -71,87 +69,13 @@ struct HeapMap {
       }
     }
     return kNodeSize;
+  };
+  for (unsigned at = next(heap_start(), false); at < kNodeSize;) {
+    unsigned end = next(at, true);
+    if (end - at >= bytes) return static_cast<int>(at);
+    at = next(end, false);
   }
-  // The first gap at or after `from` that takes bytes, or -1.
-  int gap(unsigned from, unsigned bytes) const {
-    for (unsigned at = next(from, false); at < kNodeSize;) {
-      unsigned end = next(at, true);
-      if (end - at >= bytes) return static_cast<int>(at);
-      at = next(end, false);
-    }
-    return -1;
-  }
-};
-
-}  // namespace
-
-int BasicNode::find_hole(unsigned bytes) const {
-  // The first gap between live heap ranges (entries and fences), from heap_start up, that
-  // takes bytes: the ranges are marked in a bitmap of the node's bytes (one bit each), then
-  // its runs of clear bits are walked. (It sorted the ranges by offset before: a sort of
-  // ~100 entries on every insert into a leaf with garbage, 2.5% of a store's random inserts
-  // in wasm.)
-  if (bytes == 0) return static_cast<int>(heap_start());
-  return HeapMap(*this).gap(heap_start(), bytes);
-}
-
-bool BasicNode::open_room(unsigned bytes) {
-  HeapMap m(*this);
-  // Garbage at the bottom of the heap is free already.
-  unsigned low = m.next(heap_start(), true);
-  store16(p + hdr::kHeapStart, low);
-  unsigned n = count(), moved = 0;
-  while (free_space() < bytes && low < kNodeSize) {
-    // The entry (or fence) that starts at low moves to the first gap above it that takes it.
-    uint8_t* field = nullptr;
-    unsigned len = 0;
-    for (unsigned i = 0; i < n && !field; i++) {
-      uint8_t* s = slot(i);
-      unsigned l = load16(s + 2) + (load16(s + 4) & kValueLenMask);
-      if (l && load16(s) == low) field = s, len = l;
-    }
-    for (unsigned f : {hdr::kLowerOff, hdr::kUpperOff}) {
-      if (!field && load16(p + f + 2) && load16(p + f) == low) field = p + f, len = load16(p + f + 2);
-    }
-    if (!field) return false;
-    int to = m.gap(low + len, len);
-    if (to < 0) {
-      // No gap takes it (gaps a few bytes short: entries differ in size, old fences): the
-      // entries below the lowest gap slide up over it instead, which merges it into the room
-      // at the bottom. Past half a node of bytes moved a compaction costs no more.
-      unsigned g = m.next(low, false), gend = g < kNodeSize ? m.next(g, true) : kNodeSize;
-      if (g >= kNodeSize || gend >= kNodeSize || (moved += g - low) > kNodeSize / 2) return false;
-      unsigned by = gend - g;
-      memmove(p + low + by, p + low, g - low);
-      for (unsigned i = 0; i < n; i++) {
-        uint8_t* s = slot(i);
-        unsigned off = load16(s);
-        if (off >= low && off < g && load16(s + 2) + (load16(s + 4) & kValueLenMask)) store16(s, static_cast<uint16_t>(off + by));
-      }
-      for (unsigned f : {hdr::kLowerOff, hdr::kUpperOff}) {
-        unsigned off = load16(p + f);
-        if (off >= low && off < g && load16(p + f + 2)) store16(p + f, static_cast<uint16_t>(off + by));
-      }
-      m.set(low, g - low, false);
-      m.set(low + by, g - low, true);
-      low += by;
-      store16(p + hdr::kHeapStart, low);
-      continue;
-    }
-    memcpy(p + to, p + low, len);
-    store16(field, static_cast<uint16_t>(to));
-    m.set(low, len, false);
-    m.set(static_cast<unsigned>(to), len, true);
-    low = m.next(low + len, true);
-    store16(p + hdr::kHeapStart, low);
-  }
-  // Empty entries (an empty key with an empty value) take no heap bytes, but their offsets
-  // must stay at or above heap_start, where the slots can never grow over them.
-  for (unsigned i = 0; i < n; i++) {
-    uint8_t* s = slot(i);
-    if (load16(s) < low && load16(s + 2) + (load16(s + 4) & kValueLenMask) == 0) store16(s, static_cast<uint16_t>(low));
-  }
-  return free_space() >= bytes;
+  return -1;
 }
 
 void BasicNode::insert_at(unsigned pos, const uint8_t* suffix, unsigned suffix_len, const uint8_t* value,
@@ -162,13 +86,8 @@ void BasicNode::insert_at(unsigned pos, const uint8_t* suffix, unsigned suffix_l
   // were replaced) takes the entry if it can, which changes a few bytes of
   // the page where a compaction would move the whole heap (and a commit would
   // then log the page whole).
-  // Short of room even for the slot: the lowest entries move into gaps above (open_room), a
-  // few bytes again where a compaction would move them all.
   int hole = -1;
-  if (need > free_space() && free_space() < ss) open_room(ss);
-  if (need > free_space() && (free_space() < ss || (hole = find_hole(suffix_len + vbytes)) < 0) &&
-      !open_room(need))
-    compact();
+  if (need > free_space() && (free_space() < ss || (hole = find_hole(suffix_len + vbytes)) < 0)) compact();
   unsigned n = count();
   uint8_t* s = slot(pos);
   memmove(s + ss, s, (n - pos) * ss);
@@ -210,7 +129,7 @@ bool BasicNode::replace_value(unsigned pos, const uint8_t* value, uint16_t value
   uint8_t key_copy[kMaxKeySize];
   memcpy(key_copy, p + load16(s), klen);
   store16(s + 2, 0);
-  if (klen + new_bytes > free_space() && !open_room(klen + new_bytes)) {
+  if (klen + new_bytes > free_space()) {
     compact();
     s = slot(pos);
   }

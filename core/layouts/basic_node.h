@@ -129,12 +129,6 @@ struct BasicNode {
   int find_hole(unsigned bytes) const;
   // Replaces the value of slot pos if the new one fits; false otherwise (node unchanged).
   bool replace_value(unsigned pos, const uint8_t* value, uint16_t value_field);
-  // Makes bytes of contiguous room (free_space() >= bytes) without a compaction where the heap's
-  // gaps allow: garbage at the bottom of the heap is given up, then the lowest entries (or
-  // fences) move, one at a time, into the first gap above them that takes them. A commit then
-  // logs those few entries, where a compaction rewrites the heap and the page is logged whole.
-  // False if it did not get there (what moved stays moved; compact() finishes the job).
-  bool open_room(unsigned bytes);
   void compact();
   void make_hints();
   void update_hints(unsigned pos);

@@ -90,41 +90,6 @@ bool Rebalancer::grow_scratch() {
 
 // ---------------------------------------------------------------- regroup
 
-namespace {
-void set_fence(BasicNode n, bool upper, Slice f);
-}  // namespace
-
-// A regrouped leaf built as built (fences, layout, records) whose records are the first
-// `keep` of src's n (keep_front) or its last n - keep: page (src's bytes, src a copy of it)
-// drops the others in place and takes the new fence. False, page unchanged, unless both are
-// basic leaves of the same layout and prefix and the fence on the kept side stays.
-bool Rebalancer::in_place(const uint8_t* src, const uint8_t* built, unsigned keep, unsigned n, bool keep_front,
-                          Slice fence, uint8_t* page) {
-  const uint8_t basic = static_cast<uint8_t>(PageTag::kBasicLeaf);
-  constexpr uint8_t kLayout = kFlagHeads | kFlagHints;
-  if (src[0] != basic || built[0] != basic || (src[hdr::kFlags] & kLayout) != (built[hdr::kFlags] & kLayout)) return false;
-  BasicNode b{const_cast<uint8_t*>(built)}, s{const_cast<uint8_t*>(src)};
-  if (keep > n || n != s.count()) return false;
-  const unsigned kept = keep_front ? keep : n - keep;
-  if (b.count() != kept || kept == 0 || kept == n || b.prefix_len() != s.prefix_len()) return false;
-  Fences sf = fences_of(src), bf = fences_of(built);
-  if (keep_front ? (sf.lower_inf != bf.lower_inf || compare(sf.lower, bf.lower) != 0)
-                 : (sf.upper_inf != bf.upper_inf || compare(sf.upper, bf.upper) != 0))
-    return false;
-  // Room for the new fence once the dropped entries are garbage.
-  unsigned ss = s.slot_size(), gone = 0;
-  for (unsigned i = keep_front ? keep : 0; i < (keep_front ? n : keep); i++)
-    gone += load16(s.slot(i) + 2) + (load16(s.slot(i) + 4) & kValueLenMask);
-  if (s.free_space_after_compaction() + gone + ss * (n - kept) < fence.len) return false;
-  BasicNode pg{page};
-  if (!keep_front) memmove(pg.slot(0), pg.slot(keep), kept * ss);
-  store16(page + hdr::kHeapUsed, pg.heap_used() - gone);
-  store16(page + hdr::kCount, kept);
-  set_fence(pg, keep_front, fence);
-  pg.make_hints();
-  return true;
-}
-
 bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_out, const Slice* key, uint16_t vfield,
                          int edge) {
   BTree& t = *t_;
@@ -309,21 +274,7 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   // The parent pointer again: an allocation may have moved nothing (frames
   // of this operation stay put), but read it fresh for the change.
   pn = BasicNode{write(parent)};
-  for (unsigned q = 0; q < m_out; q++) {
-    // A leaf that keeps its page and a run of its own records at one end loses the others
-    // in place (a commit logs a small delta of it instead of its rebuilt image).
-    const uint8_t* d = dst_.data() + size_t{q} * kPageSize;
-    if (q == 0 && reuse > 0 && in_place(src_.data(), d, cut[1], leaf::count(src_.data()), true, seps_[0].slice(),
-                                        write(out_ids[0])))
-      continue;
-    const size_t last = m - 1;
-    const unsigned before_last = static_cast<unsigned>(recs_.size()) - leaf::count(src_.data() + last * kPageSize);
-    if (q == m_out - 1 && q > 0 && cut[q] >= before_last &&
-        in_place(src_.data() + last * kPageSize, d, cut[q] - before_last, leaf::count(src_.data() + last * kPageSize),
-                 false, seps_[q - 1].slice(), write(out_ids[q])))
-      continue;
-    memcpy(write(out_ids[q]), d, kPageSize);
-  }
+  for (unsigned q = 0; q < m_out; q++) memcpy(write(out_ids[q]), dst_.data() + size_t{q} * kPageSize, kPageSize);
   for (unsigned i = 0; i + 1 < m; i++) pn.remove_at(first);
   for (unsigned q = 0; q + 1 < m_out; q++) {
     uint8_t child[4];
@@ -350,7 +301,7 @@ namespace {
 // The caller checked that the prefix length stays and that the bytes fit.
 void set_fence(BasicNode n, bool upper, Slice f) {
   unsigned off_at = upper ? hdr::kUpperOff : hdr::kLowerOff, len_at = upper ? hdr::kUpperLen : hdr::kLowerLen;
-  if (n.free_space() < f.len && !n.open_room(f.len)) n.compact();
+  if (n.free_space() < f.len) n.compact();
   unsigned top = n.heap_start() - f.len;
   memcpy(n.p + top, f.data, f.len);
   store16(n.p + hdr::kHeapUsed, n.heap_used() - load16(n.p + len_at) + f.len);
@@ -469,7 +420,7 @@ bool Rebalancer::shift_pages(uint8_t* pp, unsigned left, uint8_t* lp, uint8_t* r
   if (before_change) before_change(arg);
   BasicNode dst = to_right ? R : L, src = to_right ? L : R;
   unsigned k = to - from, dn = dst.count();
-  if (dst.free_space() < moved + s.len && !dst.open_room(moved + s.len)) dst.compact();  // the records refer to src only
+  if (dst.free_space() < moved + s.len) dst.compact();  // the records refer to src only
   // Receiver: the slots open at its front (to the right) or its end (to the left).
   unsigned at = to_right ? 0 : dn;
   if (to_right) memmove(dst.slot(k), dst.slot(0), dn * ss);

@@ -122,8 +122,6 @@ class Rebalancer {
   // edge = 1 (-1): one leaf into two where key lies past (before) every
   // record: the leaf keeps them all, key starts the new leaf.
   bool regroup(PageId parent, unsigned first, unsigned m, unsigned m_out, const Slice* key, uint16_t vfield, int edge);
-  static bool in_place(const uint8_t* src, const uint8_t* built, unsigned keep, unsigned n, bool keep_front, Slice fence,
-                       uint8_t* page);
   // Redistribution of two basic leaves, children left and left + 1 of
   // parent, in place: the records that even them out move across their
   // boundary (slots and heap entries, the two fences and the parent's

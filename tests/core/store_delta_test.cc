@@ -198,43 +198,6 @@ TEST(StoreDelta, ChangesOverHalfAPageAreLoggedAsImages) {
   expect_reopens_as(ms, o, &st, m);
 }
 
-// A 2-to-3 split keeps the two full leaves' pages for the outer thirds: each drops the
-// records that leave it in place (Rebalancer::in_place), so a commit logs small deltas of
-// them and one image, the new middle leaf's; rebuilt, they were logged whole. A commit after
-// every insert: the commits with one such split are counted.
-TEST(StoreDelta, TwoToThreeSplitsLogOneImage) {
-  MemoryStorage ms;
-  StoreOptions o;
-  std::unique_ptr<Store> st;
-  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
-  Model m;
-  std::mt19937 rng(9);
-  uint64_t splits = 0, images = 0, one_image = 0;
-  for (int i = 0; i < 6000; i++) {
-    std::string k = key(static_cast<int>(rng() % 1000000));
-    std::string v(100, static_cast<char>('a' + i % 26));
-    const uint64_t s0 = st->tree().fill_stats().splits_2to3, i0 = st->pager_stats().image_frames;
-    ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
-    m[k] = v;
-    ASSERT_EQ(st->commit(), Status::kOk);
-    if (st->tree().fill_stats().splits_2to3 == s0 + 1) {
-      const uint64_t n = st->pager_stats().image_frames - i0;
-      splits++;
-      images += n;
-      one_image += n == 1;
-    }
-  }
-  std::printf("2-to-3 splits %llu: images %llu, %llu with one\n", static_cast<unsigned long long>(splits),
-              static_cast<unsigned long long>(images), static_cast<unsigned long long>(one_image));
-  // Here: 343 images for 195 splits, 71 commits with one; rebuilt leaves gave 595 and none.
-  // (Other images in those commits: chains filled by a commit per insert, leaves whose
-  // prefix a narrower fence would change, fingerprint leaves.)
-  ASSERT_GT(splits, 20u);
-  EXPECT_GT(one_image * 10, splits * 2);
-  EXPECT_LT(images * 10, splits * 22);
-  expect_reopens_as(ms, o, &st, m);
-}
-
 // The same leaf changed by many commits: its chain grows to kMaxDeltaChain
 // deltas (or a page of delta bytes), then an image starts a new chain; a
 // tiny pool reads the page back through its chain after every eviction.
