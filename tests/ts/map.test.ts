@@ -637,6 +637,30 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       a.fill(7);
       expect(Array.from(m.get(sorted[3]!)!)).toEqual(Array.from(b));
     });
+    it('bytes values of every length 0..300 come back from get byte for byte, at every alignment, and stay as they were', () => {
+      // get copies values into its slab (encoding/bytes.ts Slab.put): every length, each at a
+      // few offsets, across the copy's paths (by hand to 16 bytes, set() beyond).
+      const m = make<string, Uint8Array>(undefined, { values: 'bytes' });
+      const val = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 131 + seed * 17 + (i >> 3)) & 255);
+      const keys: string[] = [];
+      for (let n = 0; n <= 300; n++) for (let pad = 0; pad < 4; pad++) {
+        const k = `v${String(n).padStart(3, '0')}-${pad}` + 'p'.repeat(pad);
+        keys.push(k);
+        m.set(k, val(n, pad));
+      }
+      const got = keys.map((k) => m.get(k)!);
+      keys.forEach((k, j) => {
+        const n = Math.floor(j / 4), pad = j % 4;
+        expect(got[j]!.length).toBe(n);
+        expect(Array.from(got[j]!)).toEqual(Array.from(val(n, pad)));
+      });
+      // Later gets (the same slab) leave earlier values alone; writing one changes no other.
+      got[100]!.fill(0xee);
+      for (const k of keys) m.get(k);
+      keys.forEach((k, j) => {
+        if (j !== 100) expect(Array.from(got[j]!)).toEqual(Array.from(val(Math.floor(j / 4), j % 4)));
+      });
+    });
     it('utf8 and json values of every length round-trip through set and setMany; lone surrogates are rejected', () => {
       const strs: string[] = [];
       for (const n of [0, 1, 12, 23, 24, 25, 26, 40, 63, 64, 65, 100, 255, 256, 257, 300, 1000, 5000]) {
