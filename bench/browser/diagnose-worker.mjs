@@ -5,8 +5,13 @@
 //           the handles' write()/flush() in a commit, and the cost of one setTimeout(0) hop
 //   cold    a store reopened with a pool a tenth of its file: a cold get's parts (a warm get,
 //           the read() calls, the page checksum of the pages read, the rest) vs raw 4 KiB reads
-//   load    put_tx1000: setMany vs commit, and the commit's write/flush/read time and bytes
-//   alloc   copying values out of wasm memory: slice() per size, per value vs per batch
+//   split   a cold get taken apart by subtraction (splitMode below): cold on OPFS, over in-memory
+//           files, a warm get and a warm has, raw 4 KiB reads, the page checksum; least of 15
+//           interleaved rounds, then awaited as the suite awaits them
+//   load    put_tx1000: setMany vs commit, the commit's write/flush/read time and bytes, pool
+//           fixes per record, image and delta frames
+//   alloc   copying values out of wasm memory: slice() per size, per value vs per batch; the
+//           cost of a view, a subarray, a copy into a slab, a new array
 //   scan    50-record scans with entries() vs keys()
 //   crc     at_checksum of 4092/4096 bytes per module (this build's st/mt, a --base build's),
 //           alternating rounds, least and median per module; no store
