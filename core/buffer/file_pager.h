@@ -94,11 +94,8 @@ class FilePager : public PageBackend {
   // Makes the pool's dirty pages and meta durable: one log flush.
   Status commit(BufferPool& pool, StoreMeta meta);
   // pool: where the newest committed version of a page may be at hand (BufferPool::stored_image)
-  // instead of in the log; null: every version is read from the log. keep_log: the new log
-  // generation overwrites the old one in place instead of a truncated file (a commit's
-  // checkpoint: writes into blocks the file has, no size change to sync); else (close, an
-  // explicit checkpoint) the log is cut to its header.
-  Status checkpoint(const BufferPool* pool = nullptr, bool keep_log = false);
+  // instead of in the log; null: every version is read from the log.
+  Status checkpoint(const BufferPool* pool = nullptr);
 
   uint64_t sequence() const { return seq_; }
   PagerStats stats() const;
@@ -107,7 +104,7 @@ class FilePager : public PageBackend {
   Status create_files(uint8_t layout);
   Status recover_log(uint64_t sb_seq, const Progress& progress, StoreMeta* meta);
   bool later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq);
-  Status reset_log(bool keep_file = false);
+  Status reset_log();
   // Whether the log has a valid header, the checkpoint it names and its version.
   Status log_checkpoint_seq(bool* valid, uint64_t* seq, uint32_t* version);
   Status read_log_image(uint64_t off, PageId id, uint8_t* frame);
