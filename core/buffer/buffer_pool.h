@@ -28,6 +28,7 @@
 // operations fetch what they need first (BTree::prefetch_for_write).
 #pragma once
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -94,6 +95,7 @@ class BufferPool {
   // below page_count_, never page 0 (the superblock), so page_count_ - 1 of them are all.
   bool all_resident_with_room(uint64_t frames) {
     if (!backend_ || table_.size() + 1 != page_count_) return false;
+    assert(table_.find(0) == kNoFrame && "page 0 (the superblock) is never a frame");
     while (free_frames_.size() < frames) {
       if (frame_count_ >= target_frames_ || !grow()) return false;
     }
