@@ -263,7 +263,8 @@ Status BTree::remove(Slice key, ReadMode* mode) {
 }
 
 // Write operations on a backed pool: everything the operation may touch is
-// made resident first (an asynchronous host answers NEED_PAGE before anything
+// made resident first, unless every page already is and frames are free for what
+// it may allocate (an asynchronous host answers NEED_PAGE before anything
 // changes), and a failure in the middle of a change leaves the in-memory tree
 // unusable until the store is reopened from its last commit.
 Status BTree::begin_write(Slice key, uint64_t new_pages) {
