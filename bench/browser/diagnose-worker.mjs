@@ -13,6 +13,10 @@
 //   alloc   copying values out of wasm memory: slice() per size, per value vs per batch; the
 //           cost of a view, a subarray, a copy into a slab, a new array
 //   scan    50-record scans with entries() vs keys()
+//   warm    warm get, has and getMany of 1000 on the loaded store, 12 s each in rounds (long
+//           enough that a `perf record` of the run is mostly these loops), then gets awaited as
+//           the suite awaits them, against the same harness around an op that returns at once
+//   awaited only the awaited part of warm, for 20 s
 //   crc     at_checksum of 4092/4096 bytes per module (this build's st/mt, a --base build's),
 //           alternating rounds, least and median per module; no store
 // A worker named 'immediate' gets a setImmediate on MessageChannel before adaptree loads (the
@@ -224,6 +228,10 @@ self.onmessage = async (e) => {
       const a = now();
       for (let i = 0; i < 100; i++) await new Promise((r) => setTimeout(r, 0));
       log(`setTimeout(0) chain: ${us(now() - a, 100)} per hop`);
+      // the store's own hop to the next turn: a commit with nothing to write (least of 5 x 200)
+      let hop = Infinity;
+      for (let r = 0; r < 5; r++) { const b = now(); for (let i = 0; i < 200; i++) await s.commit(); hop = Math.min(hop, now() - b); }
+      log(`a commit with nothing to write (the store's hop to the next turn): ${us(hop, 200)}`);
     }
     if (mode === 'scan') {
       const sorted = keys.slice(0, n).sort();
@@ -235,6 +243,43 @@ self.onmessage = async (e) => {
         for (let i = 0; i < 2000; i++) for (const x of s.keys({ gte: sorted[rng.nextBelow(n)], limit: 50 })) c += x.length;
         log(`scan50: entries() ${rate(te, 2000)} (${us(te, 2000)}), keys() ${rate(now() - a, 2000)} (${us(now() - a, 2000)})`);
       }
+    }
+    if (mode === 'warm' || mode === 'awaited') {
+      const K = 1000, best = {};
+      const idx = () => { const a = new Array(K); for (let i = 0; i < K; i++) a[i] = keys[rng.nextBelow(n)]; return a; };
+      const parts = {
+        get: (ks) => { let c = 0; for (let i = 0; i < K; i++) if (s.get(ks[i])) c++; return c; },
+        has: (ks) => { let c = 0; for (let i = 0; i < K; i++) if (s.has(ks[i])) c++; return c; },
+        getMany: (ks) => s.getMany(ks).length,
+      };
+      for (const [name, f] of Object.entries(mode === 'warm' ? parts : {})) {
+        let rounds = 0;
+        const end = now() + 12000;
+        while (now() < end) {
+          const ks = idx();
+          const a = now();
+          if (f(ks) !== K) throw new Error(name + ': a key is missing');
+          best[name] = Math.min(best[name] ?? Infinity, ((now() - a) / K) * 1000);
+          rounds++;
+        }
+        log(`warm ${name}: least ${best[name].toFixed(2)} us per key over ${rounds} rounds of ${K}`);
+      }
+      // As the suite awaits them (worker.mjs: an async op awaiting the store's async get), and the
+      // same harness around an op that returns at once: what the awaits alone cost.
+      const getA = async (k) => s.get(k), noopA = async (k) => k;
+      const awaited = { get_awaited: getA, noop_awaited: noopA };
+      // (awaited: 20 s of rounds, for a profile of the awaited path)
+      const until = now() + (mode === 'awaited' ? 20000 : 0);
+      for (let r = 0; r < 20 || now() < until; r++) {
+        for (const [name, g] of Object.entries(awaited)) {
+          const ks = idx();
+          const op = async (i) => { if ((await g(ks[i])) == null) throw new Error('miss'); };
+          const a = now();
+          for (let i = 0; i < K; i++) await op(i);
+          best[name] = Math.min(best[name] ?? Infinity, ((now() - a) / K) * 1000);
+        }
+      }
+      log(`awaited as the suite does (least of 20 rounds of ${K}): get ${best.get_awaited.toFixed(2)} us, the harness alone ${best.noop_awaited.toFixed(2)} us`);
     }
     if (mode === 'alloc') {
       const u8 = new Uint8Array(w.memory.buffer);
