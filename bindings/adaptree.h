@@ -244,6 +244,12 @@ int32_t at_store_follow(at_tree* t, const uint8_t* superblock);
  * async store. A smaller log costs more checkpoints (each rewrites the logged pages home and
  * flushes twice) and saves replay at open and space. */
 int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes);
+/* Sync backends: whether a checkpoint that a commit runs writes the next log generation over
+ * the old one in place (on: 1, the default; the log file keeps its size while the store is
+ * open, and close() cuts it) or cuts the log to its header first (0: for storage whose
+ * truncation gives space back and whose writes reuse no blocks, as a Durable Object's rows).
+ * INVALID_ARGUMENT on an async store. */
+int32_t at_store_set_log_reuse(at_tree* t, uint32_t on);
 /* The host's key and value encodings as the store records them (StoreMeta bytes 29, 30;
  * the core does not interpret them): key | value << 8, 0 for each that was never recorded
  * (a new store, or one written before they were); negative: a status. */

@@ -29,6 +29,7 @@ Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Stor
   if (!st->file_) return Status::kOutOfMemory;
   if (o.read_only) st->file_->set_read_only(nullptr);  // the tree's version word after adopt
   st->file_->set_log_deltas(o.log_deltas);
+  st->file_->set_reuse_log(o.reuse_log);
   st->file_->set_new_format(o.new_format);
   StoreMeta meta;
   std::vector<PageId> free_ids;

@@ -20,6 +20,9 @@ struct StoreOptions {
   uint64_t pool_bytes = 64ull << 20;              // at least 1 MiB
   bool create = true;
   uint64_t checkpoint_bytes = 64ull << 20;         // checkpoint when the log passes this
+  // A commit's checkpoint writes the next log generation over the old one in place (the file
+  // keeps its size while open) instead of cutting it first (FilePager::set_reuse_log).
+  bool reuse_log = true;
   // A reader: opens the newest commit without writing anything (no recovery
   // writes, no creation), refuses writes and commits (kReadOnly).
   bool read_only = false;
@@ -68,6 +71,12 @@ class Store {
   Status set_checkpoint_bytes(uint64_t bytes) {
     if (!file_) return Status::kInvalidArgument;
     file_->set_checkpoint_bytes(bytes);
+    return Status::kOk;
+  }
+  // Sync: StoreOptions::reuse_log.
+  Status set_reuse_log(bool on) {
+    if (!file_) return Status::kInvalidArgument;
+    file_->set_reuse_log(on);
     return Status::kOk;
   }
 

@@ -51,7 +51,7 @@ PagerStats FilePager::stats() const {
   return st;
 }
 
-Status FilePager::reset_log() {
+Status FilePager::reset_log(bool keep_file) {
   salt_ = new_salt(salt_, seq_);
   uint8_t h[kLogHeaderSize] = {};
   memcpy(h, kLogMagic, 8);
@@ -61,8 +61,11 @@ Status FilePager::reset_log() {
   store64(h + 16, salt_);
   store64(h + 24, sb_seq_);
   store32(h + 32, checksum(h, 32));
-  Status s = s_->truncate(FileId::kLog, kLogHeaderSize);
+  // Kept: the old generation's frames stay behind the new one's until overwritten; their salt
+  // ends recovery's walk (and a torn tail of the new one is cut at the next open).
+  Status s = keep_file ? Status::kOk : s_->truncate(FileId::kLog, kLogHeaderSize);
   if (s == Status::kOk) s = s_->write(FileId::kLog, 0, h, kLogHeaderSize);
+  log_tail_ = keep_file;
   stats_.writes++;
   log_end_ = buf_start_ = kLogHeaderSize;
   buf_.clear();
@@ -181,17 +184,25 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
 }
 
 bool FilePager::later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq) {
-  // Frames start at multiples of 32 (header 64, frames 4128 and 64 bytes).
+  // Frames start at multiples of 32 (header 64, frames 4128 and 64 bytes). Read in chunks: the
+  // rest of a log kept across checkpoints can be tens of MiB of an older generation.
+  constexpr uint32_t kChunk = 64 << 10;
+  std::vector<uint8_t> buf;
+  if (!resize_checked(buf, kChunk + kCommitFrameSize)) return false;
   unsigned found = 0;
-  uint8_t c[kCommitFrameSize];
-  for (uint64_t off = (from + 32) & ~uint64_t{31}; off + kCommitFrameSize <= size; off += 32) {
+  for (uint64_t at = (from + 32) & ~uint64_t{31}; at + kCommitFrameSize <= size; at += kChunk) {
+    const uint32_t want = static_cast<uint32_t>(std::min<uint64_t>(kChunk + kCommitFrameSize, size - at));
     uint32_t got;
-    if (s_->read(FileId::kLog, off, c, kCommitFrameSize, &got) != Status::kOk || got < kCommitFrameSize) break;
-    if (load32(c) != kFrameCommit || load64(c + 8) != salt_ || load32(c + 56) != checksum(c, 56)) continue;
-    // Commit after_seq + 2 is only written once after_seq + 1 is durable: the
-    // damaged frame before it is not the torn tail of a commit in flight.
-    uint64_t seq = load64(c + 16);
-    if (seq >= after_seq + 2 || (seq > after_seq && ++found >= 2)) return true;
+    if (s_->read(FileId::kLog, at, buf.data(), want, &got) != Status::kOk) break;
+    for (uint32_t i = 0; i + kCommitFrameSize <= got && i < kChunk; i += 32) {
+      const uint8_t* c = buf.data() + i;
+      if (load32(c) != kFrameCommit || load64(c + 8) != salt_ || load32(c + 56) != checksum(c, 56)) continue;
+      // Commit after_seq + 2 is only written once after_seq + 1 is durable: the
+      // damaged frame before it is not the torn tail of a commit in flight.
+      uint64_t seq = load64(c + 16);
+      if (seq >= after_seq + 2 || (seq > after_seq && ++found >= 2)) return true;
+    }
+    if (got < want) break;
   }
   return false;
 }
@@ -308,6 +319,7 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     s = s_->truncate(FileId::kLog, end);
     if (s != Status::kOk) return s;
   }
+  log_tail_ = false;
   log_end_ = buf_start_ = end;
   if (progress) progress(lsize, lsize);
   return Status::kOk;
@@ -686,7 +698,7 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   pool.set_free_list_unchanged();
   if (log_end_ >= checkpoint_bytes_) {
     // The commit is durable; a checkpoint that finds no memory is simply left for later.
-    Status c = checkpoint(&pool);
+    Status c = checkpoint(&pool, reuse_log_);
     return c == Status::kOutOfMemory ? Status::kOk : c;
   }
   return Status::kOk;
@@ -709,8 +721,19 @@ Status FilePager::committed_version(const BufferPool* pool, PageId id, const Log
   return Status::kOk;
 }
 
-Status FilePager::checkpoint(const BufferPool* pool) {
-  if (read_only_ || (committed_.empty() && sb_seq_ == seq_)) return Status::kOk;
+Status FilePager::cut_log_tail() {
+  if (!log_tail_) return Status::kOk;
+  Status s = flush_buffer();  // (spilled frames of the next commit stay: the cut is after them)
+  if (s == Status::kOk) s = s_->truncate(FileId::kLog, log_end_);
+  if (s == Status::kOk) log_tail_ = false;
+  return s;
+}
+
+Status FilePager::checkpoint(const BufferPool* pool, bool keep_log) {
+  if (read_only_) return Status::kOk;
+  // Nothing to fold (the last commit checkpointed): a close still cuts the older generation's
+  // frames that a kept log holds behind the current one.
+  if (committed_.empty() && sb_seq_ == seq_) return keep_log ? Status::kOk : cut_log_tail();
   // Spilled images of a commit to come: the checkpoint waits for that commit.
   if (frames_since_commit_ != 0) return Status::kOk;
   std::vector<std::pair<PageId, LogRef>> pages;
@@ -776,7 +799,7 @@ Status FilePager::checkpoint(const BufferPool* pool) {
   // reaches the disk with the next commit's flush; until then the old header
   // or old-salt frames are harmless, their commits are all <= sb_seq_). Kept
   // bases stay valid: the data file's pages are the versions they copy.
-  return reset_log();
+  return reset_log(keep_log);
 }
 
 }  // namespace adaptree

@@ -71,6 +71,10 @@ class FilePager : public PageBackend {
   bool read_only() const { return read_only_; }
   // Checkpoint when the log passes this many bytes (after a commit).
   void set_checkpoint_bytes(uint64_t bytes) { checkpoint_bytes_ = bytes; }
+  // Whether a commit's checkpoint writes the next log generation over the old one in place
+  // (default) or cuts the log to its header first: storage whose truncation gives space back
+  // and whose writes reuse nothing (a Durable Object's rows) only pays for a kept log.
+  void set_reuse_log(bool on) { reuse_log_ = on; }
   // Whether commits may log deltas (before open; default on). Off, the pager
   // writes logs of version 1, as before deltas existed.
   void set_log_deltas(bool on) { deltas_ = on; }
@@ -94,8 +98,11 @@ class FilePager : public PageBackend {
   // Makes the pool's dirty pages and meta durable: one log flush.
   Status commit(BufferPool& pool, StoreMeta meta);
   // pool: where the newest committed version of a page may be at hand (BufferPool::stored_image)
-  // instead of in the log; null: every version is read from the log.
-  Status checkpoint(const BufferPool* pool = nullptr);
+  // instead of in the log; null: every version is read from the log. keep_log: the new log
+  // generation overwrites the old one in place instead of a truncated file (a commit's
+  // checkpoint: writes into blocks the file has, no size change to sync); else (close, an
+  // explicit checkpoint) the log is cut to its header.
+  Status checkpoint(const BufferPool* pool = nullptr, bool keep_log = false);
 
   uint64_t sequence() const { return seq_; }
   PagerStats stats() const;
@@ -104,7 +111,10 @@ class FilePager : public PageBackend {
   Status create_files(uint8_t layout);
   Status recover_log(uint64_t sb_seq, const Progress& progress, StoreMeta* meta);
   bool later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq);
-  Status reset_log();
+  Status reset_log(bool keep_file = false);
+  // A log kept across a checkpoint (reset_log keep_file) ends in an older generation's frames:
+  // cut them (at log_end_).
+  Status cut_log_tail();
   // Whether the log has a valid header, the checkpoint it names and its version.
   Status log_checkpoint_seq(bool* valid, uint64_t* seq, uint32_t* version);
   Status read_log_image(uint64_t off, PageId id, uint8_t* frame);
@@ -138,6 +148,9 @@ class FilePager : public PageBackend {
 
   Storage* s_;
   uint64_t checkpoint_bytes_;
+  bool reuse_log_ = true;
+  // The log file holds an older generation's frames past log_end_ (reset_log keep_file).
+  bool log_tail_ = false;
   bool read_only_ = false;
   uint64_t* discard_version_ = nullptr;
   uint64_t salt_ = 0;

@@ -198,6 +198,88 @@ TEST(StoreDelta, ChangesOverHalfAPageAreLoggedAsImages) {
   expect_reopens_as(ms, o, &st, m);
 }
 
+// A checkpoint that a commit runs (the log passed checkpoint_bytes) starts the next log
+// generation over the old one in place: the file keeps its size, so later commits write into
+// blocks it has and change no size a flush must sync. Recovery stops at the first frame of
+// the old generation (its salt), through crashes at any point; a reopen cuts that tail, and
+// an explicit checkpoint (close) cuts the log to its header.
+TEST(StoreDelta, CommitCheckpointsKeepTheLogFile) {
+  MemoryStorage ms;
+  StoreOptions o;
+  o.checkpoint_bytes = 512 << 10;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  Model m;
+  std::mt19937 rng(4);
+  uint64_t checkpoints = 0, kept = 0;
+  for (int c = 0; c < 60; c++) {
+    for (int i = 0; i < 200; i++) {
+      std::string k = key(static_cast<int>(rng() % 20000)), v(100, static_cast<char>('a' + (c + i) % 26));
+      ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
+      m[k] = v;
+    }
+    const uint64_t size_before = ms.file(FileId::kLog).size();
+    ASSERT_EQ(st->commit(), Status::kOk);
+    if (st->pager_stats().checkpoints > checkpoints) {
+      checkpoints = st->pager_stats().checkpoints;
+      // The new generation's header, then the old generation's frames.
+      EXPECT_GE(ms.file(FileId::kLog).size(), size_before);
+      kept++;
+    }
+    // A crash now (no close): the reopened store is this commit.
+    if (c % 7 == 3) {
+      MemoryStorage copy = ms;
+      std::unique_ptr<Store> other;
+      ASSERT_EQ(Store::open(&copy, o, &other), Status::kOk);
+      Model got;
+      ASSERT_EQ(dump(other->tree(), &got), Status::kOk);
+      ASSERT_EQ(got, m) << "commit " << c;
+      // The reopen cut the tail of the older generation.
+      EXPECT_EQ(copy.file(FileId::kLog).size(), scan_log(copy.file(FileId::kLog)).end);
+    }
+  }
+  EXPECT_GE(kept, 3u);
+  // A last commit that checkpoints leaves nothing to fold: the checkpoint of a close still
+  // cuts the older generation's frames.
+  ASSERT_EQ(st->set_checkpoint_bytes(1), Status::kOk);
+  ASSERT_EQ(st->tree().set(sl("last"), sl("v")), Status::kOk);
+  m["last"] = "v";
+  ASSERT_EQ(st->commit(), Status::kOk);
+  ASSERT_EQ(st->pager_stats().checkpoints, checkpoints + 1);
+  EXPECT_GT(ms.file(FileId::kLog).size(), kLogHeaderSize);
+  ASSERT_EQ(st->checkpoint(), Status::kOk);
+  EXPECT_EQ(ms.file(FileId::kLog).size(), kLogHeaderSize);
+  expect_reopens_as(ms, o, &st, m);
+}
+
+// Without log reuse (StoreOptions::reuse_log false: what a Durable Object's storage asks for),
+// a commit's checkpoint cuts the log to its header, and the store reopens as committed.
+TEST(StoreDelta, CommitCheckpointsCutTheLogWithoutReuse) {
+  MemoryStorage ms;
+  StoreOptions o;
+  o.checkpoint_bytes = 512 << 10;
+  o.reuse_log = false;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  Model m;
+  std::mt19937 rng(5);
+  uint64_t checkpoints = 0;
+  for (int c = 0; c < 30; c++) {
+    for (int i = 0; i < 200; i++) {
+      std::string k = key(static_cast<int>(rng() % 20000)), v(100, static_cast<char>('a' + (c + i) % 26));
+      ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
+      m[k] = v;
+    }
+    ASSERT_EQ(st->commit(), Status::kOk);
+    if (st->pager_stats().checkpoints > checkpoints) {
+      checkpoints = st->pager_stats().checkpoints;
+      EXPECT_EQ(ms.file(FileId::kLog).size(), kLogHeaderSize) << "commit " << c;
+    }
+  }
+  EXPECT_GE(checkpoints, 2u);
+  expect_reopens_as(ms, o, &st, m);
+}
+
 // The same leaf changed by many commits: its chain grows to kMaxDeltaChain
 // deltas (or a page of delta bytes), then an image starts a new chain; a
 // tiny pool reads the page back through its chain after every eviction.

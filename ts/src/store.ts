@@ -635,6 +635,11 @@ export class BTreeStore<K = string, V = unknown> {
           const st = ex.at_store_set_checkpoint_bytes(tree, checkpointBytes);
           if (st < 0) throw storeError(st, 'checkpointBytes', undefined);
         }
+        if (backend.reuseLog === false && !readOnly) {
+          if (typeof ex.at_store_set_log_reuse !== 'function') throw new AdaptreeError('this wasm build cannot cut the log at checkpoints (missing at_store_set_log_reuse)', 'INTERNAL');
+          const st = ex.at_store_set_log_reuse(tree, 0);
+          if (st < 0) throw storeError(st, 'reuseLog', undefined);
+        }
         checkStoreEncodings(ex, tree, options, options.path, readOnly);
         const b: Sync = { kind: 'sync', files, io, entry };
         const map = new BTreeMap<K, V>(null, mapOptions(tree, release));

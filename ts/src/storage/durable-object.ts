@@ -383,6 +383,8 @@ export function durableObjectStorage(storage: DurableObjectStorageLike, options:
     kind: 'sync',
     name: 'durable-object',
     checkpointBytes,
+    // Rows are billed and a kept log's rows would stay (a rewritten row reuses no blocks).
+    reuseLog: false,
     open(path: string, options: OpenStorageOptions): SyncStoreFiles | Promise<SyncStoreFiles> {
       if (!paths().has(path)) return openNow(path, options);
       if (options.wait !== true) throw new LockedError(`the store '${path}' is already open in this Durable Object`);

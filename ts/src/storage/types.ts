@@ -81,6 +81,13 @@ export interface SyncBackend {
   /** Optional: the log size past which commits checkpoint, for stores opened without the
    * `checkpointBytes` option (the core's default is 64 MiB). */
   readonly checkpointBytes?: number;
+  /** Optional: false makes a checkpoint that a commit runs cut the log to its header before
+   * the next log is written (true, the default: the next log is written over the old one in
+   * place, so the log file keeps its size while the store is open and close() cuts it; writes
+   * into blocks a file has cost less than appends, and the checkpoint has no truncation).
+   * Storage that only pays for a kept log (its truncation gives space back, its writes reuse
+   * nothing: a Durable Object's rows) says false. */
+  readonly reuseLog?: boolean;
   /** Optional, with SyncStoreFiles#share: the same files in this worker, from that
    * description. Takes no lock (the store's owner holds it); its close() releases only what
    * it opened itself. */

@@ -8,7 +8,7 @@ import { compareReopened, errorOf, runWorkload } from '../shared/workload.js';
 
 const P = FileSystemSyncAccessHandle.prototype;
 const real = { write: P.write, flush: P.flush, truncate: P.truncate };
-const fault = { on: false, k: Infinity, n: 0, failed: false, op: '' };
+const fault = { on: false, k: Infinity, n: 0, failed: false, op: '', firstTruncate: 0 };
 const injected = (what) => new DOMException(`injected fault: ${what}`, 'InvalidStateError');
 
 /** True when this I/O must fail (the k-th, and every one after it). */
@@ -35,7 +35,11 @@ P.flush = function flush() {
   return real.flush.call(this);
 };
 P.truncate = function truncate(size) {
-  if (hit('truncate')) throw injected('truncate');
+  const h = hit('truncate');
+  // Which I/O the run's first truncate was (a commit's checkpoint keeps the log, so the
+  // truncates come late, in close's checkpoint): the test puts a k there.
+  if (fault.on && fault.firstTruncate === 0) fault.firstTruncate = fault.n;
+  if (h) throw injected('truncate');
   return real.truncate.call(this, size);
 };
 
@@ -54,7 +58,7 @@ async function run(cmd) {
   // A small checkpoint threshold: checkpoints (data file writes, flushes, log truncates) happen
   // during the workload too (the smallest allowed: commits log deltas, the log grows slowly).
   const s = await BTreeStore.open({ path: cmd.path, storage: 'opfs', poolSize: 1 << 20, checkpointBytes: 64 << 10, wasm });
-  Object.assign(fault, { on: true, k: cmd.k ?? Infinity, n: 0, failed: false, op: '' });
+  Object.assign(fault, { on: true, k: cmd.k ?? Infinity, n: 0, failed: false, op: '', firstTruncate: 0 });
   const r = await runWorkload(s, cmd);
   const workIos = fault.n;
   let deltas, checkpoints;
@@ -67,12 +71,12 @@ async function run(cmd) {
   }
   let closeError;
   await s.close({ commit: false }).catch((e) => (closeError = errorOf(e)));
-  const ios = fault.n, op = fault.op;
+  const ios = fault.n, op = fault.op, firstTruncate = fault.firstTruncate;
   fault.on = false;
   const again = await BTreeStore.open({ path: cmd.path, storage: 'opfs', create: false, poolSize: 1 << 20, wasm });
   const cmp = await compareReopened(again, r);
   await again.close();
-  return { ios, workIos, op, deltas, checkpoints, error: r.error, closeError, commits: r.commits, ...cmp };
+  return { ios, workIos, op, firstTruncate, deltas, checkpoints, error: r.error, closeError, commits: r.commits, ...cmp };
 }
 
 onmessage = async (e) => {
