@@ -17,8 +17,10 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const IMPLS = ['indexeddb', 'idb-keyval', 'browser-level', 'sqlite-wasm-opfs', 'adaptree-opfs', 'adaptree-indexeddb', 'adaptree-indexeddb-relaxed'];
 // Only when named (--impls): adaptree-opfs with logDeltas: false (whole pages in the log, as
 // before deltas), the A/B reference for docs/DECISIONS.md "Commits log deltas"; adaptree-opfs
-// with node fill off (no redistribution, no XMerge), the A/B reference for "Node fill".
-export const OPTIONAL_IMPLS = ['adaptree-opfs-images', 'adaptree-opfs-nofill'];
+// with node fill off (no redistribution, no XMerge), the A/B reference for "Node fill";
+// adaptree-opfs with a backend that cuts the log at every checkpoint (reuseLog: false), the
+// A/B reference for "A commit's checkpoint keeps the log file".
+export const OPTIONAL_IMPLS = ['adaptree-opfs-images', 'adaptree-opfs-nofill', 'adaptree-opfs-cutlog'];
 export const CHROMIUM = process.env.ADAPTREE_CHROMIUM || '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',

@@ -6,7 +6,7 @@ import { BrowserLevel } from 'browser-level';
 import sqlite3InitModule from '@sqlite.org/sqlite-wasm';
 import { SplitMix64 } from '../lib/rng.mjs';
 import { makeRecords } from '../lib/records.mjs';
-import { init, BTreeStore, indexedDBStorage } from '../../dist/index.js';
+import { init, BTreeStore, indexedDBStorage, opfsStorage } from '../../dist/index.js';
 
 const post = (m) => self.postMessage(m);
 const log = (s) => post({ log: s });
@@ -173,6 +173,9 @@ const STORES = {
   async 'adaptree-opfs'() { return adaptreeOpfs('bench-adaptree-opfs', true); },
   async 'adaptree-opfs-images'() { return adaptreeOpfs('bench-adaptree-opfs-images', false); },
   async 'adaptree-opfs-nofill'() { return adaptreeOpfs('bench-adaptree-opfs-nofill', true, { redistribute: false, xmerge: false }); },
+  // The OPFS backend with reuseLog: false: a commit's checkpoint cuts the log before the next
+  // one is written (what adaptree-opfs did before session 17; docs/DECISIONS.md).
+  async 'adaptree-opfs-cutlog'() { return adaptreeOpfs('bench-adaptree-opfs-cutlog', true, undefined, { ...opfsStorage, reuseLog: false }); },
   // adaptree's BTreeStore on IndexedDB (an async backend: the ...Async methods, page faults
   // awaited), 64 MiB pool, the default 'strict' durability; one commit (one IndexedDB
   // transaction) per batch and per put.
@@ -182,15 +185,15 @@ const STORES = {
   'adaptree-indexeddb-relaxed': () => adaptreeIndexedDB('relaxed'),
 };
 
-// adaptree-opfs and its twins: logDeltas: false, node fill off.
-async function adaptreeOpfs(dir, logDeltas, fill) {
+// adaptree-opfs and its twins: logDeltas: false, node fill off, another backend object.
+async function adaptreeOpfs(dir, logDeltas, fill, storage = 'opfs') {
   await adaptreeReady();
   await removeOpfs(dir);
   const path = dir + '/store';
-  const open = (poolSize) => BTreeStore.open({ path, storage: 'opfs', keys: 'utf8', values: 'bytes', poolSize, logDeltas, fill });
+  const open = (poolSize) => BTreeStore.open({ path, storage, keys: 'utf8', values: 'bytes', poolSize, logDeltas, fill });
   let s = await open(POOL);
   return {
-    config: `opfs sync access handles in the worker, 64 MiB pool, one flush per commit${logDeltas ? '' : ', whole pages in the log'}${fill ? ', node fill off' : ''}`,
+    config: `opfs sync access handles in the worker, 64 MiB pool, one flush per commit${logDeltas ? '' : ', whole pages in the log'}${fill ? ', node fill off' : ''}${storage !== 'opfs' && storage.reuseLog === false ? ', log cut at checkpoints' : ''}`,
     async putBatch(ks, vs) { s.setMany(ks.map((k, i) => [k, vs[i]])); await s.commit(); },
     async putOne(k, v) { s.set(k, v); await s.commit(); },
     async get(k) { return s.get(k); },
