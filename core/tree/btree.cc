@@ -136,6 +136,7 @@ Status BTree::get(Slice key, ValueRef* out, ReadMode* mode) {
     // Memory mode: pages never fail and never move; nothing to protect.
     for (;;) {
       leaf = store_.memory_page(id);
+      touch_lines(leaf, 8);
       if (leaf[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
       id = BasicNode{leaf}.child_for(key.data, key.len);
     }
@@ -143,6 +144,7 @@ Status BTree::get(Slice key, ValueRef* out, ReadMode* mode) {
     store_.begin_op();
     for (;;) {
       leaf = page(id);
+      touch_lines(leaf, 8);
       if (leaf[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
       id = BasicNode{leaf}.child_for(key.data, key.len);
     }
