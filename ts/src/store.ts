@@ -99,7 +99,9 @@ export interface StoreOptions<K, V> {
   poolSize?: number;
   /** Sync backends: a commit checkpoints the log into the data file once the log is larger
    * than this (default: the backend's, else 64 MiB; at least 64 KiB). Smaller: less to replay
-   * at open and less space, more checkpoint writes. Async backends have no log: ignored. */
+   * at open and less space, more checkpoint writes. `indexeddb`: its log of commit records
+   * (default 64 MiB, 0 allowed: no log; the newest logged pages stay in memory). Other async
+   * backends have no log: ignored. */
   checkpointBytes?: number;
   /** Sync backends: a commit logs the bytes that changed in each page (a delta) when that is
    * smaller than the page (default true). false: whole pages, as before deltas (a log older
@@ -298,7 +300,14 @@ function storeError(st: number, what: string, cause: unknown): Error {
 
 type Sync = { kind: 'sync'; files: SyncStoreFiles; io: number; entry: HostEntry };
 /** reader: the page 0 whose commit the pool holds pages of (readOnly stores). */
-type Async = { kind: 'async'; pages: AsyncStorePages; reader: { page0: Uint8Array } | undefined };
+type Async = {
+  kind: 'async';
+  pages: AsyncStorePages;
+  reader: { page0: Uint8Array } | undefined;
+  /** Set when the store let go of its pages: settles once the backend's close() has (with the
+   * error of a close that failed: indexeddb folds its log there). */
+  closed: { done?: Promise<unknown> };
+};
 /** A page read on an async backend; a reader's comes with the page 0 read in the same request. */
 type Fetched = { image: Uint8Array | undefined; page0?: Uint8Array | undefined };
 
@@ -570,7 +579,7 @@ export class BTreeStore<K = string, V = unknown> {
       throw new AdaptreeError(`this wasm build cannot open a store on ${backend.kind === 'sync' ? 'a synchronous' : 'an asynchronous'} backend (missing ${missing.join(', ')})`, 'INTERNAL');
     }
     const create = (options.create ?? true) && !readOnly;
-    const storageOptions = { create, wait: options.wait === true, readOnly };
+    const storageOptions = { create, wait: options.wait === true, readOnly, ...(cb !== undefined ? { checkpointBytes: cb } : {}) };
     const fill = fillFlags(options.fill);
     const mapOptions = (tree: number, onFree: () => void): BTreeMapOptions<K, V> => {
       if (fill !== undefined) {
@@ -655,12 +664,13 @@ export class BTreeStore<K = string, V = unknown> {
     const pages = await backend.open(options.path, storageOptions);
     let pageBuf = 0;
     let tree = 0;
+    const closed: Async['closed'] = {};
     const release = () => {
       if (pageBuf !== 0) ex.at_free(pageBuf);
       pageBuf = 0;
-      void Promise.resolve()
+      closed.done = Promise.resolve()
         .then(() => pages.close())
-        .catch(() => undefined);
+        .then(() => undefined, (e: unknown) => e);
     };
     try {
       if (readOnly && typeof pages.readPages !== 'function') throw new InvalidArgumentError(`the storage '${backend.name}' cannot open readers (it has no readPages)`);
@@ -683,7 +693,7 @@ export class BTreeStore<K = string, V = unknown> {
       checkStoreEncodings(ex, tree, options, options.path, readOnly);
       const buf = pageBuf;
       const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
-      return new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages, reader }, storage: backend.name, path: options.path, options, pageBuf: buf });
+      return new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages, reader, closed }, storage: backend.name, path: options.path, options, pageBuf: buf });
     } catch (e) {
       if (tree !== 0) ex.at_tree_free(tree);
       release();
@@ -938,6 +948,12 @@ export class BTreeStore<K = string, V = unknown> {
         this.#map.free(); // releases the backend (onFree)
       } catch (e) {
         err ??= e;
+      }
+      // An async backend's close may still write (indexeddb folds its log): a failure there
+      // loses nothing committed and goes to onError, as a file store's checkpoint at close.
+      if (this.#b.kind === 'async') {
+        const e = await this.#b.closed.done;
+        if (e !== undefined) this.#onError?.(isAdaptreeError(e) ? e : storeError(statusOfError(e), 'close', e));
       }
       if (err !== undefined) throw err;
     })();

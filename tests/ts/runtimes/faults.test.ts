@@ -33,6 +33,10 @@ interface Outcome {
   op?: string;
   puts?: number;
   gets?: number;
+  /** indexeddb: clear() calls (checkpoints) in the run. */
+  clears?: number;
+  /** indexeddb: the put counts (1-based) that were a commit's log frame. */
+  framePuts?: number[];
   fired?: boolean;
   deltas?: number;
   checkpoints?: number;
@@ -129,14 +133,20 @@ describe('fault injection over the browser backends in headless Chromium', () =>
     ['put-throw', true], ['put-abort', true], ['get', true],
   ] as const)('indexeddb: %s at the k-th request (threads: %s)', async (mode, threads) => {
     page ??= await tab();
-    const workload = mode === 'get' ? IDB_READS : WORKLOAD;
+    // A 256 KiB log: commits append frames and every few of them checkpoint instead.
+    const workload = { ...(mode === 'get' ? IDB_READS : WORKLOAD), checkpointBytes: 256 << 10 };
     const clean = await idb({ ...workload, threads, path: `faults-${threads}-${mode}-count`, mode: 'count' });
     expect(clean.error).toBeUndefined();
     expect(clean.commits).toBe(workload.batches);
+    if (mode !== 'get') {
+      expect(clean.clears, 'checkpoints in the workload, and one at close').toBeGreaterThan(2);
+      expect(clean.framePuts!.length, 'commits that appended a frame').toBeGreaterThan(2);
+    }
     const n = mode === 'get' ? clean.gets! : clean.puts!;
     expect(n).toBeGreaterThan(10);
     let reported = 0;
-    const ks = spread(n, (mode === 'get' ? 10 : 20) / (threads ? 2 : 1));
+    // Spread over all requests (mostly a checkpoint's page puts), and the frames' puts.
+    const ks = [...new Set([...spread(n, (mode === 'get' ? 10 : 20) / (threads ? 2 : 1)), ...(mode === 'get' ? [] : clean.framePuts!.slice(0, threads ? 2 : 4))])];
     for (const k of ks) {
       const o = await idb({ ...workload, threads, path: `faults-${threads}-${mode}-${k}`, mode, k });
       expect(o.fired).toBe(true);

@@ -232,6 +232,152 @@ describe('indexeddb backend in headless Chromium', () => {
     await page.close();
   }, 60_000);
 
+  it('a commit appends one log record; a checkpoint (by size, and at close) moves the pages into records of their own; a version 1 database (a record per page) opens and is upgraded', async () => {
+    const page = await tab();
+    const r = await page.evaluate(async () => {
+      const req = <T>(r: IDBRequest<T>) => new Promise<T>((res, rej) => ((r.onsuccess = () => res(r.result)), (r.onerror = () => rej(r.error))));
+      const openDb = (name: string, version?: number, upgrade?: (db: IDBDatabase) => void) => {
+        const o = indexedDB.open(name, version);
+        if (upgrade) o.onupgradeneeded = () => upgrade(o.result);
+        return req(o);
+      };
+      /** Record counts of `pages` and `log` of the store's database. */
+      const counts = async (path: string) => {
+        const db = await openDb('adaptree:' + path);
+        const tx = db.transaction(['pages', 'log'], 'readonly');
+        const out = { pages: await req(tx.objectStore('pages').count()), log: await req(tx.objectStore('log').count()), version: db.version };
+        db.close();
+        return out;
+      };
+      const entries = async (s: { entriesAsync(): AsyncIterable<[string, unknown]> }) => {
+        const out: [string, unknown][] = [];
+        for await (const e of s.entriesAsync()) out.push(e);
+        return out;
+      };
+      const want = (n: number, tag: string) => Array.from({ length: n }, (_, i) => [`k${String(i).padStart(4, '0')}`, `${tag}${i}`] as [string, unknown]);
+
+      // Default log (64 MiB): 5 commits are 5 log records and no page records; close folds them.
+      const s = await api.BTreeStore.open<string, unknown>({ path: 'log-records', storage: 'indexeddb' });
+      for (let c = 0; c < 5; c++) {
+        await s.setManyAsync(want(400, `c${c}:`));
+        await s.commit();
+      }
+      const beforeClose = await counts('log-records');
+      await s.close();
+      const afterClose = await counts('log-records');
+      const t = await api.BTreeStore.open<string, unknown>({ path: 'log-records', storage: 'indexeddb', create: false });
+      const reopened = JSON.stringify(await entries(t)) === JSON.stringify(want(400, 'c4:'));
+      await t.close();
+
+      // A 64 KiB log: some commits checkpoint, so the log never holds many records.
+      const small = await api.BTreeStore.open<string, unknown>({ path: 'log-small', storage: 'indexeddb', checkpointBytes: 64 << 10 });
+      const logSizes: number[] = [];
+      for (let c = 0; c < 12; c++) {
+        await small.setManyAsync(want(50, `c${c}:`).slice(c * 4, c * 4 + 4));
+        await small.commit();
+        logSizes.push((await counts('log-small')).log);
+      }
+      await small.close({ commit: false });
+
+      // checkpointBytes 0: a record per page, as version 1 wrote; copied into a version 1
+      // database (pages only), which the store then opens, upgrades and writes.
+      const v0 = await api.BTreeStore.open<string, unknown>({ path: 'no-log', storage: 'indexeddb', checkpointBytes: 0 });
+      await v0.setManyAsync(want(2000, 'v1:'));
+      await v0.commit();
+      const noLog = await counts('no-log');
+      await v0.close();
+      const src = await openDb('adaptree:no-log');
+      const recs = await req(src.transaction('pages').objectStore('pages').getAll());
+      const ids = await req(src.transaction('pages').objectStore('pages').getAllKeys());
+      src.close();
+      const v1 = await openDb('adaptree:from-v1', 1, (db) => db.createObjectStore('pages'));
+      const tx = v1.transaction('pages', 'readwrite');
+      recs.forEach((rec, i) => tx.objectStore('pages').put(rec, ids[i]!));
+      await new Promise((res) => (tx.oncomplete = res));
+      v1.close();
+      const u = await api.BTreeStore.open<string, unknown>({ path: 'from-v1', storage: 'indexeddb', create: false });
+      const v1Read = JSON.stringify(await entries(u)) === JSON.stringify(want(2000, 'v1:'));
+      await u.setAsync('k0001', 'after');
+      await u.commit();
+      const upgraded = await counts('from-v1');
+      await u.close();
+      const w = await api.BTreeStore.open<string, unknown>({ path: 'from-v1', storage: 'indexeddb', create: false });
+      const v1After = (await w.getAsync('k0001')) === 'after' && w.size === 2000;
+      await w.close();
+      return { beforeClose, afterClose, reopened, logSizes, noLog, v1Read, upgraded, v1After };
+    });
+    expect(r.beforeClose).toEqual({ pages: 0, log: 5, version: 2 });
+    expect(r.afterClose.log).toBe(0);
+    expect(r.afterClose.pages).toBeGreaterThan(5);
+    expect(r.reopened).toBe(true);
+    expect(Math.max(...r.logSizes)).toBeGreaterThan(1); // frames accumulate ...
+    expect(r.logSizes).toContain(0); // ... and a checkpoint clears them
+    expect(r.noLog.log).toBe(0);
+    expect(r.noLog.pages).toBeGreaterThan(10);
+    expect(r.v1Read).toBe(true);
+    expect(r.upgraded).toMatchObject({ version: 2, log: 1 });
+    expect(r.v1After).toBe(true);
+    await page.close();
+    expect(errors).toEqual([]);
+  }, 60_000);
+
+  it('a log record that is not a frame, or holds another commit than its key, is CORRUPT at open; the store opens again once it is gone', async () => {
+    const page = await tab();
+    const r = await page.evaluate(async () => {
+      const req = <T>(r: IDBRequest<T>) => new Promise<T>((res, rej) => ((r.onsuccess = () => res(r.result)), (r.onerror = () => rej(r.error))));
+      const s = await api.BTreeStore.open<string, unknown>({ path: 'bad-log', storage: 'indexeddb' });
+      await s.setAsync('a', 1);
+      await s.commit(); // checkpointed at close: in pages
+      await s.close();
+      const s2 = await api.BTreeStore.open<string, unknown>({ path: 'bad-log', storage: 'indexeddb' });
+      await s2.setAsync('b', 2);
+      await s2.commit(); // a frame in the log; the page reloads below, so it stays there
+      const db = await req(indexedDB.open('adaptree:bad-log'));
+      const log = db.transaction('log').objectStore('log');
+      const [key] = (await req(log.getAllKeys())) as number[];
+      const [frame] = (await req(db.transaction('log').objectStore('log').getAll())) as Uint8Array[];
+      db.close();
+      return { key: key!, frame: Array.from(frame!.subarray(0, 64)), length: frame!.length };
+    });
+    expect(r.length % 4100).toBe(8);
+    await page.reload();
+    await page.evaluate(() => ready);
+    const codes = await page.evaluate(async ({ key }) => {
+      const req = <T>(r: IDBRequest<T>) => new Promise<T>((res, rej) => ((r.onsuccess = () => res(r.result)), (r.onerror = () => rej(r.error))));
+      const put = async (value: unknown, k: number) => {
+        const db = await req(indexedDB.open('adaptree:bad-log'));
+        const tx = db.transaction('log', 'readwrite');
+        tx.objectStore('log').put(value, k);
+        await new Promise((res) => (tx.oncomplete = res));
+        db.close();
+      };
+      const openCode = () => api.BTreeStore.open({ path: 'bad-log', storage: 'indexeddb', wait: true }).then(async (s) => {
+        const v = [await s.getAsync('a'), await s.getAsync('b')];
+        await s.close();
+        return JSON.stringify(v);
+      }, (e: { code?: string }) => e.code);
+      const db = await req(indexedDB.open('adaptree:bad-log'));
+      const [frame] = (await req(db.transaction('log').objectStore('log').getAll())) as Uint8Array[];
+      db.close();
+      const intact = await openCode().then((v) => v); // the frame replayed: both keys (and folded at close)
+      await put(frame, key); // back in the log, as it was before the close folded it
+      await put(frame, key + 5); // a frame under another commit's key
+      const wrongKey = await openCode();
+      await put(new Uint8Array(100), key + 5); // not a frame
+      const notFrame = await openCode();
+      const db2 = await req(indexedDB.open('adaptree:bad-log'));
+      const tx = db2.transaction('log', 'readwrite');
+      tx.objectStore('log').delete(key + 5);
+      await new Promise((res) => (tx.oncomplete = res));
+      db2.close();
+      const again = await openCode();
+      return { intact, wrongKey, notFrame, again };
+    }, { key: r.key });
+    expect(codes).toEqual({ intact: '[1,2]', wrongKey: 'CORRUPT', notFrame: 'CORRUPT', again: '[1,2]' });
+    await page.close();
+    expect(errors).toEqual([]);
+  }, 60_000);
+
   it('relaxed durability, create: false, and a bad durability option', async () => {
     const page = await tab();
     const r = await page.evaluate(async () => {
@@ -292,7 +438,8 @@ describe('indexeddb: SIGKILL of the browser mid-workload', () => {
         const from = prefix + 1;
         void b.page
           .evaluate(async (from) => {
-            const s = await api.BTreeStore.open<string, unknown>({ path: 'killed', storage: 'indexeddb', poolSize: 1 << 20 });
+            // A 64 KiB log: about every third commit is a checkpoint, so kills land in both.
+            const s = await api.BTreeStore.open<string, unknown>({ path: 'killed', storage: 'indexeddb', poolSize: 1 << 20, checkpointBytes: 64 << 10 });
             for (let i = from; ; i++) {
               for (let t = 0; t < 10; t++) await s.setAsync(`k${String((i * 37 + t) % 3000).padStart(4, '0')}`, i);
               await s.deleteAsync(`k${String((i * 101) % 3000).padStart(4, '0')}`);

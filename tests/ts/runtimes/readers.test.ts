@@ -104,8 +104,14 @@ describe('indexeddb readers in headless Chromium', () => {
   const errors: string[] = [];
   const tab = tabs(browser, errors);
 
-  it.each([false, true])('a reader beside the writer sees whole commits and follows them (threads: %s)', async (threads) => {
-    const path = `readers-${threads ? 'mt' : 'st'}`;
+  // checkpointBytes 1 MiB: every other commit is a checkpoint (it clears the log the reader
+  // read frames from: the reader must start its log over); else frames only.
+  it.each([
+    [false, undefined],
+    [true, undefined],
+    [false, 1 << 20],
+  ] as const)('a reader beside the writer sees whole commits and follows them (threads: %s, checkpointBytes: %s)', async (threads, checkpointBytes) => {
+    const path = `readers-${threads ? 'mt' : 'st'}-${checkpointBytes ?? 'default'}`;
     const [a, b] = [await tab(), await tab()];
     const N = 3000, COMMITS = 8;
     // A reader of a store that does not exist: INVALID_ARGUMENT and no database is created.
@@ -118,13 +124,13 @@ describe('indexeddb readers in headless Chromium', () => {
     expect(missing).toEqual({ code: 'INVALID_ARGUMENT', created: false });
 
     // Commit c sets every key to a value naming c: a read mixing two commits shows two names.
-    await a.evaluate(async ({ path, threads, N }) => {
+    await a.evaluate(async ({ path, threads, N, checkpointBytes }) => {
       const wasm = await api.loadWasm({ threads });
-      const s = await api.BTreeStore.open<number, string>({ path, storage: 'indexeddb', keys: 'number', poolSize: 1 << 20, wasm });
+      const s = await api.BTreeStore.open<number, string>({ path, storage: 'indexeddb', keys: 'number', poolSize: 1 << 20, wasm, checkpointBytes });
       (window as unknown as { w: unknown }).w = s;
       await s.setManyAsync(Array.from({ length: N }, (_, i) => [i * 3, `c0:${i * 3}:${'x'.repeat(100 + (i % 60))}`] as [number, string]));
       await s.commit();
-    }, { path, threads, N });
+    }, { path, threads, N, checkpointBytes });
 
     const reading = b.evaluate(async ({ path, threads, N, COMMITS }) => {
       const wasm = await api.loadWasm({ threads });

@@ -1,14 +1,25 @@
 /**
  * `indexeddb`: an asynchronous backend on the browser's IndexedDB, on the main thread or in any
- * worker. The store at `path` is the database `adaptree:<path>` with one object store `pages`:
- * 4 KiB page images (Uint8Array) keyed by page id; page 0 is the superblock.
+ * worker. The store at `path` is the database `adaptree:<path>` (version 2) with two object
+ * stores: `pages`, 4 KiB page images keyed by page id (page 0 is the superblock), and `log`,
+ * one record (a frame) per commit since the last checkpoint, keyed by the commit's sequence
+ * (page-log.ts has the frame format and the rules).
  *
- * Page faults go the asynchronous way (NEED_PAGE -> readPage -> retry, store.ts); a commit is
- * ONE readwrite transaction holding every changed page, so it is atomic by construction: after
- * a crash the database holds the pages of the last completed transaction. Read-ahead on scans
- * reads the run of pages in one transaction. (This is idb-keyval's setMany/getMany pattern;
- * the package does not depend on idb-keyval itself because it must load unbundled, in a
- * browser or workerd, where a bare module specifier cannot be resolved.)
+ * A commit is ONE readwrite transaction, so it is atomic by construction: after a crash the
+ * database holds the state of the last completed transaction. Usually that transaction puts one
+ * record, the commit's frame: every changed page image at once (Chromium's cost per put, not
+ * per byte, made a record per page 11x slower; docs/DECISIONS.md). The newest image of each
+ * page in the log stays in memory, so the pages of recent commits are read without IndexedDB.
+ * Once the log would pass `checkpointBytes` (default 64 MiB), the commit is a checkpoint
+ * instead: one transaction writes the newest image of every logged page (and the commit's) into
+ * `pages` and clears `log`. At open the log is read back in one transaction. Databases of
+ * version 1 (only `pages`: a record per page, written by adaptree before the log) are upgraded
+ * in place by adding the empty `log`; version 1 code cannot open a version 2 database.
+ *
+ * Page faults go the asynchronous way (NEED_PAGE -> readPage -> retry, store.ts). Read-ahead on
+ * scans reads the run of pages in one transaction (idb-keyval's getMany pattern; the package
+ * does not depend on idb-keyval itself because it must load unbundled, in a browser or
+ * workerd, where a bare module specifier cannot be resolved).
  *
  * Durability: 'strict' by default (the transaction completes once the browser has flushed it
  * to disk); `indexedDBStorage({ durability: 'relaxed' })` completes as soon as the browser has
@@ -20,15 +31,19 @@
  * and commits then fail with IoError.
  *
  * Readers (`readOnly: true`) take no lock and run alongside the writer: every page they read
- * comes in one readonly transaction together with page 0, whose commit sequence tells whether
- * a commit landed since the reader's pages were read (IndexedDB serialises a readonly
- * transaction with the writer's readwrite ones, so the pair is from one commit). The store
- * then follows: it drops its pages and retries the read on the newer commit (store.ts).
+ * comes in one readonly transaction together with page 0 and the log's keys (new frames are
+ * read in the same transaction; a frame they had that is gone means a checkpoint ran, so they
+ * read the log afresh), so what they read is one commit's state (IndexedDB serialises a
+ * readonly transaction with the writer's readwrite ones). Page 0's commit sequence then tells
+ * the store whether a commit landed since the reader's pages were read; it drops its pages and
+ * retries the read on the newer commit (store.ts).
  *
  * Errors: a transaction aborted for quota (QuotaExceededError) becomes QuotaExceededError, any
- * other failure IoError, with the browser's error as `cause`.
+ * other failure IoError, with the browser's error as `cause`; a log record that is not a frame
+ * is a CorruptionError.
  */
-import { InvalidArgumentError, IoError, QuotaExceededError } from '../errors.js';
+import { AdaptreeError, CorruptionError, InvalidArgumentError, IoError, QuotaExceededError } from '../errors.js';
+import { PageLog, commitSequence, encodeFrame, frameBytes, ownsBuffer } from './page-log.js';
 import type { AsyncBackend, AsyncStorePages, OpenStorageOptions } from './types.js';
 import { takeLock, webLocks } from './web-locks.js';
 
@@ -47,6 +62,9 @@ interface IdbOpenRequest extends IdbRequest<IdbDatabase> {
 interface IdbObjectStore {
   get(key: number): IdbRequest<unknown>;
   put(value: unknown, key: number): IdbRequest<unknown>;
+  getAll(range?: unknown): IdbRequest<unknown[]>;
+  getAllKeys(range?: unknown): IdbRequest<unknown[]>;
+  clear(): IdbRequest<unknown>;
 }
 interface IdbTransaction {
   objectStore(name: string): IdbObjectStore;
@@ -59,12 +77,15 @@ interface IdbTransaction {
 interface IdbDatabase {
   objectStoreNames: { contains(name: string): boolean };
   createObjectStore(name: string): unknown;
-  transaction(store: string, mode: 'readonly' | 'readwrite', options?: { durability?: string }): IdbTransaction;
+  transaction(stores: string | string[], mode: 'readonly' | 'readwrite', options?: { durability?: string }): IdbTransaction;
   close(): void;
   onversionchange: (() => void) | null;
 }
 interface IdbFactory {
   open(name: string, version?: number): IdbOpenRequest;
+}
+interface IdbKeyRangeStatic {
+  lowerBound(lower: number): unknown;
 }
 
 export type IndexedDBDurability = 'strict' | 'relaxed' | 'default';
@@ -72,21 +93,37 @@ export type IndexedDBDurability = 'strict' | 'relaxed' | 'default';
 export interface IndexedDBStorageOptions {
   /** Durability of commit transactions (default 'strict'). */
   durability?: IndexedDBDurability;
+  /** Log bytes past which a commit checkpoints (writes the logged pages as records of their
+   * own and clears the log); default 64 MiB, as the file log's. The newest image of each logged
+   * page is kept in memory (4 KiB a page, whatever the log's size), so this bounds that too. 0: every commit writes a record per page (no log).
+   * A store's own `checkpointBytes` option, when given, wins. */
+  checkpointBytes?: number;
 }
 
-const STORE = 'pages';
+const PAGES = 'pages';
+const LOG = 'log';
+/** Database version 2: `pages` and `log` (version 1 had `pages` only). */
+const VERSION = 2;
+const DEFAULT_CHECKPOINT = 64 << 20;
 const nameOf = (e: unknown) => (e as { name?: unknown } | null)?.name;
 
 function idbError(e: unknown, what: string, path: string): Error {
+  if (e instanceof AdaptreeError) return e;
   const msg = `indexeddb: ${what} of '${path}': ${(e as Error | null)?.message ?? String(e)}`;
   if (nameOf(e) === 'QuotaExceededError') return new QuotaExceededError(msg, { cause: e });
   return new IoError(msg, { cause: e });
 }
 
+function checkBytes(v: unknown, what: string): number | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !(v >= 0) || !Number.isFinite(v)) throw new InvalidArgumentError(`${what} must be a number of bytes >= 0`);
+  return v;
+}
+
 /** Opens (or, with create, creates) the database; undefined when it does not exist and !create. */
 function openDatabase(factory: IdbFactory, name: string, create: boolean): Promise<IdbDatabase | undefined> {
   return new Promise((resolve, reject) => {
-    const req = factory.open(name, 1);
+    const req = factory.open(name, VERSION);
     let missing = false;
     req.onupgradeneeded = (ev) => {
       if (ev.oldVersion === 0 && !create) {
@@ -94,12 +131,26 @@ function openDatabase(factory: IdbFactory, name: string, create: boolean): Promi
         req.transaction?.abort(); // nothing is created
         return;
       }
-      if (!req.result.objectStoreNames.contains(STORE)) req.result.createObjectStore(STORE);
+      // From nothing, or from version 1 (pages only): the log starts empty.
+      if (!req.result.objectStoreNames.contains(PAGES)) req.result.createObjectStore(PAGES);
+      if (!req.result.objectStoreNames.contains(LOG)) req.result.createObjectStore(LOG);
     };
     req.onsuccess = () => resolve(req.result);
     req.onerror = () => (missing ? resolve(undefined) : reject(req.error));
     req.onblocked = () => reject(new Error('an older connection blocks the upgrade'));
   });
+}
+
+/** A request's result, as a promise (inside a transaction: settle before it completes). Its
+ * failure counts as handled: a transaction that aborts fails every request made before, and
+ * the caller may no longer wait for those (a later request threw first). */
+function result<T>(r: IdbRequest<T>): Promise<T> {
+  const p = new Promise<T>((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+  p.catch(() => undefined);
+  return p;
 }
 
 /** An IndexedDB backend; `indexedDBStorage()` with no options is the `'indexeddb'` storage. */
@@ -108,6 +159,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
   if (durability !== 'strict' && durability !== 'relaxed' && durability !== 'default') {
     throw new InvalidArgumentError(`indexeddb: durability must be 'strict', 'relaxed' or 'default', not ${String(durability)}`);
   }
+  const backendCheckpoint = checkBytes(options.checkpointBytes, 'indexedDBStorage: checkpointBytes');
   return {
     kind: 'async',
     name: 'indexeddb',
@@ -115,9 +167,11 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       const factory = (globalThis as unknown as { indexedDB?: IdbFactory }).indexedDB;
       if (factory === undefined) throw new InvalidArgumentError("the 'indexeddb' storage needs IndexedDB (a browser, or a polyfill on globalThis.indexedDB)");
       if (typeof path !== 'string' || path === '') throw new InvalidArgumentError('indexeddb: the path must be a non-empty string');
+      const checkpointBytes = checkBytes(o.checkpointBytes, 'checkpointBytes') ?? backendCheckpoint ?? DEFAULT_CHECKPOINT;
+      const KeyRange = (globalThis as unknown as { IDBKeyRange?: IdbKeyRangeStatic }).IDBKeyRange;
       const locks = webLocks();
-      // Readers take no lock: each page read is a readonly transaction with page 0 in it, so a
-      // reader sees whole commits while the writer goes on (store.ts follows newer ones).
+      // Readers take no lock: each page read is a readonly transaction with page 0 and the
+      // log's keys in it, so a reader sees whole commits while the writer goes on.
       const readOnly = o.readOnly === true;
       const release = locks !== undefined && !readOnly ? await takeLock(locks, 'adaptree:idb:' + path, o.wait === true, path) : () => {};
       let db: IdbDatabase | undefined;
@@ -137,73 +191,154 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         lost = new Error('the database was upgraded or deleted elsewhere');
         conn.close();
       };
-      /** Runs one transaction; resolves with what `body` returns once it has completed. */
-      const transact = <T>(mode: 'readonly' | 'readwrite', body: (store: IdbObjectStore) => () => T): Promise<T> =>
+      /** Runs one transaction; resolves with what `body`'s promise gives once the transaction
+       * has completed (body issues its requests at once, or from its requests' callbacks). */
+      const transact = <T>(stores: string[], mode: 'readonly' | 'readwrite', body: (tx: IdbTransaction) => Promise<T>): Promise<T> =>
         new Promise<T>((resolve, reject) => {
           if (lost !== undefined) throw lost;
-          const tx = mode === 'readwrite' ? conn.transaction(STORE, mode, { durability }) : conn.transaction(STORE, mode);
-          let result: () => T;
-          try {
-            result = body(tx.objectStore(STORE));
-          } catch (e) {
-            // A request that throws (put of a value IndexedDB refuses, ...) must not leave the
-            // requests made before it to commit on their own: that would be part of a commit.
+          const tx = mode === 'readwrite' ? conn.transaction(stores, mode, { durability }) : conn.transaction(stores, mode);
+          let value: { ok: true; v: T } | { ok: false; e: unknown } | undefined;
+          const abort = () => {
             try {
               tx.abort();
             } catch {
               /* already finished */
             }
+          };
+          try {
+            body(tx).then(
+              (v) => (value = { ok: true, v }),
+              (e: unknown) => {
+                // A request or a check that failed must not leave the requests made before it
+                // to commit on their own: that would be part of a commit.
+                value = { ok: false, e };
+                abort();
+              },
+            );
+          } catch (e) {
+            abort();
             throw e;
           }
-          tx.oncomplete = () => resolve(result());
-          tx.onabort = () => reject(tx.error ?? new Error('the transaction was aborted'));
+          tx.oncomplete = () => (value?.ok === true ? resolve(value.v) : reject(value?.ok === false ? value.e : new Error('the transaction completed without its result')));
+          tx.onabort = () => reject(value?.ok === false ? value.e : tx.error ?? new Error('the transaction was aborted'));
           tx.onerror = null; // an error aborts the transaction; onabort reports it
         });
-      const getAll = (ids: readonly number[]) =>
-        transact('readonly', (st) => {
-          const reqs = ids.map((id) => st.get(id));
-          return () => reqs.map((r) => r.result);
-        });
-      let closed = false;
       const copy = (v: unknown): Uint8Array | undefined => {
         if (v === undefined) return undefined;
         if (v instanceof Uint8Array) return v;
         if (v instanceof ArrayBuffer) return new Uint8Array(v);
         throw new IoError(`indexeddb: '${path}' holds a value that is not a page image`);
       };
+
+      const log = new PageLog();
+      const where = `indexeddb '${path}'`;
+      /** Brings `log` up to the log's state in `tx` (a reader: only what changed). */
+      const syncLog = async (tx: IdbTransaction): Promise<void> => {
+        const st = tx.objectStore(LOG);
+        const present = (await result(st.getAllKeys())).map(Number);
+        const plan = log.plan(present);
+        if (plan.reset) log.reset();
+        if (plan.read.length === 0) return;
+        const from = plan.read[0]!;
+        const frames = await result(from === present[0] || KeyRange === undefined ? st.getAll() : st.getAll(KeyRange.lowerBound(from)));
+        const keys = from === present[0] || KeyRange === undefined ? present : plan.read;
+        if (frames.length !== keys.length) throw new IoError(`${where}: the log changed while it was read`);
+        frames.forEach((f, i) => {
+          log.apply(keys[i]!, f, where);
+          const seq = commitSequence(log.latest.get(0)!);
+          if (seq !== keys[i]) throw new CorruptionError(`${where}: log frame ${keys[i]} holds the superblock of commit ${seq}`);
+        });
+      };
+      /** Pages by id in one readonly transaction: from the log where it has them, else `pages`. */
+      const read = (ids: readonly number[]): Promise<(Uint8Array | undefined)[]> => {
+        if (!readOnly && ids.every((id) => log.latest.has(id))) return Promise.resolve(ids.map((id) => log.latest.get(id)));
+        return transact(readOnly ? [PAGES, LOG] : [PAGES], 'readonly', async (tx) => {
+          if (readOnly) await syncLog(tx);
+          const st = tx.objectStore(PAGES);
+          const got = ids.map((id) => log.latest.get(id) ?? result(st.get(id)));
+          return (await Promise.all(got)).map(copy);
+        });
+      };
+
+      /** A checkpoint: every logged page, and `pages` over them, as records of `pages`, and
+       * the log cleared, in one transaction. */
+      const checkpoint = async (pages: readonly (readonly [number, Uint8Array])[]): Promise<void> => {
+        const all = new Map(log.latest);
+        for (const [id, image] of pages) all.set(id, image);
+        await transact([PAGES, LOG], 'readwrite', async (tx) => {
+          const st = tx.objectStore(PAGES);
+          // A view would store its whole buffer with it: those are copied.
+          const puts = [...all].map(([id, image]) => result(st.put(ownsBuffer(image) ? image : image.slice(), id)));
+          puts.push(result(tx.objectStore(LOG).clear()));
+          await Promise.all(puts);
+        });
+        log.reset();
+      };
+
+      // The writer reads the log back once; a reader does before every read.
+      if (!readOnly) {
+        try {
+          await transact([LOG], 'readonly', syncLog);
+        } catch (e) {
+          conn.close();
+          release();
+          throw idbError(e, 'reading the log', path);
+        }
+      }
+      let closed = false;
       return {
         async readPage(id: number): Promise<Uint8Array | undefined> {
           try {
-            const [v] = await getAll([id]);
-            return copy(v);
+            return (await read([id]))[0];
           } catch (e) {
-            throw e instanceof IoError ? e : idbError(e, `reading page ${id}`, path);
+            throw idbError(e, `reading page ${id}`, path);
           }
         },
         async readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
           try {
-            return (await getAll(ids)).map(copy);
+            return await read(ids);
           } catch (e) {
-            throw e instanceof IoError ? e : idbError(e, `reading pages ${ids[0]}..`, path);
+            throw idbError(e, `reading pages ${ids[0]}..`, path);
           }
         },
         async writePages(pages): Promise<void> {
           if (readOnly) throw new IoError(`indexeddb: '${path}' is open read-only`);
+          if (pages.length === 0 || pages[0]![0] !== 0) throw new InvalidArgumentError('indexeddb: a commit hands page 0 first');
           try {
-            // One transaction, resolved when it has completed (with `durability`).
-            await transact('readwrite', (st) => {
-              for (const [id, image] of pages) st.put(image.slice(), id);
-              return () => undefined;
-            });
+            if (log.bytes + frameBytes(pages.length) <= checkpointBytes) {
+              // The usual commit: one record.
+              const frame = encodeFrame(pages);
+              const key = commitSequence(pages[0]![1]);
+              const last = log.keys[log.keys.length - 1];
+              if (last !== undefined && key <= last) throw new IoError(`${where}: commit ${key} after commit ${last}`);
+              await transact([LOG], 'readwrite', async (tx) => {
+                await result(tx.objectStore(LOG).put(frame, key));
+              });
+              // The images are the caller's to give (types.ts): kept, not copied.
+              log.add(key, pages, frame.length, where);
+              return;
+            }
+            await checkpoint(pages);
           } catch (e) {
             throw idbError(e, 'committing', path);
           }
         },
-        close(): void {
+        close(): Promise<void> | void {
           if (closed) return;
           closed = true;
-          conn.close();
-          release();
+          // As a file store's close: the log folded into `pages`, so that the next open has
+          // none to read (and holds no logged pages in memory). A failure loses nothing: the
+          // log stays. The lock is held until it is done.
+          if (readOnly || log.keys.length === 0 || lost !== undefined) {
+            conn.close();
+            release();
+            return;
+          }
+          const fold = checkpoint([]).finally(() => conn.close());
+          release(fold);
+          return fold.catch((e: unknown) => {
+            throw idbError(e, 'checkpointing at close', path);
+          });
         },
       };
     },

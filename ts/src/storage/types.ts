@@ -70,6 +70,9 @@ export interface OpenStorageOptions {
    * and read-only access handles; indexeddb: no lock, readonly transactions); the others take
    * their usual exclusive lock. `create` is false then. */
   readOnly?: boolean;
+  /** The store's `checkpointBytes` option, when given: an async backend with a log of its own
+   * (indexeddb) checkpoints by it. Sync backends get it through the core instead. */
+  checkpointBytes?: number;
 }
 
 export interface SyncBackend {
@@ -103,7 +106,8 @@ export interface AsyncStorePages {
    * made meanwhile by a writer elsewhere). */
   readPages?(ids: readonly number[]): Promise<(Uint8Array | undefined)[]>;
   /** Writes every image given, all or nothing (the superblock, page 0, comes first). After the
-   * promise resolves they are durable; if it rejects, none of them is visible on reopen. */
+   * promise resolves they are durable; if it rejects, none of them is visible on reopen. The
+   * arrays are the backend's to keep (the store makes them for this call and never reuses them). */
   writePages(pages: readonly (readonly [id: number, image: Uint8Array])[]): Promise<void>;
   /** Releases the lock. Called once. */
   close(): void | Promise<void>;

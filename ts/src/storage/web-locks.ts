@@ -29,7 +29,7 @@ export async function webLocksReleased(): Promise<void> {
 
 /** Takes the Web Lock `name` (exclusive for a writer, shared for readers: any number of readers
  * or one writer); resolves with its release function, or throws LockedError. */
-export async function takeLock(locks: LockManager, name: string, wait: boolean, path: string, mode: 'exclusive' | 'shared' = 'exclusive'): Promise<() => void> {
+export async function takeLock(locks: LockManager, name: string, wait: boolean, path: string, mode: 'exclusive' | 'shared' = 'exclusive'): Promise<(after?: Promise<unknown>) => void> {
   await releasing.get(name);
   let unlock!: () => void;
   const held = new Promise<void>((r) => (unlock = r));
@@ -46,13 +46,19 @@ export async function takeLock(locks: LockManager, name: string, wait: boolean, 
       ? `the store '${path}' is open for writing in another tab or worker (Web Lock '${name}'): readers wait for it to close (wait: true)`
       : `the store '${path}' is open in another tab or worker (Web Lock '${name}')`);
   }
-  return () => {
-    const gone = done.then(() => undefined, () => undefined);
+  // `after`: the lock is let go once it settles (a close that still writes); a reopen in this
+  // context waits for that too.
+  return (after?: Promise<unknown>) => {
+    const letGo = () => {
+      unlock();
+      return done;
+    };
+    const gone = (after === undefined ? done : after.then(letGo, letGo)).then(() => undefined, () => undefined);
     releasing.set(name, gone);
     void gone.then(() => {
       if (releasing.get(name) === gone) releasing.delete(name);
     });
-    unlock();
+    if (after === undefined) unlock();
   };
 }
 

@@ -4,17 +4,22 @@
 //   'put-abort': the k-th put is issued and then its transaction is aborted;
 //   'get':       the k-th get throws synchronously (a failed page read).
 // Then the store is closed, the faults lifted and the store reopened: it must be exactly the
-// last resolved commit (a commit is one transaction: all or nothing).
+// last resolved commit (a commit is one transaction: all or nothing). With `checkpointBytes`
+// the store's log is small, so that puts fall in commits that append a log frame and in
+// commits that checkpoint (a put per page and a clear of the log) alike; `clears` counts the
+// checkpoints (close() runs one too), `framePuts` which puts were a commit's frame.
 import * as api from '/dist/index.js';
 import { compareReopened, errorOf, runWorkload } from '../shared/workload.js';
 
 const S = IDBObjectStore.prototype;
-const real = { put: S.put, get: S.get };
-const fault = { mode: '', k: Infinity, puts: 0, gets: 0, fired: false };
+const real = { put: S.put, get: S.get, clear: S.clear };
+const fault = { mode: '', k: Infinity, puts: 0, gets: 0, clears: 0, framePuts: [], fired: false };
 
 S.put = function put(value, key) {
   if (fault.mode === 'put-throw' || fault.mode === 'put-abort' || fault.mode === 'count') {
-    if (++fault.puts === fault.k) {
+    ++fault.puts;
+    if (this.name === 'log') fault.framePuts.push(fault.puts);
+    if (fault.puts === fault.k) {
       fault.fired = true;
       if (fault.mode === 'put-throw') throw new DOMException('injected fault: put', 'DataError');
       const req = real.put.call(this, value, key);
@@ -23,6 +28,10 @@ S.put = function put(value, key) {
     }
   }
   return real.put.call(this, value, key);
+};
+S.clear = function clear() {
+  if (fault.mode !== '') fault.clears++;
+  return real.clear.call(this);
 };
 S.get = function get(key) {
   if (fault.mode === 'get' || fault.mode === 'count') {
@@ -41,12 +50,12 @@ export async function run(cmd) {
     r.onsuccess = res;
     r.onerror = () => rej(r.error);
   });
-  const s = await api.BTreeStore.open({ path: cmd.path, storage: 'indexeddb', poolSize: 1 << 20, wasm });
-  Object.assign(fault, { mode: cmd.mode, k: cmd.k ?? Infinity, puts: 0, gets: 0, fired: false });
+  const s = await api.BTreeStore.open({ path: cmd.path, storage: 'indexeddb', poolSize: 1 << 20, wasm, checkpointBytes: cmd.checkpointBytes });
+  Object.assign(fault, { mode: cmd.mode, k: cmd.k ?? Infinity, puts: 0, gets: 0, clears: 0, framePuts: [], fired: false });
   const r = await runWorkload(s, cmd);
   let closeError;
   await s.close({ commit: false }).catch((e) => (closeError = errorOf(e)));
-  const counts = { puts: fault.puts, gets: fault.gets, fired: fault.fired };
+  const counts = { puts: fault.puts, gets: fault.gets, clears: fault.clears, framePuts: fault.framePuts, fired: fault.fired };
   fault.mode = '';
   // close() releases the lock a moment later (the lock manager): wait for it. No page 0 (the
   // first commit failed) is a new empty store: what was committed, nothing.

@@ -1,0 +1,107 @@
+// The IndexedDB backend's page log (ts/src/storage/page-log.ts), without a browser: frames
+// round-trip; a record that is not a whole frame is a CorruptionError, never a wrong page; the
+// newest image of a page wins; kept images own their buffers (so memory is the pages', and
+// IndexedDB never stores a frame along with a page); and a reader's plan reads only new frames,
+// or starts over when a frame it had is gone (a checkpoint cleared the log). The backend itself
+// runs in real Chromium (tests/ts/runtimes/indexeddb.test.ts, faults, readers).
+import { describe, expect, it } from 'vitest';
+import { CorruptionError } from '../../ts/src/errors.js';
+import { FRAME_MAGIC, PageLog, commitSequence, decodeFrame, encodeFrame, frameBytes, ownsBuffer } from '../../ts/src/storage/page-log.js';
+
+const image = (fill: number) => new Uint8Array(4096).fill(fill);
+/** A page 0 whose superblock slots carry commit sequences a and b. */
+function page0(a: number, b = 0): Uint8Array {
+  const p = new Uint8Array(4096);
+  const dv = new DataView(p.buffer);
+  dv.setBigUint64(16, BigInt(a), true);
+  dv.setBigUint64(2048 + 16, BigInt(b), true);
+  return p;
+}
+const corrupt = (f: () => unknown) => {
+  try {
+    f();
+  } catch (e) {
+    return e instanceof CorruptionError ? (e as CorruptionError).code : `not a CorruptionError: ${String(e)}`;
+  }
+  return 'no error';
+};
+
+describe('page log frames', () => {
+  it('round-trip page ids and images, page 0 first', () => {
+    const pages: [number, Uint8Array][] = [[0, page0(7)], [12, image(1)], [4_000_000_000, image(2)]];
+    const frame = encodeFrame(pages);
+    expect(frame.length).toBe(frameBytes(3));
+    expect(new DataView(frame.buffer).getUint32(0, true)).toBe(FRAME_MAGIC);
+    const back = decodeFrame(frame, 't');
+    expect(back.map(([id]) => id)).toEqual([0, 12, 4_000_000_000]);
+    back.forEach(([, img], i) => expect(img).toEqual(pages[i]![1]));
+    // An ArrayBuffer (what a structured clone may give back) decodes the same.
+    expect(decodeFrame(frame.buffer, 't').map(([id]) => id)).toEqual([0, 12, 4_000_000_000]);
+    expect(() => encodeFrame([[0, new Uint8Array(100)]])).toThrow(RangeError);
+  });
+
+  it('a record that is not a whole frame is CORRUPT', () => {
+    const frame = encodeFrame([[0, page0(1)], [3, image(3)]]);
+    expect(corrupt(() => decodeFrame('text', 't'))).toBe('CORRUPT');
+    expect(corrupt(() => decodeFrame(new Uint8Array(4), 't'))).toBe('CORRUPT');
+    expect(corrupt(() => decodeFrame(frame.subarray(0, frame.length - 1), 't'))).toBe('CORRUPT');
+    const longer = new Uint8Array(frame.length + 4100);
+    longer.set(frame);
+    expect(corrupt(() => decodeFrame(longer, 't'))).toBe('CORRUPT');
+    const magic = frame.slice();
+    magic[0]! ^= 1;
+    expect(corrupt(() => decodeFrame(magic, 't'))).toBe('CORRUPT');
+    const count = frame.slice();
+    new DataView(count.buffer).setUint32(4, 0xffffffff, true);
+    expect(corrupt(() => decodeFrame(count, 't'))).toBe('CORRUPT');
+  });
+
+  it('commitSequence is the higher superblock slot', () => {
+    expect(commitSequence(page0(5, 9))).toBe(9);
+    expect(commitSequence(page0(12, 3))).toBe(12);
+  });
+});
+
+describe('PageLog', () => {
+  it('keeps the newest image of each page, in buffers of their own', () => {
+    const log = new PageLog();
+    const f1 = encodeFrame([[0, page0(1)], [5, image(1)], [6, image(1)]]);
+    log.apply(1, f1, 't');
+    const own: [number, Uint8Array][] = [[0, page0(2)], [5, image(2)]];
+    log.add(2, own, frameBytes(2), 't');
+    expect([...log.latest.keys()].sort((a, b) => a - b)).toEqual([0, 5, 6]);
+    expect(log.latest.get(5)![0]).toBe(2);
+    expect(log.latest.get(6)![0]).toBe(1);
+    expect(commitSequence(log.latest.get(0)!)).toBe(2);
+    // Pages of a decoded frame were copied out of it; arrays handed over are kept as they are.
+    for (const img of log.latest.values()) expect(ownsBuffer(img)).toBe(true);
+    expect(log.latest.get(5)).toBe(own[1]![1]);
+    expect(log.keys).toEqual([1, 2]);
+    expect(log.bytes).toBe(f1.length + frameBytes(2));
+    log.reset();
+    expect([log.latest.size, log.keys.length, log.bytes]).toEqual([0, 0, 0]);
+  });
+
+  it('refuses frames out of order or without page 0 first', () => {
+    const log = new PageLog();
+    log.apply(4, encodeFrame([[0, page0(4)]]), 't');
+    expect(corrupt(() => log.apply(4, encodeFrame([[0, page0(4)]]), 't'))).toBe('CORRUPT');
+    expect(corrupt(() => log.apply(3, encodeFrame([[0, page0(3)]]), 't'))).toBe('CORRUPT');
+    expect(corrupt(() => log.apply(5, encodeFrame([[7, image(1)], [0, page0(5)]]), 't'))).toBe('CORRUPT');
+    expect(corrupt(() => log.apply(5, encodeFrame([]), 't'))).toBe('CORRUPT');
+    expect(log.keys).toEqual([4]);
+  });
+
+  it("plans a reader's reads: only new frames, or all of them after a checkpoint", () => {
+    const log = new PageLog();
+    expect(log.plan([])).toEqual({ reset: false, read: [] });
+    expect(log.plan([3, 4])).toEqual({ reset: false, read: [3, 4] });
+    for (const k of [3, 4]) log.apply(k, encodeFrame([[0, page0(k)]]), 't');
+    expect(log.plan([3, 4])).toEqual({ reset: false, read: [] });
+    expect(log.plan([3, 4, 5, 6])).toEqual({ reset: false, read: [5, 6] });
+    // A checkpoint cleared frames 3 and 4; later commits appended 7.
+    expect(log.plan([7])).toEqual({ reset: true, read: [7] });
+    expect(log.plan([])).toEqual({ reset: true, read: [] });
+    expect(log.plan([4, 5])).toEqual({ reset: true, read: [4, 5] });
+  });
+});
