@@ -20,7 +20,7 @@ export const IMPLS = ['indexeddb', 'idb-keyval', 'browser-level', 'sqlite-wasm-o
 // with node fill off (no redistribution, no XMerge), the A/B reference for "Node fill";
 // adaptree-opfs with a backend that cuts the log at every checkpoint (reuseLog: false), the
 // A/B reference for "A commit's checkpoint keeps the log file".
-export const OPTIONAL_IMPLS = ['adaptree-opfs-images', 'adaptree-opfs-nofill', 'adaptree-opfs-cutlog'];
+export const OPTIONAL_IMPLS = ['adaptree-opfs-images', 'adaptree-opfs-nofill', 'adaptree-opfs-cutlog', 'adaptree-indexeddb-images', 'adaptree-indexeddb-nolog'];
 export const CHROMIUM = process.env.ADAPTREE_CHROMIUM || '/usr/bin/chromium';
 export const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',

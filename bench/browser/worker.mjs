@@ -183,6 +183,11 @@ const STORES = {
   // The same on indexedDBStorage({ durability: 'relaxed' }), the durability Chromium >= 121
   // gives the other IndexedDB stores here by default.
   'adaptree-indexeddb-relaxed': () => adaptreeIndexedDB('relaxed'),
+  // adaptree-indexeddb with whole page images in its log's frames (logDeltas: false), and
+  // with no log at all (checkpointBytes: 0: a record per changed page in each commit, as
+  // before the log; docs/DECISIONS.md "IndexedDB commits append one record").
+  'adaptree-indexeddb-images': () => adaptreeIndexedDB('strict', { logDeltas: false }),
+  'adaptree-indexeddb-nolog': () => adaptreeIndexedDB('strict', { checkpointBytes: 0 }),
 };
 
 // adaptree-opfs and its twins: logDeltas: false, node fill off, another backend object.
@@ -214,17 +219,17 @@ async function adaptreeOpfs(dir, logDeltas, fill, storage = 'opfs') {
   };
 }
 
-async function adaptreeIndexedDB(durability) {
+async function adaptreeIndexedDB(durability, extra = {}) {
   await adaptreeReady();
-  const path = `bench-adaptree-idb-${durability}`;
+  const path = `bench-adaptree-idb-${durability}${Object.entries(extra).map(([k, v]) => `-${k}-${v}`).join('')}`;
   await req(indexedDB.deleteDatabase('adaptree:' + path));
   const storage = durability === 'strict' ? 'indexeddb' : indexedDBStorage({ durability });
-  const open = (poolSize) => BTreeStore.open({ path, storage, keys: 'utf8', values: 'bytes', poolSize });
+  const open = (poolSize) => BTreeStore.open({ path, storage, keys: 'utf8', values: 'bytes', poolSize, ...extra });
   let s = await open(POOL);
   let pageBytes = 0;
   const db = {
     idbName: 'adaptree:' + path,
-    config: `indexeddb, ${durability} durability, 64 MiB pool`,
+    config: `indexeddb, ${durability} durability, 64 MiB pool${extra.logDeltas === false ? ', whole pages in the log' : ''}${extra.checkpointBytes === 0 ? ', no log (a record per page)' : ''}`,
     async putBatch(ks, vs) { await s.setManyAsync(ks.map((k, i) => [k, vs[i]])); await s.commit(); },
     async putOne(k, v) { await s.setAsync(k, v); await s.commit(); },
     get: (k) => s.getAsync(k),

@@ -1,12 +1,16 @@
 // The IndexedDB backend's page log (ts/src/storage/page-log.ts), without a browser: frames
-// round-trip; a record that is not a whole frame is a CorruptionError, never a wrong page; the
-// newest image of a page wins; kept images own their buffers (so memory is the pages', and
+// round-trip, images and deltas (random changes of random pages: a delta applied to its base is
+// the new image, and large changes are logged as images); a record that is not a whole frame,
+// or a delta without a base or with a run off the page, is a CorruptionError, never a wrong
+// page; the newest image of a page wins; kept images own their buffers (so memory is the pages', and
 // IndexedDB never stores a frame along with a page); and a reader's plan reads only new frames,
 // or starts over when a frame it had is gone (a checkpoint cleared the log). The backend itself
 // runs in real Chromium (tests/ts/runtimes/indexeddb.test.ts, faults, readers).
 import { describe, expect, it } from 'vitest';
 import { CorruptionError } from '../../ts/src/errors.js';
-import { FRAME_MAGIC, PageLog, commitSequence, decodeFrame, encodeFrame, frameBytes, ownsBuffer } from '../../ts/src/storage/page-log.js';
+import { FRAME_MAGIC, PageLog, applyDelta, changedRuns, commitSequence, decodeFrame, encodeFrame, ownsBuffer } from '../../ts/src/storage/page-log.js';
+
+const frameBytes = (count: number) => 8 + count * (8 + 4096);
 
 const image = (fill: number) => new Uint8Array(4096).fill(fill);
 /** A page 0 whose superblock slots carry commit sequences a and b. */
@@ -34,7 +38,10 @@ describe('page log frames', () => {
     expect(new DataView(frame.buffer).getUint32(0, true)).toBe(FRAME_MAGIC);
     const back = decodeFrame(frame, 't');
     expect(back.map(([id]) => id)).toEqual([0, 12, 4_000_000_000]);
-    back.forEach(([, img], i) => expect(img).toEqual(pages[i]![1]));
+    back.forEach(([, img, delta], i) => {
+      expect(delta).toBe(false);
+      expect(img).toEqual(pages[i]![1]);
+    });
     // An ArrayBuffer (what a structured clone may give back) decodes the same.
     expect(decodeFrame(frame.buffer, 't').map(([id]) => id)).toEqual([0, 12, 4_000_000_000]);
     expect(() => encodeFrame([[0, new Uint8Array(100)]])).toThrow(RangeError);
@@ -54,6 +61,61 @@ describe('page log frames', () => {
     const count = frame.slice();
     new DataView(count.buffer).setUint32(4, 0xffffffff, true);
     expect(corrupt(() => decodeFrame(count, 't'))).toBe('CORRUPT');
+  });
+
+  it('deltas: runs of the changed words, applied to the base give the image; large changes are images', () => {
+    let x = 12345;
+    const rnd = (n: number) => ((x = (x * 1103515245 + 12345) >>> 0), x % n);
+    for (let round = 0; round < 400; round++) {
+      const base = new Uint8Array(4096);
+      for (let i = 0; i < 4096; i++) base[i] = rnd(256);
+      const next = base.slice();
+      const changes = rnd(4) === 0 ? rnd(300) : rnd(12);
+      for (let c = 0; c < changes; c++) {
+        const at = rnd(4096), len = 1 + rnd(rnd(3) === 0 ? 600 : 20);
+        for (let i = at; i < Math.min(4096, at + len); i++) next[i] = rnd(256);
+      }
+      const runs = changedRuns(base, next);
+      if (runs === undefined) {
+        // Logged as the image: the runs would have passed half a page.
+        let differ = 0;
+        for (let i = 0; i < 4096; i += 4) if (base[i] !== next[i] || base[i + 1] !== next[i + 1] || base[i + 2] !== next[i + 2] || base[i + 3] !== next[i + 3]) differ++;
+        expect(differ * 4, `round ${round}`).toBeGreaterThan(2048 / 3); // runs cost at most 12 bytes a changed word
+        continue;
+      }
+      for (let r = 0; r < runs.length; r += 2) expect(runs[r]! % 4 + (runs[r + 1]! - runs[r]!) % 4).toBe(0);
+      const frame = encodeFrame([[0, page0(1)], [9, next]], (id) => (id === 9 ? base : undefined));
+      const [, [id, bytes, delta]] = decodeFrame(frame, 't');
+      expect([id, delta]).toEqual([9, true]);
+      expect(applyDelta(base, bytes, 't')).toEqual(next);
+      expect(frame.length).toBeLessThan(8 + 2 * (8 + 4096));
+    }
+    // An unchanged page is an empty delta; a rewritten one is an image.
+    const img = image(5);
+    expect(changedRuns(img, img.slice())).toEqual([]);
+    expect(changedRuns(img, image(6))).toBeUndefined();
+    // Unaligned views are compared as well.
+    const holder = new Uint8Array(4097);
+    holder.set(img, 1);
+    const changed = img.slice();
+    changed[100] = 1;
+    expect(changedRuns(holder.subarray(1), changed)).toEqual([100, 104]);
+  });
+
+  it('a delta with no base in the log, or a run off the page, is CORRUPT', () => {
+    const base = image(1), next = base.slice();
+    next[10] = 9;
+    const frame = encodeFrame([[0, page0(2)], [4, next]], (id) => (id === 4 ? base : undefined));
+    expect(corrupt(() => new PageLog().apply(2, frame, 't'))).toBe('CORRUPT');
+    const log = new PageLog();
+    log.apply(1, encodeFrame([[0, page0(1)], [4, base]]), 't');
+    log.apply(2, frame, 't');
+    expect(log.latest.get(4)).toEqual(next);
+    expect(ownsBuffer(log.latest.get(4)!)).toBe(true);
+    const bad = new Uint8Array([0xfc, 0x0f, 8, 0, 1, 2, 3, 4, 5, 6, 7, 8]); // 8 bytes at 4092
+    expect(corrupt(() => applyDelta(base, bad, 't'))).toBe('CORRUPT');
+    expect(corrupt(() => applyDelta(base, new Uint8Array([0, 0, 9, 0, 1]), 't'))).toBe('CORRUPT');
+    expect(corrupt(() => applyDelta(base, new Uint8Array([0, 0]), 't'))).toBe('CORRUPT');
   });
 
   it('commitSequence is the higher superblock slot', () => {

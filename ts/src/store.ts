@@ -105,7 +105,8 @@ export interface StoreOptions<K, V> {
   checkpointBytes?: number;
   /** Sync backends: a commit logs the bytes that changed in each page (a delta) when that is
    * smaller than the page (default true). false: whole pages, as before deltas (a log older
-   * versions read). Async backends: ignored. docs/DECISIONS.md, "Commits log deltas". */
+   * versions read). `indexeddb`: the same for its log's frames. Other async backends: ignored.
+   * docs/DECISIONS.md, "Commits log deltas". */
   logDeltas?: boolean;
   /** Commit automatically after this many writes and/or this many ms after the first
    * uncommitted write. Default: only explicit commit() and close(). */
@@ -579,7 +580,7 @@ export class BTreeStore<K = string, V = unknown> {
       throw new AdaptreeError(`this wasm build cannot open a store on ${backend.kind === 'sync' ? 'a synchronous' : 'an asynchronous'} backend (missing ${missing.join(', ')})`, 'INTERNAL');
     }
     const create = (options.create ?? true) && !readOnly;
-    const storageOptions = { create, wait: options.wait === true, readOnly, ...(cb !== undefined ? { checkpointBytes: cb } : {}) };
+    const storageOptions = { create, wait: options.wait === true, readOnly, ...(cb !== undefined ? { checkpointBytes: cb } : {}), ...(options.logDeltas !== undefined ? { logDeltas: options.logDeltas } : {}) };
     const fill = fillFlags(options.fill);
     const mapOptions = (tree: number, onFree: () => void): BTreeMapOptions<K, V> => {
       if (fill !== undefined) {

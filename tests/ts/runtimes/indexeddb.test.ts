@@ -269,11 +269,12 @@ describe('indexeddb backend in headless Chromium', () => {
       const reopened = JSON.stringify(await entries(t)) === JSON.stringify(want(400, 'c4:'));
       await t.close();
 
-      // A 64 KiB log: some commits checkpoint, so the log never holds many records.
-      const small = await api.BTreeStore.open<string, unknown>({ path: 'log-small', storage: 'indexeddb', checkpointBytes: 64 << 10 });
+      // A 96 KiB log: commits of ~30 KB of new records (new leaves: images) fill it in a few
+      // commits, then one checkpoints.
+      const small = await api.BTreeStore.open<string, unknown>({ path: 'log-small', storage: 'indexeddb', checkpointBytes: 96 << 10 });
       const logSizes: number[] = [];
       for (let c = 0; c < 12; c++) {
-        await small.setManyAsync(want(50, `c${c}:`).slice(c * 4, c * 4 + 4));
+        await small.setManyAsync(Array.from({ length: 100 }, (_, i) => [`k${c}-${i}`, 'v'.repeat(300)] as [string, unknown]));
         await small.commit();
         logSizes.push((await counts('log-small')).log);
       }
@@ -304,8 +305,30 @@ describe('indexeddb backend in headless Chromium', () => {
       const w = await api.BTreeStore.open<string, unknown>({ path: 'from-v1', storage: 'indexeddb', create: false });
       const v1After = (await w.getAsync('k0001')) === 'after' && w.size === 2000;
       await w.close();
-      return { beforeClose, afterClose, reopened, logSizes, noLog, v1Read, upgraded, v1After };
+      // A second commit that changes one record of each of 2000: deltas (logDeltas default)
+      // or whole images (logDeltas: false); frame sizes straight from the log.
+      const frameSizes = async (logDeltas: boolean) => {
+        const path = `deltas-${logDeltas}`;
+        const d = await api.BTreeStore.open<string, unknown>({ path, storage: 'indexeddb', logDeltas });
+        await d.setManyAsync(want(2000, 'a'));
+        await d.commit();
+        await d.setManyAsync(want(2000, 'b'));
+        await d.commit();
+        const db = await openDb('adaptree:' + path);
+        const frames = (await req(db.transaction('log').objectStore('log').getAll())) as Uint8Array[];
+        db.close();
+        await d.close({ commit: false });
+        return frames.map((f) => f.length);
+      };
+      const deltaFrames = await frameSizes(true), imageFrames = await frameSizes(false);
+      return { beforeClose, afterClose, reopened, logSizes, noLog, v1Read, upgraded, v1After, deltaFrames, imageFrames };
     });
+    // Both frames of whole images are 8 + n x (8 + 4096) bytes; the second with deltas is far
+    // smaller than the first.
+    for (const n of r.imageFrames) expect((n - 8) % 4104).toBe(0);
+    expect(r.imageFrames[1]! - 8).toBeGreaterThan(4104 * 8);
+    expect(r.deltaFrames[0]).toBe(r.imageFrames[0]);
+    expect(r.deltaFrames[1]!).toBeLessThan(r.imageFrames[1]! / 2);
     expect(r.beforeClose).toEqual({ pages: 0, log: 5, version: 2 });
     expect(r.afterClose.log).toBe(0);
     expect(r.afterClose.pages).toBeGreaterThan(5);
@@ -339,7 +362,7 @@ describe('indexeddb backend in headless Chromium', () => {
       db.close();
       return { key: key!, frame: Array.from(frame!.subarray(0, 64)), length: frame!.length };
     });
-    expect(r.length % 4100).toBe(8);
+    expect(r.frame.slice(0, 4)).toEqual([0x41, 0x54, 0x4c, 0x31]); // 'ATL1'
     await page.reload();
     await page.evaluate(() => ready);
     const codes = await page.evaluate(async ({ key }) => {
@@ -438,8 +461,9 @@ describe('indexeddb: SIGKILL of the browser mid-workload', () => {
         const from = prefix + 1;
         void b.page
           .evaluate(async (from) => {
-            // A 64 KiB log: about every third commit is a checkpoint, so kills land in both.
-            const s = await api.BTreeStore.open<string, unknown>({ path: 'killed', storage: 'indexeddb', poolSize: 1 << 20, checkpointBytes: 64 << 10 });
+            // A 16 KiB log (a batch's frame is ~3 KB of deltas): every few commits checkpoint,
+            // so kills land in both.
+            const s = await api.BTreeStore.open<string, unknown>({ path: 'killed', storage: 'indexeddb', poolSize: 1 << 20, checkpointBytes: 16 << 10 });
             for (let i = from; ; i++) {
               for (let t = 0; t < 10; t++) await s.setAsync(`k${String((i * 37 + t) % 3000).padStart(4, '0')}`, i);
               await s.deleteAsync(`k${String((i * 101) % 3000).padStart(4, '0')}`);

@@ -123,12 +123,14 @@ describe('indexeddb readers in headless Chromium', () => {
     }, { path, threads });
     expect(missing).toEqual({ code: 'INVALID_ARGUMENT', created: false });
 
-    // Commit c sets every key to a value naming c: a read mixing two commits shows two names.
+    // Commit c sets every key to a value naming c, padded with the c-th letter (so that every
+    // leaf changes whole and is logged as an image, not a delta: with a 1 MiB log every other
+    // commit checkpoints): a read mixing two commits shows two names.
     await a.evaluate(async ({ path, threads, N, checkpointBytes }) => {
       const wasm = await api.loadWasm({ threads });
       const s = await api.BTreeStore.open<number, string>({ path, storage: 'indexeddb', keys: 'number', poolSize: 1 << 20, wasm, checkpointBytes });
       (window as unknown as { w: unknown }).w = s;
-      await s.setManyAsync(Array.from({ length: N }, (_, i) => [i * 3, `c0:${i * 3}:${'x'.repeat(100 + (i % 60))}`] as [number, string]));
+      await s.setManyAsync(Array.from({ length: N }, (_, i) => [i * 3, `c0:${i * 3}:${'a'.repeat(100 + (i % 60))}`] as [number, string]));
       await s.commit();
     }, { path, threads, N, checkpointBytes });
 
@@ -148,7 +150,7 @@ describe('indexeddb readers in headless Chromium', () => {
         seen.push(commits);
         ch.postMessage(commits[0]);
         const c = commits[0]!;
-        if (commits.length !== 1 || got.some((v, i) => v !== `c${c}:${keys[i]}:${'x'.repeat(100 + (i % 60))}`)) out.bad++;
+        if (commits.length !== 1 || got.some((v, i) => v !== `c${c}:${keys[i]}:${String.fromCharCode(97 + c).repeat(100 + (i % 60))}`)) out.bad++;
         if (commits.length === 1 && c === COMMITS) break;
         await r.refresh();
         await new Promise((res) => setTimeout(res, 5));
@@ -164,7 +166,7 @@ describe('indexeddb readers in headless Chromium', () => {
       ch.onmessage = (e) => (readerAt = Math.max(readerAt, e.data as number));
       for (let c = 1; c <= COMMITS; c++) {
         while (readerAt < c - 1) await new Promise((res) => setTimeout(res, 2));
-        await s.setManyAsync(Array.from({ length: N }, (_, i) => [i * 3, `c${c}:${i * 3}:${'x'.repeat(100 + (i % 60))}`] as [number, string]));
+        await s.setManyAsync(Array.from({ length: N }, (_, i) => [i * 3, `c${c}:${i * 3}:${String.fromCharCode(97 + c).repeat(100 + (i % 60))}`] as [number, string]));
         await s.commit();
       }
       await s.close();

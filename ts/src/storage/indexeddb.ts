@@ -43,7 +43,7 @@
  * is a CorruptionError.
  */
 import { AdaptreeError, CorruptionError, InvalidArgumentError, IoError, QuotaExceededError } from '../errors.js';
-import { PageLog, commitSequence, encodeFrame, frameBytes, ownsBuffer } from './page-log.js';
+import { PageLog, commitSequence, encodeFrame, ownsBuffer } from './page-log.js';
 import type { AsyncBackend, AsyncStorePages, OpenStorageOptions } from './types.js';
 import { takeLock, webLocks } from './web-locks.js';
 
@@ -168,6 +168,8 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       if (factory === undefined) throw new InvalidArgumentError("the 'indexeddb' storage needs IndexedDB (a browser, or a polyfill on globalThis.indexedDB)");
       if (typeof path !== 'string' || path === '') throw new InvalidArgumentError('indexeddb: the path must be a non-empty string');
       const checkpointBytes = checkBytes(o.checkpointBytes, 'checkpointBytes') ?? backendCheckpoint ?? DEFAULT_CHECKPOINT;
+      if (o.logDeltas !== undefined && typeof o.logDeltas !== 'boolean') throw new InvalidArgumentError('logDeltas must be a boolean');
+      const deltas = o.logDeltas !== false;
       const KeyRange = (globalThis as unknown as { IDBKeyRange?: IdbKeyRangeStatic }).IDBKeyRange;
       const locks = webLocks();
       // Readers take no lock: each page read is a readonly transaction with page 0 and the
@@ -305,9 +307,9 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           if (readOnly) throw new IoError(`indexeddb: '${path}' is open read-only`);
           if (pages.length === 0 || pages[0]![0] !== 0) throw new InvalidArgumentError('indexeddb: a commit hands page 0 first');
           try {
-            if (log.bytes + frameBytes(pages.length) <= checkpointBytes) {
-              // The usual commit: one record.
-              const frame = encodeFrame(pages);
+            // The usual commit: one record, with deltas against the pages' logged images.
+            const frame = checkpointBytes > 0 ? encodeFrame(pages, deltas ? (id) => log.latest.get(id) : undefined) : undefined;
+            if (frame !== undefined && log.bytes + frame.length <= checkpointBytes) {
               const key = commitSequence(pages[0]![1]);
               const last = log.keys[log.keys.length - 1];
               if (last !== undefined && key <= last) throw new IoError(`${where}: commit ${key} after commit ${last}`);
@@ -318,6 +320,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
               log.add(key, pages, frame.length, where);
               return;
             }
+            // Past checkpointBytes: a checkpoint instead.
             await checkpoint(pages);
           } catch (e) {
             throw idbError(e, 'committing', path);

@@ -12,7 +12,14 @@
  * pass it is a *checkpoint* instead: one transaction that writes the newest image of every
  * logged page, and this commit's, as records of `pages` and clears `log`.
  *
- * A frame: `magic u32 | count u32 | count × (page id u32 | 4096-byte image)`, little-endian.
+ * A frame: `magic u32 | count u32 | count × (page id u32 | size u32 | size bytes)`,
+ * little-endian. Size 4096: the page's image. Smaller: a delta against the page's image in an
+ * earlier frame of the log (never against `pages`: the log after a checkpoint stands on its
+ * own): runs of `offset u16 | length u16 | length bytes` that replace those bytes of it. A
+ * commit logs a delta where the page is in the log already and its runs come to at most half a
+ * page (a leaf insert changes a few hundred bytes; a split rewrites the page). The core's
+ * checksum in every page image is verified when the page is handed to it, so a delta applied
+ * to the wrong image is a CorruptionError there, not a wrong answer.
  * Its key in `log` is the commit sequence of its page 0, so keys only grow, across
  * checkpoints and reopens: a reader that saw keys {5, 6} and now finds {9} knows a checkpoint
  * ran in between (its logged pages are now in `pages`) and starts over from {9}.
@@ -23,7 +30,11 @@ export const PAGE_BYTES = 4096;
 /** 'ATL1': adaptree log frame, version 1. */
 export const FRAME_MAGIC = 0x314c5441;
 const HEADER = 8;
-const ENTRY = 4 + PAGE_BYTES;
+/** A delta whose runs come to more than this is logged as the image. */
+const MAX_DELTA = PAGE_BYTES / 2;
+/** Unchanged words between two changed ones that a run takes along rather than start anew
+ * (a run costs 4 bytes of header). */
+const GAP_WORDS = 1;
 
 /** The commit sequence a page 0 image carries (the higher of its two superblock slots). */
 export function commitSequence(page0: Uint8Array): number {
@@ -32,35 +43,115 @@ export function commitSequence(page0: Uint8Array): number {
   return Number(a > b ? a : b);
 }
 
-/** Bytes of the frame of `count` pages. */
-export const frameBytes = (count: number) => HEADER + count * ENTRY;
+const words = (a: Uint8Array) => (a.byteOffset % 4 === 0 ? new Uint32Array(a.buffer, a.byteOffset, PAGE_BYTES / 4) : new Uint32Array(a.slice().buffer));
 
-/** One frame holding `pages` (page 0 first, as a commit hands them). */
-export function encodeFrame(pages: readonly (readonly [id: number, image: Uint8Array])[]): Uint8Array {
-  const out = new Uint8Array(frameBytes(pages.length));
+/** The runs of `next` that differ from `base`, as [start, end) byte offsets; undefined when
+ * their bytes and headers would pass MAX_DELTA. */
+export function changedRuns(base: Uint8Array, next: Uint8Array): number[] | undefined {
+  const a = words(base), b = words(next);
+  const runs: number[] = [];
+  let size = 0;
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] === b[i]) continue;
+    let j = i + 1;
+    // Extend over changed words and short gaps of unchanged ones.
+    for (let gap = 0; j < a.length; j++) {
+      if (a[j] !== b[j]) gap = 0;
+      else if (++gap > GAP_WORDS) {
+        j -= gap - 1;
+        break;
+      }
+    }
+    while (j > i + 1 && a[j - 1] === b[j - 1]) j--;
+    runs.push(i * 4, j * 4);
+    size += 4 + (j - i) * 4;
+    if (size > MAX_DELTA) return undefined;
+    i = j;
+  }
+  return runs;
+}
+
+/** One frame holding `pages` (page 0 first, as a commit hands them); a page whose image in
+ * the log so far is `base(id)` is logged as a delta against it where that is small. */
+export function encodeFrame(pages: readonly (readonly [id: number, image: Uint8Array])[], base: (id: number) => Uint8Array | undefined = () => undefined): Uint8Array {
+  const parts: (number[] | undefined)[] = [];
+  let bytes = HEADER;
+  for (const [id, image] of pages) {
+    if (image.length !== PAGE_BYTES) throw new RangeError(`page ${id}: an image of ${image.length} bytes`);
+    const b = base(id);
+    const runs = b === undefined ? undefined : changedRuns(b, image);
+    parts.push(runs);
+    if (runs === undefined) bytes += 8 + PAGE_BYTES;
+    else for (let r = 0; r < runs.length; r += 2) bytes += 4 + runs[r + 1]! - runs[r]!;
+    if (runs !== undefined) bytes += 8;
+  }
+  const out = new Uint8Array(bytes);
   const dv = new DataView(out.buffer);
   dv.setUint32(0, FRAME_MAGIC, true);
   dv.setUint32(4, pages.length, true);
   let at = HEADER;
-  for (const [id, image] of pages) {
-    if (image.length !== PAGE_BYTES) throw new RangeError(`page ${id}: an image of ${image.length} bytes`);
+  pages.forEach(([id, image], i) => {
+    const runs = parts[i];
     dv.setUint32(at, id, true);
-    out.set(image, at + 4);
-    at += ENTRY;
-  }
+    if (runs === undefined) {
+      dv.setUint32(at + 4, PAGE_BYTES, true);
+      out.set(image, at + 8);
+      at += 8 + PAGE_BYTES;
+      return;
+    }
+    const sizeAt = at + 4;
+    at += 8;
+    const from = at;
+    for (let r = 0; r < runs.length; r += 2) {
+      const s = runs[r]!, e = runs[r + 1]!;
+      dv.setUint16(at, s, true);
+      dv.setUint16(at + 2, e - s, true);
+      out.set(image.subarray(s, e), at + 4);
+      at += 4 + e - s;
+    }
+    dv.setUint32(sizeAt, at - from, true);
+  });
   return out;
 }
 
-/** The pages of a frame as views into it; CorruptionError when it is not a whole frame. */
-export function decodeFrame(frame: unknown, where: string): [id: number, image: Uint8Array][] {
+/** An entry of a frame: the page's image (a view into the frame), or a delta's runs. */
+export type FrameEntry = [id: number, image: Uint8Array, delta: false] | [id: number, runs: Uint8Array, delta: true];
+
+/** The entries of a frame; CorruptionError when it is not a whole frame. */
+export function decodeFrame(frame: unknown, where: string): FrameEntry[] {
   const bytes = frame instanceof Uint8Array ? frame : frame instanceof ArrayBuffer ? new Uint8Array(frame) : undefined;
   if (bytes === undefined) throw new CorruptionError(`${where}: a log record that is not a frame`);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (bytes.length < HEADER || dv.getUint32(0, true) !== FRAME_MAGIC) throw new CorruptionError(`${where}: a log record without the frame magic`);
   const count = dv.getUint32(4, true);
-  if (bytes.length !== frameBytes(count)) throw new CorruptionError(`${where}: a frame of ${bytes.length} bytes that names ${count} pages`);
-  const out: [number, Uint8Array][] = [];
-  for (let i = 0, at = HEADER; i < count; i++, at += ENTRY) out.push([dv.getUint32(at, true), bytes.subarray(at + 4, at + ENTRY)]);
+  const out: FrameEntry[] = [];
+  let at = HEADER;
+  for (let i = 0; i < count; i++) {
+    if (at + 8 > bytes.length) throw new CorruptionError(`${where}: a frame of ${bytes.length} bytes that names ${count} pages`);
+    const id = dv.getUint32(at, true), size = dv.getUint32(at + 4, true);
+    at += 8;
+    if (size > PAGE_BYTES || at + size > bytes.length) throw new CorruptionError(`${where}: page ${id} of ${size} bytes in a frame of ${bytes.length}`);
+    out.push(size === PAGE_BYTES ? [id, bytes.subarray(at, at + size), false] : [id, bytes.subarray(at, at + size), true]);
+    at += size;
+  }
+  if (at !== bytes.length) throw new CorruptionError(`${where}: a frame of ${bytes.length} bytes that holds ${at}`);
+  return out;
+}
+
+/** `base` with a delta's runs applied, as a new image; CorruptionError when a run leaves the
+ * page or the runs do not fill the delta exactly. */
+export function applyDelta(base: Uint8Array, runs: Uint8Array, where: string): Uint8Array {
+  const out = base.slice();
+  const dv = new DataView(runs.buffer, runs.byteOffset, runs.byteLength);
+  let at = 0;
+  while (at < runs.length) {
+    if (at + 4 > runs.length) throw new CorruptionError(`${where}: a delta run cut short`);
+    const offset = dv.getUint16(at, true), length = dv.getUint16(at + 2, true);
+    at += 4;
+    if (offset + length > PAGE_BYTES || at + length > runs.length) throw new CorruptionError(`${where}: a delta run of ${length} bytes at ${offset}`);
+    out.set(runs.subarray(at, at + length), offset);
+    at += length;
+  }
   return out;
 }
 
@@ -84,7 +175,14 @@ export class PageLog {
 
   /** Applies the frame stored under `key` (keys ascend; pages of later frames win). */
   apply(key: number, frame: unknown, where: string): void {
-    const pages = decodeFrame(frame, `${where}, log frame ${key}`);
+    const at = `${where}, log frame ${key}`;
+    const entries = decodeFrame(frame, at);
+    const pages = entries.map(([id, bytes, delta]): [number, Uint8Array] => {
+      if (!delta) return [id, bytes];
+      const base = this.latest.get(id);
+      if (base === undefined) throw new CorruptionError(`${at}: a delta of page ${id}, which no earlier frame holds`);
+      return [id, applyDelta(base, bytes, `${at}, page ${id}`)];
+    });
     this.add(key, pages, (frame as Uint8Array | ArrayBuffer).byteLength, where);
   }
 

@@ -73,6 +73,8 @@ export interface OpenStorageOptions {
   /** The store's `checkpointBytes` option, when given: an async backend with a log of its own
    * (indexeddb) checkpoints by it. Sync backends get it through the core instead. */
   checkpointBytes?: number;
+  /** The store's `logDeltas` option, when given: false makes indexeddb log whole images. */
+  logDeltas?: boolean;
 }
 
 export interface SyncBackend {
