@@ -193,8 +193,10 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         lost = new Error('the database was upgraded or deleted elsewhere');
         conn.close();
       };
-      /** Runs one transaction; resolves with what `body`'s promise gives once the transaction
-       * has completed (body issues its requests at once, or from its requests' callbacks). */
+      /** Runs one transaction; resolves with what `body`'s promise gives (body issues its
+       * requests at once, or from its requests' callbacks): a readwrite one once the
+       * transaction has completed (then it is durable), a readonly one at once (what it read
+       * is final; waiting for its complete event cost a task, ~80 us a page fault here). */
       const transact = <T>(stores: string[], mode: 'readonly' | 'readwrite', body: (tx: IdbTransaction) => Promise<T>): Promise<T> =>
         new Promise<T>((resolve, reject) => {
           if (lost !== undefined) throw lost;
@@ -209,12 +211,16 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           };
           try {
             body(tx).then(
-              (v) => (value = { ok: true, v }),
+              (v) => {
+                value = { ok: true, v };
+                if (mode === 'readonly') resolve(v);
+              },
               (e: unknown) => {
                 // A request or a check that failed must not leave the requests made before it
                 // to commit on their own: that would be part of a commit.
                 value = { ok: false, e };
                 abort();
+                if (mode === 'readonly') reject(e);
               },
             );
           } catch (e) {
