@@ -401,6 +401,59 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
+  it("a reader's concurrent page reads each see one commit, across new frames and a checkpoint", async () => {
+    const page = await tab();
+    const r = await page.evaluate(async () => {
+      const w = await api.BTreeStore.open<string, unknown>({ path: 'reader-race', storage: 'indexeddb', checkpointBytes: 20 << 10 });
+      const logSizes: number[] = [];
+      const logCount = async () => {
+        const db = await new Promise<IDBDatabase>((res) => {
+          const o = indexedDB.open('adaptree:reader-race');
+          o.onsuccess = () => res(o.result);
+        });
+        const n = await new Promise<number>((res) => {
+          const q = db.transaction('log').objectStore('log').count();
+          q.onsuccess = () => res(q.result);
+        });
+        db.close();
+        return n;
+      };
+      const commit = async (c: number) => {
+        await w.setManyAsync(Array.from({ length: 300 }, (_, i) => [`k${String(i).padStart(4, '0')}`, `c${c}`] as [string, unknown]));
+        await w.commit();
+      };
+      await commit(1);
+      // The backend's own reader (what BTreeStore.open({ readOnly: true }) reads through).
+      const pages = await api.indexedDBStorage().open('reader-race', { create: false, readOnly: true });
+      const seq = (p0: Uint8Array | undefined) => Number(new DataView(p0!.buffer, p0!.byteOffset).getBigUint64(16, true));
+      const rounds: number[][] = [];
+      let error = '';
+      for (let c = 2; c <= 9 && !error; c++) {
+        await commit(c); // a new frame; some commits are checkpoints (a 20 KiB log)
+        logSizes.push(await logCount());
+        try {
+          // Issued in one turn: their transactions read the log side by side.
+          const got = await Promise.all([1, 2, 3, 4].map((id) => pages.readPages!([0, id])));
+          rounds.push(got.map((g) => seq(g[0])));
+        } catch (e) {
+          error = String(e);
+        }
+      }
+      await pages.close();
+      await w.close();
+      return { rounds, error, logSizes };
+    });
+    expect(r.error).toBe('');
+    // Frames were added, and a checkpoint cleared them, between the reads.
+    expect(r.logSizes.some((n, i) => i > 0 && n < r.logSizes[i - 1]!), JSON.stringify(r.logSizes)).toBe(true);
+    expect(Math.max(...r.logSizes)).toBeGreaterThan(1);
+    // Every read saw the commit made just before it (page 0 of that commit).
+    expect(r.rounds.every((seqs) => new Set(seqs).size === 1)).toBe(true);
+    expect(r.rounds.map((seqs) => seqs[0]! - r.rounds[0]![0]!)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    await page.close();
+    expect(errors).toEqual([]);
+  }, 60_000);
+
   it('relaxed durability, create: false, and a bad durability option', async () => {
     const page = await tab();
     const r = await page.evaluate(async () => {

@@ -258,14 +258,23 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         });
       };
       /** Pages by id in one readonly transaction: from the log where it has them, else `pages`. */
-      const read = (ids: readonly number[]): Promise<(Uint8Array | undefined)[]> => {
-        if (!readOnly && ids.every((id) => log.latest.has(id))) return Promise.resolve(ids.map((id) => log.latest.get(id)));
-        return transact(readOnly ? [PAGES, LOG] : [PAGES], 'readonly', async (tx) => {
+      const readIn = (ids: readonly number[]): Promise<(Uint8Array | undefined)[]> =>
+        transact(readOnly ? [PAGES, LOG] : [PAGES], 'readonly', async (tx) => {
           if (readOnly) await syncLog(tx);
           const st = tx.objectStore(PAGES);
           const got = ids.map((id) => log.latest.get(id) ?? result(st.get(id)));
           return (await Promise.all(got)).map(copy);
         });
+      // A reader's reads run one after another: each brings the shared `log` to its own
+      // transaction's state, so two side by side would apply the same new frames twice, or
+      // mix one's log with the other's `pages` across a checkpoint. Each starts after the one
+      // before it finished, so it sees that commit or a later one.
+      let readerTail: Promise<unknown> = Promise.resolve();
+      const read = (ids: readonly number[]): Promise<(Uint8Array | undefined)[]> => {
+        if (!readOnly) return ids.every((id) => log.latest.has(id)) ? Promise.resolve(ids.map((id) => log.latest.get(id))) : readIn(ids);
+        const p = readerTail.then(() => readIn(ids));
+        readerTail = p.catch(() => undefined);
+        return p;
       };
 
       /** A checkpoint: every logged page, and `pages` over them, as records of `pages`, and
