@@ -5,7 +5,9 @@
 // page; the newest image of a page wins; kept images own their buffers (so memory is the pages', and
 // IndexedDB never stores a frame along with a page); and a reader's plan reads only new frames,
 // or starts over when a frame it had is gone (a checkpoint cleared the log). The backend itself
-// runs in real Chromium (tests/ts/runtimes/indexeddb.test.ts, faults, readers).
+// runs in real Chromium (tests/ts/runtimes/indexeddb.test.ts, faults, readers). A model test
+// drives a writer, a reader that follows with plan() and readers that replay from scratch over
+// 600 random commits and the checkpoints of a 24 KiB log: every page resolves as the model.
 import { describe, expect, it } from 'vitest';
 import { CorruptionError } from '../../ts/src/errors.js';
 import { FRAME_MAGIC, PageLog, applyDelta, changedRuns, commitSequence, decodeFrame, encodeFrame, ownsBuffer } from '../../ts/src/storage/page-log.js';
@@ -165,5 +167,66 @@ describe('PageLog', () => {
     expect(log.plan([7])).toEqual({ reset: true, read: [7] });
     expect(log.plan([])).toEqual({ reset: true, read: [] });
     expect(log.plan([4, 5])).toEqual({ reset: true, read: [4, 5] });
+  });
+});
+
+describe('PageLog against a model (what IndexedDB would hold)', () => {
+  it('a writer, a reader replaying from scratch and a reader following with plan() resolve every page as the model, over random commits and checkpoints', () => {
+    let x = 777;
+    const rnd = (n: number) => ((x = (x * 1103515245 + 12345) >>> 0), (x >>> 8) % n);
+    const PAGES = 40;
+    const model = new Map<number, Uint8Array>(); // the committed image of every page
+    const stored = new Map<number, Uint8Array>(); // the object store `pages`
+    let frames: [number, Uint8Array][] = []; // the object store `log`
+    const writer = new PageLog();
+    const follower = new PageLog();
+    let seq = 0, checkpoints = 0, deltas = 0;
+    const resolve = (log: PageLog, id: number) => log.latest.get(id) ?? stored.get(id);
+    const same = (a: Uint8Array | undefined, b: Uint8Array) => a !== undefined && a.length === b.length && a.every((v, i) => v === b[i]);
+    const check = (log: PageLog, what: string) => {
+      for (const [id, img] of model) if (!same(resolve(log, id), img)) expect(resolve(log, id), `${what}: page ${id} after commit ${seq}`).toEqual(img);
+    };
+    for (let c = 0; c < 600; c++) {
+      seq++;
+      const p0 = page0(seq);
+      const changed: [number, Uint8Array][] = [[0, p0]];
+      const ids = new Set<number>();
+      for (let n = 1 + rnd(6); n > 0; n--) ids.add(1 + rnd(PAGES));
+      for (const id of ids) {
+        const before = model.get(id);
+        const img = before === undefined || rnd(5) === 0 ? image(rnd(256)) : before.slice();
+        for (let k = rnd(rnd(4) === 0 ? 400 : 8); k > 0; k--) img[rnd(4096)] = rnd(256);
+        changed.push([id, img]);
+      }
+      const frame = encodeFrame(changed, (id) => writer.latest.get(id));
+      if (writer.bytes + frame.length > 24 << 10) {
+        // a checkpoint: every logged page and this commit's into `pages`, the log cleared
+        for (const [id, img] of writer.latest) stored.set(id, img);
+        for (const [id, img] of changed) stored.set(id, img);
+        frames = [];
+        writer.reset();
+        checkpoints++;
+      } else {
+        frames.push([seq, frame]);
+        writer.add(seq, changed, frame.length, 't');
+        deltas += decodeFrame(frame, 't').filter((e) => e[2]).length;
+      }
+      for (const [id, img] of changed) model.set(id, img);
+      check(writer, 'writer');
+      if (rnd(3) === 0) {
+        // A reader that follows: plans from the keys it finds, reads only what the plan says.
+        const plan = follower.plan(frames.map(([k]) => k));
+        if (plan.reset) follower.reset();
+        for (const k of plan.read) follower.apply(k, frames.find(([f]) => f === k)![1], 't');
+        check(follower, 'follower');
+      }
+      if (rnd(25) === 0) {
+        const fresh = new PageLog();
+        for (const [k, f] of frames) fresh.apply(k, f.slice(), 't');
+        check(fresh, 'replay');
+      }
+    }
+    expect(checkpoints).toBeGreaterThan(10);
+    expect(deltas).toBeGreaterThan(150);
   });
 });
