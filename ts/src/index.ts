@@ -84,6 +84,12 @@ export {
   type DurableObjectSqlLike,
   type DurableObjectStorageLike,
 } from './storage/durable-object.js';
+export {
+  durableObjectKvStorage,
+  type DurableObjectKvBackend,
+  type DurableObjectKvStorageLike,
+  type DurableObjectKvTxnLike,
+} from './storage/durable-object-kv.js';
 export { indexedDBStorage, type IndexedDBStorageOptions, type IndexedDBDurability } from './storage/indexeddb.js';
 export { asyncMemoryStorage, createAsyncMemoryStorage, type AsyncMemoryStorage } from './storage/async-memory.js';
 export {

@@ -14,6 +14,7 @@
 import { DurableObject } from 'cloudflare:workers';
 import wasmModule from './adaptree-st.wasm';
 import { BTreeStore, durableObjectStorage, init } from '../../../dist/index.js';
+import { bigString, stringSum } from './durable-object-common.mjs';
 
 const PATH = 'main';
 let wasmReady;
@@ -108,21 +109,4 @@ export class IndexObject extends DurableObject {
   }
 }
 
-/** A string of n characters with a pattern (so that a page out of place changes its sum). */
-function bigString(n) {
-  const unit = 'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(32);
-  let out = unit.repeat(Math.floor(n / unit.length));
-  return out + unit.slice(0, n - out.length);
-}
-function stringSum(v) {
-  let sum = 0;
-  for (let i = 0; i < v.length; i++) sum = (sum * 31 + v.charCodeAt(i) * (i % 97 + 1)) % 1000000007;
-  return sum;
-}
-
-export default {
-  fetch(request, env) {
-    const obj = new URL(request.url).searchParams.get('obj') ?? 'a';
-    return env.INDEX.get(env.INDEX.idFromName(obj)).fetch(request);
-  },
-};
+export { router as default } from './durable-object-common.mjs';

@@ -6,95 +6,23 @@
 // kill -9 and gone after it, the last commit intact; a second open in the object is LOCKED.
 // Needs the built package (dist/), which `npm test` builds first.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { SplitMix } from '../store-rng.js';
-import { freePort } from '../../package/common.mjs';
-import { startWorkerd, writeWorkerdConfig } from './workerd.mjs';
+import { readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { bigStringSum as sumOf, opsFrom, sorted, workerdHarness, type Model } from './durable-object-harness.js';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
-const repo = resolve(here, '../../..');
-
-let dir = '';
-let port = 0;
-let workerd: Awaited<ReturnType<typeof startWorkerd>> | undefined;
-/** The running workerd's output. */
-const log = () => workerd?.log() ?? '';
-
-async function start(): Promise<void> {
-  workerd = await startWorkerd(dir, port, { experimental: true, probe: '/nothing' });
-}
-
-async function stop(signal: NodeJS.Signals): Promise<void> {
-  const w = workerd;
-  workerd = undefined;
-  await w?.stop(signal);
-}
-
-async function call<T = unknown>(path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, body === undefined ? {} : { method: 'POST', body: JSON.stringify(body) });
-  const text = await res.text();
-  expect(res.status, `${path}: ${text.slice(0, 2000)}\n${log().slice(-2000)}`).toBe(200);
-  return JSON.parse(text) as T;
-}
-
-type Op = [string, number | string | null];
-const model = new Map<string, number | string>();
-const rng = new SplitMix(20251117);
-
-/** n random sets (4 in 5) and deletes over a key space of `space`; applied to `m` if given.
- * Values are numbers, or strings of about `text` bytes. */
-function randomOps(n: number, space: number, m?: Map<string, number | string>, text = 0): Op[] {
-  const ops: Op[] = [];
-  for (let i = 0; i < n; i++) {
-    const k = `key:${String(rng.int(space)).padStart(6, '0')}`;
-    const v = text > 0 ? `${rng.next().toString(36)}:`.padEnd(text - 20 + rng.int(40), 'x') : rng.next();
-    const op: Op = rng.int(5) === 0 ? [k, null] : [k, v];
-    ops.push(op);
-    if (m !== undefined) {
-      if (op[1] === null) m.delete(k);
-      else m.set(k, op[1]);
-    }
-  }
-  return ops;
-}
-
-const sorted = (m: Map<string, number | string>) => [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-
-async function expectModel(what: string, m = model, obj = 'a'): Promise<void> {
-  const entries = await call<[string, number | string][]>(`/entries?obj=${obj}`);
-  expect(entries.length, what).toBe(m.size);
-  expect(entries, what).toEqual(sorted(m));
-}
+// experimental: only for sql.setMaxPageCountForTest (the quota test).
+const h = workerdHarness('durable-object-main.mjs', { className: 'IndexObject', binding: 'INDEX', uniqueKey: 'adaptree-durable-object-test' }, true);
+const { call, start, stop, log } = h;
+const model: Model = new Map();
+const randomOps = opsFrom(20251117);
+const expectModel = (what: string, m = model, obj = 'a') => h.expectModel(what, m, `obj=${obj}`);
 
 describe('workerd Durable Object (SQLite storage on local disk)', () => {
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'adaptree-do-'));
-    const { rolldown } = await import('rolldown');
-    const bundle = await rolldown({
-      input: join(here, 'durable-object-main.mjs'),
-      external: [/\.wasm$/, /^cloudflare:/],
-      platform: 'neutral',
-      logLevel: 'silent',
-    });
-    await bundle.write({ file: join(dir, 'worker.mjs'), format: 'es' });
-    copyFileSync(join(repo, 'dist/wasm/adaptree-st.wasm'), join(dir, 'adaptree-st.wasm'));
-    port = await freePort();
-    // experimental: only for sql.setMaxPageCountForTest (the quota test).
-    writeWorkerdConfig(dir, {
-      port,
-      modules: ['worker.mjs', 'adaptree-st.wasm'],
-      experimental: true,
-      durableObject: { className: 'IndexObject', binding: 'INDEX', uniqueKey: 'adaptree-durable-object-test', storage: join(dir, 'do-storage') },
-    });
-    await start();
-  });
+  beforeAll(() => h.setUp());
 
   afterAll(async () => {
     await stop('SIGKILL');
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (h.dir) rmSync(h.dir, { recursive: true, force: true });
   });
 
   it('commits random ops and reads them back; a second open in the object is LOCKED', async () => {
@@ -113,7 +41,7 @@ describe('workerd Durable Object (SQLite storage on local disk)', () => {
     const stats = await call<{ storage: string; commits: number }>('/stats');
     expect(stats.storage).toBe('durable-object');
     expect(stats.commits).toBeGreaterThanOrEqual(4);
-    expect(readdirSync(join(dir, 'do-storage')).length).toBeGreaterThan(0);
+    expect(readdirSync(join(h.dir, 'do-storage')).length).toBeGreaterThan(0);
   });
 
   it('survives stopping workerd (SIGTERM) and a restart on the same directory', async () => {
@@ -149,9 +77,9 @@ describe('workerd Durable Object (SQLite storage on local disk)', () => {
   });
 
   it('a full database (SQLITE_FULL): the commit fails, the last commit stays', async () => {
-    const quota = new Map<string, number | string>();
+    const quota: Model = new Map();
     await call('/apply?obj=quota', { ops: randomOps(500, 1000, quota), commit: true });
-    const res = await fetch(`http://127.0.0.1:${port}/quota?obj=quota`, { method: 'POST', body: '{}' });
+    const res = await fetch(`http://127.0.0.1:${h.port}/quota?obj=quota`, { method: 'POST', body: '{}' });
     const text = await res.text();
     console.log(`durable-object SQLITE_FULL: HTTP ${res.status}: ${text.slice(0, 300)}`);
     if (res.status === 200) {
@@ -177,12 +105,6 @@ describe('workerd Durable Object (SQLite storage on local disk)', () => {
   });
 
   it('values far larger than the pool (12 MB, then 3 MB replacing it) commit through SQL and survive kill -9', async () => {
-    const sumOf = (n: number) => {
-      const unit = 'abcdefghijklmnopqrstuvwxyz0123456789'.repeat(32);
-      let sum = 0;
-      for (let i = 0; i < n; i++) sum = (sum * 31 + unit.charCodeAt(i % unit.length) * (i % 97 + 1)) % 1000000007;
-      return sum;
-    };
     await call('/big?obj=large', { key: 'big', n: 12e6, commit: true });
     await call('/big?obj=large', { key: 'other', n: 5e6, commit: true });
     await call('/big?obj=large', { key: 'big', n: 3e6, commit: true }); // the 12 MB chain goes back to the free list
@@ -195,7 +117,7 @@ describe('workerd Durable Object (SQLite storage on local disk)', () => {
   });
 
   it('a store 4x its pool: page faults, spills, commits and checkpoints through SQL; kill -9 during uncommitted spills', async () => {
-    const big = new Map<string, number | string>();
+    const big: Model = new Map();
     const t0 = performance.now();
     for (let batch = 0; batch < 4; batch++) {
       await call('/apply?obj=big', { ops: randomOps(3000, 40000, big, 300), commit: true });

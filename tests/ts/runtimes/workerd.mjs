@@ -13,9 +13,9 @@ export const WORKERD = join(repo, 'node_modules/.bin/workerd');
 /**
  * The capnp config of a server with one Worker (service "main") listening on 127.0.0.1:port.
  * `modules`: file names beside the config, the first the entry; `.wasm` files become wasm
- * modules, the rest ES modules. `durableObject` ({ className, binding, uniqueKey, storage }):
- * a SQLite-backed namespace (enableSql) bound as `binding`, stored in the directory `storage`
- * (localDisk). `experimental`: the `experimental` compatibility flag (workerd then needs
+ * modules, the rest ES modules. `durableObject` ({ className, binding, uniqueKey, storage, sql }):
+ * a SQLite-backed namespace (enableSql; `sql: false`: a key-value-backed one) bound as
+ * `binding`, stored in the directory `storage` (localDisk). `experimental`: the `experimental` compatibility flag (workerd then needs
  * `serve --experimental`).
  */
 export function workerdConfig({ port, modules, durableObject, experimental = false }) {
@@ -24,7 +24,7 @@ export function workerdConfig({ port, modules, durableObject, experimental = fal
   const flags = experimental ? '\n  compatibilityFlags = ["experimental"],' : '';
   const dobj = durableObject
     ? `
-  durableObjectNamespaces = [ (className = "${durableObject.className}", uniqueKey = "${durableObject.uniqueKey}", enableSql = true) ],
+  durableObjectNamespaces = [ (className = "${durableObject.className}", uniqueKey = "${durableObject.uniqueKey}", enableSql = ${durableObject.sql !== false}) ],
   durableObjectStorage = (localDisk = "do-storage"),
   bindings = [ (name = "${durableObject.binding}", durableObjectNamespace = "${durableObject.className}") ],`
     : '';

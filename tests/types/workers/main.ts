@@ -4,8 +4,10 @@ import {
   BTreeMap,
   BTreeStore,
   durableObjectStorage,
+  durableObjectKvStorage,
   type AdaptreeWasm,
   type DurableObjectBackend,
+  type DurableObjectKvBackend,
   type WasmMemory,
   type WasmModule,
   type WasmResponse,
@@ -49,6 +51,25 @@ export class Index implements DurableObject {
     const paths: string[] = durableObjectStorage(this.ctx.storage).list();
     // @ts-expect-error the backend takes the storage, not the state
     durableObjectStorage(this.ctx);
+    return new Response(`${s.size} ${paths.length}`);
+  }
+}
+
+// A key-value-backed Durable Object: the asynchronous backend, the same platform type.
+export class KvIndex implements DurableObject {
+  readonly store: Promise<BTreeStore<string, number>>;
+  constructor(readonly ctx: DurableObjectState) {
+    const backend: DurableObjectKvBackend = durableObjectKvStorage(ctx.storage);
+    this.store = ctx.blockConcurrencyWhile(async () =>
+      BTreeStore.open<string, number>({ path: 'main', storage: backend, wasm: await init({ wasm }) }));
+  }
+  async fetch(): Promise<Response> {
+    const s = await this.store;
+    await s.setAsync('hits', ((await s.getAsync('hits')) ?? 0) + 1);
+    await s.commit();
+    const paths: string[] = await durableObjectKvStorage(this.ctx.storage).list();
+    // @ts-expect-error the backend takes the storage, not the state
+    durableObjectKvStorage(this.ctx);
     return new Response(`${s.size} ${paths.length}`);
   }
 }

@@ -43,6 +43,7 @@
  * per (storage object, path); a second open throws LockedError until the first is closed.
  */
 import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
+import { isOpenInObject, openInObject, releaseInObject } from './object-locks.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
 /** The part of a Durable Object's `SqlStorageCursor` used here. */
@@ -88,19 +89,18 @@ const DATA = 0, LOG = 1;
 /** Stored chunks kept per file after a read. */
 const CLEAN_CHUNKS = 4;
 
-/** Open paths per storage object (an isolate can host several objects of a class). */
-const openStores = new WeakMap<object, Set<string>>();
-/** Opens waiting (wait: true) for a path of a storage object to be closed, in order. */
-const waiting = new WeakMap<object, Map<string, (() => void)[]>>();
-
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Our error for a failed SQL call: a size limit is a QuotaExceededError, the rest IoError. */
+/** Our error for a failed storage call: a size limit is a QuotaExceededError, SQL on an object
+ * without SQLite an InvalidArgumentError, the rest IoError. */
 export function durableObjectError(what: string, e: unknown): Error {
   if (e instanceof QuotaExceededError || e instanceof IoError) return e;
   const msg = message(e);
+  if (/SQL is not enabled/i.test(msg)) {
+    return new InvalidArgumentError(`durableObjectStorage needs a SQLite-backed Durable Object; on a key-value-backed one use durableObjectKvStorage(ctx.storage), an asynchronous backend (${msg})`, { cause: e });
+  }
   if (/SQLITE_FULL|SQLITE_TOOBIG|database or disk is full|too big|exceeded.*(size|storage|limit)|storage.*(limit|quota)/i.test(msg)) {
     return new QuotaExceededError(`durable object storage: ${what}: ${msg}`, { cause: e });
   }
@@ -300,7 +300,8 @@ function checkChunk(n: number): number {
 /**
  * A backend over a Durable Object's SQLite storage: `durableObjectStorage(this.ctx.storage)`.
  * Needs a SQLite-backed object (`new_sqlite_classes` in wrangler's migrations; `enableSql` in
- * workerd); on a key-value-backed object it throws InvalidArgumentError.
+ * workerd); on a key-value-backed object it throws InvalidArgumentError: use
+ * `durableObjectKvStorage(ctx.storage)` there (durable-object-kv.ts, asynchronous).
  */
 export function durableObjectStorage(storage: DurableObjectStorageLike, options: DurableObjectBackendOptions = {}): DurableObjectBackend {
   if (storage === null || typeof storage !== 'object') throw new InvalidArgumentError('durableObjectStorage: pass the Durable Object\'s ctx.storage');
@@ -309,18 +310,6 @@ export function durableObjectStorage(storage: DurableObjectStorageLike, options:
   if (typeof checkpointBytes !== 'number' || !(checkpointBytes >= 0) || !Number.isFinite(checkpointBytes)) {
     throw new InvalidArgumentError('durableObjectStorage: checkpointBytes must be a number of bytes >= 0');
   }
-  const queueOf = (): Map<string, (() => void)[]> => {
-    let q = waiting.get(storage);
-    if (q === undefined) waiting.set(storage, (q = new Map()));
-    return q;
-  };
-  /** Hands a closed path to the next open waiting for it. */
-  const wake = (path: string) => {
-    const q = queueOf().get(path);
-    const next = q?.shift();
-    if (q !== undefined && q.length === 0) queueOf().delete(path);
-    next?.();
-  };
   const sqlOf = (): Sql => {
     let s: DurableObjectSqlLike | undefined;
     try {
@@ -329,17 +318,11 @@ export function durableObjectStorage(storage: DurableObjectStorageLike, options:
       throw new InvalidArgumentError(`durableObjectStorage needs a SQLite-backed Durable Object (ctx.storage.sql): ${message(e)}`, { cause: e });
     }
     if (s === undefined || s === null || typeof s.exec !== 'function') {
-      throw new InvalidArgumentError('durableObjectStorage needs a SQLite-backed Durable Object (ctx.storage.sql is missing)');
+      throw new InvalidArgumentError('durableObjectStorage needs a SQLite-backed Durable Object (ctx.storage.sql is missing); on a key-value-backed one use durableObjectKvStorage(ctx.storage), an asynchronous backend');
     }
     return new Sql(storage);
   };
-  const paths = (): Set<string> => {
-    let p = openStores.get(storage);
-    if (p === undefined) openStores.set(storage, (p = new Set()));
-    return p;
-  };
   const openNow = (path: string, options: OpenStorageOptions): SyncStoreFiles => {
-      const open = paths();
       const sql = sqlOf();
       ensureSchema(sql);
       const rows = sql.exec('open', 'SELECT file, size, chunk FROM adaptree_files WHERE store = ? ORDER BY file', path);
@@ -354,12 +337,8 @@ export function durableObjectStorage(storage: DurableObjectStorageLike, options:
         sizes = rows.map((r) => Number(r.size));
         chunk = Number(rows[0]!.chunk);
       }
-      open.add(path);
       let closed = false;
-      const release = () => {
-        open.delete(path);
-        wake(path); // the next open waiting for this path (wait: true) gets it
-      };
+      const release = () => releaseInObject(storage, path);
       const data = new ChunkFile(sql, path, DATA, chunk, sizes[0]!, `'${path}'`);
       const log = new ChunkFile(sql, path, LOG, chunk, sizes[1]!, `'${path}-log'`);
       return {
@@ -386,26 +365,11 @@ export function durableObjectStorage(storage: DurableObjectStorageLike, options:
     // Rows are billed and a kept log's rows would stay (a rewritten row reuses no blocks).
     reuseLog: false,
     open(path: string, options: OpenStorageOptions): SyncStoreFiles | Promise<SyncStoreFiles> {
-      if (!paths().has(path)) return openNow(path, options);
-      if (options.wait !== true) throw new LockedError(`the store '${path}' is already open in this Durable Object`);
-      // wait: true queues until the store is closed here (another request of this object holds
-      // it). Never from inside blockConcurrencyWhile while the holder needs an event to close.
-      return new Promise<SyncStoreFiles>((resolve, reject) => {
-        const q = queueOf();
-        const list = q.get(path) ?? [];
-        q.set(path, list);
-        list.push(() => {
-          try {
-            resolve(openNow(path, options));
-          } catch (e) {
-            reject(e);
-            wake(path);
-          }
-        });
-      });
+      // wait: true queues until the store is closed here (another request of this object holds it).
+      return openInObject(storage, path, options.wait === true, () => openNow(path, options));
     },
     remove(path: string): void {
-      if (paths().has(path)) throw new LockedError(`the store '${path}' is open`);
+      if (isOpenInObject(storage, path)) throw new LockedError(`the store '${path}' is open`);
       const sql = sqlOf();
       ensureSchema(sql);
       sql.atomically(() => {

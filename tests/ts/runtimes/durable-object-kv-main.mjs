@@ -1,0 +1,105 @@
+// A Worker with a key-value-backed Durable Object (no SQLite) that holds a BTreeStore on the
+// asynchronous durableObjectKvStorage backend (bundled into one module by
+// durable-object-kv.test.ts). The Worker routes every request to the object named by ?obj=
+// (default 'a'); ?path= names the store in it (default 'main').
+// Object routes (JSON in, JSON out):
+//   POST /apply   { ops: [[key, value | null], ...], commit: boolean }  set/delete (async twins), then commit if asked
+//   GET  /entries                all entries of the store, in key order (after checkInvariantsAsync)
+//   GET  /second-open            opens the same path again: { name, code } of the error
+//   GET  /sql-backend            durableObjectStorage (the SQLite backend) on this object: { name, code, message }
+//   GET  /stats                  store stats
+//   POST /close                  closes the store (the next request reopens it)
+//   GET  /stores                 the backend's list()
+//   POST /remove                 closes the store and removes it (backend remove())
+//   POST /big     { key, n, commit } sets key to a string of n characters (a pattern), commits if asked
+//   GET  /value?key=K            { length, sum } of K's string value (null when absent)
+import { DurableObject } from 'cloudflare:workers';
+import wasmModule from './adaptree-st.wasm';
+import { BTreeStore, durableObjectKvStorage, durableObjectStorage, init } from '../../../dist/index.js';
+import { bigString, stringSum } from './durable-object-common.mjs';
+
+let wasmReady;
+const wasm = () => (wasmReady ??= init({ wasm: wasmModule }));
+
+export class KvIndexObject extends DurableObject {
+  /** Open stores by path. */
+  stores = new Map();
+
+  open(path) {
+    let s = this.stores.get(path);
+    if (s === undefined) {
+      // blockConcurrencyWhile: no other request runs in the object until the store is open.
+      s = this.ctx.blockConcurrencyWhile(async () =>
+        BTreeStore.open({ path, storage: durableObjectKvStorage(this.ctx.storage), wasm: await wasm(), poolSize: 1 << 20 }),
+      );
+      this.stores.set(path, s);
+    }
+    return s;
+  }
+
+  async fetch(request) {
+    try {
+      const url = new URL(request.url);
+      const path = url.searchParams.get('path') ?? 'main';
+      if (url.pathname === '/stores') return Response.json((await durableObjectKvStorage(this.ctx.storage).list()).sort());
+      if (url.pathname === '/sql-backend') {
+        try {
+          await BTreeStore.open({ path: 'sql', storage: durableObjectStorage(this.ctx.storage), wasm: await wasm() });
+          return Response.json({ opened: true });
+        } catch (e) {
+          return Response.json({ name: e?.name, code: e?.code, message: String(e?.message) });
+        }
+      }
+      const s = await this.open(path);
+      switch (url.pathname) {
+        case '/apply': {
+          const { ops, commit } = await request.json();
+          for (const [k, v] of ops) {
+            if (v === null) await s.deleteAsync(k);
+            else await s.setAsync(k, v);
+          }
+          if (commit) await s.commit();
+          return Response.json({ size: s.size, uncommittedWrites: s.stats().uncommittedWrites });
+        }
+        case '/entries': {
+          await s.checkInvariantsAsync();
+          const out = [];
+          for await (const e of s.entriesAsync()) out.push(e);
+          return Response.json(out);
+        }
+        case '/second-open':
+          try {
+            await BTreeStore.open({ path, storage: durableObjectKvStorage(this.ctx.storage), wasm: await wasm() });
+            return Response.json({ opened: true });
+          } catch (e) {
+            return Response.json({ name: e?.name, code: e?.code, message: String(e?.message) });
+          }
+        case '/stats':
+          return Response.json(s.stats());
+        case '/big': {
+          const { key, n, commit } = await request.json();
+          await s.setAsync(key, bigString(n));
+          if (commit) await s.commit();
+          return Response.json({ size: s.size });
+        }
+        case '/value': {
+          await s.checkInvariantsAsync();
+          const v = await s.getAsync(url.searchParams.get('key'));
+          return Response.json(typeof v === 'string' ? { length: v.length, sum: stringSum(v) } : null);
+        }
+        case '/close':
+        case '/remove':
+          this.stores.delete(path);
+          await s.close();
+          if (url.pathname === '/remove') await durableObjectKvStorage(this.ctx.storage).remove(path);
+          return Response.json({ closed: true });
+        default:
+          return new Response('not found', { status: 404 });
+      }
+    } catch (e) {
+      return new Response(String(e && e.stack ? e.stack : e), { status: 500 });
+    }
+  }
+}
+
+export { router as default } from './durable-object-common.mjs';
