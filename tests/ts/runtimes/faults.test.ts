@@ -37,6 +37,8 @@ interface Outcome {
   clears?: number;
   /** indexeddb: the put counts (1-based) that were a commit's log frame. */
   framePuts?: number[];
+  /** indexeddb: the codes the store's onError got. */
+  onErrors?: string[];
   fired?: boolean;
   deltas?: number;
   checkpoints?: number;
@@ -151,6 +153,8 @@ describe('fault injection over the browser backends in headless Chromium', () =>
       const o = await idb({ ...workload, threads, path: `faults-${threads}-${mode}-${k}`, mode, k });
       expect(o.fired).toBe(true);
       if (check(o, k, false, workload.batches)) reported++;
+      // A fault no operation saw fell in close()'s checkpoint: it went to onError.
+      else if (mode !== 'get') expect(o.onErrors, `k=${k}`).toEqual(['IO_ERROR']);
     }
     expect(reported).toBeGreaterThan(ks.length / 2);
     expect(errors).toEqual([]);

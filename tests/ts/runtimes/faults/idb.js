@@ -7,7 +7,8 @@
 // last resolved commit (a commit is one transaction: all or nothing). With `checkpointBytes`
 // the store's log is small, so that puts fall in commits that append a log frame and in
 // commits that checkpoint (a put per page and a clear of the log) alike; `clears` counts the
-// checkpoints (close() runs one too), `framePuts` which puts were a commit's frame.
+// checkpoints (close() runs one too), `framePuts` which puts were a commit's frame; `onErrors`
+// the codes the store's onError got (a failed checkpoint at close goes there).
 import * as api from '/dist/index.js';
 import { compareReopened, errorOf, runWorkload } from '../shared/workload.js';
 
@@ -50,7 +51,8 @@ export async function run(cmd) {
     r.onsuccess = res;
     r.onerror = () => rej(r.error);
   });
-  const s = await api.BTreeStore.open({ path: cmd.path, storage: 'indexeddb', poolSize: 1 << 20, wasm, checkpointBytes: cmd.checkpointBytes });
+  const onErrors = [];
+  const s = await api.BTreeStore.open({ path: cmd.path, storage: 'indexeddb', poolSize: 1 << 20, wasm, checkpointBytes: cmd.checkpointBytes, onError: (e) => onErrors.push(e.code) });
   Object.assign(fault, { mode: cmd.mode, k: cmd.k ?? Infinity, puts: 0, gets: 0, clears: 0, framePuts: [], fired: false });
   const r = await runWorkload(s, cmd);
   let closeError;
@@ -62,5 +64,5 @@ export async function run(cmd) {
   const again = await api.BTreeStore.open({ path: cmd.path, storage: 'indexeddb', poolSize: 1 << 20, wasm, wait: true });
   const cmp = await compareReopened(again, r);
   await again.close();
-  return { ...counts, error: r.error, closeError, commits: r.commits, ...cmp };
+  return { ...counts, error: r.error, closeError, onErrors, commits: r.commits, ...cmp };
 }
