@@ -1,7 +1,7 @@
 /**
  * The storage interface: what a persistent store needs from the place its pages live.
  * One file per backend in this folder implements it (memory.ts, node.ts, deno.ts, opfs.ts,
- * durable-object.ts, async-memory.ts); your own backend is an object of one of the two shapes below, passed as
+ * durable-object.ts, durable-object-kv.ts, indexeddb.ts, async-memory.ts); your own backend is an object of one of the two shapes below, passed as
  * `BTreeStore.open({ storage: yourBackend, path })`.
  *
  * **Synchronous backends** (`kind: 'sync'`: files you can read and write without awaiting,
