@@ -6,6 +6,7 @@
 //   POST /apply   { ops: [[key, value | null], ...], commit: boolean }  set/delete (async twins), then commit if asked
 //   GET  /entries                all entries of the store, in key order (after checkInvariantsAsync)
 //   GET  /second-open            opens the same path again: { name, code } of the error
+//   GET  /read-only              opens the store readOnly: { entries, write: the code of a write } or { code }
 //   GET  /sql-backend            durableObjectStorage (the SQLite backend) on this object: { name, code, message }
 //   GET  /stats                  store stats
 //   POST /close                  closes the store (the next request reopens it)
@@ -48,6 +49,20 @@ export class KvIndexObject extends DurableObject {
           return Response.json({ opened: true });
         } catch (e) {
           return Response.json({ name: e?.name, code: e?.code, message: String(e?.message) });
+        }
+      }
+      if (url.pathname === '/read-only') {
+        // A reader of the store (the writer, if open here, holds the lock: LOCKED).
+        try {
+          const r = await BTreeStore.open({ path, storage: durableObjectKvStorage(this.ctx.storage), wasm: await wasm(), readOnly: true, poolSize: 1 << 20 });
+          const out = [];
+          for await (const e of r.entriesAsync()) out.push(e);
+          let write = '';
+          await r.setAsync('x', 1).catch((e) => (write = e?.code));
+          await r.close();
+          return Response.json({ entries: out, write });
+        } catch (e) {
+          return Response.json({ code: e?.code });
         }
       }
       const s = await this.open(path);

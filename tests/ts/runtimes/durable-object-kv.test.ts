@@ -5,7 +5,8 @@
 // committed writes survive stopping and killing workerd (SIGTERM, SIGKILL) and restarting it on
 // the same directory; uncommitted writes are visible before a kill -9 and gone after it; values
 // far larger than the pool; a second open is LOCKED; the SQLite backend on this object is an
-// INVALID_ARGUMENT naming this one; list() and remove() of stores.
+// INVALID_ARGUMENT naming this one; a reader is LOCKED beside the writer and reads the last
+// commit after it closed; list() and remove() of stores.
 // Needs the built package (dist/), which `npm test` builds first.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
@@ -39,6 +40,12 @@ describe('workerd Durable Object, key-value storage (durableObjectKvStorage, asy
     expect(stats.storage).toBe('durable-object-kv');
     expect(stats.commits).toBeGreaterThanOrEqual(4);
     expect(await call('/entries?obj=other')).toEqual([]); // another object: another storage
+  });
+
+  it('a reader (readOnly) while the writer is open is LOCKED; after close it reads the last commit and writes nothing', async () => {
+    expect(await call('/read-only')).toEqual({ code: 'LOCKED' });
+    expect(await call('/close', {})).toEqual({ closed: true });
+    expect(await call('/read-only')).toEqual({ entries: sorted(model), write: 'READ_ONLY' });
   });
 
   it('survives stopping workerd (SIGTERM) and a restart; pages fault in through the key-value API', async () => {
