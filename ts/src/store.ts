@@ -79,6 +79,7 @@ import { opfsStorage, opfsSyncAvailable } from './storage/opfs.js';
 import { indexedDBDefault } from './storage/indexeddb.js';
 import { OpfsWorkerStore, linkOpfsWorkerStore, opfsRemoteAvailable } from './storage/opfs-remote.js';
 import { asyncMemoryStorage } from './storage/async-memory.js';
+import { superblockSequence } from './storage/page-log.js';
 import { PROGRESS_BYTES, progressOption, report, type ProgressCallback } from './progress.js';
 
 export type StorageName = 'node' | 'deno' | 'opfs' | 'indexeddb' | 'memory' | 'async-memory';
@@ -312,12 +313,6 @@ type Async = {
 /** A page read on an async backend; a reader's comes with the page 0 read in the same request. */
 type Fetched = { image: Uint8Array | undefined; page0?: Uint8Array | undefined };
 
-/** The commit sequence of a page 0 (the higher of its two superblock slots; not verified). */
-function sequenceOf(page0: Uint8Array): bigint {
-  const dv = new DataView(page0.buffer, page0.byteOffset, page0.byteLength);
-  const a = dv.getBigUint64(16, true), b = dv.getBigUint64(2048 + 16, true);
-  return a > b ? a : b;
-}
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
@@ -759,7 +754,7 @@ export class BTreeStore<K = string, V = unknown> {
     const r = b.reader!;
     if (page0 === undefined || page0.length !== PAGE_SIZE) throw new CorruptionError(`the superblock (page 0) of '${this.#path}' is missing or damaged`);
     if (sameBytes(page0, r.page0)) return true;
-    if (sequenceOf(page0) <= sequenceOf(r.page0)) return false;
+    if (superblockSequence(page0) <= superblockSequence(r.page0)) return false;
     const w = this.#wasm;
     w.u8().set(page0, this.#pageBuf);
     const st = w.exports.at_store_follow!(this.#tree, this.#pageBuf);

@@ -39,6 +39,8 @@ interface Outcome {
   framePuts?: number[];
   /** indexeddb: the codes the store's onError got. */
   onErrors?: string[];
+  /** indexeddb: the puts before close(). */
+  putsBeforeClose?: number;
   fired?: boolean;
   deltas?: number;
   checkpoints?: number;
@@ -136,25 +138,28 @@ describe('fault injection over the browser backends in headless Chromium', () =>
   ] as const)('indexeddb: %s at the k-th request (threads: %s)', async (mode, threads) => {
     page ??= await tab();
     // A 256 KiB log: commits append frames and every few of them checkpoint instead.
-    const workload = { ...(mode === 'get' ? IDB_READS : WORKLOAD), checkpointBytes: 256 << 10 };
+    const workload = { ...(mode === 'get' ? IDB_READS : WORKLOAD), checkpointBytes: 256 << 10, frameAtClose: true };
     const clean = await idb({ ...workload, threads, path: `faults-${threads}-${mode}-count`, mode: 'count' });
     expect(clean.error).toBeUndefined();
     expect(clean.commits).toBe(workload.batches);
     if (mode !== 'get') {
       expect(clean.clears, 'checkpoints in the workload, and one at close').toBeGreaterThan(2);
       expect(clean.framePuts!.length, 'commits that appended a frame').toBeGreaterThan(2);
+      expect(clean.puts! - clean.putsBeforeClose!, "close()'s checkpoint").toBeGreaterThanOrEqual(2);
     }
     const n = mode === 'get' ? clean.gets! : clean.puts!;
     expect(n).toBeGreaterThan(10);
     let reported = 0;
     // Spread over all requests (mostly a checkpoint's page puts), and the frames' puts.
-    const ks = [...new Set([...spread(n, (mode === 'get' ? 10 : 20) / (threads ? 2 : 1)), ...(mode === 'get' ? [] : clean.framePuts!.slice(0, threads ? 2 : 4))])];
+    // ... and, for puts, the first and last of close()'s checkpoint.
+    const ks = [...new Set([...spread(n, (mode === 'get' ? 10 : 20) / (threads ? 2 : 1)), ...(mode === 'get' ? [] : [...clean.framePuts!.slice(0, threads ? 2 : 4), clean.putsBeforeClose! + 1, clean.puts!])])];
     for (const k of ks) {
       const o = await idb({ ...workload, threads, path: `faults-${threads}-${mode}-${k}`, mode, k });
       expect(o.fired).toBe(true);
       if (check(o, k, false, workload.batches)) reported++;
       // A fault no operation saw fell in close()'s checkpoint: it went to onError.
       else if (mode !== 'get') expect(o.onErrors, `k=${k}`).toEqual(['IO_ERROR']);
+      if (mode !== 'get' && k > clean.putsBeforeClose!) expect(o.error, `k=${k}: in close()`).toBeUndefined();
     }
     expect(reported).toBeGreaterThan(ks.length / 2);
     expect(errors).toEqual([]);

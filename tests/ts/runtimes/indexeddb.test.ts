@@ -21,6 +21,7 @@ const repo = resolve(here, '../../..');
 // What page.evaluate callbacks see (window.api = the package).
 declare const api: typeof import('../../../ts/src/index.js');
 declare const ready: Promise<void>;
+declare const idbReq: <T>(r: IDBRequest<T>) => Promise<T>; // the fixture page's (idb/index.html)
 
 describe('indexeddb backend in headless Chromium', () => {
   const browser = browserOnFixture(repo, '/tests/ts/runtimes/idb/', 'idb');
@@ -235,17 +236,16 @@ describe('indexeddb backend in headless Chromium', () => {
   it('a commit appends one log record; a checkpoint (by size, and at close) moves the pages into records of their own; a version 1 database (a record per page) opens and is upgraded', async () => {
     const page = await tab();
     const r = await page.evaluate(async () => {
-      const req = <T>(r: IDBRequest<T>) => new Promise<T>((res, rej) => ((r.onsuccess = () => res(r.result)), (r.onerror = () => rej(r.error))));
       const openDb = (name: string, version?: number, upgrade?: (db: IDBDatabase) => void) => {
         const o = indexedDB.open(name, version);
         if (upgrade) o.onupgradeneeded = () => upgrade(o.result);
-        return req(o);
+        return idbReq(o);
       };
       /** Record counts of `pages` and `log` of the store's database. */
       const counts = async (path: string) => {
         const db = await openDb('adaptree:' + path);
         const tx = db.transaction(['pages', 'log'], 'readonly');
-        const out = { pages: await req(tx.objectStore('pages').count()), log: await req(tx.objectStore('log').count()), version: db.version };
+        const out = { pages: await idbReq(tx.objectStore('pages').count()), log: await idbReq(tx.objectStore('log').count()), version: db.version };
         db.close();
         return out;
       };
@@ -288,8 +288,8 @@ describe('indexeddb backend in headless Chromium', () => {
       const noLog = await counts('no-log');
       await v0.close();
       const src = await openDb('adaptree:no-log');
-      const recs = await req(src.transaction('pages').objectStore('pages').getAll());
-      const ids = await req(src.transaction('pages').objectStore('pages').getAllKeys());
+      const recs = await idbReq(src.transaction('pages').objectStore('pages').getAll());
+      const ids = await idbReq(src.transaction('pages').objectStore('pages').getAllKeys());
       src.close();
       const v1 = await openDb('adaptree:from-v1', 1, (db) => db.createObjectStore('pages'));
       const tx = v1.transaction('pages', 'readwrite');
@@ -315,7 +315,7 @@ describe('indexeddb backend in headless Chromium', () => {
         await d.setManyAsync(want(2000, 'b'));
         await d.commit();
         const db = await openDb('adaptree:' + path);
-        const frames = (await req(db.transaction('log').objectStore('log').getAll())) as Uint8Array[];
+        const frames = (await idbReq(db.transaction('log').objectStore('log').getAll())) as Uint8Array[];
         db.close();
         await d.close({ commit: false });
         return frames.map((f) => f.length);
@@ -347,7 +347,6 @@ describe('indexeddb backend in headless Chromium', () => {
   it('a log record that is not a frame, or holds another commit than its key, is CORRUPT at open; the store opens again once it is gone', async () => {
     const page = await tab();
     const r = await page.evaluate(async () => {
-      const req = <T>(r: IDBRequest<T>) => new Promise<T>((res, rej) => ((r.onsuccess = () => res(r.result)), (r.onerror = () => rej(r.error))));
       const s = await api.BTreeStore.open<string, unknown>({ path: 'bad-log', storage: 'indexeddb' });
       await s.setAsync('a', 1);
       await s.commit(); // checkpointed at close: in pages
@@ -355,10 +354,10 @@ describe('indexeddb backend in headless Chromium', () => {
       const s2 = await api.BTreeStore.open<string, unknown>({ path: 'bad-log', storage: 'indexeddb' });
       await s2.setAsync('b', 2);
       await s2.commit(); // a frame in the log; the page reloads below, so it stays there
-      const db = await req(indexedDB.open('adaptree:bad-log'));
+      const db = await idbReq(indexedDB.open('adaptree:bad-log'));
       const log = db.transaction('log').objectStore('log');
-      const [key] = (await req(log.getAllKeys())) as number[];
-      const [frame] = (await req(db.transaction('log').objectStore('log').getAll())) as Uint8Array[];
+      const [key] = (await idbReq(log.getAllKeys())) as number[];
+      const [frame] = (await idbReq(db.transaction('log').objectStore('log').getAll())) as Uint8Array[];
       db.close();
       return { key: key!, frame: Array.from(frame!.subarray(0, 64)), length: frame!.length };
     });
@@ -366,9 +365,8 @@ describe('indexeddb backend in headless Chromium', () => {
     await page.reload();
     await page.evaluate(() => ready);
     const codes = await page.evaluate(async ({ key }) => {
-      const req = <T>(r: IDBRequest<T>) => new Promise<T>((res, rej) => ((r.onsuccess = () => res(r.result)), (r.onerror = () => rej(r.error))));
       const put = async (value: unknown, k: number) => {
-        const db = await req(indexedDB.open('adaptree:bad-log'));
+        const db = await idbReq(indexedDB.open('adaptree:bad-log'));
         const tx = db.transaction('log', 'readwrite');
         tx.objectStore('log').put(value, k);
         await new Promise((res) => (tx.oncomplete = res));
@@ -379,8 +377,8 @@ describe('indexeddb backend in headless Chromium', () => {
         await s.close();
         return JSON.stringify(v);
       }, (e: { code?: string }) => e.code);
-      const db = await req(indexedDB.open('adaptree:bad-log'));
-      const [frame] = (await req(db.transaction('log').objectStore('log').getAll())) as Uint8Array[];
+      const db = await idbReq(indexedDB.open('adaptree:bad-log'));
+      const [frame] = (await idbReq(db.transaction('log').objectStore('log').getAll())) as Uint8Array[];
       db.close();
       const intact = await openCode().then((v) => v); // the frame replayed: both keys (and folded at close)
       await put(frame, key); // back in the log, as it was before the close folded it
@@ -388,7 +386,7 @@ describe('indexeddb backend in headless Chromium', () => {
       const wrongKey = await openCode();
       await put(new Uint8Array(100), key + 5); // not a frame
       const notFrame = await openCode();
-      const db2 = await req(indexedDB.open('adaptree:bad-log'));
+      const db2 = await idbReq(indexedDB.open('adaptree:bad-log'));
       const tx = db2.transaction('log', 'readwrite');
       tx.objectStore('log').delete(key + 5);
       await new Promise((res) => (tx.oncomplete = res));
@@ -407,14 +405,8 @@ describe('indexeddb backend in headless Chromium', () => {
       const w = await api.BTreeStore.open<string, unknown>({ path: 'reader-race', storage: 'indexeddb', checkpointBytes: 20 << 10 });
       const logSizes: number[] = [];
       const logCount = async () => {
-        const db = await new Promise<IDBDatabase>((res) => {
-          const o = indexedDB.open('adaptree:reader-race');
-          o.onsuccess = () => res(o.result);
-        });
-        const n = await new Promise<number>((res) => {
-          const q = db.transaction('log').objectStore('log').count();
-          q.onsuccess = () => res(q.result);
-        });
+        const db = await idbReq(indexedDB.open('adaptree:reader-race'));
+        const n = await idbReq(db.transaction('log').objectStore('log').count());
         db.close();
         return n;
       };

@@ -323,7 +323,9 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           if (pages.length === 0 || pages[0]![0] !== 0) throw new InvalidArgumentError('indexeddb: a commit hands page 0 first');
           try {
             // The usual commit: one record, with deltas against the pages' logged images.
-            const frame = checkpointBytes > 0 ? encodeFrame(pages, deltas ? (id) => log.latest.get(id) : undefined) : undefined;
+            // (A frame cannot be smaller than its header and entry headers: past that, no diff.)
+            const fits = log.bytes + 8 + 8 * pages.length <= checkpointBytes;
+            const frame = fits ? encodeFrame(pages, deltas ? (id) => log.latest.get(id) : undefined) : undefined;
             if (frame !== undefined && log.bytes + frame.length <= checkpointBytes) {
               const key = commitSequence(pages[0]![1]);
               const last = log.keys[log.keys.length - 1];

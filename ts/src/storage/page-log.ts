@@ -36,12 +36,16 @@ const MAX_DELTA = PAGE_BYTES / 2;
  * (a run costs 4 bytes of header). */
 const GAP_WORDS = 1;
 
-/** The commit sequence a page 0 image carries (the higher of its two superblock slots). */
-export function commitSequence(page0: Uint8Array): number {
+/** The commit sequence a page 0 image carries: the higher of its two superblock slots (not
+ * verified; the core checks page 0 when it is handed over). */
+export function superblockSequence(page0: Uint8Array): bigint {
   const dv = new DataView(page0.buffer, page0.byteOffset, page0.byteLength);
   const a = dv.getBigUint64(16, true), b = dv.getBigUint64(2048 + 16, true);
-  return Number(a > b ? a : b);
+  return a > b ? a : b;
 }
+
+/** superblockSequence as a number: the key of a commit's frame in the log. */
+export const commitSequence = (page0: Uint8Array): number => Number(superblockSequence(page0));
 
 const words = (a: Uint8Array) => (a.byteOffset % 4 === 0 ? new Uint32Array(a.buffer, a.byteOffset, PAGE_BYTES / 4) : new Uint32Array(a.slice().buffer));
 

@@ -8,7 +8,8 @@
 // the store's log is small, so that puts fall in commits that append a log frame and in
 // commits that checkpoint (a put per page and a clear of the log) alike; `clears` counts the
 // checkpoints (close() runs one too), `framePuts` which puts were a commit's frame; `onErrors`
-// the codes the store's onError got (a failed checkpoint at close goes there).
+// the codes the store's onError got (a failed checkpoint at close goes there), `putsBeforeClose`
+// the puts before close(). `frameAtClose` ends the workload with a commit of a small frame.
 import * as api from '/dist/index.js';
 import { compareReopened, errorOf, runWorkload } from '../shared/workload.js';
 
@@ -55,9 +56,21 @@ export async function run(cmd) {
   const s = await api.BTreeStore.open({ path: cmd.path, storage: 'indexeddb', poolSize: 1 << 20, wasm, checkpointBytes: cmd.checkpointBytes, onError: (e) => onErrors.push(e.code) });
   Object.assign(fault, { mode: cmd.mode, k: cmd.k ?? Infinity, puts: 0, gets: 0, clears: 0, framePuts: [], fired: false });
   const r = await runWorkload(s, cmd);
+  if (r.error === undefined && cmd.frameAtClose) {
+    // One more commit that changes nothing the model sees (a key set and deleted again): a
+    // small frame, so that the log is not empty at close and close() checkpoints it.
+    try {
+      await s.setAsync('~', 1);
+      await s.deleteAsync('~');
+      await s.commit();
+    } catch (e) {
+      r.error = errorOf(e);
+    }
+  }
+  const putsBeforeClose = fault.puts;
   let closeError;
   await s.close({ commit: false }).catch((e) => (closeError = errorOf(e)));
-  const counts = { puts: fault.puts, gets: fault.gets, clears: fault.clears, framePuts: fault.framePuts, fired: fault.fired };
+  const counts = { puts: fault.puts, putsBeforeClose, gets: fault.gets, clears: fault.clears, framePuts: fault.framePuts, fired: fault.fired };
   fault.mode = '';
   // close() releases the lock a moment later (the lock manager): wait for it. No page 0 (the
   // first commit failed) is a new empty store: what was committed, nothing.
