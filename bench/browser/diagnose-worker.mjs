@@ -27,7 +27,7 @@ if (self.name === 'immediate') {
   ch.port1.onmessage = () => queue.shift()();
   globalThis.setImmediate = (f) => { queue.push(f); ch.port2.postMessage(0); };
 }
-const { init, BTreeStore } = await import('../../dist/index.js');
+const { init, BTreeStore, BTreeMap } = await import('../../dist/index.js');
 const { makeRecords } = await import('../lib/records.mjs');
 const { copyOut } = await import('../../dist/encoding/bytes.js');
 const { SplitMix64 } = await import('../lib/rng.mjs');
@@ -267,20 +267,67 @@ self.onmessage = async (e) => {
       // As the suite awaits them (worker.mjs: an async op awaiting the store's async get), and the
       // same harness around an op that returns at once: what the awaits alone cost.
       const getA = async (k) => s.get(k), noopA = async (k) => k;
-      const awaited = { get_awaited: getA, noop_awaited: noopA };
+      const awaited = { get_awaited: getA, noop_awaited: noopA, has_awaited: async (k) => s.has(k), getlen_awaited: async (k) => s.get(k).length };
       // (awaited: 20 s of rounds, for a profile of the awaited path)
       const until = now() + (mode === 'awaited' ? 20000 : 0);
       let rounds = 0;
-      for (; rounds < 20 || now() < until; rounds++) {
+      for (; rounds < 200 || now() < until; rounds++) {
         for (const [name, g] of Object.entries(awaited)) {
           const ks = idx();
           const op = async (i) => { if ((await g(ks[i])) == null) throw new Error('miss'); };
           const a = now();
           for (let i = 0; i < K; i++) await op(i);
           best[name] = Math.min(best[name] ?? Infinity, ((now() - a) / K) * 1000);
+          // the same with a clock reading per op, as the suite's interleave() takes one
+          const b = now();
+          let end = b + 1e9;
+          for (let i = 0; i < K; i++) { await op(i); if (performance.now() > end) break; }
+          best[name + '_clock'] = Math.min(best[name + '_clock'] ?? Infinity, ((now() - b) / K) * 1000);
         }
       }
-      log(`awaited as the suite does (least of ${rounds} rounds of ${K}): get ${best.get_awaited.toFixed(2)} us, the harness alone ${best.noop_awaited.toFixed(2)} us`);
+      log(`awaited as the suite does (least of ${rounds} rounds of ${K}): get ${best.get_awaited.toFixed(2)} us, the harness alone ${best.noop_awaited.toFixed(2)} us; ` +
+        `has ${best.has_awaited.toFixed(2)} us, get(k).length ${best.getlen_awaited.toFixed(2)} us; with a clock reading per op: get ${best.get_awaited_clock.toFixed(2)} us, the harness alone ${best.noop_awaited_clock.toFixed(2)} us`);
+    }
+    if (mode === 'getloop') {
+      // warm sync gets of random keys for 15 s and nothing else: for `perf record -a` of the run
+      // (ADAPTREE_CHROMIUM_JS_FLAGS=--perf-basic-prof) once 'getloop start' is printed
+      log('getloop start');
+      const end = now() + 15000;
+      let c = 0, ops = 0;
+      while (now() < end) { for (let i = 0; i < 1000; i++) if (s.get(keys[rng.nextBelow(n)])) c++; ops += 1000; }
+      log(`getloop: ${ops} gets, ${c} found`);
+    }
+    if (mode === 'suiteget') {
+      // The browser suite's get, as worker.mjs runs it (an async wrapper, an async op, the key
+      // picked through a random index per op, a clock reading per op), taken apart: mean per op
+      // over 25 ms slices, interleaved, 1.5 s each, after one untimed slice each.
+      const G = 50000, idx = Uint32Array.from({ length: G }, () => rng.nextBelow(n));
+      const db = { async get(k) { return s.get(k); }, async noop(k) { return k; } };
+      const pre = Array.from(idx, (k) => keys[k]);
+      const variants = {
+        suite: async (i) => { if ((await db.get(keys[idx[i]])) == null) throw new Error('miss'); },
+        one_await: async (i) => { if (s.get(keys[idx[i]]) == null) throw new Error('miss'); },
+        keys_gathered: async (i) => { if ((await db.get(pre[i])) == null) throw new Error('miss'); },
+        has: async (i) => { if (!(await s.has(keys[idx[i]]))) throw new Error('miss'); },
+        harness: async (i) => { if ((await db.noop(keys[idx[i]])) == null) throw new Error('miss'); },
+      };
+      // the same records in an in-memory BTreeMap: what the pool costs a get
+      const m = new BTreeMap(null, { keys: 'utf8', values: 'bytes' });
+      for (let i = 0; i < n; i++) m.set(keys[i], s.get(keys[i]));
+      variants.map_get = async (i) => { if (m.get(keys[idx[i]]) == null) throw new Error('miss'); };
+      const syncGet = (i0, end) => { let i = i0; for (; now() < end; i++) if (s.get(keys[idx[i % G]]) == null) throw new Error('miss'); return i - i0; };
+      const tot = {};
+      for (let round = -1; round < 60; round++) {
+        for (const [name, op] of Object.entries(variants)) {
+          const t0 = now(), end = t0 + 25;
+          let i = (round + 1) * 997, c = 0;
+          for (; ; c++) { await op((i + c) % G); if (now() > end) { c++; break; } }
+          if (round >= 0) { tot[name] ??= [0, 0]; tot[name][0] += now() - t0; tot[name][1] += c; }
+        }
+        const t0 = now(), c = syncGet(round * 997 + G, t0 + 25);
+        if (round >= 0) { tot.sync_get ??= [0, 0]; tot.sync_get[0] += now() - t0; tot.sync_get[1] += c; }
+      }
+      log('suite get taken apart, mean per op: ' + Object.entries(tot).map(([k, [ms, c]]) => `${k} ${((ms / c) * 1000).toFixed(2)} us`).join(', '));
     }
     if (mode === 'alloc') {
       const u8 = new Uint8Array(w.memory.buffer);
