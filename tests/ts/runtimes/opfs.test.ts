@@ -18,6 +18,7 @@ declare const call: (cmd: Record<string, unknown>) => Promise<unknown>;
 declare const tryCall: (cmd: Record<string, unknown>) => Promise<{ result?: unknown; error?: CallError }>;
 declare const ready: Promise<void>;
 declare const mainThread: (path: string, ops: Op[]) => Promise<unknown>;
+declare const mainBurst: (path: string, ops: Op[]) => Promise<unknown>;
 
 describe('opfs backend in headless Chromium', () => {
   const browser = browserOnFixture(repo, '/tests/ts/runtimes/opfs/', 'opfs');
@@ -216,6 +217,35 @@ describe('opfs backend in headless Chromium', () => {
     expect(r.badClone).toMatchObject({ code: 'INVALID_VALUE' });
     expect(r.afterClose).toMatchObject({ name: 'ClosedError', code: 'CLOSED' });
     expect(r.entries).toEqual(want);
+    await page.close();
+    expect(errors).toEqual([]);
+  });
+
+  it('on the main thread, calls made in one turn go to the worker in batches, in order; a call that fails fails alone', async () => {
+    const page = await tab();
+    await run(page, { op: 'remove', names: ['burst'] });
+    // 6000 writes (deletes among them, keys repeated) then 6000 gets: more than one batch (4096)
+    const ops = randomOps(6000, 43);
+    const r = (await page.evaluate(([p, o]) => mainBurst(p, o), ['burst/store', ops] as const)) as Record<string, unknown>;
+    // each get sees the writes issued before it: all the writes, as the gets come after them
+    const model = new Map<string, unknown>();
+    applyModel(model, ops);
+    const want = ops.map(([k]) => model.get(k));
+    expect(r.reads).toEqual(want);
+    expect(r.reopened).toEqual(want);
+    expect(r.entries).toEqual(sorted(model));
+    expect(r.size).toBe(model.size);
+    expect(r.badKey).toMatchObject({ name: 'InvalidKeyError', code: 'INVALID_KEY' });
+    // 12002 calls in three messages of at most 4096 calls; before batching, one per call
+    expect(r.calls).toBe(12002);
+    expect(r.postsForBurst).toBe(3);
+    expect(r.postsForReads).toBe(2);
+    const mixed = r.mixed as unknown[];
+    expect(mixed[1]).toMatchObject({ name: 'InvalidValueError', code: 'INVALID_VALUE' });
+    expect([mixed[0], mixed[2], mixed[3], mixed[4], mixed[5]]).toEqual(['store', 'store', 1, 2, false]);
+    // the batch that cannot be cloned is sent in halves until the bad call is alone
+    expect(r.postsForMixed as number).toBeGreaterThan(1);
+    expect(r.postsForMixed as number).toBeLessThanOrEqual(1 + 2 * 3);
     await page.close();
     expect(errors).toEqual([]);
   });

@@ -10,6 +10,12 @@
  * Keys and values cross the thread boundary by structured clone, so only named encodings
  * (`keys: 'utf8'`, `values: 'json'`, ...) can be used, not codec objects, and `wasm` is
  * ignored (the worker loads its own module).
+ *
+ * Calls go in batches: the calls made in one turn of the event loop (say the getAsync of a
+ * `Promise.all`, or setAsync calls not awaited one by one) are sent as one message at the end
+ * of the turn (a microtask), up to BATCH_MAX calls a message, and the worker answers all the
+ * synchronous ones of a batch in one message. The order of the calls is kept. An awaited
+ * call alone still costs a round trip to the worker.
  */
 import {
   ClosedError,
@@ -28,11 +34,16 @@ interface WorkerLike {
   onmessage: ((e: { data: Reply }) => void) | null;
   onerror: ((e: { message?: string }) => void) | null;
 }
-interface Reply {
+/** A call as sent to the worker (opfs-worker.ts); a message is an array of them. */
+interface Call {
   seq: number;
-  value?: unknown;
+  op: string;
+  args: unknown[];
+}
+/** The worker's answer to some calls; `size` is the store's size when it was sent. */
+interface Reply {
+  results: { seq: number; value?: unknown; error?: WireError }[];
   size: number;
-  error?: WireError;
 }
 
 /** True on a thread that can start a module worker over OPFS but has no sync handles itself. */
@@ -42,6 +53,9 @@ export function opfsRemoteAvailable(): boolean {
 }
 
 const ITER_BATCH = 256;
+/** At most this many calls go in one message (a loop of a million unawaited setAsync calls
+ * is sent in pieces, not as one structured clone). */
+const BATCH_MAX = 4096;
 
 export class OpfsWorkerStore {
   readonly #worker: WorkerLike;
@@ -51,6 +65,8 @@ export class OpfsWorkerStore {
   #readOnly: boolean;
   readonly #valueEncoding: string;
   #seq = 1;
+  /** Calls made this turn, not sent yet (#flush sends them). */
+  #queue: Call[] = [];
   #size = 0;
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -64,13 +80,15 @@ export class OpfsWorkerStore {
     this.#readOnly = false;
     this.#valueEncoding = values;
     worker.onmessage = (e) => {
-      const r = e.data;
-      const p = this.#pending.get(r.seq);
-      if (p === undefined) return;
-      this.#pending.delete(r.seq);
-      this.#size = r.size;
-      if (r.error !== undefined) p.reject(errorFromWire(r.error));
-      else p.resolve(r.value);
+      const { results, size } = e.data;
+      this.#size = size;
+      for (const r of results) {
+        const p = this.#pending.get(r.seq);
+        if (p === undefined) continue;
+        this.#pending.delete(r.seq);
+        if (r.error !== undefined) p.reject(errorFromWire(r.error));
+        else p.resolve(r.value);
+      }
     };
     worker.onerror = (e) => {
       this.#dead = new IoError(`the worker of the opfs store '${path}' failed: ${e.message ?? 'error'}`);
@@ -108,14 +126,46 @@ export class OpfsWorkerStore {
     return new Promise((resolve, reject) => {
       const seq = this.#seq++;
       this.#pending.set(seq, { resolve, reject });
-      try {
-        this.#worker.postMessage({ seq, op, args });
-      } catch (e) {
-        // A key or value structured clone cannot copy (a function, a symbol, ...).
-        this.#pending.delete(seq);
-        reject(new InvalidValueError(`cannot send to the store's worker: ${(e as Error).message}`, { cause: e }));
-      }
+      const n = this.#queue.push({ seq, op, args });
+      if (n === 1) queueMicrotask(() => this.#flush());
+      else if (n >= BATCH_MAX) this.#flush();
     });
+  }
+
+  /** Sends the calls queued this turn as one message. */
+  #flush(): void {
+    const calls = this.#queue;
+    if (calls.length === 0) return;
+    this.#queue = [];
+    if (this.#dead !== undefined) {
+      for (const c of calls) this.#settle(c.seq, this.#dead);
+      return;
+    }
+    this.#post(calls);
+  }
+
+  /** Posts calls as one message. Where structured clone cannot copy a key or value of them (a
+   * function, a symbol, ...), the two halves in turn, down to the calls that cannot be sent:
+   * those fail, as if sent alone, and the others go in order. */
+  #post(calls: Call[]): void {
+    try {
+      this.#worker.postMessage(calls);
+    } catch (e) {
+      if (calls.length === 1) {
+        this.#settle(calls[0]!.seq, new InvalidValueError(`cannot send to the store's worker: ${(e as Error).message}`, { cause: e }));
+        return;
+      }
+      const half = calls.length >> 1;
+      this.#post(calls.slice(0, half));
+      this.#post(calls.slice(half));
+    }
+  }
+
+  /** Rejects call `seq` without an answer from the worker. */
+  #settle(seq: number, error: Error): void {
+    const p = this.#pending.get(seq);
+    this.#pending.delete(seq);
+    p?.reject(error);
   }
 
   #call<T>(method: string, ...args: unknown[]): Promise<T> {

@@ -4,18 +4,31 @@
  * store: it opens the store on the `opfs` backend and runs each message's method on it, in
  * message order; closing the store ends the worker.
  *
- * Protocol: `{ seq, op, args }` → `{ seq, value, size }` or `{ seq, error }`, where `error`
- * carries the name, code, message (and pageId) of the error the store threw. Ops: 'open'
- * (args: [options]), 'call' ([method, ...args]: a sync method of the store), 'commit',
- * 'close' ([options]), 'iter' ([kind, range] → an iterator id), 'next' ([id, count] →
- * { items, done }), 'return' ([id]).
+ * Protocol: a message is a batch of calls `[{ seq, op, args }, ...]`, run in order; the
+ * answer is `{ results: [{ seq, value } or { seq, error }, ...], size }`, where `error`
+ * carries the name, code, message (and pageId) of the error the store threw and `size` is
+ * the store's size when the answer was sent. The synchronous calls of a batch ('call',
+ * 'iter', 'next', 'return') are answered together once the batch has run; 'open', 'commit'
+ * and 'close' each on their own when they settle. Ops: 'open' (args: [options]), 'call'
+ * ([method, ...args]: a sync method of the store), 'commit', 'close' ([options]), 'iter'
+ * ([kind, range] → an iterator id), 'next' ([id, count] → { items, done }), 'return' ([id]).
  */
-import { errorToWire } from '../errors.js';
+import { errorToWire, IoError } from '../errors.js';
 import { BTreeStore, type StoreOptions } from '../store.js';
 import { opfsLocksReleased } from './opfs.js';
 
+interface Call {
+  seq: number;
+  op: string;
+  args: unknown[];
+}
+interface Result {
+  seq: number;
+  value?: unknown;
+  error?: ReturnType<typeof errorToWire>;
+}
 interface Scope {
-  onmessage: ((e: { data: { seq: number; op: string; args: unknown[] } }) => void) | null;
+  onmessage: ((e: { data: Call[] }) => void) | null;
   postMessage(m: unknown): void;
   close(): void;
 }
@@ -34,32 +47,15 @@ function opened(): BTreeStore<unknown, unknown> {
   return store;
 }
 
-async function handle(op: string, args: unknown[]): Promise<unknown> {
+/** The synchronous ops. */
+function run(op: string, args: unknown[]): unknown {
   switch (op) {
-    case 'open': {
-      const options = { ...(args[0] as StoreOptions<unknown, unknown>), storage: 'opfs' as const };
-      store = await BTreeStore.open(options);
-      return undefined;
-    }
     case 'call': {
       const [method, ...rest] = args as [string, ...unknown[]];
       if (!METHODS.has(method)) throw new Error(`opfs worker: no method ${method}`);
       const s = opened() as unknown as Record<string, (...a: unknown[]) => unknown>;
       const r = s[method]!(...rest);
       return r === store ? undefined : r; // set/setMany return the store
-    }
-    case 'commit':
-      return opened().commit();
-    case 'close': {
-      const s = opened();
-      iterators.clear();
-      try {
-        await s.close(args[0] as { commit?: boolean } | undefined);
-      } finally {
-        store = undefined;
-        await opfsLocksReleased();
-      }
-      return undefined;
     }
     case 'iter': {
       const [kind, range] = args as ['entries' | 'keys' | 'values', object | undefined];
@@ -93,17 +89,72 @@ async function handle(op: string, args: unknown[]): Promise<unknown> {
   }
 }
 
+/** The asynchronous ops: open, commit, close. */
+async function runAsync(op: string, args: unknown[]): Promise<unknown> {
+  switch (op) {
+    case 'open': {
+      const options = { ...(args[0] as StoreOptions<unknown, unknown>), storage: 'opfs' as const };
+      store = await BTreeStore.open(options);
+      return undefined;
+    }
+    case 'commit':
+      return opened().commit();
+    case 'close': {
+      const s = opened();
+      iterators.clear();
+      try {
+        await s.close(args[0] as { commit?: boolean } | undefined);
+      } finally {
+        store = undefined;
+        await opfsLocksReleased();
+      }
+      return undefined;
+    }
+    default:
+      throw new Error(`opfs worker: unknown op ${op}`);
+  }
+}
+
+const ASYNC_OPS = new Set(['open', 'commit', 'close']);
+const size = (): number => (store !== undefined && !store.closed ? store.size : 0);
+
 scope.onmessage = (e) => {
-  const { seq, op, args } = e.data;
-  void handle(op, args).then(
-    (value) => {
-      scope.postMessage({ seq, value, size: store !== undefined && !store.closed ? store.size : 0 });
-      if (op === 'close' || (op === 'open' && store === undefined)) scope.close();
-    },
-    (err: unknown) => {
-      const error = errorToWire(err);
-      scope.postMessage({ seq, error, size: store !== undefined && !store.closed ? store.size : 0 });
-      if (op === 'close' || (op === 'open' && store === undefined)) scope.close();
-    },
-  );
+  const results: Result[] = [];
+  for (const { seq, op, args } of e.data) {
+    if (!ASYNC_OPS.has(op)) {
+      try {
+        results.push({ seq, value: run(op, args) });
+      } catch (err) {
+        results.push({ seq, error: errorToWire(err) });
+      }
+      continue;
+    }
+    const end = op === 'close' || op === 'open';
+    void runAsync(op, args).then(
+      (value) => {
+        reply([{ seq, value }]);
+        if (end && store === undefined) scope.close();
+      },
+      (err: unknown) => {
+        reply([{ seq, error: errorToWire(err) }]);
+        if (end && store === undefined) scope.close();
+      },
+    );
+  }
+  if (results.length > 0) reply(results);
 };
+
+/** Posts the answers; one that structured clone cannot copy becomes its call's error. */
+function reply(results: Result[]): void {
+  try {
+    scope.postMessage({ results, size: size() });
+  } catch {
+    for (const r of results) {
+      try {
+        scope.postMessage({ results: [r], size: size() });
+      } catch (err) {
+        scope.postMessage({ results: [{ seq: r.seq, error: errorToWire(new IoError(`opfs worker: cannot send the answer: ${(err as Error).message}`)) }], size: size() });
+      }
+    }
+  }
+}

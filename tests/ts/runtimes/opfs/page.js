@@ -88,4 +88,55 @@ window.mainThread = async (path, ops) => {
   return out;
 };
 
+/** Calls made in one turn on a main-thread 'opfs' store go to its worker in batches: counts
+ * the messages the page posts to Workers (a wrapped Worker.prototype.postMessage) while
+ * `ops` (set, or delete where the value is null), a key the store refuses, gets of every key
+ * and a commit are issued without awaiting each; then a turn with a value structured clone
+ * cannot copy among good calls; reads everything back after a reopen. */
+window.mainBurst = async (path, ops) => {
+  const err = (e) => ({ name: e.name, code: e.code });
+  const proto = Worker.prototype;
+  const post = proto.postMessage;
+  let posts = 0;
+  proto.postMessage = function (...a) {
+    posts++;
+    return post.apply(this, a);
+  };
+  try {
+    const s = await api.BTreeStore.open({ path, storage: 'opfs' });
+    const out = {};
+    posts = 0;
+    const writes = ops.map(([k, v], i) => {
+      if (i === 7) s.setAsync(42, 'a number key').then(() => (out.badKey = 'ok'), (e) => (out.badKey = err(e)));
+      return v === null ? s.deleteAsync(k) : s.setAsync(k, v);
+    });
+    const reads = ops.map(([k]) => s.getAsync(k));
+    const committed = s.commit();
+    out.calls = writes.length + reads.length + 2;
+    await Promise.all(writes);
+    out.reads = await Promise.all(reads);
+    await committed;
+    out.postsForBurst = posts;
+    out.size = s.size;
+    // a value structured clone cannot copy, among good calls of one turn: it alone fails
+    posts = 0;
+    const mixed = [s.setAsync('mixed:1', 1), s.setAsync('mixed:fn', () => 1), s.setAsync('mixed:2', 2), s.getAsync('mixed:1'), s.getAsync('mixed:2'), s.hasAsync('mixed:fn')];
+    out.mixed = await Promise.all(mixed.map((p) => p.then((v) => (v === s ? 'store' : v), err)));
+    out.postsForMixed = posts;
+    await s.deleteRangeAsync({ gte: 'mixed:', lt: 'mixed;' });
+    await s.commit();
+    await s.close();
+    const t = await api.BTreeStore.open({ path, storage: 'opfs', create: false });
+    posts = 0;
+    out.reopened = await Promise.all(ops.map(([k]) => t.getAsync(k)));
+    out.postsForReads = posts;
+    out.entries = [];
+    for await (const e of t) out.entries.push(e);
+    await t.close();
+    return out;
+  } finally {
+    proto.postMessage = post;
+  }
+};
+
 window.ready = call({ op: 'ping' }).then(() => (document.getElementById('out').textContent = 'ready'));
