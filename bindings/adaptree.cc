@@ -1384,7 +1384,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("spills", pool.stats().spills);
   num("page_table_bytes", pool.page_table_bytes());
   num("pages", pool.page_count());
-  num("free_pages", pool.free_count());
+  num("free_pages", pool.free_pages());
   num("reads", ps.reads);
   num("writes", ps.writes);
   num("syncs", ps.syncs);

@@ -311,6 +311,8 @@ class BufferPool {
   uint32_t target_frames() const { return target_frames_; }
   std::vector<PageId>& free_ids() { return free_; }
   size_t free_count() const { return free_.size(); }
+  // Free pages, counting a free list not read yet (defer_free_list): what stats report.
+  size_t free_pages() const { return free_.size() + (free_pending_ ? pending_free_count_ : 0); }
   bool free_list_changed() const { return free_changed_; }
   void set_free_list_unchanged() { free_changed_ = false; }
   void set_free_list_changed() { free_changed_ = true; }
