@@ -301,7 +301,11 @@ Status BTree::end_write(Status s) {
 }
 
 // Makes resident: the path to key's leaf, each path node's neighbours (merges
-// and rotations read them) and the overflow chain of key's current value.
+// and rotations read them) and, on an asynchronous store, the overflow chain of key's
+// current value (freeing it must not fault half way). A synchronous store reads the
+// chain through view() instead, which takes no frame: an unreadable page still fails
+// the write before it changes anything, and the pool does not grow to the value's size
+// (deleting a 20 MB value on a 4 MiB pool grew it to 19 MiB).
 Status BTree::prefetch_for_write(Slice key) {
   PageId id = root_;
   for (;;) {
@@ -323,9 +327,16 @@ Status BTree::prefetch_for_write(Slice key) {
   }
   ValueRef v;
   if (leaf::lookup(page(id), key, &v) && v.is_overflow()) {
+    alignas(16) uint8_t scratch[kPageSize];
     for (PageId c = load32(v.ptr); c != kInvalidPageId;) {
-      uint8_t* op = page(c);
-      if (store_.failure() != Status::kOk) return store_.failure();
+      const uint8_t* op;
+      if (store_.asynchronous()) {
+        op = page(c);
+        if (store_.failure() != Status::kOk) return store_.failure();
+      } else {
+        Status s = store_.view(c, scratch, &op);
+        if (s != Status::kOk) return s;
+      }
       c = load32(op + 4);
     }
   }

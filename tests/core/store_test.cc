@@ -695,6 +695,71 @@ TEST(Store, PosixLockFileIsTheNodeBackends) {
 // ADAPTREE_BIG_STORE_POOL=33554432 for the 32 MiB pool). Keys go in in random order with
 // commits; the page table stays sized by the pool, not by the store; after a
 // reopen every key is found with its value and a full scan is in order.
+// Deleting or overwriting a value far larger than the pool reads its overflow chain
+// without making it resident (the pool kept it all: 20 MB of frames for a 20 MB value),
+// and a chain page that cannot be read still fails the write before anything changed.
+TEST(Store, FreeingALargeChainStreamsItAndFailsCleanly) {
+  MemoryStorage ms;
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  std::string big(600 * kPageSize, 'q');
+  {
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+    for (int i = 0; i < 50; i++) ASSERT_EQ(st->tree().set(sl("k" + std::to_string(i)), sl("v" + std::to_string(i))), Status::kOk);
+    ASSERT_EQ(st->tree().set(sl("big"), sl(big)), Status::kOk);
+    ASSERT_EQ(st->tree().set(sl("big2"), sl(big)), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);
+    ASSERT_EQ(st->checkpoint(), Status::kOk);  // the chains in the data file
+  }
+  // A page of big2's chain (the chains' pages are the overflow pages of the data file:
+  // big's first, then big2's) unreadable.
+  std::vector<uint8_t>& data = ms.file(FileId::kData);
+  std::vector<size_t> overflow;
+  for (size_t off = 0; off + kPageSize <= data.size(); off += kPageSize)
+    if (data[off] == static_cast<uint8_t>(PageTag::kOverflow)) overflow.push_back(off);
+  ASSERT_GE(overflow.size(), 1200u);
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  const BufferPool& pool = st->tree().store();
+  ASSERT_EQ(st->tree().remove(sl("big")), Status::kOk);
+  EXPECT_LE(pool.frame_count(), pool.target_frames() + 64);  // was 600 frames more
+  ASSERT_EQ(st->tree().set(sl("big3"), sl("small")), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+  // corrupt a page of the remaining chain, then delete and overwrite big2
+  ValueRef v;
+  ASSERT_EQ(st->tree().get(sl("big2"), &v), Status::kOk);
+  ASSERT_TRUE(v.is_overflow());
+  PageId chain = load32(v.ptr);
+  ASSERT_LT(size_t{chain} * kPageSize, data.size());
+  // the chain's 300th page, found by walking it in the data file
+  PageId id = chain;
+  for (int i = 0; i < 300; i++) id = load32(data.data() + size_t{id} * kPageSize + 4);
+  data[size_t{id} * kPageSize + 100] ^= 0x10;
+  const uint64_t count = st->tree().count();
+  EXPECT_EQ(st->tree().remove(sl("big2")), Status::kCorrupt);
+  EXPECT_LE(pool.frame_count(), pool.target_frames() + 64);
+  EXPECT_EQ(st->tree().set(sl("big2"), sl("x")), Status::kCorrupt);
+  EXPECT_LE(pool.frame_count(), pool.target_frames() + 64);
+  EXPECT_EQ(st->tree().count(), count);  // nothing removed
+  EXPECT_EQ(st->tree().get(sl("big2"), &v), Status::kOk);
+  // the tree is not broken: other writes go on and commit
+  ASSERT_EQ(st->tree().set(sl("after"), sl("yes")), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+  EXPECT_LE(pool.frame_count(), pool.target_frames() + 64);
+  st.reset();
+  // reopened: everything but the damaged value reads back
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  EXPECT_EQ(st->tree().count(), count + 1);
+  std::vector<uint8_t> buf;
+  Slice got;
+  ASSERT_EQ(st->tree().get(sl("after"), &v), Status::kOk);
+  ASSERT_EQ(st->tree().read_value(v, &buf, &got), Status::kOk);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(got.data), got.len), "yes");
+  ASSERT_EQ(st->tree().get(sl("big2"), &v), Status::kOk);
+  EXPECT_EQ(st->tree().read_value(v, &buf, &got), Status::kCorrupt);
+}
+
 TEST(Store, LargerThanPoolOnFiles) {
   const char* env = std::getenv("ADAPTREE_BIG_STORE_KEYS");
   const uint64_t n = std::max<uint64_t>(env ? std::strtoull(env, nullptr, 10) : 300000, 100000);

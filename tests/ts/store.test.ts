@@ -398,6 +398,43 @@ describe('BTreeStore on sync backends', () => {
     await s.close();
   });
 
+  it.each(['node', 'memory'] as const)('on %s, deleting or overwriting a value far larger than the pool reads its chain without growing the pool', async (kind) => {
+    // The write's prefetch made the value's whole overflow chain resident: deleting a 20 MB
+    // value on a 4 MiB pool grew the pool to 19 MiB (kept after the commit).
+    const w = where(kind, 'chain-free');
+    const pool = 1 << 20;
+    const s = await BTreeStore.open<string, Uint8Array>({ ...w, values: 'bytes', poolSize: pool });
+    const big = new Uint8Array(12e6);
+    for (let i = 0; i < big.length; i += 4096) big[i] = (i >>> 12) & 0xff;
+    const grown = () => (s.stats().frames_allocated as number) * 4096;
+    s.set('big', big);
+    s.set('small', new Uint8Array([1, 2, 3]));
+    await s.commit();
+    expect(grown()).toBeLessThanOrEqual(2 * pool);
+    s.set('big', new Uint8Array([7])); // overwrite: frees the chain
+    expect(grown()).toBeLessThanOrEqual(2 * pool);
+    await s.commit();
+    s.set('big', big);
+    await s.commit();
+    expect(s.delete('big')).toBe(true);
+    expect(grown()).toBeLessThanOrEqual(2 * pool);
+    await s.commit();
+    const st = s.stats();
+    expect(st.free_pages as number).toBeGreaterThan(big.length / 4096);
+    s.set('again', big.subarray(0, 4e6)); // reuses the freed pages
+    await s.commit();
+    expect(s.stats().pages).toBe(st.pages);
+    await s.close();
+    const r = await BTreeStore.open<string, Uint8Array>({ ...w, values: 'bytes', poolSize: pool });
+    expect(r.get('big')).toBeUndefined();
+    expect([...r.get('small')!]).toEqual([1, 2, 3]);
+    const again = r.get('again')!;
+    expect(again.length).toBe(4e6);
+    expect(again[4096 * 7]).toBe(7);
+    r.checkInvariants();
+    await r.close();
+  });
+
   it('open progress is reported while recovering a store', async () => {
     const path = join(tmp.dir, 'progress.db');
     let s = await BTreeStore.open<number, string>({ path, keys: 'number', values: 'utf8' });
