@@ -78,6 +78,7 @@ bool BufferPool::grow() {
 
 void BufferPool::attach(PageBackend* backend, uint32_t frames, PageId page_count, std::vector<PageId> free_ids) {
   free_memory();
+  reuse_gen_++;
   backend_ = backend;
   async_ = backend && backend->asynchronous();
   target_frames_ = frames < kChunkFrames ? kChunkFrames : frames;
@@ -90,6 +91,7 @@ void BufferPool::attach(PageBackend* backend, uint32_t frames, PageId page_count
 }
 
 void BufferPool::clear() {
+  reuse_gen_++;
   if (!backend_) {
     free_memory();
     page_count_ = 1;
@@ -230,6 +232,7 @@ Status BufferPool::view(PageId id, uint8_t* scratch, const uint8_t** out) {
 }
 
 Status BufferPool::allocate(PageId* out) {
+  reuse_gen_++;
   PageId id;
   bool reused = !free_.empty();
   if (reused) {
@@ -261,7 +264,7 @@ Status BufferPool::allocate(PageId* out) {
 }
 
 bool BufferPool::allocate_shared(PageId* out, uint8_t** page) {
-  if (async_) return false;
+  if (async_) return false;  // (reuse_gen_ is for asynchronous stores)
   lock_alloc();
   PageId id = kInvalidPageId;
   FrameId f = kNoFrame;

@@ -288,6 +288,12 @@ class BufferPool {
   bool allocate_shared(PageId* out, uint8_t** page = nullptr);
   // Returns the page to the free list.
   void release(PageId id);
+  // Changes when a page may get new contents as something else than it was: a page
+  // allocated (a freed one reused), every page freed (clear), another store's pages
+  // (attach: a reader following a newer commit). An overflow chain never changes once
+  // written, so a chain read or walked before is the same while this stays the same
+  // (BTree's resumed chain reads and walks on asynchronous stores).
+  uint64_t reuse_generation() const { return reuse_gen_; }
   // (page_count_ grows under the shared latch too: allocate_shared; atomic access there.)
   bool valid(PageId id) const { return id != kInvalidPageId && id < __atomic_load_n(&page_count_, __ATOMIC_RELAXED); }
   uint64_t live_pages() const { return page_count_ - 1 - free_.size() - (free_pending_ ? pending_free_count_ : 0); }
@@ -342,6 +348,7 @@ class BufferPool {
 
   PageBackend* backend_ = nullptr;
   bool async_ = false;  // backend_->asynchronous()
+  uint64_t reuse_gen_ = 0;  // reuse_generation()
   std::vector<uint8_t*> chunks_;
   std::vector<uint8_t*> frame_data_;  // frame id -> its kPageSize bytes (in chunks_)
   // frame_data_'s earlier arrays once keep_replaced_arrays() was called (the tree is

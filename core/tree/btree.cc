@@ -179,11 +179,31 @@ Status BTree::read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* 
     return Status::kOk;
   }
   uint64_t len = ref.length();
-  // A read that cannot get the memory fails typed and changes nothing.
+  // A read that cannot get the memory fails typed and changes nothing. (Going on from a
+  // fault, buf still holds the value's length: no resize.)
   if (buf->size() < len && !resize_checked(*buf, len)) return Status::kOutOfMemory;
   store_.end_protection();
-  Status s = overflow_read(store_, load32(ref.ptr), len, buf->data());
+  Status s = read_overflow(ref, buf->data());
   *out = {buf->data(), static_cast<uint32_t>(len)};
+  return s;
+}
+
+Status BTree::read_overflow(const ValueRef& ref, uint8_t* out) const {
+  const uint64_t len = ref.length();
+  const PageId first = load32(ref.ptr);
+  ChainRead& r = chain_read_;
+  PageId at = first;
+  uint64_t done = 0;
+  if (r.first == first && r.len == len && r.out == out && r.gen == store_.reuse_generation()) {
+    at = r.next;
+    done = r.done;
+  }
+  Status s = overflow_read_from(store_, &at, len, out, &done);
+  if (s == Status::kNeedPage && store_.asynchronous()) {
+    r = {first, at, len, done, store_.reuse_generation(), out};
+  } else {
+    r.first = kInvalidPageId;
+  }
   return s;
 }
 
@@ -230,7 +250,7 @@ Status BTree::set_attempt(Slice key, Slice value, ReadMode* mode) {
     if (r != PutResult::kNoSpace) {
       if (r == PutResult::kInserted) count_++;
       if (old.overflow) {
-        Status fs = overflow_free(store_, old.first_page);
+        Status fs = free_chain(old.first_page);
         if (fs != Status::kOk) return fs;
       }
       version_++;
@@ -272,6 +292,7 @@ Status BTree::remove(Slice key, ReadMode* mode) {
 Status BTree::begin_write(Slice key, uint64_t new_pages) {
   Status w = writable();
   if (w != Status::kOk) return w;
+  chain_ready_ = false;
   store_.begin_op();
   if (!store_.backed()) return Status::kOk;
   // Allocation takes from the free-page list: an async store reads it first.
@@ -300,12 +321,11 @@ Status BTree::end_write(Status s) {
   return s;
 }
 
-// Makes resident: the path to key's leaf, each path node's neighbours (merges
-// and rotations read them) and, on an asynchronous store, the overflow chain of key's
-// current value (freeing it must not fault half way). A synchronous store reads the
-// chain through view() instead, which takes no frame: an unreadable page still fails
-// the write before it changes anything, and the pool does not grow to the value's size
-// (deleting a 20 MB value on a 4 MiB pool grew it to 19 MiB).
+// Makes resident: the path to key's leaf and each path node's neighbours (merges and
+// rotations read them); the overflow chain of key's current value is walked for its page
+// ids (walk_chain), not made resident: an unreadable page still fails the write before it
+// changes anything, and the pool does not grow to the value's size (deleting a 20 MB value
+// on a 4 MiB pool grew it to 19 MiB, kept after the commit).
 Status BTree::prefetch_for_write(Slice key) {
   PageId id = root_;
   for (;;) {
@@ -327,18 +347,8 @@ Status BTree::prefetch_for_write(Slice key) {
   }
   ValueRef v;
   if (leaf::lookup(page(id), key, &v) && v.is_overflow()) {
-    alignas(16) uint8_t scratch[kPageSize];
-    for (PageId c = load32(v.ptr); c != kInvalidPageId;) {
-      const uint8_t* op;
-      if (store_.asynchronous()) {
-        op = page(c);
-        if (store_.failure() != Status::kOk) return store_.failure();
-      } else {
-        Status s = store_.view(c, scratch, &op);
-        if (s != Status::kOk) return s;
-      }
-      c = load32(op + 4);
-    }
+    Status s = walk_chain(load32(v.ptr));
+    if (s != Status::kOk) return s;
   }
   // Removing the last record of a tree taller than one leaf releases every
   // node (remove_attempt starts over from one leaf): all of them, then.
@@ -357,6 +367,42 @@ Status BTree::prefetch_for_write(Slice key) {
   return Status::kOk;
 }
 
+Status BTree::walk_chain(PageId first) {
+  ChainWalk& w = chain_walk_;
+  if (w.first != first || w.gen != store_.reuse_generation()) {
+    w.first = first;
+    w.next = first;
+    w.gen = store_.reuse_generation();
+    w.complete = false;
+    w.ids.clear();
+  }
+  alignas(16) uint8_t scratch[kPageSize];
+  while (!w.complete) {
+    if (w.next == kInvalidPageId) {
+      w.complete = true;
+      break;
+    }
+    const uint8_t* pg;
+    Status s = store_.view(w.next, scratch, &pg);
+    if (s != Status::kOk) return s;  // kNeedPage: the retry goes on from w.next
+    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow)) return Status::kCorrupt;
+    if (!push_checked(w.ids, w.next)) return Status::kOutOfMemory;
+    w.next = load32(pg + 4);
+  }
+  chain_ready_ = true;
+  return Status::kOk;
+}
+
+Status BTree::free_chain(PageId first) {
+  if (!chain_ready_ || chain_walk_.first != first) return overflow_free(store_, first);
+  for (PageId id : chain_walk_.ids) store_.release(id);
+  chain_ready_ = false;
+  chain_walk_.first = kInvalidPageId;
+  chain_walk_.ids.clear();
+  if (chain_walk_.ids.capacity() > 4096) std::vector<PageId>().swap(chain_walk_.ids);
+  return Status::kOk;
+}
+
 Status BTree::remove_attempt(Slice key, bool step) {
   Path path;
   PageId leaf = descend(key, &path);
@@ -366,7 +412,7 @@ Status BTree::remove_attempt(Slice key, bool step) {
   count_--;
   version_++;
   if (old.overflow) {
-    Status fs = overflow_free(store_, old.first_page);
+    Status fs = free_chain(old.first_page);
     if (fs != Status::kOk) return fs;
   }
   if (path.depth > 1 && content_bytes(page(leaf)) <= kMergeThreshold) return rebalance(&path, key);

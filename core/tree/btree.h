@@ -183,6 +183,14 @@ class BTree {
   // returns a slice of them (or of the page when inline).
   // kOutOfMemory (nothing changed) when buf cannot grow to the value's length.
   Status read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* out) const;
+  // Copies the overflow value at ref (ref.length() bytes) to out. On an asynchronous store
+  // a page fault keeps its place: the next read of the same chain to the same out goes on
+  // from there (so out's bytes must stay: chain_read_pending).
+  Status read_overflow(const ValueRef& ref, uint8_t* out) const;
+  // Is a read into [lo, hi) waiting to go on? Its caller must keep those bytes.
+  bool chain_read_pending(const uint8_t* lo, const uint8_t* hi) const {
+    return chain_read_.first != kInvalidPageId && chain_read_.out >= lo && chain_read_.out < hi;
+  }
 
   // count_ plus what writers under the shared latch counted in their stripes.
   uint64_t count() const {
@@ -307,6 +315,12 @@ class BTree {
   Status begin_write(Slice key, uint64_t new_pages = 0);
   Status end_write(Status s);
   Status prefetch_for_write(Slice key);
+  // Collects the page ids of the chain at first into chain_walk_ (going on from where a
+  // fault stopped the last walk of it), reading each page through view().
+  Status walk_chain(PageId first);
+  // Frees the chain at first: by the ids walk_chain collected for this write, else by
+  // walking it (overflow_free; every page resident, or a synchronous store).
+  Status free_chain(PageId first);
   Status set_attempt(Slice key, Slice value, ReadMode* mode);
   Status remove_attempt(Slice key, bool step);
   Status bulk_load_attempt(const Slice* keys, const Slice* values, size_t n);
@@ -414,6 +428,28 @@ class BTree {
   FillOptions fill_;
   std::unique_ptr<Rebalancer> rebalance_;  // made on first use
   Rebalancer* rebalancer();
+
+  // Overflow chains on an asynchronous store, where a page fault ends an operation and
+  // the host retries it: a retry that had to walk the whole chain again needed every page
+  // of it resident at once (the pool grew to the value's size, 20 MB for a 20 MB value).
+  // Instead a read that faults keeps its place (chain_read_: the bytes read stay in the
+  // caller's buffer) and a write's prefetch keeps the ids it has collected of the chain it
+  // replaces (chain_walk_); the retry goes on from there. Both hold while the pool's
+  // reuse_generation() does: a chain never changes once written.
+  struct ChainRead {
+    PageId first = kInvalidPageId, next = kInvalidPageId;
+    uint64_t len = 0, done = 0, gen = 0;
+    const uint8_t* out = nullptr;
+  };
+  mutable ChainRead chain_read_;
+  struct ChainWalk {
+    PageId first = kInvalidPageId, next = kInvalidPageId;
+    uint64_t gen = 0;
+    bool complete = false;
+    std::vector<PageId> ids;
+  };
+  ChainWalk chain_walk_;
+  bool chain_ready_ = false;  // chain_walk_ was completed by this write (begin_write clears it)
 
   // Scratch space for structure modifications (no allocation per operation).
   alignas(16) uint8_t scratch_[3][kPageSize];

@@ -36,12 +36,22 @@ Status overflow_write(BufferPool& store, const uint8_t* data, uint64_t len, Page
 }
 
 Status overflow_read(BufferPool& store, PageId id, uint64_t len, uint8_t* out) {
-  alignas(16) uint8_t scratch[kPageSize];
   uint64_t done = 0;
+  return overflow_read_from(store, &id, len, out, &done);
+}
+
+Status overflow_read_from(BufferPool& store, PageId* at, uint64_t len, uint8_t* out, uint64_t* at_done) {
+  alignas(16) uint8_t scratch[kPageSize];
+  PageId id = *at;
+  uint64_t done = *at_done;
   while (done < len) {
     const uint8_t* pg;
     Status s = store.view(id, scratch, &pg);
-    if (s != Status::kOk) return s;
+    if (s != Status::kOk) {
+      *at = id;
+      *at_done = done;
+      return s;
+    }
     if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow)) return Status::kCorrupt;
     uint32_t n = load32(pg + 8);
     if (n > kOverflowCapacity || n > len - done) return Status::kCorrupt;
@@ -50,6 +60,8 @@ Status overflow_read(BufferPool& store, PageId id, uint64_t len, uint8_t* out) {
     id = load32(pg + 4);
     if (done < len && id == kInvalidPageId) return Status::kCorrupt;
   }
+  *at = id;
+  *at_done = done;
   return Status::kOk;
 }
 

@@ -27,6 +27,9 @@ constexpr uint32_t kOverflowCapacity = kNodeSize - kOverflowHeader;
 Status overflow_write(BufferPool& store, const uint8_t* data, uint64_t len, PageId* first);
 // Copies the chain's bytes into out (which holds len bytes).
 Status overflow_read(BufferPool& store, PageId first, uint64_t len, uint8_t* out);
+// The same from page *id on, *done bytes of out being there already; where a page cannot be
+// read (an asynchronous store's kNeedPage), *id and *done say where to go on.
+Status overflow_read_from(BufferPool& store, PageId* id, uint64_t len, uint8_t* out, uint64_t* done);
 Status overflow_free(BufferPool& store, PageId first);
 uint64_t overflow_pages(uint64_t len);
 

@@ -414,6 +414,149 @@ TEST_P(AsyncFormats, CorruptImagesNeverGiveWrongAnswers) {
   EXPECT_EQ(Store::open_async(foreign.data(), o, &st), Status::kCorrupt);
 }
 
+// A value far larger than the pool, read, overwritten and removed through one-page faults:
+// each retry goes on from where the last fault stopped (BTree::read_overflow, walk_chain),
+// so the chain's pages need not all be resident at once. Before, every retry walked the
+// chain from its start, and the pool grew to the value's size.
+TEST(AsyncStore, LargeValuesStreamThroughFaults) {
+  Host h;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  std::string big(400 * kPageSize, 'x');
+  for (size_t i = 0; i < big.size(); i += 997) big[i] = static_cast<char>('a' + i % 26);
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("big"), sl(big)); }), Status::kOk);
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("big2"), sl(big)); }), Status::kOk);
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("small"), sl("s")); }), Status::kOk);
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  st.reset();
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  const BufferPool& pool = st->tree().store();
+  const uint64_t bound = pool.target_frames() + 64;
+  // read: the buffer keeps what the faulted attempts read
+  std::vector<uint8_t> buf;
+  Slice out;
+  uint64_t faults = h.faults;
+  ASSERT_EQ(with_faults(*st, h, [&] {
+              ValueRef v;
+              Status s = st->tree().get(sl("big"), &v);
+              return s == Status::kOk ? st->tree().read_value(v, &buf, &out) : s;
+            }),
+            Status::kOk);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data), out.len), big);
+  EXPECT_LE(pool.frame_count(), bound);
+  EXPECT_LT(h.faults - faults, 420u);  // a fault a page, none twice
+  // overwrite and remove: the prefetch collects the chain's ids across faults
+  faults = h.faults;
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("big"), sl("now small")); }), Status::kOk);
+  EXPECT_LE(pool.frame_count(), bound);
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().remove(sl("big2")); }), Status::kOk);
+  EXPECT_LE(pool.frame_count(), bound);
+  EXPECT_LT(h.faults - faults, 2 * 420u);
+  EXPECT_GE(pool.free_pages(), 800u);
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  st.reset();
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(*st, h, &got), Status::kOk);
+  EXPECT_EQ(got, (Model{{"big", "now small"}, {"small", "s"}}));
+  // the freed pages are reused: a new large value does not grow the store
+  const PageId pages = st->tree().store().page_count();
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("big3"), sl(big)); }), Status::kOk);
+  EXPECT_EQ(st->tree().store().page_count(), pages);
+}
+
+// A read that a fault stopped never goes on with bytes of another value: between the
+// fault and the retry, the value is overwritten by one of the same length, or removed and
+// set again (its new chain reuses the freed pages, the first page id included).
+TEST(AsyncStore, ResumedReadsNeverMixValues) {
+  for (int variant = 0; variant < 2; variant++) {
+    Host h;
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+    const size_t len = 200 * kPageSize;
+    std::string a(len, 'a'), b(len, 'b');
+    ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("v"), sl(a)); }), Status::kOk);
+    ASSERT_EQ(commit(*st, h), Status::kOk);
+    st.reset();
+    ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+    std::vector<uint8_t> buf;
+    Slice out;
+    auto read = [&] {
+      ValueRef v;
+      Status s = st->tree().get(sl("v"), &v);
+      return s == Status::kOk ? st->tree().read_value(v, &buf, &out) : s;
+    };
+    // a few faults into the read of a
+    int faults = 0;
+    for (Status s; (s = read()) == Status::kNeedPage && faults < 40; faults++) {
+      PageId id = st->tree().store().missing_page();
+      ASSERT_EQ(st->supply(id, h.pages.at(id).data()), Status::kOk);
+    }
+    ASSERT_EQ(faults, 40);
+    if (variant == 0) {
+      ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("v"), sl(b)); }), Status::kOk);
+    } else {
+      ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().remove(sl("v")); }), Status::kOk);
+      ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("v"), sl(b)); }), Status::kOk);
+    }
+    ASSERT_EQ(with_faults(*st, h, read), Status::kOk);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(out.data), out.len), b) << "variant " << variant;
+  }
+}
+
+// Likewise a remove's chain walk that faults: another write replaces the value in between
+// (it finishes the walk of the same chain and frees it); the retried remove walks and frees
+// the new chain's pages, once each: the values written after all read back whole (a page
+// free and in use at once would make two of them overwrite each other).
+TEST(AsyncStore, ResumedChainWalksFreeTheChainThere) {
+  Host h;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  const size_t len = 200 * kPageSize;
+  auto value = [&](char c) {
+    std::string v(len, c);
+    for (size_t i = 0; i < len; i += 1000) v[i] = static_cast<char>(c + i % 7);
+    return v;
+  };
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("v"), sl(value('a'))); }), Status::kOk);
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("w"), sl(value('w'))); }), Status::kOk);
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  st.reset();
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  int faults = 0;
+  for (Status s; (s = st->tree().remove(sl("v"))) == Status::kNeedPage && faults < 40; faults++) {
+    PageId id = st->tree().store().missing_page();
+    ASSERT_EQ(st->supply(id, h.pages.at(id).data()), Status::kOk);
+  }
+  ASSERT_EQ(faults, 40);
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().remove(sl("v")); }) == Status::kNeedPage, false);
+  // (that remove completed: now the value is set anew, then removed again after a partial walk)
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("v"), sl(value('b'))); }), Status::kOk);
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  st.reset();
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  faults = 0;
+  for (Status s; (s = st->tree().remove(sl("v"))) == Status::kNeedPage && faults < 40; faults++) {
+    PageId id = st->tree().store().missing_page();
+    ASSERT_EQ(st->supply(id, h.pages.at(id).data()), Status::kOk);
+  }
+  ASSERT_EQ(faults, 40);
+  // between the faults and the retry: v replaced by another value of its length
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("v"), sl(value('c'))); }), Status::kOk);
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().remove(sl("v")); }), Status::kOk);
+  // new values take the freed pages; every value reads back whole
+  for (char c : {'d', 'e', 'f'}) {
+    std::string k(1, c);
+    ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(k), sl(value(c))); }), Status::kOk);
+  }
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  st.reset();
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(*st, h, &got), Status::kOk);
+  EXPECT_EQ(got, (Model{{"d", value('d')}, {"e", value('e')}, {"f", value('f')}, {"w", value('w')}}));
+}
+
 // The free-page list survives commits and reopens: pages freed by removes are
 // reused after a reopen (the file does not grow), in the file pager's format.
 TEST(AsyncStore, FreeListPersists) {
