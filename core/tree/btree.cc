@@ -199,10 +199,14 @@ Status BTree::read_overflow(const ValueRef& ref, uint8_t* out) const {
     done = r.done;
   }
   Status s = overflow_read_from(store_, &at, len, out, &done);
-  if (s == Status::kNeedPage && store_.asynchronous()) {
-    r = {first, at, len, done, store_.reuse_generation(), out};
-  } else {
-    r.first = kInvalidPageId;
+  // (Only an asynchronous store, never shared between threads, writes chain_read_: readers
+  // of a shared tree run this side by side.)
+  if (store_.asynchronous()) {
+    if (s == Status::kNeedPage) {
+      r = {first, at, len, done, store_.reuse_generation(), out};
+    } else {
+      r.first = kInvalidPageId;
+    }
   }
   return s;
 }
