@@ -1022,7 +1022,7 @@ static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& 
       }
       if (!v.is_overflow()) {
         adaptree::copy_small(p, v.ptr, len);
-      } else if ((err = adaptree::overflow_read(t.store(), adaptree::load32(v.ptr), len, p)) != Status::kOk) {
+      } else if ((err = t.read_overflow(v, p)) != Status::kOk) {
         return false;
       }
     }

@@ -804,6 +804,31 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
     await s.close();
   });
 
+  it.each(['number', 'bytes'] as const)('iterating values far larger than the pool with %s keys does not grow the pool to their size', async (keys) => {
+    // (number keys come in batches of their own layout: numbers_batch)
+    const storage = createAsyncMemoryStorage();
+    const o = { storage, path: 'huge-' + keys, keys, values: 'bytes' as const, poolSize: 1 << 20 };
+    const key = (i: number) => (keys === 'number' ? i : new Uint8Array([i]));
+    const big = new Uint8Array(8e6);
+    big[5e6] = 5;
+    let s = await BTreeStore.open<number | Uint8Array, Uint8Array>(o);
+    for (let i = 0; i < 3; i++) await s.setAsync(key(i), big);
+    await s.commit();
+    await s.close();
+    for (const mode of ['entriesAsync', 'valuesAsync'] as const) {
+      s = await BTreeStore.open<number | Uint8Array, Uint8Array>(o);
+      let n = 0;
+      for await (const x of s[mode]()) {
+        const v = (mode === 'entriesAsync' ? (x as [unknown, Uint8Array])[1] : x) as Uint8Array;
+        expect([v.length, v[5e6]]).toEqual([8e6, 5]);
+        n++;
+      }
+      expect(n).toBe(3);
+      expect((s.stats().frames_allocated as number) * 4096, mode).toBeLessThanOrEqual(4 << 20);
+      await s.close();
+    }
+  });
+
   it('a transaction larger than the pool: changed pages stay in memory (no-steal) until the commit', async () => {
     const storage = createAsyncMemoryStorage();
     const s = await BTreeStore.open<number, string>({ storage, path: 'big-tx', keys: 'number', values: 'utf8', poolSize: 1 << 20 });
