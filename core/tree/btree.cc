@@ -351,7 +351,7 @@ Status BTree::prefetch_for_write(Slice key) {
   }
   ValueRef v;
   if (leaf::lookup(page(id), key, &v) && v.is_overflow()) {
-    Status s = walk_chain(load32(v.ptr));
+    Status s = walk_chain(load32(v.ptr), overflow_pages(v.length()));
     if (s != Status::kOk) return s;
   }
   // Removing the last record of a tree taller than one leaf releases every
@@ -371,7 +371,7 @@ Status BTree::prefetch_for_write(Slice key) {
   return Status::kOk;
 }
 
-Status BTree::walk_chain(PageId first) {
+Status BTree::walk_chain(PageId first, uint64_t pages) {
   ChainWalk& w = chain_walk_;
   if (w.first != first || w.gen != store_.reuse_generation()) {
     w.first = first;
@@ -389,7 +389,8 @@ Status BTree::walk_chain(PageId first) {
     const uint8_t* pg;
     Status s = store_.view(w.next, scratch, &pg);
     if (s != Status::kOk) return s;  // kNeedPage: the retry goes on from w.next
-    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow)) return Status::kCorrupt;
+    // (A chain longer than its value's pages loops, or is damaged.)
+    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow) || w.ids.size() >= pages) return Status::kCorrupt;
     if (!push_checked(w.ids, w.next)) return Status::kOutOfMemory;
     w.next = load32(pg + 4);
   }

@@ -315,9 +315,9 @@ class BTree {
   Status begin_write(Slice key, uint64_t new_pages = 0);
   Status end_write(Status s);
   Status prefetch_for_write(Slice key);
-  // Collects the page ids of the chain at first into chain_walk_ (going on from where a
-  // fault stopped the last walk of it), reading each page through view().
-  Status walk_chain(PageId first);
+  // Collects the page ids of the chain at first (of `pages` pages) into chain_walk_ (going
+  // on from where a fault stopped the last walk of it), reading each page through view().
+  Status walk_chain(PageId first, uint64_t pages);
   // Frees the chain at first: by the ids walk_chain collected for this write, else by
   // walking it (overflow_free; every page resident, or a synchronous store).
   Status free_chain(PageId first);

@@ -1,8 +1,10 @@
 #include "core/tree/overflow.h"
 
 #include <cstring>
+#include <vector>
 
 #include "core/page.h"
+#include "core/util/checked.h"
 
 namespace adaptree {
 
@@ -66,16 +68,20 @@ Status overflow_read_from(BufferPool& store, PageId* at, uint64_t len, uint8_t* 
 }
 
 Status overflow_free(BufferPool& store, PageId id) {
+  // The whole chain first: a page that cannot be read, or a chain longer than the store
+  // (it loops), fails before any page is freed (freeing a loop put the same ids on the free
+  // list again and again).
   alignas(16) uint8_t scratch[kPageSize];
+  std::vector<PageId> ids;
   while (id != kInvalidPageId) {
     const uint8_t* pg;
     Status s = store.view(id, scratch, &pg);
     if (s != Status::kOk) return s;
-    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow)) return Status::kCorrupt;
-    PageId next = load32(pg + 4);
-    store.release(id);
-    id = next;
+    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow) || ids.size() >= store.page_count()) return Status::kCorrupt;
+    if (!push_checked(ids, id)) return Status::kOutOfMemory;
+    id = load32(pg + 4);
   }
+  for (PageId p : ids) store.release(p);
   return Status::kOk;
 }
 

@@ -760,6 +760,41 @@ TEST(Store, FreeingALargeChainStreamsItAndFailsCleanly) {
   EXPECT_EQ(st->tree().read_value(v, &buf, &got), Status::kCorrupt);
 }
 
+// A chain whose last page points back to its first (checksums intact): a write that frees
+// it stops at the value's page count with kCorrupt instead of walking for ever.
+TEST(Store, ALoopingChainIsCorruptNotEndless) {
+  MemoryStorage ms;
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  PageSum sum;
+  {
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+    ASSERT_EQ(st->tree().set(sl("v"), sl(std::string(10 * kPageSize, 'v'))), Status::kOk);
+    ASSERT_EQ(st->tree().set(sl("w"), sl("small")), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);
+    ASSERT_EQ(st->checkpoint(), Status::kOk);
+    sum = st->page_sum();
+  }
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  ValueRef v;
+  ASSERT_EQ(st->tree().get(sl("v"), &v), Status::kOk);
+  const PageId first = load32(v.ptr);
+  std::vector<uint8_t>& data = ms.file(FileId::kData);
+  PageId last = first;
+  while (load32(data.data() + size_t{last} * kPageSize + 4) != kInvalidPageId) last = load32(data.data() + size_t{last} * kPageSize + 4);
+  uint8_t* page = data.data() + size_t{last} * kPageSize;
+  store32(page + 4, first);
+  seal_page(page, last, sum);
+  st.reset();
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  EXPECT_EQ(st->tree().remove(sl("v")), Status::kCorrupt);
+  EXPECT_EQ(st->tree().set(sl("v"), sl("x")), Status::kCorrupt);
+  ASSERT_EQ(st->tree().set(sl("w"), sl("still writable")), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+}
+
 TEST(Store, LargerThanPoolOnFiles) {
   const char* env = std::getenv("ADAPTREE_BIG_STORE_KEYS");
   const uint64_t n = std::max<uint64_t>(env ? std::strtoull(env, nullptr, 10) : 300000, 100000);
