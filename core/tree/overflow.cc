@@ -1,10 +1,8 @@
 #include "core/tree/overflow.h"
 
 #include <cstring>
-#include <vector>
 
 #include "core/page.h"
-#include "core/util/checked.h"
 
 namespace adaptree {
 
@@ -56,32 +54,42 @@ Status overflow_read_from(BufferPool& store, PageId* at, uint64_t len, uint8_t* 
     }
     if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow)) return Status::kCorrupt;
     uint32_t n = load32(pg + 8);
-    if (n > kOverflowCapacity || n > len - done) return Status::kCorrupt;
+    // (n == 0 short of the length: no progress, a chain that loops would read for ever)
+    if (n == 0 || n > kOverflowCapacity || n > len - done) return Status::kCorrupt;
     memcpy(out + done, pg + kOverflowHeader, n);
     done += n;
     id = load32(pg + 4);
     if (done < len && id == kInvalidPageId) return Status::kCorrupt;
   }
+  // The value's last page ends the chain (one that goes on loops, or is damaged).
+  if (id != kInvalidPageId) return Status::kCorrupt;
   *at = id;
   *at_done = done;
   return Status::kOk;
 }
 
-Status overflow_free(BufferPool& store, PageId id) {
+Status overflow_free(BufferPool& store, PageId first) {
   // The whole chain first: a page that cannot be read, or a chain longer than the store
   // (it loops), fails before any page is freed (freeing a loop put the same ids on the free
-  // list again and again).
+  // list again and again). Then the same walk frees. (No list of the ids: this also frees
+  // what a write out of memory had allocated.)
   alignas(16) uint8_t scratch[kPageSize];
-  std::vector<PageId> ids;
-  while (id != kInvalidPageId) {
+  uint64_t pages = 0;
+  for (PageId id = first; id != kInvalidPageId;) {
     const uint8_t* pg;
     Status s = store.view(id, scratch, &pg);
     if (s != Status::kOk) return s;
-    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow) || ids.size() >= store.page_count()) return Status::kCorrupt;
-    if (!push_checked(ids, id)) return Status::kOutOfMemory;
+    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow) || ++pages > store.page_count()) return Status::kCorrupt;
     id = load32(pg + 4);
   }
-  for (PageId p : ids) store.release(p);
+  for (PageId id = first; id != kInvalidPageId;) {
+    const uint8_t* pg;
+    Status s = store.view(id, scratch, &pg);
+    if (s != Status::kOk) return s;
+    PageId next = load32(pg + 4);
+    store.release(id);
+    id = next;
+  }
   return Status::kOk;
 }
 

@@ -760,8 +760,9 @@ TEST(Store, FreeingALargeChainStreamsItAndFailsCleanly) {
   EXPECT_EQ(st->tree().read_value(v, &buf, &got), Status::kCorrupt);
 }
 
-// A chain whose last page points back to its first (checksums intact): a write that frees
-// it stops at the value's page count with kCorrupt instead of walking for ever.
+// A chain whose last page points back to its first (checksums intact): a read stops at the
+// value's length with kCorrupt (the chain goes on), and a write that frees it stops at the
+// value's page count with kCorrupt instead of walking for ever.
 TEST(Store, ALoopingChainIsCorruptNotEndless) {
   MemoryStorage ms;
   StoreOptions o;
@@ -789,6 +790,10 @@ TEST(Store, ALoopingChainIsCorruptNotEndless) {
   seal_page(page, last, sum);
   st.reset();
   ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  std::vector<uint8_t> buf;
+  Slice got;
+  ASSERT_EQ(st->tree().get(sl("v"), &v), Status::kOk);
+  EXPECT_EQ(st->tree().read_value(v, &buf, &got), Status::kCorrupt);  // (it read 10 pages' worth and stopped)
   EXPECT_EQ(st->tree().remove(sl("v")), Status::kCorrupt);
   EXPECT_EQ(st->tree().set(sl("v"), sl("x")), Status::kCorrupt);
   ASSERT_EQ(st->tree().set(sl("w"), sl("still writable")), Status::kOk);
