@@ -57,11 +57,13 @@ struct Checker {
     if (!v.is_overflow()) return true;
     if ((v.field & kValueLenMask) != kOverflowRefSize) return fail(id, "overflow reference size");
     PageId ov = load32(v.ptr);
-    uint64_t len = load32(v.ptr + 4), seen = 0;
+    uint64_t len = load32(v.ptr + 4), seen = 0, chain = 0;
     while (ov != kInvalidPageId) {
       if (!t.store().valid(ov)) return fail(id, "overflow page id out of range", ov);
       const uint8_t* op = t.store().page(ov);
       if (op[0] != static_cast<uint8_t>(PageTag::kOverflow)) return fail(ov, "overflow chain page has wrong tag", op[0]);
+      // (a chain that loops would be walked for ever)
+      if (++chain > overflow_pages(len)) return fail(id, "overflow chain longer than its value", static_cast<long long>(chain));
       seen += load32(op + 8);
       pages++;
       ov = load32(op + 4);

@@ -796,6 +796,7 @@ TEST(Store, ALoopingChainIsCorruptNotEndless) {
   EXPECT_EQ(st->tree().read_value(v, &buf, &got), Status::kCorrupt);  // (it read 10 pages' worth and stopped)
   EXPECT_EQ(st->tree().remove(sl("v")), Status::kCorrupt);
   EXPECT_EQ(st->tree().set(sl("v"), sl("x")), Status::kCorrupt);
+  EXPECT_NE(st->tree().check().find("overflow chain longer than its value"), std::string::npos);
   ASSERT_EQ(st->tree().set(sl("w"), sl("still writable")), Status::kOk);
   ASSERT_EQ(st->commit(), Status::kOk);
 }
