@@ -84,6 +84,9 @@ class BufferPool {
   // kOk, or why a page() since begin_op() returned the poison frame;
   // missing_page() names the page for kNeedPage.
   Status failure() const { return failure_; }
+  // A page that loaded but cannot be what the tree needs there (BTree::descend): the
+  // operation fails with kCorrupt, as when a page's checksum fails.
+  void note_corrupt(PageId id) { poison(Status::kCorrupt, id); }
   PageId missing_page() const { return missing_; }
   void clear_failure() { failure_ = Status::kOk; }
 

@@ -94,6 +94,13 @@ PageId BTree::descend(Slice key, Path* path) const {
       path->depth = d;
       return id;
     }
+    if (d == kMaxHeight) {
+      // Inner pages deeper than any tree: they loop (a damaged store whose checksums
+      // hold). The path is full: the operation fails with kCorrupt.
+      store_.note_corrupt(id);
+      path->depth = d;
+      return id;
+    }
     id = BasicNode{const_cast<uint8_t*>(p)}.child_for(key.data, key.len);
   }
 }
@@ -106,18 +113,20 @@ PageId BTree::leaf_for(Slice key) const {
 
 PageId BTree::descend_after(Slice key) const {
   PageId id = root_;
-  for (;;) {
+  for (unsigned level = 1;; level++) {
     uint8_t* p = page(id);
     if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return id;
+    if (level == kMaxHeight) return store_.note_corrupt(id), id;  // pages that loop (descend)
     id = BasicNode{p}.child_after(key.data, key.len);
   }
 }
 
 PageId BTree::descend_edge(bool rightmost) const {
   PageId id = root_;
-  for (;;) {
+  for (unsigned level = 1;; level++) {
     uint8_t* p = page(id);
     if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return id;
+    if (level == kMaxHeight) return store_.note_corrupt(id), id;  // pages that loop (descend)
     BasicNode n{p};
     id = rightmost ? n.upper_child() : n.child(0);
   }
@@ -142,10 +151,11 @@ Status BTree::get(Slice key, ValueRef* out, ReadMode* mode) {
     }
   } else {
     store_.begin_op();
-    for (;;) {
+    for (unsigned level = 1;; level++) {
       leaf = page(id);
       touch_lines(leaf, 8);
       if (leaf[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
+      if (level == kMaxHeight) return Status::kCorrupt;  // inner pages that loop (descend)
       id = BasicNode{leaf}.child_for(key.data, key.len);
     }
     if (store_.failure() != Status::kOk) return store_.failure();
@@ -332,10 +342,11 @@ Status BTree::end_write(Status s) {
 // on a 4 MiB pool grew it to 19 MiB, kept after the commit).
 Status BTree::prefetch_for_write(Slice key) {
   PageId id = root_;
-  for (;;) {
+  for (unsigned level = 1;; level++) {
     uint8_t* p = page(id);
     if (store_.failure() != Status::kOk) return store_.failure();
     if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) break;
+    if (level == kMaxHeight) return Status::kCorrupt;  // inner pages that loop (descend)
     BasicNode n{p};
     bool exact;
     unsigned pos = n.lower_bound(key.data, key.len, &exact);

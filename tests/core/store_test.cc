@@ -801,6 +801,48 @@ TEST(Store, ALoopingChainIsCorruptNotEndless) {
   ASSERT_EQ(st->commit(), Status::kOk);
 }
 
+// Inner pages that point back up the tree (checksums intact: a crafted or damaged file): a
+// read or a write stops after kMaxHeight levels with kCorrupt. Before, a write's descent
+// went on writing past its fixed path array (memory not its own), a read looped for ever.
+TEST(Store, InnerPagesThatLoopAreCorrupt) {
+  MemoryStorage ms;
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  PageSum sum;
+  PageId root;
+  {
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+    for (int i = 0; i < 2000; i++) ASSERT_EQ(st->tree().set(sl("key" + std::to_string(i)), sl(std::string(40, 'v'))), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);
+    ASSERT_EQ(st->checkpoint(), Status::kOk);
+    ASSERT_GE(st->tree().height(), 2u);
+    sum = st->page_sum();
+    root = st->tree().root();
+  }
+  // every child of the root is the root
+  uint8_t* page = ms.file(FileId::kData).data() + size_t{root} * kPageSize;
+  ASSERT_EQ(page[0], static_cast<uint8_t>(PageTag::kBasicInner));
+  BasicNode n{page};
+  for (unsigned i = 0; i <= n.count(); i++) n.set_child(i, root);
+  seal_page(page, root, sum);
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  ValueRef v;
+  EXPECT_EQ(st->tree().get(sl("key7"), &v), Status::kCorrupt);
+  EXPECT_EQ(st->tree().set(sl("key7"), sl("x")), Status::kCorrupt);
+  EXPECT_EQ(st->tree().remove(sl("key7")), Status::kCorrupt);
+  for (uint32_t flags : {0u, kSeekEdge, kSeekEdge | kSeekReverse}) {
+    Cursor c(&st->tree());
+    Status s = c.seek(sl("key7"), flags);
+    if (s == Status::kOk) {
+      KeyBuffer k;
+      s = c.next(&k, &v);
+    }
+    EXPECT_EQ(s, Status::kCorrupt) << "seek flags " << flags;
+  }
+}
+
 TEST(Store, LargerThanPoolOnFiles) {
   const char* env = std::getenv("ADAPTREE_BIG_STORE_KEYS");
   const uint64_t n = std::max<uint64_t>(env ? std::strtoull(env, nullptr, 10) : 300000, 100000);
