@@ -57,6 +57,7 @@ struct at_tree {
   std::unique_ptr<adaptree::Store> store;       // ... and the store on them
   BTree& tree;
   std::vector<at_cursor*> cursors;  // detached when the tree is freed
+  adaptree::StatsWalk stats_walk;   // at_stats that a page fault stopped (an async store)
   at_ctx* ctx = nullptr;            // the context of the last call that had one (NEED_PAGE of cursor seeks)
   TreeLatch latch;                  // held by every call on the tree
   // Set once by at_tree_share (under the latch): other threads may call. Values are
@@ -787,7 +788,8 @@ int32_t at_stats(at_tree* t, at_ctx* c) {
   if (t->store) t->tree.store().begin_op();
   adaptree::TreeStats stats;
   std::string json;
-  Status s = adaptree::collect_stats(t->tree, &stats);
+  // (A fault's retry goes on from where the walk stopped: its pages need not stay resident.)
+  Status s = adaptree::collect_stats(t->tree, &stats, &t->stats_walk);
   if (t->store && t->tree.store().failure() != Status::kOk) return ret(t, c, t->tree.store().failure());
   if (s == Status::kOk) s = adaptree::stats_json(t->tree, stats, &json);
   if (s == Status::kOk) s = set_text_result(c, json);

@@ -23,12 +23,7 @@ unsigned used_bytes_of(const uint8_t* p) {
   }
 }
 
-void walk(const BTree& t, PageId id, unsigned depth, NodeVisitor visit, void* ctx) {
-  // A copy per level: the walk may visit more pages than the pool holds.
-  alignas(16) uint8_t img[kPageSize];
-  t.store().end_protection();
-  memcpy(img, t.store().page(id), kPageSize);
-  const uint8_t* p = img;
+NodeInfo info_of(const BTree& t, const uint8_t* p, PageId id, unsigned depth) {
   NodeInfo info;
   info.id = id;
   info.tag = static_cast<PageTag>(p[0]);
@@ -48,6 +43,16 @@ void walk(const BTree& t, PageId id, unsigned depth, NodeVisitor visit, void* ct
       if (v.is_overflow()) info.overflow_pages += overflow_pages(v.length());
     }
   }
+  return info;
+}
+
+void walk(const BTree& t, PageId id, unsigned depth, NodeVisitor visit, void* ctx) {
+  // A copy per level: the walk may visit more pages than the pool holds.
+  alignas(16) uint8_t img[kPageSize];
+  t.store().end_protection();
+  memcpy(img, t.store().page(id), kPageSize);
+  const uint8_t* p = img;
+  NodeInfo info = info_of(t, p, id, depth);
   visit(info, ctx);
   if (info.tag == PageTag::kBasicInner) {
     BasicNode n{const_cast<uint8_t*>(p)};
@@ -66,40 +71,130 @@ TreeStats collect_stats(const BTree& tree) {
 }
 
 Status collect_stats(const BTree& tree, TreeStats* out) {
+  StatsWalk walk;
+  return collect_stats(tree, out, &walk);
+}
+
+namespace {
+
+void count_node(const NodeInfo& n, TreeStats* out) {
   TreeStats& s = *out;
-  s = TreeStats{};
+  switch (n.tag) {
+    case PageTag::kBasicInner: s.inner++; break;
+    case PageTag::kBasicLeaf: s.basic_leaf++; break;
+    case PageTag::kFingerprintLeaf: s.fingerprint_leaf++; break;
+    case PageTag::kSemiDenseLeaf: s.semi_dense_leaf++; break;
+    case PageTag::kFullyDenseLeaf: s.fully_dense_leaf++; break;
+    default: break;
+  }
+  s.overflow += n.overflow_pages;
+  s.used_bytes += n.used_bytes;
+  s.prefix_bytes += n.prefix_len;
+  if (n.level < s.levels.size()) {
+    LevelStats& l = s.levels[n.level];
+    l.nodes++;
+    l.entries += n.count;
+    l.used_bytes += n.used_bytes;
+    l.prefix_bytes += n.prefix_len;
+  }
+}
+
+}  // namespace
+
+Status collect_stats(const BTree& tree, TreeStats* out, StatsWalk* walk) {
+  BufferPool& pool = tree.store();
+  const bool resume = walk->pending && walk->version == tree.version() && walk->generation == pool.reuse_generation() &&
+                      walk->root == tree.root() && walk->path.size() < tree.height();
+  TreeStats& s = *out;
+  if (resume) {
+    s = walk->counted;
+  } else {
+    s = TreeStats{};
+    if (!resize_checked(s.levels, tree.height())) return Status::kOutOfMemory;
+  }
+  walk->pending = false;
   s.count = tree.count();
   s.height = tree.height();
-  s.pages = tree.store().live_pages();
+  s.pages = pool.live_pages();
   s.bytes = s.pages * kPageSize;
-  if (!resize_checked(s.levels, tree.height())) return Status::kOutOfMemory;
-  visit_nodes(
-      tree,
-      [](const NodeInfo& n, void* c) {
-        TreeStats& s = *static_cast<TreeStats*>(c);
-        switch (n.tag) {
-          case PageTag::kBasicInner: s.inner++; break;
-          case PageTag::kBasicLeaf: s.basic_leaf++; break;
-          case PageTag::kFingerprintLeaf: s.fingerprint_leaf++; break;
-          case PageTag::kSemiDenseLeaf: s.semi_dense_leaf++; break;
-          case PageTag::kFullyDenseLeaf: s.fully_dense_leaf++; break;
-          default: break;
-        }
-        s.overflow += n.overflow_pages;
-        s.used_bytes += n.used_bytes;
-        s.prefix_bytes += n.prefix_len;
-        if (n.level < s.levels.size()) {
-          LevelStats& l = s.levels[n.level];
-          l.nodes++;
-          l.entries += n.count;
-          l.used_bytes += n.used_bytes;
-          l.prefix_bytes += n.prefix_len;
-        }
-      },
-      &s);
-  uint64_t nodes = s.inner + s.basic_leaf + s.fingerprint_leaf + s.semi_dense_leaf + s.fully_dense_leaf;
-  s.fill = nodes ? static_cast<double>(s.used_bytes) / (static_cast<double>(nodes) * kNodeSize) : 0;
-  return Status::kOk;
+  // Iterative pre-order: pos[d] is the child taken at depth d; a copy of each page on the
+  // path (the walk may read more pages than the pool holds).
+  std::vector<unsigned> pos;
+  std::vector<uint8_t> imgs;
+  if (!reserve_checked(pos, tree.height()) || !resize_checked(imgs, size_t{tree.height()} * kPageSize))
+    return Status::kOutOfMemory;
+  auto load = [&](PageId id, unsigned depth) -> Status {
+    pool.end_protection();
+    const uint8_t* p = pool.page(id);
+    if (pool.failure() != Status::kOk) return pool.failure();
+    memcpy(imgs.data() + size_t{depth} * kPageSize, p, kPageSize);
+    return Status::kOk;
+  };
+  auto img = [&](unsigned depth) { return imgs.data() + size_t{depth} * kPageSize; };
+  auto stop = [&](Status why) {
+    // Counted so far: every node before the one at pos (in pre-order).
+    if (!pool.asynchronous() || why != Status::kNeedPage) return why;
+    walk->pending = true;
+    walk->version = tree.version();
+    walk->generation = pool.reuse_generation();
+    walk->root = tree.root();
+    walk->path = pos;  // (capacity reserved: no allocation fails here)
+    walk->counted = s;
+    return why;
+  };
+  PageId id = tree.root();
+  unsigned depth = 0;
+  if (resume) {
+    // Down the path to the node the last walk could not read; the nodes on the way were counted.
+    for (unsigned to : walk->path) {
+      Status st = load(id, depth);
+      if (st != Status::kOk) {
+        // The same place next time (these nodes are counted; the path and counts stand).
+        walk->pending = pool.asynchronous() && st == Status::kNeedPage;
+        return st;
+      }
+      const uint8_t* p = img(depth);
+      if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner) || to > BasicNode{const_cast<uint8_t*>(p)}.count())
+        return Status::kCorrupt;  // (the tree is unchanged: its pages cannot have moved)
+      pos.push_back(to);
+      id = BasicNode{const_cast<uint8_t*>(p)}.child(to);
+      depth++;
+    }
+  }
+  for (;;) {
+    if (depth >= tree.height()) return Status::kCorrupt;  // deeper than the tree (pages that loop)
+    Status st = load(id, depth);
+    if (st != Status::kOk) {
+      // stop() saves pos: the positions down to this node, which is counted next time
+      return stop(st);
+    }
+    const uint8_t* p = img(depth);
+    count_node(info_of(tree, p, id, depth), &s);
+    if (p[0] == static_cast<uint8_t>(PageTag::kBasicInner)) {
+      pos.push_back(0);
+      id = BasicNode{const_cast<uint8_t*>(p)}.child(0);
+      depth++;
+      continue;
+    }
+    // The next sibling of this node or of its nearest ancestor that has one.
+    for (;;) {
+      if (depth == 0) {
+        uint64_t nodes = s.inner + s.basic_leaf + s.fingerprint_leaf + s.semi_dense_leaf + s.fully_dense_leaf;
+        s.fill = nodes ? static_cast<double>(s.used_bytes) / (static_cast<double>(nodes) * kNodeSize) : 0;
+        return Status::kOk;
+      }
+      depth--;
+      const unsigned next = pos.back() + 1;
+      pos.pop_back();
+      BasicNode parent{img(depth)};
+      if (next <= parent.count()) {
+        pos.push_back(next);
+        id = parent.child(next);
+        depth++;
+        break;
+      }
+    }
+  }
 }
 
 const char* layout_config_name(LayoutConfig c) {

@@ -40,6 +40,22 @@ struct TreeStats {
 TreeStats collect_stats(const BTree& tree);
 // The same, kOutOfMemory when the per-level table cannot be allocated.
 Status collect_stats(const BTree& tree, TreeStats* out);
+
+// A stats walk over an asynchronous store that a page fault stopped: the child positions
+// from the root to the node it could not read, and what it had counted before that node
+// (every node before it in pre-order). The next walk with it goes on from there while the
+// tree is unchanged, so the pages walked need not stay resident (a walk that started over
+// after each fault held the whole store in the pool at the end).
+struct StatsWalk {
+  bool pending = false;
+  uint64_t version = 0, generation = 0;
+  PageId root = kInvalidPageId;
+  std::vector<unsigned> path;
+  TreeStats counted;
+};
+// collect_stats going on from *walk where it is pending; a failed page read (the pool's
+// failure(), kNeedPage on an asynchronous store) stops it with *walk pending.
+Status collect_stats(const BTree& tree, TreeStats* out, StatsWalk* walk);
 const char* layout_config_name(LayoutConfig c);
 const char* page_tag_name(PageTag t);
 // {"config":"adaptive","count":N,"height":H,"pages":P,"bytes":B,"fill":F,"layouts":{...},...}

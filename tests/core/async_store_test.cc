@@ -14,6 +14,7 @@
 #include "bindings/adaptree.h"
 #include "core/buffer/page_trailer.h"
 #include "core/store.h"
+#include "core/tree/node_stats.h"
 #include "core/tree/scan.h"
 
 using namespace adaptree;
@@ -555,6 +556,40 @@ TEST(AsyncStore, ResumedChainWalksFreeTheChainThere) {
   Model got;
   ASSERT_EQ(dump(*st, h, &got), Status::kOk);
   EXPECT_EQ(got, (Model{{"d", value('d')}, {"e", value('e')}, {"f", value('f')}, {"w", value('w')}}));
+}
+
+// Tree statistics through one-page faults on a 64-frame pool: each retry goes on from where
+// the walk stopped (StatsWalk), so the pool keeps its size and every page is read once; the
+// figures equal those of a pool that holds the whole store. (Starting over after each fault,
+// the walk held every page at the end.)
+TEST(AsyncStore, StatsWalkGoesOnAfterFaults) {
+  Host h;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(open(h, 512 * kPageSize, &st), Status::kOk);
+  std::string v(300, 'v');
+  for (uint32_t i = 0; i < 4000; i++)
+    ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(key_of(i)), sl(v)); }), Status::kOk);
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("big"), sl(std::string(50000, 'b'))); }), Status::kOk);
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  TreeStats whole;
+  ASSERT_EQ(collect_stats(st->tree(), &whole), Status::kOk);  // every page resident
+  ASSERT_GT(whole.basic_leaf + whole.fingerprint_leaf, 200u);
+  st.reset();
+  ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
+  StatsWalk walk;
+  TreeStats got;
+  const uint64_t faults = h.faults;
+  // (as at_stats: an operation of its own, the failure of the last one cleared)
+  ASSERT_EQ(with_faults(*st, h, [&] {
+              st->tree().store().begin_op();
+              return collect_stats(st->tree(), &got, &walk);
+            }),
+            Status::kOk);
+  EXPECT_FALSE(walk.pending);
+  EXPECT_LE(st->tree().store().frame_count(), st->tree().store().target_frames() + 64);
+  const uint64_t nodes = whole.inner + whole.basic_leaf + whole.fingerprint_leaf + whole.semi_dense_leaf + whole.fully_dense_leaf;
+  EXPECT_LE(h.faults - faults, nodes + 2);  // a fault a node at most (one page each here), none twice
+  EXPECT_EQ(stats_json(st->tree(), got), stats_json(st->tree(), whole));
 }
 
 // The free-page list survives commits and reopens: pages freed by removes are
