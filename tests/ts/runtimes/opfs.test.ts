@@ -212,6 +212,10 @@ describe('opfs backend in headless Chromium', () => {
     expect(r.getFirst).toEqual(want[0]![1]);
     expect(r.many).toEqual(ops.slice(0, 3).map(([k]) => model.get(k)));
     expect(r.range).toEqual(want.map(([k]) => k).filter((k) => k >= 'key:00010').slice(0, 5));
+    expect(r.badRange).toMatchObject({ name: 'InvalidKeyError', code: 'INVALID_KEY' });
+    const keys = want.map(([k]) => k);
+    expect(r.twoScans).toEqual([keys[0], keys.find((k) => k >= 'key:00005'), keys[1]]);
+    expect(r.allKeys).toBe(model.size);
     expect((r.workerOpen as { error: CallError }).error).toMatchObject({ name: 'LockedError', code: 'LOCKED' });
     expect(r.badKey).toMatchObject({ name: 'InvalidKeyError', code: 'INVALID_KEY' });
     expect(r.badClone).toMatchObject({ code: 'INVALID_VALUE' });
@@ -240,6 +244,8 @@ describe('opfs backend in headless Chromium', () => {
     expect(r.calls).toBe(12002);
     expect(r.postsForBurst).toBe(3);
     expect(r.postsForReads).toBe(2);
+    expect(r.postsForScanStart).toBe(1);
+    expect(r.firstKey).toBe(sorted(model)[0]![0]);
     const mixed = r.mixed as unknown[];
     expect(mixed[1]).toMatchObject({ name: 'InvalidValueError', code: 'INVALID_VALUE' });
     expect([mixed[0], mixed[2], mixed[3], mixed[4], mixed[5]]).toEqual(['store', 'store', 1, 2, false]);

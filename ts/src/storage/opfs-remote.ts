@@ -65,6 +65,8 @@ export class OpfsWorkerStore {
   #readOnly: boolean;
   readonly #valueEncoding: string;
   #seq = 1;
+  /** The next iterator's id (the worker keeps its iterators by these). */
+  #nextIter = 1;
   /** Calls made this turn, not sent yet (#flush sends them). */
   #queue: Call[] = [];
   #size = 0;
@@ -296,9 +298,11 @@ export class OpfsWorkerStore {
   }
 
   /** Pulls a worker-side iterator in batches of ITER_BATCH items. The worker creates it at
-   * the first next(), in message order with the writes sent before. */
+   * the first next(), in message order with the writes sent before; its first batch goes in
+   * the same message (this side names the iterator), so a scan starts in one round trip. */
   #iter(kind: 'entries' | 'keys' | 'values', range: object | undefined): AsyncIterableIterator<unknown> {
-    let id: Promise<number> | undefined;
+    const id = this.#nextIter++;
+    let started = false;
     let buf: unknown[] = [];
     let ended = false;
     const done = { done: true, value: undefined } as IteratorReturnResult<undefined>;
@@ -306,8 +310,17 @@ export class OpfsWorkerStore {
       next: async () => {
         if (buf.length === 0 && !ended) {
           if (this.#closed) throw new ClosedError('the store is closed');
-          id ??= this.#send('iter', [kind, range]) as Promise<number>;
-          const r = (await this.#send('next', [await id, ITER_BATCH])) as { items: unknown[]; done: boolean };
+          let batch: Promise<unknown>;
+          if (!started) {
+            started = true;
+            const created = this.#send('iter', [id, kind, range]);
+            batch = this.#send('next', [id, ITER_BATCH]);
+            batch.catch(() => undefined); // (answered after created, which reports a failure)
+            await created;
+          } else {
+            batch = this.#send('next', [id, ITER_BATCH]);
+          }
+          const r = (await batch) as { items: unknown[]; done: boolean };
           buf = r.items;
           ended = r.done;
         }
@@ -318,7 +331,7 @@ export class OpfsWorkerStore {
         const wasOpen = !ended;
         ended = true;
         buf = [];
-        if (wasOpen && id !== undefined && !this.#closed) await this.#send('return', [await id]).catch(() => undefined);
+        if (wasOpen && started && !this.#closed) await this.#send('return', [id]).catch(() => undefined);
         return done;
       },
       [Symbol.asyncIterator]() {

@@ -11,7 +11,8 @@
  * 'iter', 'next', 'return') are answered together once the batch has run; 'open', 'commit'
  * and 'close' each on their own when they settle. Ops: 'open' (args: [options]), 'call'
  * ([method, ...args]: a sync method of the store), 'commit', 'close' ([options]), 'iter'
- * ([kind, range] → an iterator id), 'next' ([id, count] → { items, done }), 'return' ([id]).
+ * ([id, kind, range]: the caller names the iterator), 'next' ([id, count] → { items, done }),
+ * 'return' ([id]).
  */
 import { errorToWire, IoError } from '../errors.js';
 import { BTreeStore, type StoreOptions } from '../store.js';
@@ -40,7 +41,6 @@ const METHODS = new Set(['get', 'has', 'set', 'delete', 'clear', 'first', 'last'
 
 let store: BTreeStore<unknown, unknown> | undefined;
 const iterators = new Map<number, Iterator<unknown>>();
-let nextIter = 1;
 
 function opened(): BTreeStore<unknown, unknown> {
   if (store === undefined) throw new Error('opfs worker: no store open');
@@ -58,10 +58,9 @@ function run(op: string, args: unknown[]): unknown {
       return r === store ? undefined : r; // set/setMany return the store
     }
     case 'iter': {
-      const [kind, range] = args as ['entries' | 'keys' | 'values', object | undefined];
-      const id = nextIter++;
+      const [id, kind, range] = args as [number, 'entries' | 'keys' | 'values', object | undefined];
       iterators.set(id, opened()[kind](range as never) as Iterator<unknown>);
-      return id;
+      return undefined;
     }
     case 'next': {
       const [id, count] = args as [number, number];

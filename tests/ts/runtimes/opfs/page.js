@@ -65,6 +65,18 @@ window.mainThread = async (path, ops) => {
   out.stats = (await s.statsAsync()).storage;
   out.range = [];
   for await (const k of s.keysAsync({ gte: 'key:00010', limit: 5 })) out.range.push(k);
+  // A range the store refuses: the iterator's first next() rejects with its typed error (the
+  // iterator and its first batch go in one message).
+  out.badRange = await (async () => {
+    for await (const k of s.keysAsync({ gte: 42 })) void k;
+  })().then(() => 'ok', err);
+  // Two scans side by side, broken off early, then one to the end.
+  const a = s.keysAsync(), b = s.keysAsync({ gte: 'key:00005' });
+  out.twoScans = [(await a.next()).value, (await b.next()).value, (await a.next()).value];
+  await a.return();
+  await b.return();
+  out.allKeys = 0;
+  for await (const k of s.keysAsync()) out.allKeys += k ? 1 : 0;
   // A dedicated worker of this page (another context of the origin) cannot open it meanwhile.
   out.workerOpen = await tryCall({ op: 'open', path });
   // A bad value is the same typed error as in a worker.
@@ -130,6 +142,12 @@ window.mainBurst = async (path, ops) => {
     posts = 0;
     out.reopened = await Promise.all(ops.map(([k]) => t.getAsync(k)));
     out.postsForReads = posts;
+    // a scan's iterator and its first batch: one message
+    posts = 0;
+    const it = t.keysAsync();
+    out.firstKey = (await it.next()).value;
+    out.postsForScanStart = posts;
+    await it.return();
     out.entries = [];
     for await (const e of t) out.entries.push(e);
     await t.close();
