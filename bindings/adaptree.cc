@@ -334,12 +334,6 @@ constexpr size_t kKeepOutput = size_t{4} << 20;
 inline void trim_output(at_ctx* c) {
   if (c->buf.capacity() > kKeepOutput) [[unlikely]] std::vector<uint8_t>().swap(c->buf);
 }
-// The same, but not the bytes of a large value whose read a page fault stopped (an
-// asynchronous store): the call that faulted is being retried, and the read goes on from them.
-inline void trim_output(at_ctx* c, const BTree& t) {
-  if (c->buf.capacity() > kKeepOutput && !t.chain_read_pending(c->buf.data(), c->buf.data() + c->buf.size())) [[unlikely]]
-    std::vector<uint8_t>().swap(c->buf);
-}
 
 // The context's buffer takes any inline value (an optimistic read copies one there).
 inline bool room_for_node(at_ctx* c) {
@@ -507,7 +501,7 @@ int32_t at_get(at_tree* t, at_ctx* c, const uint8_t* key, uint32_t key_len) {
     return ret(t, c, s);
   }
   Slice out;
-  if (v.is_overflow() || t->shared.load(std::memory_order_relaxed)) trim_output(c, t->tree);
+  if (v.is_overflow() || t->shared.load(std::memory_order_relaxed)) trim_output(c);
   // (Under a leaves mode get() left the leaf latched for this copy: Held releases it.)
   s = t->tree.read_value(v, &c->buf, &out);
   // Shared with other threads, the page may change once the latch is released:
@@ -666,7 +660,7 @@ int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count)
 
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count) {
   if (!t) return st(Status::kClosed);
-  trim_output(c, t->tree);
+  trim_output(c);
   Writer w{c->buf};
   const uint8_t* p = keys;
   uint32_t found = 0, i = 0;
@@ -880,7 +874,7 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value) {
   Slice out{};
   if (want_value) {
     bool shared = cur->owner->shared.load(std::memory_order_relaxed);
-    if (v.is_overflow() || shared) trim_output(c, cur->owner->tree);
+    if (v.is_overflow() || shared) trim_output(c);
     s = cur->owner->tree.read_value(v, &c->buf, &out);
     if (s != Status::kOk) return ret(cur->owner, c, s);
     if (shared && !v.is_overflow()) {  // as in at_get: out of the page before the latch goes
@@ -1050,7 +1044,7 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   if (!cur || !cur->owner) return st(Status::kClosed);
   HeldCursor h(cur, wait_of(c), slot_of(c));
   if (!h.ok()) return st(Status::kClosed);
-  trim_output(c, cur->owner->tree);
+  trim_output(c);
   Writer w{c->buf};
   uint32_t n = 0;
   const BTree& t = cur->owner->tree;

@@ -232,7 +232,6 @@ Status BufferPool::view(PageId id, uint8_t* scratch, const uint8_t** out) {
 }
 
 Status BufferPool::allocate(PageId* out) {
-  reuse_gen_++;
   PageId id;
   bool reused = !free_.empty();
   if (reused) {

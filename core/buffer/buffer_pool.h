@@ -291,11 +291,11 @@ class BufferPool {
   bool allocate_shared(PageId* out, uint8_t** page = nullptr);
   // Returns the page to the free list.
   void release(PageId id);
-  // Changes when a page may get new contents as something else than it was: a page
-  // allocated (a freed one reused), every page freed (clear), another store's pages
-  // (attach: a reader following a newer commit). An overflow chain never changes once
-  // written, so a chain read or walked before is the same while this stays the same
-  // (BTree's resumed chain reads and walks on asynchronous stores).
+  // Changes when every page may hold something else: all freed at once (clear), another
+  // store's pages (attach: a reader following a newer commit). An overflow chain never
+  // changes once written, and one freed by the tree drops what was kept of it
+  // (BTree::free_chain), so a chain read or walked before is the same while this stays the
+  // same (BTree's resumed chain reads and walks on asynchronous stores).
   uint64_t reuse_generation() const { return reuse_gen_; }
   // (page_count_ grows under the shared latch too: allocate_shared; atomic access there.)
   bool valid(PageId id) const { return id != kInvalidPageId && id < __atomic_load_n(&page_count_, __ATOMIC_RELAXED); }

@@ -189,33 +189,76 @@ Status BTree::read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* 
     return Status::kOk;
   }
   uint64_t len = ref.length();
-  // A read that cannot get the memory fails typed and changes nothing. (Going on from a
-  // fault, buf still holds the value's length: no resize.)
-  if (buf->size() < len && !resize_checked(*buf, len)) return Status::kOutOfMemory;
+  if (!handed_.empty()) std::vector<uint8_t>().swap(handed_);
   store_.end_protection();
+  if (ChainRead* r = read_of(ref)) {
+    // Going on after a fault: the value ends whole in the read's own bytes, which go out as
+    // they are (no second copy of a large value).
+    const size_t i = static_cast<size_t>(r - reads_.data());
+    Status s = continue_read(i);
+    if (s != Status::kOk) return s;
+    handed_.swap(reads_[i].bytes);
+    drop_read(i);
+    *out = {handed_.data(), static_cast<uint32_t>(len)};
+    return Status::kOk;
+  }
+  // A read that cannot get the memory fails typed and changes nothing.
+  if (buf->size() < len && !resize_checked(*buf, len)) return Status::kOutOfMemory;
   Status s = read_overflow(ref, buf->data());
   *out = {buf->data(), static_cast<uint32_t>(len)};
   return s;
 }
 
+BTree::ChainRead* BTree::read_of(const ValueRef& ref) const {
+  const PageId first = load32(ref.ptr);
+  const uint64_t len = ref.length(), gen = store_.reuse_generation();
+  for (size_t i = 0; i < reads_.size();) {
+    ChainRead& r = reads_[i];
+    if (r.gen != gen) {
+      drop_read(i);  // the chain may have other contents now
+      continue;
+    }
+    if (r.first == first && r.len == len) return &r;
+    i++;
+  }
+  return nullptr;
+}
+
+Status BTree::continue_read(size_t i) const {
+  ChainRead& r = reads_[i];
+  Status s = overflow_read_from(store_, &r.next, r.len, r.bytes.data(), &r.done);
+  if (s != Status::kOk && s != Status::kNeedPage) drop_read(i);
+  return s;
+}
+
 Status BTree::read_overflow(const ValueRef& ref, uint8_t* out) const {
   const uint64_t len = ref.length();
-  const PageId first = load32(ref.ptr);
-  ChainRead& r = chain_read_;
-  PageId at = first;
-  uint64_t done = 0;
-  if (r.first == first && r.len == len && r.out == out && r.gen == store_.reuse_generation()) {
-    at = r.next;
-    done = r.done;
+  if (ChainRead* r = read_of(ref)) {
+    const size_t i = static_cast<size_t>(r - reads_.data());
+    Status s = continue_read(i);
+    if (s != Status::kOk) return s;
+    memcpy(out, reads_[i].bytes.data(), len);
+    drop_read(i);
+    return Status::kOk;
   }
+  PageId at = load32(ref.ptr);
+  uint64_t done = 0;
   Status s = overflow_read_from(store_, &at, len, out, &done);
-  // (Only an asynchronous store, never shared between threads, writes chain_read_: readers
-  // of a shared tree run this side by side.)
-  if (store_.asynchronous()) {
-    if (s == Status::kNeedPage) {
-      r = {first, at, len, done, store_.reuse_generation(), out};
-    } else {
-      r.first = kInvalidPageId;
+  // (Only an asynchronous store, never shared between threads, keeps a read: readers of a
+  // shared tree run this side by side.)
+  if (s == Status::kNeedPage && store_.asynchronous()) {
+    // What was read moves to a buffer of its own, where the retry goes on. Without the
+    // memory for it, the retry starts over as before.
+    if (reads_.size() >= kChainsKept) drop_read(0);
+    ChainRead r;
+    if (resize_checked(r.bytes, len) && reserve_checked(reads_, reads_.size() + 1)) {
+      memcpy(r.bytes.data(), out, done);
+      r.first = load32(ref.ptr);
+      r.next = at;
+      r.len = len;
+      r.done = done;
+      r.gen = store_.reuse_generation();
+      reads_.push_back(std::move(r));
     }
   }
   return s;
@@ -273,11 +316,11 @@ Status BTree::set_attempt(Slice key, Slice value, ReadMode* mode) {
     }
     Status s = make_room(&path, key, field);
     if (s != Status::kOk) {
-      if (chain != kInvalidPageId) overflow_free(store_, chain);
+      if (chain != kInvalidPageId) free_chain(chain);
       return s;
     }
   }
-  if (chain != kInvalidPageId) overflow_free(store_, chain);
+  if (chain != kInvalidPageId) free_chain(chain);
   return Status::kCorrupt;
 }
 
@@ -306,7 +349,7 @@ Status BTree::remove(Slice key, ReadMode* mode) {
 Status BTree::begin_write(Slice key, uint64_t new_pages) {
   Status w = writable();
   if (w != Status::kOk) return w;
-  chain_ready_ = false;
+  ready_chain_ = kInvalidPageId;
   store_.begin_op();
   if (!store_.backed()) return Status::kOk;
   // Allocation takes from the free-page list: an async store reads it first.
@@ -383,40 +426,61 @@ Status BTree::prefetch_for_write(Slice key) {
 }
 
 Status BTree::walk_chain(PageId first, uint64_t pages) {
-  ChainWalk& w = chain_walk_;
-  if (w.first != first || w.gen != store_.reuse_generation()) {
-    w.first = first;
-    w.next = first;
-    w.gen = store_.reuse_generation();
-    w.complete = false;
-    w.ids.clear();
+  const uint64_t gen = store_.reuse_generation();
+  ChainWalk* w = nullptr;
+  for (size_t i = 0; i < walks_.size();) {
+    if (walks_[i].gen != gen) {
+      walks_.erase(walks_.begin() + static_cast<std::ptrdiff_t>(i));  // the chain may differ now
+      continue;
+    }
+    if (walks_[i].first == first) w = &walks_[i];
+    i++;
+  }
+  if (w == nullptr) {
+    if (walks_.size() >= kChainsKept) walks_.erase(walks_.begin());
+    if (!reserve_checked(walks_, walks_.size() + 1)) return Status::kOutOfMemory;
+    walks_.emplace_back();
+    w = &walks_.back();
+    w->first = first;
+    w->next = first;
+    w->gen = gen;
   }
   alignas(16) uint8_t scratch[kPageSize];
-  while (!w.complete) {
-    if (w.next == kInvalidPageId) {
-      w.complete = true;
+  while (!w->complete) {
+    if (w->next == kInvalidPageId) {
+      w->complete = true;
       break;
     }
     const uint8_t* pg;
-    Status s = store_.view(w.next, scratch, &pg);
-    if (s != Status::kOk) return s;  // kNeedPage: the retry goes on from w.next
+    Status s = store_.view(w->next, scratch, &pg);
+    if (s != Status::kOk) return s;  // kNeedPage: the retry goes on from w->next
     // (A chain longer than its value's pages loops, or is damaged.)
-    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow) || w.ids.size() >= pages) return Status::kCorrupt;
-    if (!push_checked(w.ids, w.next)) return Status::kOutOfMemory;
-    w.next = load32(pg + 4);
+    if (pg[0] != static_cast<uint8_t>(PageTag::kOverflow) || w->ids.size() >= pages) return Status::kCorrupt;
+    if (!push_checked(w->ids, w->next)) return Status::kOutOfMemory;
+    w->next = load32(pg + 4);
   }
-  chain_ready_ = true;
+  ready_chain_ = first;
   return Status::kOk;
 }
 
 Status BTree::free_chain(PageId first) {
-  if (!chain_ready_ || chain_walk_.first != first) return overflow_free(store_, first);
-  for (PageId id : chain_walk_.ids) store_.release(id);
-  chain_ready_ = false;
-  chain_walk_.first = kInvalidPageId;
-  chain_walk_.ids.clear();
-  if (chain_walk_.ids.capacity() > 4096) std::vector<PageId>().swap(chain_walk_.ids);
-  return Status::kOk;
+  // Reads and walks of this chain end here: its pages may hold another value next.
+  for (size_t i = 0; i < reads_.size();) {
+    if (reads_[i].first == first) drop_read(i);
+    else i++;
+  }
+  const bool ready = ready_chain_ == first && first != kInvalidPageId;
+  ready_chain_ = kInvalidPageId;
+  for (size_t i = 0; i < walks_.size(); i++) {
+    if (walks_[i].first != first) continue;
+    const bool by_ids = ready && walks_[i].complete;
+    if (by_ids)
+      for (PageId id : walks_[i].ids) store_.release(id);
+    walks_.erase(walks_.begin() + static_cast<std::ptrdiff_t>(i));
+    if (by_ids) return Status::kOk;
+    break;
+  }
+  return overflow_free(store_, first);
 }
 
 Status BTree::remove_attempt(Slice key, bool step) {

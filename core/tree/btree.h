@@ -184,13 +184,10 @@ class BTree {
   // kOutOfMemory (nothing changed) when buf cannot grow to the value's length.
   Status read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* out) const;
   // Copies the overflow value at ref (ref.length() bytes) to out. On an asynchronous store
-  // a page fault keeps its place: the next read of the same chain to the same out goes on
-  // from there (so out's bytes must stay: chain_read_pending).
+  // a page fault keeps its place: the bytes read so far go to a buffer of the tree's own
+  // (reads_), and the next read of the same chain goes on there, then copies it all to its
+  // out.
   Status read_overflow(const ValueRef& ref, uint8_t* out) const;
-  // Is a read into [lo, hi) waiting to go on? Its caller must keep those bytes.
-  bool chain_read_pending(const uint8_t* lo, const uint8_t* hi) const {
-    return chain_read_.first != kInvalidPageId && chain_read_.out >= lo && chain_read_.out < hi;
-  }
 
   // count_ plus what writers under the shared latch counted in their stripes.
   uint64_t count() const {
@@ -315,8 +312,8 @@ class BTree {
   Status begin_write(Slice key, uint64_t new_pages = 0);
   Status end_write(Status s);
   Status prefetch_for_write(Slice key);
-  // Collects the page ids of the chain at first (of `pages` pages) into chain_walk_ (going
-  // on from where a fault stopped the last walk of it), reading each page through view().
+  // Collects the page ids of the chain at first (of `pages` pages) into walks_ (going on
+  // from where a fault stopped the last walk of it), reading each page through view().
   Status walk_chain(PageId first, uint64_t pages);
   // Frees the chain at first: by the ids walk_chain collected for this write, else by
   // walking it (overflow_free; every page resident, or a synchronous store).
@@ -432,24 +429,36 @@ class BTree {
   // Overflow chains on an asynchronous store, where a page fault ends an operation and
   // the host retries it: a retry that had to walk the whole chain again needed every page
   // of it resident at once (the pool grew to the value's size, 20 MB for a 20 MB value).
-  // Instead a read that faults keeps its place (chain_read_: the bytes read stay in the
-  // caller's buffer) and a write's prefetch keeps the ids it has collected of the chain it
-  // replaces (chain_walk_); the retry goes on from there. Both hold while the pool's
+  // Instead a read that faults keeps its place and the bytes it read, in a buffer of its
+  // own (not the caller's, which other calls write meanwhile: a getMany, a commit's
+  // images), and a write's prefetch keeps the ids it has collected of the chain it
+  // replaces; the retry goes on from there. Several at once (operations interleave while
+  // the host fetches pages, and each would else undo the other's progress for ever), at
+  // most kChainsKept of each, the oldest dropped. An entry holds while the pool's
   // reuse_generation() does: a chain never changes once written.
+  static constexpr size_t kChainsKept = 32;
   struct ChainRead {
     PageId first = kInvalidPageId, next = kInvalidPageId;
     uint64_t len = 0, done = 0, gen = 0;
-    const uint8_t* out = nullptr;
+    std::vector<uint8_t> bytes;  // [0, done) read
   };
-  mutable ChainRead chain_read_;
+  mutable std::vector<ChainRead> reads_;
+  // The entry of reads_ that goes on with ref's chain, or nullptr (stale ones dropped).
+  ChainRead* read_of(const ValueRef& ref) const;
+  // Goes on with the read at index i; kOk when its value is whole in its bytes.
+  Status continue_read(size_t i) const;
+  void drop_read(size_t i) const { reads_.erase(reads_.begin() + static_cast<std::ptrdiff_t>(i)); }
+  // A value read_value handed out of a read's bytes: kept until the next read_value.
+  mutable std::vector<uint8_t> handed_;
   struct ChainWalk {
     PageId first = kInvalidPageId, next = kInvalidPageId;
     uint64_t gen = 0;
     bool complete = false;
     std::vector<PageId> ids;
   };
-  ChainWalk chain_walk_;
-  bool chain_ready_ = false;  // chain_walk_ was completed by this write (begin_write clears it)
+  std::vector<ChainWalk> walks_;
+  // The walk this write completed (free_chain frees by its ids); begin_write clears it.
+  PageId ready_chain_ = kInvalidPageId;
 
   // Scratch space for structure modifications (no allocation per operation).
   alignas(16) uint8_t scratch_[3][kPageSize];

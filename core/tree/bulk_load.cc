@@ -75,7 +75,7 @@ Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n
   std::vector<uint8_t> refs;
   std::vector<RecordRef> recs;
   auto fail = [&](Status s) {
-    for (PageId c : chains) overflow_free(store_, c);
+    for (PageId c : chains) free_chain(c);
     for (PageId p : pages) store_.release(p);
     return s;
   };

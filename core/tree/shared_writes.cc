@@ -571,7 +571,7 @@ Status BTree::finish_shared(Slice key, ReadMode* m) {
     }
   }
   if (m->free_chain != kInvalidPageId) {
-    s = overflow_free(store_, m->free_chain);
+    s = free_chain(m->free_chain);
     m->free_chain = kInvalidPageId;
   }
   if (m->rebalance) {

@@ -849,6 +849,58 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
     await s.close();
   });
 
+  it('large values read while other calls run between their page faults come back whole, several at once, and the pool keeps its size', async () => {
+    // A read that a fault stopped kept its bytes in the context's buffer, which a getMany or
+    // a commit running meanwhile overwrote: the value came back with 11 of its 12 MB wrong.
+    // Two reads at once must not undo each other's progress either (each would start over
+    // for ever with the pool at its size).
+    const storage = createAsyncMemoryStorage({ delayMs: 1 });
+    const o = { storage, path: 'busy', values: 'bytes' as const, poolSize: 1 << 20 };
+    const big = (seed: number) => {
+      const b = new Uint8Array(6e6);
+      for (let i = 0; i < b.length; i++) b[i] = (i * seed + seed) & 0xff;
+      return b;
+    };
+    const b1 = big(7), b2 = big(13), b3 = big(29);
+    let s = await BTreeStore.open<string, Uint8Array>(o);
+    await s.setAsync('a', new Uint8Array(10).fill(42));
+    await s.setAsync('b1', b1);
+    await s.setAsync('b2', b2);
+    await s.setAsync('b3', b3);
+    await s.commit();
+    await s.close();
+    s = await BTreeStore.open<string, Uint8Array>(o);
+    await s.getAsync('a');
+    let stop = false, noise = 0;
+    const busy = (async () => {
+      while (!stop) {
+        await s.getManyAsync(['a', 'a']);
+        await s.setAsync('n' + noise, new Uint8Array([noise & 0xff]));
+        if (noise % 5 === 0) await s.commit(); // (a commit writes its images through the context's buffer)
+        noise++;
+      }
+    })();
+    const [v1, vs, it] = await Promise.all([
+      s.getAsync('b1'),
+      s.getManyAsync(['b2', 'a']),
+      (async () => {
+        const out: Uint8Array[] = [];
+        for await (const v of s.valuesAsync({ gte: 'b3', lt: 'b4' })) out.push(v);
+        return out;
+      })(),
+    ]);
+    stop = true;
+    await busy;
+    expect(noise).toBeGreaterThan(3);
+    const same = (x: Uint8Array | undefined, y: Uint8Array) => x !== undefined && x.length === y.length && x.every((b, i) => b === y[i]);
+    expect(same(v1, b1)).toBe(true);
+    expect(same(vs[0], b2)).toBe(true);
+    expect(it.length).toBe(1);
+    expect(same(it[0], b3)).toBe(true);
+    expect((s.stats().frames_allocated as number) * 4096).toBeLessThanOrEqual(4 << 20);
+    await s.close();
+  });
+
   it('a transaction larger than the pool: changed pages stay in memory (no-steal) until the commit', async () => {
     const storage = createAsyncMemoryStorage();
     const s = await BTreeStore.open<number, string>({ storage, path: 'big-tx', keys: 'number', values: 'utf8', poolSize: 1 << 20 });
