@@ -434,8 +434,9 @@ class BTree {
   // images), and a write's prefetch keeps the ids it has collected of the chain it
   // replaces; the retry goes on from there. Several at once (operations interleave while
   // the host fetches pages, and each would else undo the other's progress for ever), at
-  // most kChainsKept of each, the oldest dropped. An entry holds while the pool's
-  // reuse_generation() does: a chain never changes once written.
+  // most kChainsKept of each, the oldest dropped. A chain never changes once written, so an
+  // entry holds until the tree frees its chain (free_chain drops it: its pages may hold
+  // another value next) or the pool's reuse_generation() changes (every page at once).
   static constexpr size_t kChainsKept = 32;
   struct ChainRead {
     PageId first = kInvalidPageId, next = kInvalidPageId;
