@@ -21,7 +21,7 @@
 //           alternating rounds, least and median per module; no store
 // A worker named 'immediate' gets a setImmediate on MessageChannel before adaptree loads (the
 // store then schedules its commits with it instead of setTimeout(0)).
-if (self.name === 'immediate') {
+if (self.name.startsWith('immediate')) {
   const ch = new MessageChannel();
   const queue = [];
   ch.port1.onmessage = () => queue.shift()();
@@ -291,11 +291,22 @@ self.onmessage = async (e) => {
     if (mode === 'getloop') {
       // warm sync gets of random keys for 15 s and nothing else: for `perf record -a` of the run
       // (ADAPTREE_CHROMIUM_JS_FLAGS=--perf-basic-prof) once 'getloop start' is printed
+      // (--many: getMany of 1000 keys instead of single gets)
+      const many = self.name.includes('many') || globalThis.DIAGNOSE_MANY;
       log('getloop start');
       const end = now() + 15000;
       let c = 0, ops = 0;
-      while (now() < end) { for (let i = 0; i < 1000; i++) if (s.get(keys[rng.nextBelow(n)])) c++; ops += 1000; }
-      log(`getloop: ${ops} gets, ${c} found`);
+      const batch = new Array(1000);
+      while (now() < end) {
+        if (many) {
+          for (let i = 0; i < 1000; i++) batch[i] = keys[rng.nextBelow(n)];
+          for (const v of s.getMany(batch)) if (v) c++;
+        } else {
+          for (let i = 0; i < 1000; i++) if (s.get(keys[rng.nextBelow(n)])) c++;
+        }
+        ops += 1000;
+      }
+      log(`getloop: ${ops} ${many ? 'getMany keys' : 'gets'}, ${c} found`);
     }
     if (mode === 'suiteget') {
       // The browser suite's get, as worker.mjs runs it (an async wrapper, an async op, the key
