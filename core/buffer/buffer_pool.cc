@@ -263,7 +263,7 @@ Status BufferPool::allocate(PageId* out) {
 }
 
 bool BufferPool::allocate_shared(PageId* out, uint8_t** page) {
-  if (async_) return false;  // (reuse_gen_ is for asynchronous stores)
+  if (async_) return false;
   lock_alloc();
   PageId id = kInvalidPageId;
   FrameId f = kNoFrame;

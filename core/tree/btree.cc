@@ -191,16 +191,12 @@ Status BTree::read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* 
   uint64_t len = ref.length();
   if (!handed_.empty()) std::vector<uint8_t>().swap(handed_);
   store_.end_protection();
-  if (ChainRead* r = read_of(ref)) {
-    // Going on after a fault: the value ends whole in the read's own bytes, which go out as
-    // they are (no second copy of a large value).
-    const size_t i = static_cast<size_t>(r - reads_.data());
-    Status s = continue_read(i);
-    if (s != Status::kOk) return s;
-    handed_.swap(reads_[i].bytes);
-    drop_read(i);
+  // Going on after a fault: the value ends whole in the read's own bytes, which go out as
+  // they are (no second copy of a large value).
+  Status kept = finish_kept_read(ref, &handed_);
+  if (kept != Status::kNotFound) {
     *out = {handed_.data(), static_cast<uint32_t>(len)};
-    return Status::kOk;
+    return kept;
   }
   // A read that cannot get the memory fails typed and changes nothing.
   if (buf->size() < len && !resize_checked(*buf, len)) return Status::kOutOfMemory;
@@ -224,23 +220,23 @@ BTree::ChainRead* BTree::read_of(const ValueRef& ref) const {
   return nullptr;
 }
 
-Status BTree::continue_read(size_t i) const {
-  ChainRead& r = reads_[i];
-  Status s = overflow_read_from(store_, &r.next, r.len, r.bytes.data(), &r.done);
-  if (s != Status::kOk && s != Status::kNeedPage) drop_read(i);
+Status BTree::finish_kept_read(const ValueRef& ref, std::vector<uint8_t>* whole) const {
+  ChainRead* r = read_of(ref);
+  if (r == nullptr) return Status::kNotFound;
+  const size_t i = static_cast<size_t>(r - reads_.data());
+  Status s = overflow_read_from(store_, &r->next, r->len, r->bytes.data(), &r->done);
+  if (s == Status::kNeedPage) return s;
+  if (s == Status::kOk) whole->swap(r->bytes);
+  drop_read(i);
   return s;
 }
 
 Status BTree::read_overflow(const ValueRef& ref, uint8_t* out) const {
   const uint64_t len = ref.length();
-  if (ChainRead* r = read_of(ref)) {
-    const size_t i = static_cast<size_t>(r - reads_.data());
-    Status s = continue_read(i);
-    if (s != Status::kOk) return s;
-    memcpy(out, reads_[i].bytes.data(), len);
-    drop_read(i);
-    return Status::kOk;
-  }
+  std::vector<uint8_t> whole;
+  Status kept = finish_kept_read(ref, &whole);
+  if (kept == Status::kOk) memcpy(out, whole.data(), len);
+  if (kept != Status::kNotFound) return kept;
   PageId at = load32(ref.ptr);
   uint64_t done = 0;
   Status s = overflow_read_from(store_, &at, len, out, &done);

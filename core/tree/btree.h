@@ -446,8 +446,9 @@ class BTree {
   mutable std::vector<ChainRead> reads_;
   // The entry of reads_ that goes on with ref's chain, or nullptr (stale ones dropped).
   ChainRead* read_of(const ValueRef& ref) const;
-  // Goes on with the read at index i; kOk when its value is whole in its bytes.
-  Status continue_read(size_t i) const;
+  // Goes on with the kept read of ref's chain: kNotFound when there is none; kOk with the
+  // value whole in *whole (the kept read then ends); kNeedPage when it stopped again.
+  Status finish_kept_read(const ValueRef& ref, std::vector<uint8_t>* whole) const;
   void drop_read(size_t i) const { reads_.erase(reads_.begin() + static_cast<std::ptrdiff_t>(i)); }
   // A value read_value handed out of a read's bytes: kept until the next read_value.
   mutable std::vector<uint8_t> handed_;

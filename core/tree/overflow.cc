@@ -62,7 +62,7 @@ Status overflow_read_from(BufferPool& store, PageId* at, uint64_t len, uint8_t* 
     if (done < len && id == kInvalidPageId) return Status::kCorrupt;
   }
   // The value's last page ends the chain (one that goes on loops, or is damaged).
-  if (id != kInvalidPageId) return Status::kCorrupt;
+  if (len > 0 && id != kInvalidPageId) return Status::kCorrupt;
   *at = id;
   *at_done = done;
   return Status::kOk;
