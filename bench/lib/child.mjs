@@ -204,7 +204,9 @@ async function runPaper(impl, configs, keys, probe, keyEncoding, keyHeap, n) {
     }
   }
   if (W.has('iterate')) {
-    const passes = single ? 1 : 3;
+    // Several passes, as bench/native makes (a.rounds / 2 = 5): one pass of 1M entries took
+    // 0.05-0.1 s, its first batches in unoptimized code, and moved 2x between two runs.
+    const passes = single ? 5 : 3;
     const ops = sideBySide(passes, Infinity, (s, a, b) => {
       for (let pass = a; pass < b; pass++) {
         const c = s.store.iterate();
