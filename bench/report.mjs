@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SCHEMA } from './lib/schema.mjs';
-import { browserAims, aimsTable } from './lib/aims.mjs';
+import { browserAims, inmemAims, aimsTable } from './lib/aims.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -329,6 +329,11 @@ function main() {
       });
       headline.push(`Throughput of ${headImpl} (adaptive, through the TypeScript API) in ops/s, and its ratio to the JS anchors measured in the same run:`, '',
         mdTable(['data set', 'insert', 'lookup zipf 0.99', 'scan 1..50'], hb), '');
+    }
+    const aims13 = inmemAims(rows);
+    if (aims13.length) {
+      const met = aims13.filter((a) => a.met).length;
+      P(`Aims (issue 13), as ratios of rows of this run: ${met} of ${aims13.length} met.`, '', aimsTable(aims13), '');
     }
     for (const w of WL_ORDER) {
       const ds = datasets.filter((d) => inm.some((r) => r.dataset === d && r.workload === w));

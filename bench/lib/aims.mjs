@@ -1,5 +1,6 @@
-// The browser suite's aims (issue 10, "Benchmark"), checked on the rows of one run:
-//   node bench/lib/aims.mjs RESULT.json     prints the table (report.mjs renders it too)
+// The aims of issue 10 (the browser suite, "Benchmark") and issue 13 (the inmem suite,
+// "Aims"), checked on the rows of one run:
+//   node bench/lib/aims.mjs RESULT.json     prints the tables (report.mjs renders them too)
 // Each aim is a ratio of two rows of the same run (ops/s, or bytes per record for space).
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -39,6 +40,42 @@ export function browserAims(rows) {
   return out;
 }
 
+// Issue 13, through the public API (adaptree-wasm, adaptive): [what, workloads, reference impl,
+// target, data sets (null: every one)]. Integer data sets have two adaptree-wasm rows, `bytes`
+// keys (the suite's 4-byte keys, as bench/native gets them) and `number` keys: both are listed.
+const STRINGS = ['urls', 'wiki'], INTEGERS = ['dense', 'sparse'];
+const INMEM_AIMS = [
+  ['point lookups vs native', ['lookup_zipf', 'lookup_uniform'], 'adaptree-native', 0.8, null],
+  ['point lookups vs sorted-btree, integers', ['lookup_zipf', 'lookup_uniform'], 'sorted-btree', 1, INTEGERS],
+  ['point lookups vs sorted-btree, strings', ['lookup_zipf', 'lookup_uniform'], 'sorted-btree', 5, STRINGS],
+  ['scans of 1..50 vs sorted-btree', ['scan'], 'sorted-btree', 2, null],
+  ['scans of 1..50 vs native', ['scan'], 'adaptree-native', 0.5, null],
+  ['full iteration vs sorted-btree', ['iterate'], 'sorted-btree', 1, null],
+  // "inserts keep their lead (today 2-19x sorted-btree)": a lead is more than 1x
+  ['inserts vs sorted-btree (keep the lead)', ['insert'], 'sorted-btree', 1, null],
+];
+
+/** One entry per (aim, data set, workload, key encoding) whose rows exist, as browserAims. */
+export function inmemAims(rows) {
+  const inm = rows.filter((r) => r.suite === 'inmem');
+  const out = [];
+  for (const [aim, wls, refImpl, target, only] of INMEM_AIMS) {
+    for (const d of [...new Set(inm.map((r) => r.dataset))]) {
+      if (only && !only.includes(d)) continue;
+      for (const wl of wls) {
+        const ref = inm.find((r) => r.dataset === d && r.workload === wl && r.impl === refImpl);
+        if (!ref || !(ref.ops_per_sec > 0)) continue;
+        for (const a of inm.filter((r) => r.dataset === d && r.workload === wl && r.impl === 'adaptree-wasm' && r.config === 'adaptive')) {
+          if (!(a.ops_per_sec > 0)) continue;
+          const ratio = a.ops_per_sec / ref.ops_per_sec;
+          out.push({ aim, impl: `adaptree-wasm, ${d}${a.key_encoding ? `, ${a.key_encoding} keys` : ''}`, workload: wl, ref: `${refImpl} ${wl}`, ours: a.ops_per_sec, theirs: ref.ops_per_sec, ratio, target, higher: true, met: ratio >= target });
+        }
+      }
+    }
+  }
+  return out;
+}
+
 const num = (x) => (x >= 100 ? Math.round(x).toString() : x >= 10 ? x.toFixed(1) : x.toFixed(2));
 
 /** Markdown table of browserAims(rows). */
@@ -51,6 +88,9 @@ export function aimsTable(aims) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const file = process.argv[2];
   if (!file) { process.stderr.write('usage: node bench/lib/aims.mjs RESULT.json\n'); process.exit(2); }
-  const aims = browserAims(JSON.parse(fs.readFileSync(file, 'utf8')).results);
-  process.stdout.write(aims.length ? aimsTable(aims) + '\n' : 'no browser rows with both sides of an aim\n');
+  const rows = JSON.parse(fs.readFileSync(file, 'utf8')).results;
+  const aims = browserAims(rows), inmem = inmemAims(rows);
+  if (aims.length) process.stdout.write('Issue 10 (browser):\n\n' + aimsTable(aims) + '\n\n');
+  if (inmem.length) process.stdout.write('Issue 13 (inmem):\n\n' + aimsTable(inmem) + '\n');
+  if (!aims.length && !inmem.length) process.stdout.write('no browser or inmem rows with both sides of an aim\n');
 }

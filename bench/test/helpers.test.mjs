@@ -11,7 +11,7 @@ import { Zipfian, zeta, scramble, mulmod } from '../lib/zipf.mjs';
 import { zipfIndexes, scanOps, ycsbOps, OP } from '../lib/workloads.mjs';
 import { checkRow, writeResult, SCHEMA } from '../lib/schema.mjs';
 import { writeKeyFile, readKeyFile, decodeKeys } from '../lib/keyfile.mjs';
-import { browserAims, aimsTable } from '../lib/aims.mjs';
+import { browserAims, inmemAims, aimsTable } from '../lib/aims.mjs';
 
 const M64 = (1n << 64n) - 1n;
 function refSplitMix(seed) {
@@ -228,4 +228,33 @@ test('splice.mjs replaces one suite of a result file and records where its rows 
   assert.deepEqual(j.machine.not_run, [{ suite: 'inmem', impl: 'y', reason: 'z' }]);
   assert.deepEqual(j.machine.run.spliced, [{ suite: 'browser', command: 'npm run bench -- --suite browser', duration_sec: 60, git_commit: 'abc', rows: browserRows.length, load1: { min: 3, median: 3, max: 3 } }]);
   fs.rmSync(dir, { recursive: true });
+});
+
+// inmem rows as bench/lib/child.mjs and bench/native emit them (shape only; made-up numbers)
+const irow = (dataset, workload, impl, ops_per_sec, extra = {}) => ({ suite: 'inmem', dataset, workload, impl, config: impl.startsWith('adaptree') ? 'adaptive' : '-', keys: 1000,
+  ops: ops_per_sec, seconds: 1, ops_per_sec, ...extra });
+
+test('issue 13 aims: adaptree-wasm against native and sorted-btree, each key encoding of a data set', () => {
+  const rows = [
+    irow('urls', 'lookup_zipf', 'adaptree-native', 1000), irow('urls', 'lookup_zipf', 'sorted-btree', 100),
+    irow('urls', 'lookup_zipf', 'adaptree-wasm', 900, { key_encoding: 'utf8' }),
+    irow('urls', 'lookup_zipf', 'adaptree-wasm-mt', 5000, { key_encoding: 'utf8' }),
+    irow('dense', 'scan', 'adaptree-native', 1000), irow('dense', 'scan', 'sorted-btree', 400),
+    irow('dense', 'scan', 'adaptree-wasm', 600, { key_encoding: 'bytes' }), irow('dense', 'scan', 'adaptree-wasm', 900, { key_encoding: 'number' }),
+    irow('dense', 'iterate', 'adaptree-wasm', 900, { key_encoding: 'number' }),
+  ];
+  const aims = inmemAims(rows);
+  const get = (aim, impl, wl) => aims.filter((a) => a.aim === aim && a.impl === impl && a.workload === wl).map((a) => [a.ratio, a.met]);
+  assert.deepEqual(get('point lookups vs native', 'adaptree-wasm, urls, utf8 keys', 'lookup_zipf'), [[0.9, true]]);
+  assert.deepEqual(get('point lookups vs sorted-btree, strings', 'adaptree-wasm, urls, utf8 keys', 'lookup_zipf'), [[9, true]]);
+  // the string aim is for string data sets, the integer one for integer data sets
+  assert.deepEqual(get('point lookups vs sorted-btree, integers', 'adaptree-wasm, urls, utf8 keys', 'lookup_zipf'), []);
+  assert.deepEqual(get('scans of 1..50 vs sorted-btree', 'adaptree-wasm, dense, bytes keys', 'scan'), [[1.5, false]]);
+  assert.deepEqual(get('scans of 1..50 vs sorted-btree', 'adaptree-wasm, dense, number keys', 'scan'), [[2.25, true]]);
+  assert.deepEqual(get('scans of 1..50 vs native', 'adaptree-wasm, dense, number keys', 'scan'), [[0.9, true]]);
+  // only adaptree-wasm (st) counts (the mt row's 5x is not among the lookups above: one entry
+  // each); a row without its reference is left out
+  assert.equal(aims.filter((a) => a.ours === 5000).length, 0);
+  assert.equal(aims.some((a) => a.workload === 'iterate'), false);
+  assert.match(aimsTable(aims), /\| scans of 1\.\.50 vs sorted-btree \| adaptree-wasm, dense, bytes keys \| 600 \| sorted-btree scan \| 400 \| 1\.50× \| ≥ 2× \| no \|/);
 });
