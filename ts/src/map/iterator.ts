@@ -23,6 +23,7 @@ export const MODE_KEYS = 1;
 export const MODE_VALUES = 2;
 
 const NONE: never[] = [];
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined }) as IteratorReturnResult<undefined>;
 
 /**
  * An entry [key, value] made by the Array constructor, not the literal `[k, v]`. V8 tracks
@@ -31,8 +32,10 @@ const NONE: never[] = [];
  * on ("pretenuring"). Short scans (`entries({gte, limit})`, a few dozen entries each) hit
  * that misjudgement in the inmem benchmark 3 runs in 4 over `number` keys: every entry went
  * to the old generation and the scans ran 2.5x slower, 29% of the time in GC (V8 11.3,
- * Node 20; `--no-allocation-site-pretenuring` made every run fast). A constructed array
- * stops tracking its site once it holds objects, so the site is never pretenured.
+ * Node 20; `--no-allocation-site-pretenuring` made every run fast). With the constructor
+ * every run was fast (5 of 5, `--trace-pretenuring-statistics` shows no decision): V8 tracks
+ * an Array constructor's site only while the arrays' elements kind may still change, which it
+ * stops doing once they hold objects.
  */
 function entry<K, V>(k: K, v: V): [K, V] {
   const e = new Array(2) as [K, V];
@@ -40,7 +43,6 @@ function entry<K, V>(k: K, v: V): [K, V] {
   e[1] = v;
   return e;
 }
-const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined }) as IteratorReturnResult<undefined>;
 
 /**
  * An iterator over a key range that stays correct while the map changes (see the top of
