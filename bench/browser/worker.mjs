@@ -295,8 +295,12 @@ async function interleave(parts, count, budgetSec, reads) {
   }
   for (const p of parts) p.start?.();
   let active = parts.filter((p) => !p.failed);
-  while (active.length) {
-    for (const p of active) {
+  // The order rotates from round to round (as the inmem harness's rounds do): in a fixed order
+  // each store ran right after the same other store, whose data had just filled the caches
+  // (adaptree-opfs after sqlite-wasm-opfs, adaptree-indexeddb after adaptree-opfs), every round.
+  for (let round = 0; active.length; round++) {
+    for (let k = 0; k < active.length; k++) {
+      const p = active[(k + round) % active.length];
       collect('minor');
       // The clock is read every (mask + 1) ops: every op in a store's first slice, then about
       // 64 times a slice (a reading costs ~0.15 us in a Chromium worker, a tenth of a warm get
