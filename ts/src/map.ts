@@ -42,7 +42,7 @@ import { keyEncoderOf, valueEncoderOf } from './map/codecs.js';
 import { type Handle, fail, freeHandle, newCursor, stateError, treeRegistry } from './map/handle.js';
 import { putKey, putKeyA, prepareValue, preparedSize, putValue } from './map/put.js';
 import { boundsOf, checkRange } from './map/range.js';
-import { BTreeIterator, MODE_ENTRIES, MODE_KEYS, MODE_VALUES } from './map/iterator.js';
+import { BTreeIterator, MODE_ENTRIES, MODE_KEYS, MODE_VALUES, entry } from './map/iterator.js';
 import { PROGRESS_EVERY, progressOption, report, type ProgressCallback } from './progress.js';
 import { attachMap, shareMap, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import type { AdaptreeWasm } from './wasm.js';
@@ -363,7 +363,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const kp = dv.getUint32(res + Result.KEY_PTR, true), kl = dv.getUint32(res + Result.KEY_LEN, true);
     const vp = dv.getUint32(res + Result.VALUE_PTR, true), vl = dv.getUint32(res + Result.VALUE_LEN, true);
     const key = h.kenc.decodeFrom(rt.u8, dv, kp, kp + kl, rt.shared);
-    return [key, h.venc.decodeFrom(rt.u8, vp, vl, rt.shared)];
+    return entry(key, h.venc.decodeFrom(rt.u8, vp, vl, rt.shared));
   }
 
   /** Removes every key within the bounds (none given: all); returns how many were removed. */

@@ -35,9 +35,10 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
  * Node 20; `--no-allocation-site-pretenuring` made every run fast). With the constructor
  * every run was fast (5 of 5, `--trace-pretenuring-statistics` shows no decision): V8 tracks
  * an Array constructor's site only while the arrays' elements kind may still change, which it
- * stops doing once they hold objects.
+ * stops doing once they hold objects. Every entry the map hands out is made here (also
+ * first/last/nextHigher/nextLower), so a loop over those cannot meet the same misjudgement.
  */
-function entry<K, V>(k: K, v: V): [K, V] {
+export function entry<K, V>(k: K, v: V): [K, V] {
   const e = new Array(2) as [K, V];
   e[0] = k;
   e[1] = v;
