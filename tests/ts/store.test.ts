@@ -480,11 +480,55 @@ describe('BTreeStore on sync backends', () => {
       const w = await caught(() => s.set(-5, 'no'));
       expect(w).toBeInstanceOf(ReadOnlyError);
       expect(isAdaptreeError(w) && w.code).toBe('READ_ONLY');
-      await s.close({ commit: false });
+      // A commit after the failure (a retry) rejects: the failed commit's writes are not
+      // durable, so no later commit may resolve as if they were; so does close() with commit.
+      budget.bytes = Infinity;
+      const again = await caught(s.commit());
+      expect(again, base).toBeInstanceOf(ReadOnlyError);
+      expect((again as Error).cause).toBe(err);
+      expect((again as Error).message).toContain('QUOTA_EXCEEDED');
+      const closing = await caught(s.close());
+      expect(closing, base).toBeInstanceOf(ReadOnlyError);
+      expect(await caught(s.commit())).toBeInstanceOf(ClosedError);
       const r = await BTreeStore.open<number, string>({ storage: inner, path, keys: 'number', values: 'utf8' });
       expect(await contents(r)).toEqual(sortedEntries(committed));
       await r.close();
     }
+  });
+
+  it('async backend: after a failed commit, commit() and close() reject until reopened; the last commit is intact', async () => {
+    const storage = createAsyncMemoryStorage();
+    let full = false;
+    const failing: typeof storage = {
+      ...storage,
+      async open(path, opts) {
+        const pages = await storage.open(path, opts);
+        return {
+          ...pages,
+          async writePages(list) {
+            if (full) throw new DOMException('the quota is exhausted', 'QuotaExceededError');
+            return pages.writePages(list);
+          },
+        };
+      },
+    };
+    const path = uniqueName('failed-async');
+    const s = await BTreeStore.open<number, number>({ storage: failing, path, keys: 'number' });
+    for (let i = 0; i < 500; i++) s.set(i, i);
+    await s.commit();
+    full = true;
+    await s.setAsync(1000, 1);
+    const err = await caught(s.commit());
+    expect(err).toBeInstanceOf(QuotaExceededError);
+    full = false; // the room is back: still no commit may resolve for the lost write
+    const again = await caught(s.commit());
+    expect(again).toBeInstanceOf(ReadOnlyError);
+    expect((again as Error).cause).toBe(err);
+    expect(await caught(s.close())).toBeInstanceOf(ReadOnlyError);
+    const r = await BTreeStore.open<number, number>({ storage, path, keys: 'number' });
+    expect(r.size).toBe(500);
+    expect(await r.getAsync(1000)).toBeUndefined();
+    await r.close();
   });
 
   it('a foreign or truncated file is a CorruptionError and stays untouched', async () => {

@@ -35,7 +35,8 @@
  * t ms after the first uncommitted write. `close()` commits pending writes, then releases
  * the store; a crash (or a process that ends without close) loses the writes after the last
  * completed commit and nothing before it. A failed commit (disk full, I/O error) leaves the
- * last commit intact and the store read-only (ReadOnlyError) until reopened.
+ * last commit intact and the store read-only (ReadOnlyError) until reopened; later commits
+ * and close() reject (ReadOnlyError) rather than resolve over the writes that were lost.
  */
 import { ASYNC_STORE_FUNCTIONS, LayoutConfig, Result, Status, STORE_FUNCTIONS, StoreOpenFlags, type LayoutName } from './abi.js';
 import {
@@ -398,6 +399,8 @@ export class BTreeStore<K = string, V = unknown> {
   #gen = 0;
   /** A commit failed: the store refuses writes until reopened. */
   #failed = false;
+  /** That commit's error: later commits and close() reject with it as the cause. */
+  #failure: unknown;
   /** Async: a 4 KiB area in wasm memory for at_store_supply. */
   #pageBuf = 0;
 
@@ -800,7 +803,8 @@ export class BTreeStore<K = string, V = unknown> {
   /**
    * Makes every write so far durable; resolves when it is. Commits requested in the same turn
    * of the event loop share one flush. Rejects with QuotaExceededError / IoError when the
-   * storage fails (the last commit stays intact and the store becomes read-only).
+   * storage fails (the last commit stays intact and the store becomes read-only); every
+   * commit after that rejects with ReadOnlyError (its cause: that failure) until reopened.
    */
   commit(): Promise<void> {
     if (this.#map.closed || (this.#closed && this.#closing === undefined)) return Promise.reject(new ClosedError('the store is closed'));
@@ -824,6 +828,12 @@ export class BTreeStore<K = string, V = unknown> {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
+    if (this.#failed) {
+      // The writes the failed commit held are not durable and never will be from this handle:
+      // no later commit may resolve as if they were (a retry after the error would).
+      d.reject(this.#failedError());
+      return;
+    }
     if (this.#uncommitted === 0) {
       d.resolve(); // nothing written since the last commit
       return;
@@ -838,7 +848,7 @@ export class BTreeStore<K = string, V = unknown> {
         // Out of memory is found before the commit writes anything: the writes stay pending
         // and the store stays writable (free memory or raise the budget, then commit again).
         if (e instanceof OutOfMemoryError) this.#uncommitted += pending;
-        else this.#failed = true;
+        else this.#fail(e);
         d.reject(e);
       }
       return;
@@ -847,7 +857,7 @@ export class BTreeStore<K = string, V = unknown> {
     this.#flushing = this.#flushAsync(b).then(
       () => d.resolve(),
       (e: unknown) => {
-        this.#failed = true;
+        this.#fail(e);
         d.reject(e);
       },
     );
@@ -855,6 +865,21 @@ export class BTreeStore<K = string, V = unknown> {
       this.#flushing = undefined;
       if (this.#next !== undefined) this.#startFlush();
     });
+  }
+
+  #fail(e: unknown): void {
+    this.#failed = true;
+    this.#failure ??= e;
+  }
+
+  /** What a commit (or close) after a failed commit rejects with. */
+  #failedError(): ReadOnlyError {
+    const f = this.#failure;
+    const what = isAdaptreeError(f) ? `${f.code}: ${f.message}` : String((f as Error)?.message ?? f);
+    return new ReadOnlyError(
+      `commit: an earlier commit of '${this.#path}' failed (${what}); the writes since the last completed commit are not durable. Close and reopen the store`,
+      { cause: f },
+    );
   }
 
   #flushSync(b: Sync): void {
@@ -920,7 +945,8 @@ export class BTreeStore<K = string, V = unknown> {
         // The owner of a shared store commits what any worker left pending (its own count
         // knows only its own writes).
         if (commit && this.#shared && this.#uncommitted === 0) this.#uncommitted = 1;
-        if (this.#next !== undefined || (commit && this.#uncommitted > 0)) await this.#requestCommit();
+        // After a failed commit, close() with commit rejects: those writes are lost.
+        if (this.#next !== undefined || (commit && (this.#uncommitted > 0 || this.#failed))) await this.#requestCommit();
         while (this.#flushing !== undefined) await this.#flushing;
       } catch (e) {
         // An attached store whose owner closed first: nothing left to commit into.
