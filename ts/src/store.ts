@@ -831,7 +831,7 @@ export class BTreeStore<K = string, V = unknown> {
     if (this.#failed) {
       // The writes the failed commit held are not durable and never will be from this handle:
       // no later commit may resolve as if they were (a retry after the error would).
-      d.reject(this.#failedError());
+      d.reject(this.#failure === undefined ? new ClosedError('commit: the store was closed under a commit') : this.#failedError());
       return;
     }
     if (this.#uncommitted === 0) {
@@ -869,7 +869,8 @@ export class BTreeStore<K = string, V = unknown> {
 
   #fail(e: unknown): void {
     this.#failed = true;
-    this.#failure ??= e;
+    // (A closed map, say a shared store's owner closed first: later commits say so themselves.)
+    if (!(e instanceof ClosedError)) this.#failure ??= e;
   }
 
   /** What a commit (or close) after a failed commit rejects with. */
@@ -946,7 +947,7 @@ export class BTreeStore<K = string, V = unknown> {
         // knows only its own writes).
         if (commit && this.#shared && this.#uncommitted === 0) this.#uncommitted = 1;
         // After a failed commit, close() with commit rejects: those writes are lost.
-        if (this.#next !== undefined || (commit && (this.#uncommitted > 0 || this.#failed))) await this.#requestCommit();
+        if (this.#next !== undefined || (commit && (this.#uncommitted > 0 || this.#failure !== undefined))) await this.#requestCommit();
         while (this.#flushing !== undefined) await this.#flushing;
       } catch (e) {
         // An attached store whose owner closed first: nothing left to commit into.
