@@ -1399,6 +1399,8 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("delta_frames", ps.delta_frames);
   num("commit_log_bytes", ps.commit_log_bytes);
   num("restated_pages", ps.restated_pages);
+  num("trimmed_pages", ps.trimmed_pages);
+  num("data_truncations", ps.data_truncations);
   num("checkpoint_frames", ps.checkpoint_frames);
   // Node fill (core/tree/rebalance.h) since open: what redistribution and XMerge did.
   adaptree::FillStats fs = t->tree.fill_stats();

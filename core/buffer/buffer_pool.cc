@@ -315,6 +315,23 @@ void BufferPool::release(PageId id) {
   free_changed_ = true;
 }
 
+uint32_t BufferPool::trim_free_tail() {
+  if (!backend_ || !free_changed_ || free_pending_ || free_.empty()) return 0;
+  const PageId last = page_count_ - 1;
+  if (std::find(free_.begin(), free_.end(), last) == free_.end()) return 0;
+  // Descending: the tail's ids come first, and allocate() (which takes from the back) the lowest.
+  std::sort(free_.begin(), free_.end(), [](PageId a, PageId b) { return a > b; });
+  size_t k = 0;
+  while (k < free_.size() && free_[k] == page_count_ - 1 && page_count_ > 1) {
+    // A freed page has no frame (release dropped it): nothing resident goes with it.
+    assert(table_.find(free_[k]) == kNoFrame);
+    __atomic_store_n(&page_count_, page_count_ - 1, __ATOMIC_RELAXED);
+    k++;
+  }
+  free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(k));
+  return static_cast<uint32_t>(k);
+}
+
 Status BufferPool::supply(PageId id, const uint8_t* image) {
   if (!backend_ || !valid(id)) return Status::kInvalidArgument;
   if (table_.find(id) != kNoFrame) return Status::kOk;  // resident: newer than any stored image

@@ -657,6 +657,9 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
     written.emplace_back(id, ref);  // capacity reserved above
     frames_since_commit_++;
   };
+  // Free pages at the end of the store leave it (a checkpoint then cuts the data file there):
+  // deleting what was written last gives its room back.
+  stats_.trimmed_pages += pool.trim_free_tail();
   pool.for_each_dirty(put_page);
   // The free-page list, rewritten when it changed: chain pages are free pages
   // themselves (the last ones of the list), and list themselves.
@@ -738,7 +741,10 @@ Status FilePager::checkpoint(const BufferPool* pool, bool keep_log) {
   if (frames_since_commit_ != 0) return Status::kOk;
   std::vector<std::pair<PageId, LogRef>> pages;
   if (!reserve_checked(pages, committed_.size())) return Status::kOutOfMemory;
-  committed_.for_each([&](PageId id, const LogRef& r) { pages.emplace_back(id, r); });
+  // (Pages past the store's end were freed and cut since they were logged: not copied.)
+  committed_.for_each([&](PageId id, const LogRef& r) {
+    if (id < meta_.page_count) pages.emplace_back(id, r);
+  });
   std::sort(pages.begin(), pages.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   alignas(16) uint8_t img[kPageSize];
   // Deltas whose chain starts at a data file page lose their base when the
@@ -795,6 +801,12 @@ Status FilePager::checkpoint(const BufferPool* pool, bool keep_log) {
   sb_seq_ = seq_;
   sb_written_ = true;
   stats_.checkpoints++;
+  // The superblock is durable: pages past the store's end (cut by trim_free_tail) go. A
+  // failure here loses nothing (the file stays longer than the store, as after a crash here).
+  uint64_t have = 0;
+  const uint64_t end = uint64_t{meta_.page_count} * kPageSize;
+  if (s_->size(FileId::kData, &have) == Status::kOk && have > end && s_->truncate(FileId::kData, end) == Status::kOk)
+    stats_.data_truncations++;
   // The data file now holds everything: a new log generation (its header
   // reaches the disk with the next commit's flush; until then the old header
   // or old-salt frames are harmless, their commits are all <= sb_seq_). Kept

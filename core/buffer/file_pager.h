@@ -50,6 +50,9 @@ struct PagerStats {
   uint64_t restated_pages = 0;
   // Page versions checkpoints took from the pool's clean frames instead of the log.
   uint64_t checkpoint_frames = 0;
+  // Free pages at the store's end that commits cut off (BufferPool::trim_free_tail), and
+  // checkpoints that then shortened the data file.
+  uint64_t trimmed_pages = 0, data_truncations = 0;
 };
 
 class FilePager : public PageBackend {

@@ -487,6 +487,77 @@ TEST(Store, NewStoreLivesInTheLogUntilItsFirstCheckpoint) {
 
 // A full disk: the write or commit that needs space fails with
 // kQuotaExceeded, and reopening gives the last commit.
+// Free pages at the store's end leave it: deleting the large value written last gives its
+// pages back to the file system at the next checkpoint (the data file is cut), and the store
+// is the same after reopening. Pages freed in the middle stay in the free list (no
+// relocation), and the next allocations take the lowest free ids.
+TEST(Store, FreePagesAtTheEndAreCutFromTheDataFile) {
+  auto key = [](int i) { return "k" + std::to_string(i * 7919 % 20000); };
+  MemoryStorage ms;
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  Model m;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  for (int i = 0; i < 500; i++) {
+    std::string v(40, static_cast<char>('a' + i % 26));
+    ASSERT_EQ(st->tree().set(sl(key(i)), sl(v)), Status::kOk);
+    m[key(i)] = v;
+  }
+  ASSERT_EQ(st->commit(), Status::kOk);
+  ASSERT_EQ(st->checkpoint(), Status::kOk);
+  const size_t small = ms.file(FileId::kData).size();
+  const PageId small_count = st->tree().store().page_count();
+  // A value of 300 pages, then one of 100 pages after it.
+  const std::string big(300 * kPageSize, 'x'), mid(100 * kPageSize, 'y');
+  ASSERT_EQ(st->tree().set(sl("big"), sl(big)), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+  ASSERT_EQ(st->tree().set(sl("mid"), sl(mid)), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+  ASSERT_EQ(st->checkpoint(), Status::kOk);
+  const size_t grown = ms.file(FileId::kData).size();
+  EXPECT_GE(grown, small + 400 * kPageSize);
+  // Deleting the first leaves its pages in the middle: free, the file as long.
+  ASSERT_EQ(st->tree().remove(sl("big")), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+  ASSERT_EQ(st->checkpoint(), Status::kOk);
+  EXPECT_EQ(ms.file(FileId::kData).size(), grown);
+  EXPECT_EQ(st->pager_stats().trimmed_pages, 0u);
+  // Deleting the last one frees the end: both runs leave the store, the file is cut.
+  ASSERT_EQ(st->tree().remove(sl("mid")), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+  EXPECT_GE(st->pager_stats().trimmed_pages, 400u);
+  EXPECT_LE(st->tree().store().page_count(), small_count + 2);
+  ASSERT_EQ(st->checkpoint(), Status::kOk);
+  EXPECT_EQ(st->pager_stats().data_truncations, 1u);
+  EXPECT_LE(ms.file(FileId::kData).size(), small + 2 * kPageSize);
+  EXPECT_EQ(ms.file(FileId::kData).size(), uint64_t{st->tree().store().page_count()} * kPageSize);
+  EXPECT_EQ(st->tree().check(), "");
+  // The store grows again from there and keeps everything across reopening.
+  const std::string again(50 * kPageSize, 'z');
+  ASSERT_EQ(st->tree().set(sl("again"), sl(again)), Status::kOk);
+  m["again"] = again;
+  ASSERT_EQ(st->commit(), Status::kOk);
+  st.reset();
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+  EXPECT_EQ(got, m);
+  EXPECT_EQ(st->tree().check(), "");
+  // Cut without a checkpoint (the log only): reopening replays the shorter store.
+  ASSERT_EQ(st->tree().remove(sl("again")), Status::kOk);
+  m.erase("again");
+  ASSERT_EQ(st->commit(), Status::kOk);
+  const PageId cut = st->tree().store().page_count();
+  st.reset();
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  EXPECT_EQ(st->tree().store().page_count(), cut);
+  got.clear();
+  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+  EXPECT_EQ(got, m);
+  EXPECT_EQ(st->tree().check(), "");
+}
+
 TEST(Store, FullDiskKeepsLastCommit) {
   FaultStorage fs;
   StoreOptions o;

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -416,6 +416,10 @@ describe('BTreeStore on sync backends', () => {
     await s.commit();
     s.set('big', big);
     await s.commit();
+    // A value after it: the freed chain stays in the middle of the store (free pages at its
+    // end would leave the store instead, see 'gives its room back').
+    s.set('after', new Uint8Array(100_000).fill(5));
+    await s.commit();
     expect(s.delete('big')).toBe(true);
     expect(grown()).toBeLessThanOrEqual(2 * pool);
     await s.commit();
@@ -428,6 +432,7 @@ describe('BTreeStore on sync backends', () => {
     const r = await BTreeStore.open<string, Uint8Array>({ ...w, values: 'bytes', poolSize: pool });
     expect(r.get('big')).toBeUndefined();
     expect([...r.get('small')!]).toEqual([1, 2, 3]);
+    expect(r.get('after')).toEqual(new Uint8Array(100_000).fill(5));
     const again = r.get('again')!;
     expect(again.length).toBe(4e6);
     expect(again[4096 * 7]).toBe(7);
@@ -494,6 +499,35 @@ describe('BTreeStore on sync backends', () => {
       expect(await contents(r)).toEqual(sortedEntries(committed));
       await r.close();
     }
+  });
+
+  it('deleting what was written last gives its room back: the data file shrinks at the next checkpoint', async () => {
+    const path = join(tmp.dir, uniqueName('shrink') + '.db');
+    const opts = { path, keys: 'utf8', values: 'bytes' } as const;
+    let s = await BTreeStore.open<string, Uint8Array>(opts);
+    for (let i = 0; i < 1000; i++) s.set('k' + i, new Uint8Array(50).fill(i & 255));
+    await s.close();
+    const small = statSync(path).size;
+    s = await BTreeStore.open<string, Uint8Array>(opts);
+    const big = new Uint8Array(8 << 20);
+    for (let i = 0; i < big.length; i += 4096) big[i] = (i >>> 12) & 255;
+    s.set('big', big);
+    await s.close();
+    expect(statSync(path).size).toBeGreaterThan(small + big.length);
+    s = await BTreeStore.open<string, Uint8Array>(opts);
+    expect(s.get('big')!.length).toBe(big.length);
+    s.delete('big');
+    await s.commit();
+    expect(s.stats()).toMatchObject({ trimmed_pages: expect.any(Number) });
+    expect((s.stats() as unknown as { trimmed_pages: number }).trimmed_pages).toBeGreaterThanOrEqual(big.length / 4096);
+    await s.close(); // its checkpoint cuts the file
+    expect(statSync(path).size).toBeLessThanOrEqual(small + 2 * 4096);
+    s = await BTreeStore.open<string, Uint8Array>(opts);
+    expect(s.size).toBe(1000);
+    expect(s.has('big')).toBe(false);
+    expect(s.get('k7')).toEqual(new Uint8Array(50).fill(7));
+    s.checkInvariants();
+    await s.close();
   });
 
   it('async backend: after a failed commit, commit() and close() reject until reopened; the last commit is intact', async () => {

@@ -1144,7 +1144,8 @@ export class BTreeStore<K = string, V = unknown> {
 
   /** XMerge over the whole tree (core/tree/rebalance.h): neighbour leaves whose free space
    * adds up to a page are packed into one leaf less. Returns the pages freed; the next writes
-   * reuse them (the file does not shrink). Asynchronous backends: over the resident pages. */
+   * reuse them (the file shrinks only by free pages at its end: docs/STORE.md). Asynchronous
+   * backends: over the resident pages. */
   compact(): number {
     this.#writable();
     const ex = this.#wasm.exports;
