@@ -173,6 +173,7 @@ async function run(cmd) {
       postMessage({ event: { opened: true } });
       for (let i = cmd.from ?? 0; i < cmd.batches; i++) {
         apply(s, batch(cmd.seed, i, cmd.batchSize));
+        s.set('~batch', i); // which batch the state is after (verify reads it)
         await s.commit();
         postMessage({ event: { committed: i } });
       }
@@ -180,21 +181,24 @@ async function run(cmd) {
       return { batches: cmd.batches };
     }
     case 'verify': {
-      // Which prefix of the workload's batches the store holds (-1: none; -2: no prefix matches).
+      // Which prefix of the workload's batches the store holds (-1: none; -2: not exactly the
+      // state after the batch its marker names: a mix, or a lost write).
       const s = await BTreeStore.open({ path: cmd.path, storage: 'opfs', wait: true });
       try {
         s.checkInvariants();
         const got = [...s.entries()];
+        // The state after batch `at` (its marker), and nothing else: exactly that batch's model.
+        const at = got.length === 0 ? -1 : Number(got.find(([k]) => k === '~batch')?.[1] ?? -2);
         const model = new Map();
-        const sorted = () => [...model.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-        let prefix = got.length === 0 ? -1 : -2;
-        for (let i = 0; i < cmd.maxBatches; i++) {
+        for (let i = 0; i <= at; i++) {
           for (const [k, v] of batch(cmd.seed, i, cmd.batchSize)) {
             if (v === null) model.delete(k);
             else model.set(k, v);
           }
-          if (model.size === got.length && sameEntries(got, sorted())) prefix = i;
         }
+        if (at >= 0) model.set('~batch', at);
+        const sorted = [...model.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+        const prefix = at === -1 || (at >= 0 && sameEntries(got, sorted)) ? at : -2;
         return { prefix, size: got.length };
       } finally {
         await s.close({ commit: false });
