@@ -22,6 +22,11 @@ enum class PageTag : uint8_t {
   kOverflow = 6,
 };
 
+// A leaf layout's tag (what a descent may end on).
+inline bool is_leaf_tag(uint8_t t) {
+  return t >= static_cast<uint8_t>(PageTag::kBasicLeaf) && t <= static_cast<uint8_t>(PageTag::kFullyDenseLeaf);
+}
+
 inline uint16_t load16(const uint8_t* p) { uint16_t v; memcpy(&v, p, 2); return v; }
 inline uint32_t load32(const uint8_t* p) { uint32_t v; memcpy(&v, p, 4); return v; }
 inline uint64_t load64(const uint8_t* p) { uint64_t v; memcpy(&v, p, 8); return v; }

@@ -7,6 +7,7 @@
 
 #include "core/buffer/page_trailer.h"
 #include "core/buffer/superblock.h"
+#include "core/layouts/validate.h"
 #include "core/page.h"
 #include "core/util/checked.h"
 
@@ -188,6 +189,9 @@ uint8_t* BufferPool::fix_backed(PageId id) {
   if (f == kNoFrame) return poison(failure_ != Status::kOk ? failure_ : Status::kOutOfMemory, id);
   uint8_t* d = data_of(f);
   Status s = backend_->load(id, d);
+  // (A page whose checksum holds but whose offsets or counts would take a layout outside it:
+  // corrupt too, see core/layouts/validate.h.)
+  if (s == Status::kOk && !page_well_formed(d)) s = Status::kCorrupt;
   if (s != Status::kOk) {
     free_frames_.push_back(f);
     return poison(s, id);
@@ -226,6 +230,7 @@ Status BufferPool::view(PageId id, uint8_t* scratch, const uint8_t** out) {
   stats_.misses++;
   *out = scratch;
   Status s = backend_->load(id, scratch);
+  if (s == Status::kOk && !page_well_formed(scratch)) s = Status::kCorrupt;
   // The caller returns kNeedPage; missing_page() names the page.
   if (s == Status::kNeedPage && failure_ == Status::kOk) missing_ = id;
   return s;
@@ -335,7 +340,7 @@ uint32_t BufferPool::trim_free_tail() {
 Status BufferPool::supply(PageId id, const uint8_t* image) {
   if (!backend_ || !valid(id)) return Status::kInvalidArgument;
   if (table_.find(id) != kNoFrame) return Status::kOk;  // resident: newer than any stored image
-  if (!page_intact(image, id, backend_->page_sum())) return Status::kCorrupt;
+  if (!page_intact(image, id, backend_->page_sum()) || !page_well_formed(image)) return Status::kCorrupt;
   // No begin_op: the frames of the operation that faulted stay protected, so
   // its retry finds them and gets at least one page further. So do those of the
   // operation before it: a retried call may be two (an iterator's seek, then its

@@ -1,4 +1,5 @@
 #include "core/buffer/file_pager.h"
+#include "core/layouts/validate.h"
 #include "core/util/checked.h"
 
 #include <algorithm>
@@ -605,6 +606,7 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
     if (discard_version_) ++*discard_version_;
     return Status::kOk;
   }
+  assert(page_well_formed(frame) && "a page the core wrote that the pool would refuse to load");
   seal_page(frame, id, sum_);
   if (!pending_.reserve(pending_.size() + 1)) return Status::kOutOfMemory;  // before anything is written
   uint64_t before = log_end_;
@@ -642,6 +644,8 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   bool may_delta = true;
   auto put_page = [&](PageId id, uint8_t* image) {
     if (s != Status::kOk) return;
+    // What the pool would refuse when it reads the page back (core/layouts/validate.h).
+    assert(page_well_formed(image) && "a page the core wrote that the pool would refuse to load");
     // Version 1, from its delta base where it has one (the stored version): the CRC of the
     // bytes that changed instead of a pass over the page (that pass was 13% of a batched load).
     // Version 2: page_hash costs a seventh of that CRC pass in wasm; no base needed.

@@ -171,6 +171,10 @@ inline unsigned BasicNode::lower_bound(const uint8_t* key, uint32_t len, bool* e
   *exact = false;
   if constexpr (kChecked) {
     if (plen > len || base + n * ((flags & kFlagHeads) ? 10u : 6u) > kNodeSize) return kBadImage;
+  } else if (plen > len) [[unlikely]] {
+    // A key inside the fences has the prefix: this one was routed here by a damaged (or
+    // crafted) parent. Any position is as wrong; this one reads nothing past the key.
+    return 0;
   }
   key += plen;
   len -= plen;

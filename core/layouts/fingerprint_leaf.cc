@@ -13,6 +13,8 @@ int FingerprintLeaf::find(Slice key) const {
   if constexpr (kChecked) {
     if (plen > key.len || n > cap || cap % simd::kMatchWidth != 0 || kFingerprints + cap + n * kSlotSize > kNodeSize)
       return -2;
+  } else if (plen > key.len) [[unlikely]] {
+    return -1;  // not a key of this leaf (see BasicNode::lower_bound)
   }
   const uint8_t* k = key.data + plen;
   uint32_t klen = key.len - plen;
@@ -63,6 +65,7 @@ PutResult FingerprintLeaf::upsert(Slice key, const uint8_t* v, uint16_t field, O
   unsigned vbytes = field & kValueLenMask;
   int i = find(key);
   unsigned plen = prefix_len();
+  if (plen > key.len) [[unlikely]] return PutResult::kNoSpace;  // (BTree::set refuses such a key first)
   uint32_t klen = key.len - plen;
   if (i >= 0) {
     uint8_t* s = slot(i);
@@ -172,6 +175,8 @@ void FingerprintLeaf::sort() {
 
 int FingerprintLeaf::lower_bound(Slice key, bool* exact) const {
   unsigned plen = prefix_len();
+  *exact = false;
+  if (plen > key.len) [[unlikely]] return 0;  // (see BasicNode::lower_bound)
   const uint8_t* k = key.data + plen;
   uint32_t klen = key.len - plen;
   unsigned lo = 0, hi = count();

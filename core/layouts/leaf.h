@@ -46,6 +46,7 @@ inline PutResult basic_upsert(uint8_t* p, Slice key, const uint8_t* v, uint16_t 
     return PutResult::kUpdated;
   }
   unsigned plen = n.prefix_len();
+  if (plen > key.len) [[unlikely]] return PutResult::kNoSpace;  // (BTree::set refuses such a key first)
   if (n.entry_space(key.len - plen, field & kValueLenMask) > n.free_space_after_compaction())
     return PutResult::kNoSpace;
   n.insert_at(pos, key.data + plen, key.len - plen, v, field);

@@ -92,6 +92,7 @@ PageId BTree::descend(Slice key, Path* path) const {
     const uint8_t* p = page(id);
     if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) {
       path->depth = d;
+      if (!is_leaf_tag(p[0])) [[unlikely]] store_.note_corrupt(id);  // (an overflow page as a child)
       return id;
     }
     if (d == kMaxHeight) {
@@ -115,7 +116,10 @@ PageId BTree::descend_after(Slice key) const {
   PageId id = root_;
   for (unsigned level = 1;; level++) {
     uint8_t* p = page(id);
-    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return id;
+    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) {
+      if (!is_leaf_tag(p[0])) [[unlikely]] store_.note_corrupt(id);
+      return id;
+    }
     if (level == kMaxHeight) return store_.note_corrupt(id), id;  // pages that loop (descend)
     id = BasicNode{p}.child_after(key.data, key.len);
   }
@@ -125,7 +129,10 @@ PageId BTree::descend_edge(bool rightmost) const {
   PageId id = root_;
   for (unsigned level = 1;; level++) {
     uint8_t* p = page(id);
-    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return id;
+    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) {
+      if (!is_leaf_tag(p[0])) [[unlikely]] store_.note_corrupt(id);
+      return id;
+    }
     if (level == kMaxHeight) return store_.note_corrupt(id), id;  // pages that loop (descend)
     BasicNode n{p};
     id = rightmost ? n.upper_child() : n.child(0);
@@ -159,6 +166,7 @@ Status BTree::get(Slice key, ValueRef* out, ReadMode* mode) {
       id = BasicNode{leaf}.child_for(key.data, key.len);
     }
     if (store_.failure() != Status::kOk) return store_.failure();
+    if (!is_leaf_tag(leaf[0])) [[unlikely]] return Status::kCorrupt;  // (an overflow page as a child)
   }
   if (cfg_.adaptive) {
     if (!mode) {
@@ -289,6 +297,10 @@ Status BTree::set_attempt(Slice key, Slice value, ReadMode* mode) {
   for (unsigned attempt = 0; attempt < kMaxAttempts; attempt++) {
     Path path;
     PageId leaf = descend(key, &path);
+    if (store_.failure() != Status::kOk) [[unlikely]] {
+      if (chain != kInvalidPageId) free_chain(chain);
+      return store_.failure();
+    }
     if (attempt == 0 && cfg_.adaptive) {
       if (!mode || !(mode->counted || mode->step)) {
         on_point_op(leaf);
@@ -299,7 +311,14 @@ Status BTree::set_attempt(Slice key, Slice value, ReadMode* mode) {
       if (mode) mode->counted = false;  // a shared run took it already
     }
     OldValue old;
-    PutResult r = leaf::upsert(page_mut(leaf), key, vptr, field, &old);
+    uint8_t* lp = page_mut(leaf);
+    if (key.len < load16(lp + hdr::kPrefixLen)) [[unlikely]] {
+      // Not a key of this leaf (a key inside its fences has its prefix): a damaged parent.
+      store_.note_corrupt(leaf);
+      if (chain != kInvalidPageId) free_chain(chain);
+      return Status::kCorrupt;
+    }
+    PutResult r = leaf::upsert(lp, key, vptr, field, &old);
     if (r != PutResult::kNoSpace) {
       if (r == PutResult::kInserted) count_++;
       if (old.overflow) {
@@ -482,6 +501,7 @@ Status BTree::free_chain(PageId first) {
 Status BTree::remove_attempt(Slice key, bool step) {
   Path path;
   PageId leaf = descend(key, &path);
+  if (store_.failure() != Status::kOk) [[unlikely]] return store_.failure();
   if (step && cfg_.adaptive) on_point_op(leaf);
   OldValue old;
   if (!leaf::remove(page_mut(leaf), key, &old)) return Status::kNotFound;
@@ -853,6 +873,9 @@ Status BTree::ensure_parent_space(Path* path, unsigned child_idx, uint32_t sep_l
 // lower, scratch_[2] the upper) and the parent has room: the lower half gets
 // a new page, the upper half keeps node's page (and its parent pointer).
 Status BTree::install_split(PageId parent, PageId node, Slice sep) {
+  // A separator from the node's records has the parent's prefix unless the pages disagree
+  // (damaged or crafted): then nothing changes.
+  if (sep.len < BasicNode{page_mut(parent)}.prefix_len()) return store_.note_corrupt(parent), Status::kCorrupt;
   PageId left;
   Status s = store_.allocate(&left);
   if (s != Status::kOk) return s;

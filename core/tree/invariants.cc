@@ -239,6 +239,8 @@ struct Checker {
     if (t.store().failure() != Status::kOk) return fail(id, "page could not be read", static_cast<int>(t.store().failure()));
     const uint8_t* p = img;
     pages++;
+    // (An overflow or free page as a child has no fences to compare.)
+    if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner) && !is_leaf_tag(p[0])) return fail(id, "not a node page", p[0]);
     if (!check_fences(id, p, f)) return false;
     PageTag tag = static_cast<PageTag>(p[0]);
     if (tag == PageTag::kBasicInner) {
