@@ -57,6 +57,9 @@ Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<ui
     memcpy(out->data() + at + 4, image, kPageSize);
     n++;
   };
+  // Free pages at the end leave the store (as FilePager::commit does): the host drops the
+  // records past page_count at its next checkpoint (indexeddb).
+  stats_.trimmed_pages += pool.trim_free_tail();
   pool.for_each_dirty(put);
   // The free-page list as the file pager writes it (superblock.h). Not read
   // yet (no write since open): unchanged.

@@ -428,6 +428,10 @@ TEST(AsyncStore, LargeValuesStreamThroughFaults) {
   ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("big"), sl(big)); }), Status::kOk);
   ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("big2"), sl(big)); }), Status::kOk);
   ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("small"), sl("s")); }), Status::kOk);
+  // A value after both chains: freed, they stay inside the store (free pages at its end
+  // would leave it at the commit, BufferPool::trim_free_tail).
+  const std::string tail(3 * kPageSize, 't');
+  ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("tail"), sl(tail)); }), Status::kOk);
   ASSERT_EQ(commit(*st, h), Status::kOk);
   st.reset();
   ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
@@ -459,7 +463,7 @@ TEST(AsyncStore, LargeValuesStreamThroughFaults) {
   ASSERT_EQ(open(h, kTinyPool, &st), Status::kOk);
   Model got;
   ASSERT_EQ(dump(*st, h, &got), Status::kOk);
-  EXPECT_EQ(got, (Model{{"big", "now small"}, {"small", "s"}}));
+  EXPECT_EQ(got, (Model{{"big", "now small"}, {"small", "s"}, {"tail", tail}}));
   // the freed pages are reused: a new large value does not grow the store
   const PageId pages = st->tree().store().page_count();
   ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl("big3"), sl(big)); }), Status::kOk);

@@ -14,6 +14,7 @@
 //   POST /remove                 closes the store and removes it (backend remove())
 //   POST /big     { key, n, commit } sets key to a string of n characters (a pattern), commits if asked
 //   GET  /value?key=K            { length, sum } of K's string value (null when absent)
+//   GET  /page-keys              how many keys the store's pages take in the object's storage
 import { DurableObject } from 'cloudflare:workers';
 import wasmModule from './adaptree-st.wasm';
 import { BTreeStore, durableObjectKvStorage, durableObjectStorage, init } from '../../../dist/index.js';
@@ -42,6 +43,19 @@ export class KvIndexObject extends DurableObject {
     try {
       const url = new URL(request.url);
       const path = url.searchParams.get('path') ?? 'main';
+      if (url.pathname === '/page-keys') {
+        // (the backend's keys: 'adaptree:' + the path + ':' + the page id)
+        const prefix = `adaptree:${encodeURIComponent(path)}:`;
+        let n = 0, start;
+        for (;;) {
+          const got = await this.ctx.storage.list({ prefix, limit: 1000, ...(start !== undefined ? { start } : {}) });
+          const keys = [...got.keys()].filter((k) => k !== start);
+          n += keys.length;
+          if (keys.length === 0) break;
+          start = keys[keys.length - 1];
+        }
+        return Response.json(n);
+      }
       if (url.pathname === '/stores') return Response.json((await durableObjectKvStorage(this.ctx.storage).list()).sort());
       if (url.pathname === '/sql-backend') {
         try {

@@ -446,6 +446,57 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
+  it('deleting the value written last gives its records back at the next checkpoint (pages past the store\'s end go)', async () => {
+    const page = await tab();
+    const r = await page.evaluate(async () => {
+      const pages = async (path: string) => {
+        const o = indexedDB.open('adaptree:' + path);
+        const db = await idbReq(o);
+        const n = await idbReq(db.transaction('pages', 'readonly').objectStore('pages').count());
+        db.close();
+        return n;
+      };
+      const small = (i: number) => new Uint8Array(40).fill(i & 255);
+      let s = await api.BTreeStore.open<string, Uint8Array>({ path: 'shrink', storage: 'indexeddb', values: 'bytes' });
+      for (let i = 0; i < 200; i++) await s.setAsync(`k${i}`, small(i));
+      await s.close();
+      const before = await pages('shrink');
+      s = await api.BTreeStore.open<string, Uint8Array>({ path: 'shrink', storage: 'indexeddb', values: 'bytes' });
+      const big = new Uint8Array(3 << 20);
+      for (let i = 0; i < big.length; i += 4096) big[i] = (i >>> 12) & 255;
+      await s.setAsync('big', big);
+      await s.close();
+      const grown = await pages('shrink');
+      s = await api.BTreeStore.open<string, Uint8Array>({ path: 'shrink', storage: 'indexeddb', values: 'bytes' });
+      await s.deleteAsync('big');
+      await s.commit();
+      const trimmed = (s.stats() as unknown as { trimmed_pages: number }).trimmed_pages;
+      await s.close(); // the checkpoint at close drops the records past the end
+      const after = await pages('shrink');
+      s = await api.BTreeStore.open<string, Uint8Array>({ path: 'shrink', storage: 'indexeddb', values: 'bytes' });
+      let same = s.size === 200 && !(await s.hasAsync('big'));
+      for (let i = 0; i < 200; i++) {
+        const v = await s.getAsync(`k${i}`);
+        if (!v || v.length !== 40 || v[0] !== (i & 255)) same = false;
+      }
+      await s.checkInvariantsAsync();
+      // and grows again over the ids it gave back
+      await s.setAsync('again', big.subarray(0, 1 << 20));
+      await s.close();
+      s = await api.BTreeStore.open<string, Uint8Array>({ path: 'shrink', storage: 'indexeddb', values: 'bytes' });
+      const again = await s.getAsync('again');
+      const againOk = again?.length === 1 << 20 && again[4096 * 5] === 5;
+      await s.close();
+      return { before, grown, trimmed, after, same, againOk };
+    });
+    expect(r.grown).toBeGreaterThan(r.before + 700); // 3 MiB: ~770 overflow pages
+    expect(r.trimmed).toBeGreaterThan(700);
+    expect(r.after).toBeLessThanOrEqual(r.before + 2);
+    expect(r.same).toBe(true);
+    expect(r.againOk).toBe(true);
+    await page.close();
+  }, 60_000);
+
   it('relaxed durability, create: false, and a bad durability option', async () => {
     const page = await tab();
     const r = await page.evaluate(async () => {

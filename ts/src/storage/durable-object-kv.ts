@@ -38,6 +38,7 @@
 import { InvalidArgumentError, IoError, LockedError } from '../errors.js';
 import { durableObjectError } from './durable-object.js';
 import { isOpenInObject, openInObject, releaseInObject } from './object-locks.js';
+import { pageCountOf } from './superblock.js';
 import type { AsyncBackend, AsyncStorePages, OpenStorageOptions } from './types.js';
 
 /** The part of a Durable Object's transaction (and storage) object used here. */
@@ -104,6 +105,8 @@ export function durableObjectKvStorage(storage: DurableObjectKvStorageLike): Dur
       if (!sb.has(key(0))) throw new InvalidArgumentError(`no store at '${path}' (durable object storage, ${readOnly ? 'readOnly' : 'create: false'})`);
     }
     let closed = false;
+    /** The page count of the last commit written (page 0's superblock), once known. */
+    let count: number | undefined;
     const readPages = async (ids: readonly number[]): Promise<(Uint8Array | undefined)[]> => {
       const out: (Uint8Array | undefined)[] = [];
       await batches(ids, async (chunk) => {
@@ -120,6 +123,17 @@ export function durableObjectKvStorage(storage: DurableObjectKvStorageLike): Dur
       async writePages(pages): Promise<void> {
         if (readOnly) throw new IoError(`durable object storage: '${path}' is open read-only`);
         if (closed) throw new IoError(`durable object storage: '${path}' is closed`);
+        // The store's end (page 0 comes with every commit): when it moved down, the keys of the
+        // pages past it go in the same transaction (the core cut free pages at the end).
+        const page0 = pages.find(([id]) => id === 0)?.[1];
+        const next = page0 !== undefined ? pageCountOf(page0) : undefined;
+        if (next !== undefined && count === undefined) {
+          const stored = (await call(`reading page 0 of '${path}'`, () => storage.get([key(0)]))).get(key(0));
+          const prev = stored === undefined ? undefined : toPage(stored, `page 0 of '${path}'`);
+          count = prev === undefined ? next : pageCountOf(prev) ?? next;
+        }
+        const gone: string[] = [];
+        if (next !== undefined && count !== undefined) for (let id = next; id < count; id++) gone.push(key(id));
         // One transaction: all of the commit's pages or none. The images are the store's own
         // copies (never views into wasm memory).
         await call(`committing '${path}'`, () =>
@@ -129,8 +143,10 @@ export function durableObjectKvStorage(storage: DurableObjectKvStorageLike): Dur
               for (const [id, image] of chunk) entries[key(id)] = image;
               await txn.put(entries);
             });
+            await batches(gone, async (chunk) => void (await txn.delete(chunk)));
           }),
         );
+        if (next !== undefined) count = next;
       },
       close(): void {
         if (closed) return;

@@ -44,6 +44,7 @@
  */
 import { AdaptreeError, CorruptionError, InvalidArgumentError, IoError, QuotaExceededError } from '../errors.js';
 import { PageLog, commitSequence, encodeFrame, ownsBuffer } from './page-log.js';
+import { pageCountOf } from './superblock.js';
 import type { AsyncBackend, AsyncStorePages, OpenStorageOptions } from './types.js';
 import { takeLock, webLocks } from './web-locks.js';
 
@@ -65,6 +66,7 @@ interface IdbObjectStore {
   getAll(range?: unknown): IdbRequest<unknown[]>;
   getAllKeys(range?: unknown): IdbRequest<unknown[]>;
   clear(): IdbRequest<unknown>;
+  delete(range: unknown): IdbRequest<unknown>;
 }
 interface IdbTransaction {
   objectStore(name: string): IdbObjectStore;
@@ -106,6 +108,7 @@ const LOG = 'log';
 const VERSION = 2;
 const DEFAULT_CHECKPOINT = 64 << 20;
 const nameOf = (e: unknown) => (e as { name?: unknown } | null)?.name;
+
 
 function idbError(e: unknown, what: string, path: string): Error {
   if (e instanceof AdaptreeError) return e;
@@ -282,10 +285,18 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       const checkpoint = async (pages: readonly (readonly [number, Uint8Array])[]): Promise<void> => {
         const all = new Map(log.latest);
         for (const [id, image] of pages) all.set(id, image);
+        // The store ends at its superblock's page count: pages past it were freed at its end
+        // (the core cuts them, BufferPool::trim_free_tail) and their records go.
+        const page0 = all.get(0);
+        const end = page0 !== undefined ? pageCountOf(page0) : undefined;
         await transact([PAGES, LOG], 'readwrite', async (tx) => {
           const st = tx.objectStore(PAGES);
           // A view would store its whole buffer with it: those are copied.
-          const puts = [...all].map(([id, image]) => result(st.put(ownsBuffer(image) ? image : image.slice(), id)));
+          const puts: Promise<unknown>[] = [];
+          for (const [id, image] of all) {
+            if (end === undefined || id < end) puts.push(result(st.put(ownsBuffer(image) ? image : image.slice(), id)));
+          }
+          if (end !== undefined && KeyRange !== undefined) puts.push(result(st.delete(KeyRange.lowerBound(end))));
           puts.push(result(tx.objectStore(LOG).clear()));
           await Promise.all(puts);
         });
