@@ -1280,6 +1280,15 @@ int32_t at_store_supply(at_tree* t, uint32_t page_id, const uint8_t* image) {
   return st(t->store->supply(page_id, image));
 }
 
+int32_t at_store_drop_kept(at_tree* t) {
+  if (!t) return st(Status::kClosed);
+  StoreHeld h(t);
+  if (!h.ok()) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  t->tree.drop_kept();
+  return st(Status::kOk);
+}
+
 int32_t at_store_commit_begin(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
   if (!t->store || !c) return st(Status::kInvalidArgument);
@@ -1376,6 +1385,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   };
   num("frames", pool.target_frames());
   num("frames_allocated", pool.frame_count());
+  num("kept_read_bytes", t->tree.kept_read_bytes());
   num("resident", pool.resident_count());
   num("dirty", pool.dirty_count());
   num("hits", pool.stats().hits);

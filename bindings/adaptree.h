@@ -231,6 +231,11 @@ int32_t at_store_commit(at_tree* t);
  *   end leaves what the host's write left: the previous commit, or this one. */
 at_tree* at_store_open_async(const uint8_t* superblock, uint32_t layout_config, double pool_bytes, at_ctx* c);
 int32_t at_store_supply(at_tree* t, uint32_t page_id, const uint8_t* image);
+/* Forgets the large-value reads (and write walks) kept across page faults, and their memory:
+ * a kept read holds its value's whole length from its first fault. The host calls it when
+ * no operation that would go on with them is under way (a sync call that faulted and is not
+ * retried, a fetch that failed). OK. */
+int32_t at_store_drop_kept(at_tree* t);
 int32_t at_store_commit_begin(at_tree* t, at_ctx* c);
 int32_t at_store_commit_end(at_tree* t, int32_t host_status);
 /* Async readers: drops every page in the pool and adopts the commit whose page 0

@@ -450,6 +450,22 @@ class BTree {
   // value whole in *whole (the kept read then ends); kNeedPage when it stopped again.
   Status finish_kept_read(const ValueRef& ref, std::vector<uint8_t>* whole) const;
   void drop_read(size_t i) const { reads_.erase(reads_.begin() + static_cast<std::ptrdiff_t>(i)); }
+
+ public:
+  // Forgets every kept read and walk (their memory goes): the host calls it when no operation
+  // that could go on with them is under way (a sync call on an asynchronous store that faulted,
+  // a fetch that failed). Kept reads hold the value's whole length from their first fault.
+  void drop_kept() {
+    std::vector<ChainRead>().swap(reads_);
+    std::vector<ChainWalk>().swap(walks_);
+  }
+  uint64_t kept_read_bytes() const {
+    uint64_t n = 0;
+    for (const ChainRead& r : reads_) n += r.bytes.capacity();
+    return n;
+  }
+
+ private:
   // A value read_value handed out of a read's bytes: kept until the next read_value.
   mutable std::vector<uint8_t> handed_;
   struct ChainWalk {

@@ -16,6 +16,7 @@ import {
   CorruptionError,
   InvalidArgumentError,
   LockedError,
+  IoError,
   PageFaultError,
   QuotaExceededError,
   ReadOnlyError,
@@ -824,6 +825,52 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
     s = await open();
     expect(s.size).toBe(5991);
     await s.checkInvariantsAsync();
+    await s.close();
+  });
+
+  it('a large read abandoned at a fault (a sync call, a failed fetch) does not keep its value\'s memory', async () => {
+    // The core keeps a faulted read of a large value (its whole length) so that the async
+    // twins' retries go on where it stopped; a read nothing retries kept it until 32 others
+    // or a free pushed it out: 12 MB here, 32 of them 384 MB.
+    const storage = createAsyncMemoryStorage();
+    const budget = { reads: Infinity }; // page requests allowed before they fail
+    const flaky: typeof storage = {
+      ...storage,
+      async open(path, opts) {
+        const pages = await storage.open(path, opts);
+        const gate = <T>(f: () => Promise<T>) => (--budget.reads < 0 ? Promise.reject(new Error('the network is gone (test)')) : f());
+        return { ...pages, readPage: (id) => gate(() => pages.readPage(id)), readPages: (ids) => gate(() => pages.readPages!(ids)) };
+      },
+    };
+    const o = { storage: flaky, path: 'abandoned', values: 'bytes' as const, poolSize: 1 << 20 };
+    const big = new Uint8Array(12e6).fill(7);
+    let s = await BTreeStore.open<string, Uint8Array>(o);
+    await s.setAsync('big', big);
+    await s.setAsync('small', new Uint8Array([1]));
+    await s.commit();
+    await s.close();
+    s = await BTreeStore.open<string, Uint8Array>(o);
+    const kept = () => s.stats().kept_read_bytes as number;
+    // A sync get faults in the value's chain: PageFaultError, and nothing kept.
+    await s.getAsync('small');
+    expect(await caught(() => s.get('big'))).toBeInstanceOf(PageFaultError);
+    expect(kept()).toBe(0);
+    // The async twin reads it whole (its retries keep their place meanwhile).
+    const before = storage.counters.reads;
+    expect((await s.getAsync('big'))?.length).toBe(big.length);
+    const requests = storage.counters.reads - before;
+    expect(kept()).toBe(0);
+    await s.close();
+    // Page requests that fail half way through the value: the read fails typed, keeps nothing.
+    s = await BTreeStore.open<string, Uint8Array>(o);
+    await s.getAsync('small');
+    budget.reads = 3;
+    const err = await caught(s.getAsync('big'));
+    budget.reads = Infinity;
+    expect(err).toBeInstanceOf(IoError);
+    expect(kept()).toBe(0);
+    expect(requests).toBeGreaterThan(3);
+    expect((await s.getAsync('big'))?.length).toBe(big.length);
     await s.close();
   });
 

@@ -108,6 +108,7 @@ export interface AbiExports {
   at_store_checkpoint?(tree: Ptr): number;
   at_store_stats?(tree: Ptr, ctx: Ptr): number;
   at_store_supply?(tree: Ptr, pageId: number, image: Ptr): number;
+  at_store_drop_kept?(tree: Ptr): number;
   at_store_commit_begin?(tree: Ptr, ctx: Ptr): number;
   at_store_commit_end?(tree: Ptr, hostStatus: number): number;
   at_store_follow?(tree: Ptr, superblock: Ptr): number;

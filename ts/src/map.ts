@@ -155,6 +155,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       onFree: attach?.onFree,
       closedMessage: attach?.closed,
       borrowed: attach?.borrowed === true,
+      hooks: attach?.hooks,
     };
     treeRegistry?.register(this, this.#h as Handle<unknown, unknown>, this.#h);
     if (entries !== undefined && entries !== null) {

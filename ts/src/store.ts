@@ -399,6 +399,8 @@ export class BTreeStore<K = string, V = unknown> {
   #gen = 0;
   /** A commit failed: the store refuses writes until reopened. */
   #failed = false;
+  /** Sync calls into the core that the async twins' loops make, under way (no await inside). */
+  #inAsync = 0;
   /** That commit's error: later commits and close() reject with it as the cause. */
   #failure: unknown;
   /** Async: a 4 KiB area in wasm memory for at_store_supply. */
@@ -580,13 +582,15 @@ export class BTreeStore<K = string, V = unknown> {
     const create = (options.create ?? true) && !readOnly;
     const storageOptions = { create, wait: options.wait === true, readOnly, ...(cb !== undefined ? { checkpointBytes: cb } : {}), ...(options.logDeltas !== undefined ? { logDeltas: options.logDeltas } : {}) };
     const fill = fillFlags(options.fill);
+    // The store sets onFault once it exists (a fault outside its async loops drops kept reads).
+    const hooks: { onFault?: () => void } = {};
     const mapOptions = (tree: number, onFree: () => void): BTreeMapOptions<K, V> => {
       if (fill !== undefined) {
         if (typeof ex.at_tree_set_fill !== 'function') throw new AdaptreeError('this wasm build has no fill option (missing at_tree_set_fill)', 'INTERNAL');
         const st = ex.at_tree_set_fill(tree, fill);
         if (st < 0) throw errorFromStatus(st, 'fill');
       }
-      const o: BTreeMapOptions<K, V> & { [ATTACH_TREE]?: unknown } = { layout: layoutName, wasm, [ATTACH_TREE]: { tree, onFree, closed: 'the store is closed' } };
+      const o: BTreeMapOptions<K, V> & { [ATTACH_TREE]?: unknown } = { layout: layoutName, wasm, [ATTACH_TREE]: { tree, onFree, closed: 'the store is closed', hooks } };
       if (options.keys !== undefined) o.keys = options.keys;
       if (options.values !== undefined) o.values = options.values;
       return o;
@@ -692,7 +696,9 @@ export class BTreeStore<K = string, V = unknown> {
       checkStoreEncodings(ex, tree, options, options.path, readOnly);
       const buf = pageBuf;
       const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
-      return new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages, reader, closed }, storage: backend.name, path: options.path, options, pageBuf: buf });
+      const store = new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages, reader, closed }, storage: backend.name, path: options.path, options, pageBuf: buf });
+      hooks.onFault = () => store.#faultOutside();
+      return store;
     } catch (e) {
       if (tree !== 0) ex.at_tree_free(tree);
       release();
@@ -1205,12 +1211,29 @@ export class BTreeStore<K = string, V = unknown> {
       if (this.#gate !== undefined) await this.#gate;
       this.#open();
       try {
-        return f();
+        this.#inAsync++;
+        try {
+          return f();
+        } finally {
+          this.#inAsync--;
+        }
       } catch (e) {
         if (!(e instanceof PageFaultError) || this.#b.kind !== 'async') throw e;
         await this.#fault(this.#b, e.pageId, readAhead);
       }
     }
+  }
+
+  /** A page fault that became a PageFaultError outside the async twins (a sync call on an
+   * async store, which nothing retries): the large-value reads the core kept across faults
+   * (each holds its value's whole length) have no operation to go on with; they go. */
+  #faultOutside(): void {
+    if (this.#inAsync === 0) this.#dropKept();
+  }
+
+  #dropKept(): void {
+    const ex = this.#wasm.exports;
+    if (this.#b.kind === 'async' && !this.#map.closed && typeof ex.at_store_drop_kept === 'function') ex.at_store_drop_kept(this.#tree);
   }
 
   #fault(b: Async, id: number, readAhead: boolean): Promise<void> {
@@ -1238,6 +1261,8 @@ export class BTreeStore<K = string, V = unknown> {
           // A read-ahead that failed (undefined) is read again here, where its error counts.
           got = (ahead !== undefined && ahead.gen === gen ? await ahead.image : undefined) ?? (await this.#fetch(b, [id]))[0]!;
         } catch (e) {
+          // The operations waiting on this page fail: the reads they kept have no one to go on.
+          this.#dropKept();
           throw isAdaptreeError(e) ? e : storeError(statusOfError(e), `reading page ${id}`, e);
         }
         if (dir !== 0) this.#readAhead(b, id, dir, window);
@@ -1379,7 +1404,13 @@ export class BTreeStore<K = string, V = unknown> {
         part = list;
       }
       try {
-        const got = this.getMany(part);
+        this.#inAsync++;
+        let got: (V | undefined)[];
+        try {
+          got = this.getMany(part);
+        } finally {
+          this.#inAsync--;
+        }
         for (const v of got) out.push(v);
         if (out.length >= list.length) return out;
       } catch (e) {
@@ -1407,7 +1438,12 @@ export class BTreeStore<K = string, V = unknown> {
       if (this.#gate !== undefined) await this.#gate;
       this.#open();
       try {
-        this.setMany(part, options);
+        this.#inAsync++;
+        try {
+          this.setMany(part, options);
+        } finally {
+          this.#inAsync--;
+        }
         done += part.length;
         if (done >= list.length) return this;
       } catch (e) {

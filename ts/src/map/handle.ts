@@ -33,6 +33,8 @@ export interface Handle<K, V> {
   readonly borrowed: boolean;
   /** AttachTree.closed: the ClosedError's message once the tree is gone (else the map's). */
   readonly closedMessage: string | undefined;
+  /** AttachTree.hooks. */
+  readonly hooks: { onFault?: () => void } | undefined;
 }
 
 export function freeHandle(h: Handle<unknown, unknown>): void {
@@ -57,6 +59,7 @@ export function freeHandle(h: Handle<unknown, unknown>): void {
  * answer and retry; every other status maps through errorFromStatus. */
 export function fail(h: Handle<unknown, unknown>, st: number, what: string, detail?: string): Error {
   if (st === Status.NEED_PAGE) {
+    h.hooks?.onFault?.();
     const rt = h.rt;
     rt.refresh();
     return new PageFaultError(rt.dv.getUint32(rt.res + Result.AUX, true));
