@@ -322,19 +322,32 @@ void BufferPool::release(PageId id) {
 
 uint32_t BufferPool::trim_free_tail() {
   if (!backend_ || !free_changed_ || free_pending_ || free_.empty()) return 0;
-  const PageId last = page_count_ - 1;
-  if (std::find(free_.begin(), free_.end(), last) == free_.end()) return 0;
-  // Descending: the tail's ids come first, and allocate() (which takes from the back) the lowest.
-  std::sort(free_.begin(), free_.end(), [](PageId a, PageId b) { return a > b; });
-  size_t k = 0;
-  while (k < free_.size() && free_[k] == page_count_ - 1 && page_count_ > 1) {
-    // A freed page has no frame (release dropped it): nothing resident goes with it.
-    assert(table_.find(free_[k]) == kNoFrame);
-    __atomic_store_n(&page_count_, page_count_ - 1, __ATOMIC_RELAXED);
-    k++;
+  const PageId end = page_count_;
+  if (std::find(free_.begin(), free_.end(), end - 1) == free_.end()) return 0;
+  // The run of free ids that ends at the store's end is no longer than the free list: mark the
+  // free ids in [end - n, end), walk down from the end, drop the run. O(free ids) and no sort
+  // (sorting the list at every commit that frees the last page was O(n log n) for a list of a
+  // million pages freed in the middle). Without memory for the marks the store keeps its end.
+  const size_t n = std::min<size_t>(free_.size(), end - 1);  // (page 0 is never free)
+  const PageId lo = end - static_cast<PageId>(n);
+  std::vector<uint64_t> marks;
+  if (!resize_checked(marks, (n + 63) / 64)) return 0;
+  for (PageId id : free_) {
+    if (id < lo || id >= end) continue;
+    const size_t b = id - lo;
+    marks[b >> 6] |= uint64_t{1} << (b & 63);
   }
-  free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(k));
-  return static_cast<uint32_t>(k);
+  PageId cut = end;
+  while (cut > lo) {
+    const size_t b = cut - 1 - lo;
+    if (!((marks[b >> 6] >> (b & 63)) & 1)) break;
+    // A freed page has no frame (release dropped it): nothing resident goes with it.
+    assert(table_.find(cut - 1) == kNoFrame);
+    cut--;
+  }
+  free_.erase(std::remove_if(free_.begin(), free_.end(), [cut](PageId id) { return id >= cut; }), free_.end());
+  __atomic_store_n(&page_count_, cut, __ATOMIC_RELAXED);
+  return end - cut;
 }
 
 Status BufferPool::supply(PageId id, const uint8_t* image) {

@@ -291,10 +291,10 @@ class BufferPool {
   bool allocate_shared(PageId* out, uint8_t** page = nullptr);
   // Returns the page to the free list.
   void release(PageId id);
-  // Store commits (FilePager): when the highest page ids are free, the store ends below them
-  // (page_count_ drops, they leave the free list) and a checkpoint can cut the data file
-  // there; the free list is then sorted so that the next allocations take the lowest ids.
-  // Only when the free list changed since the last commit and is loaded. Returns the pages cut.
+  // Store commits (FilePager, AsyncPager): when the highest page ids are free, the store ends
+  // below them (page_count_ drops, they leave the free list) and a checkpoint can cut the data
+  // file there. Only when the free list changed since the last commit and is loaded; O(free
+  // ids). Returns the pages cut.
   uint32_t trim_free_tail();
   // Changes when every page may hold something else: all freed at once (clear), another
   // store's pages (attach: a reader following a newer commit). An overflow chain never

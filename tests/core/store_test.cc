@@ -556,12 +556,10 @@ TEST(Store, NewStoreLivesInTheLogUntilItsFirstCheckpoint) {
   EXPECT_EQ(st->tree().count(), 1u);
 }
 
-// A full disk: the write or commit that needs space fails with
-// kQuotaExceeded, and reopening gives the last commit.
 // Free pages at the store's end leave it: deleting the large value written last gives its
 // pages back to the file system at the next checkpoint (the data file is cut), and the store
 // is the same after reopening. Pages freed in the middle stay in the free list (no
-// relocation), and the next allocations take the lowest free ids.
+// relocation).
 TEST(Store, FreePagesAtTheEndAreCutFromTheDataFile) {
   auto key = [](int i) { return "k" + std::to_string(i * 7919 % 20000); };
   MemoryStorage ms;
@@ -629,6 +627,8 @@ TEST(Store, FreePagesAtTheEndAreCutFromTheDataFile) {
   EXPECT_EQ(st->tree().check(), "");
 }
 
+// A full disk: the write or commit that needs space fails with
+// kQuotaExceeded, and reopening gives the last commit.
 TEST(Store, FullDiskKeepsLastCommit) {
   FaultStorage fs;
   StoreOptions o;
