@@ -320,6 +320,7 @@ Status append_value(const BTree& t, Writer& w, const ValueRef& v) {
     adaptree::copy_small(p + 4, v.ptr, len);
     return Status::kOk;
   }
+  if (!t.value_length_ok(v)) return Status::kCorrupt;  // (before room() allocates it)
   uint32_t len = static_cast<uint32_t>(v.length());
   uint8_t* p = w.room(4 + size_t{len});
   if (!p) return Status::kOutOfMemory;
@@ -1010,6 +1011,10 @@ static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& 
     if (!decode_number(k.data, k.len, &x)) x = __builtin_nan("");
     uint32_t len = 0;
     if (values) {
+      if (!t.value_length_ok(v)) {
+        err = Status::kCorrupt;
+        return false;
+      }
       len = static_cast<uint32_t>(v.length());
       uint8_t* p = w.room(len);
       if (!p) {

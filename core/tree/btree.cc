@@ -196,6 +196,7 @@ Status BTree::read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* 
     *out = {ref.ptr, static_cast<uint32_t>(ref.field & kValueLenMask)};
     return Status::kOk;
   }
+  if (!value_length_ok(ref)) return Status::kCorrupt;
   uint64_t len = ref.length();
   if (!handed_.empty()) std::vector<uint8_t>().swap(handed_);
   store_.end_protection();
@@ -240,6 +241,7 @@ Status BTree::finish_kept_read(const ValueRef& ref, std::vector<uint8_t>* whole)
 }
 
 Status BTree::read_overflow(const ValueRef& ref, uint8_t* out) const {
+  if (!value_length_ok(ref)) return Status::kCorrupt;
   const uint64_t len = ref.length();
   std::vector<uint8_t> whole;
   Status kept = finish_kept_read(ref, &whole);
@@ -1336,6 +1338,14 @@ bool Cursor::settle_forward(int pos) {
     if (f.upper_inf) return false;
     fence_.assign(f.upper);
     if (!enter_at(BTree::Descent::kAfter, fence_.slice())) return false;
+    // The leaf after fence_ ends past it, or the walk would come back here for ever (fences
+    // that disagree with their parents: a damaged or crafted store; fuzz_crafted_pages).
+    if (t_->store_.failure() != Status::kOk) return false;
+    const Fences nf = fences_of(t_->page(leaf_));
+    if (!nf.upper_inf && compare(nf.upper, fence_.slice()) <= 0) [[unlikely]] {
+      t_->store_.note_corrupt(leaf_);
+      return false;
+    }
     pos = 0;
   }
 }
@@ -1355,6 +1365,13 @@ bool Cursor::settle_backward(int pos) {
     if (f.lower_inf) return false;
     fence_.assign(f.lower);
     if (!enter_at(BTree::Descent::kTo, fence_.slice())) return false;
+    // The leaf holding fence_ starts below it (as settle_forward's check, the other way).
+    if (t_->store_.failure() != Status::kOk) return false;
+    const Fences nf = fences_of(t_->page(leaf_));
+    if (!nf.lower_inf && compare(nf.lower, fence_.slice()) >= 0) [[unlikely]] {
+      t_->store_.note_corrupt(leaf_);
+      return false;
+    }
     pos = static_cast<int>(leaf::positions(t_->page(leaf_))) - 1;
   }
 }

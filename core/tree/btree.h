@@ -14,6 +14,7 @@
 #include "core/layouts/node_common.h"
 #include "core/layouts/record.h"
 #include "core/buffer/buffer_pool.h"
+#include "core/tree/overflow.h"
 #include "core/tree/rebalance.h"
 #include "core/tree/tree_latch.h"
 #include "core/status.h"
@@ -183,6 +184,15 @@ class BTree {
   // returns a slice of them (or of the page when inline).
   // kOutOfMemory (nothing changed) when buf cannot grow to the value's length.
   Status read_value(const ValueRef& ref, std::vector<uint8_t>* buf, Slice* out) const;
+  // Whether an overflow reference's length could be a value of this store: no more than a
+  // value may be (kMaxValueSize) nor than the store's pages can hold. A damaged or crafted
+  // reference said 2 GB, and the read allocated (and zeroed) that before it found the chain
+  // short (fuzz_crafted_pages). Inline values always are.
+  bool value_length_ok(const ValueRef& ref) const {
+    if (!ref.is_overflow()) return true;
+    const uint64_t len = ref.length();
+    return len <= kMaxValueSize && len <= uint64_t{store_.page_count()} * kOverflowCapacity;
+  }
   // Copies the overflow value at ref (ref.length() bytes) to out. On an asynchronous store
   // a page fault keeps its place: the bytes read so far go to a buffer of the tree's own
   // (reads_), and the next read of the same chain goes on there, then copies it all to its

@@ -326,3 +326,57 @@ TEST(CraftedPages, AKeyShorterThanTheLeafPrefixIsRefused) {
   EXPECT_EQ(t.set(sl("a"), sl("x")), Status::kCorrupt);
   EXPECT_EQ(st->commit(), Status::kCorrupt);
 }
+
+// An overflow reference whose length no value of this store can have (past kMaxValueSize, or
+// more than its pages hold): CORRUPT before anything is allocated. A crafted reference said
+// ~2 GB and the read allocated and zeroed that before it found the chain short (found by
+// fuzz_crafted_pages in CI: the process passed its 2 GB limit).
+TEST(CraftedPages, AnOverflowLengthPastWhatTheStoreHoldsIsCorrupt) {
+  Model m;
+  auto base = crafted_base(&m);
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(base.get(), o, &st), Status::kOk);
+  BTree& t = st->tree();
+  ValueRef v;
+  ASSERT_EQ(t.get(sl("key7"), &v), Status::kOk);
+  ASSERT_TRUE(v.is_overflow());
+  ASSERT_TRUE(t.value_length_ok(v));
+  std::vector<uint8_t> buf;
+  Slice out;
+  ASSERT_EQ(t.read_value(v, &buf, &out), Status::kOk);
+  EXPECT_EQ(out.len, 9000u);
+  // The reference in the (resident) leaf now claims 1.9 GB: more than the store's pages hold.
+  store32(const_cast<uint8_t*>(v.ptr) + 4, 1970632085u);
+  EXPECT_FALSE(t.value_length_ok(v));
+  std::vector<uint8_t> big;
+  EXPECT_EQ(t.read_value(v, &big, &out), Status::kCorrupt);
+  EXPECT_LT(big.capacity(), size_t{1} << 20);
+}
+
+// A leaf whose upper fence is its lower one (a crafted store): a scan moves to the leaf after
+// the upper fence, which is the same leaf again. That looped for ever (fuzz_crafted_pages,
+// a 10 s timeout); now the scan is CORRUPT.
+TEST(CraftedPages, FencesThatSendAScanBackAreCorrupt) {
+  Model m;
+  auto base = crafted_base(&m);
+  MemoryStorage files = *base;
+  std::vector<uint8_t>& f = files.file(FileId::kData);
+  size_t leaf = 0;
+  for (size_t p = 1; p < f.size() / kPageSize && !leaf; p++) {
+    const uint8_t* pg = f.data() + p * kPageSize;
+    if (is_leaf_tag(pg[0]) && !(pg[hdr::kFlags] & (kFlagLowerInf | kFlagUpperInf))) leaf = p;
+  }
+  ASSERT_NE(leaf, 0u) << "no leaf with both fences finite";
+  uint8_t* pg = f.data() + leaf * kPageSize;
+  store16(pg + hdr::kUpperOff, load16(pg + hdr::kLowerOff));
+  store16(pg + hdr::kUpperLen, load16(pg + hdr::kLowerLen));
+  seal_page(pg, static_cast<PageId>(leaf), PageSum::kHash);
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&files, o, &st), Status::kOk);
+  Model got;
+  EXPECT_EQ(dump(st->tree(), &got), Status::kCorrupt);
+}
