@@ -167,6 +167,9 @@ bool BasicNode::build(uint8_t* page, PageTag tag, uint8_t layout_flags, const Fe
                       bool prefix_truncation, const RecordRef* r, unsigned n, PageId upper_child,
                       uint8_t counter) {
   uint32_t plen = prefix_truncation ? fence_prefix_len(f) : 0;
+  // (a key shorter than the prefix lies outside the fences: see FingerprintLeaf::build)
+  for (unsigned i = 0; i < n; i++)
+    if (r[i].key_len() < plen) [[unlikely]] return false;
   if (space_needed(layout_flags, f, plen, r, n) > kNodeSize) return false;
   memset(page, 0, kSlotsHinted);
   page[hdr::kTag] = static_cast<uint8_t>(tag);

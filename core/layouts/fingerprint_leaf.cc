@@ -219,7 +219,12 @@ bool FingerprintLeaf::build(uint8_t* page, const Fences& f, bool prefix_truncati
   uint32_t plen = prefix_truncation ? fence_prefix_len(f) : 0;
   unsigned cap = (n / kFpGrain + 1) * kFpGrain;
   unsigned need = kFingerprints + n * kSlotSize + fences_bytes(f);
-  for (unsigned i = 0; i < n; i++) need += r[i].key_len() - plen + r[i].value_bytes();
+  for (unsigned i = 0; i < n; i++) {
+    // A key shorter than the fences' common prefix lies outside them: records moved out of
+    // pages that disagree with their parents (damaged or crafted). Not a leaf to build.
+    if (r[i].key_len() < plen) [[unlikely]] return false;
+    need += r[i].key_len() - plen + r[i].value_bytes();
+  }
   if (need + cap > kNodeSize) {
     cap = ((n + kFpGrain - 1) / kFpGrain) * kFpGrain;
     if (cap == 0) cap = kFpGrain;
