@@ -86,6 +86,7 @@ void BufferPool::attach(PageBackend* backend, uint32_t frames, PageId page_count
   table_.reserve(target_frames_);
   page_count_ = page_count;
   free_ = std::move(free_ids);
+  tail_freed_ = true;  // (a store may have been written with free pages at its end: the first commit looks)
   free_changed_ = false;
   free_pending_ = false;
   memset(poison_, 0, sizeof poison_);
@@ -100,6 +101,7 @@ void BufferPool::clear() {
     return;
   }
   // Persistent: every page becomes free; frames are dropped unwritten.
+  tail_freed_ = true;
   free_.clear();
   free_pending_ = false;
   for (PageId id = page_count_; id-- > 1;) free_.push_back(id);
@@ -318,10 +320,12 @@ void BufferPool::release(PageId id) {
   }
   free_.push_back(id);
   free_changed_ = true;
+  if (id + 1 == page_count_) tail_freed_ = true;
 }
 
 uint32_t BufferPool::trim_free_tail() {
-  if (!backend_ || !free_changed_ || free_pending_ || free_.empty()) return 0;
+  if (!backend_ || !tail_freed_ || free_pending_ || free_.empty()) return 0;
+  tail_freed_ = false;
   const PageId end = page_count_;
   if (std::find(free_.begin(), free_.end(), end - 1) == free_.end()) return 0;
   // The run of free ids that ends at the store's end is no longer than the free list: mark the
@@ -383,6 +387,7 @@ Status BufferPool::load_free_list() {
   }
   if (ids.size() != pending_free_count_) return Status::kCorrupt;
   free_ = std::move(ids);
+  tail_freed_ = true;
   free_pending_ = false;
   return Status::kOk;
 }

@@ -293,8 +293,8 @@ class BufferPool {
   void release(PageId id);
   // Store commits (FilePager, AsyncPager): when the highest page ids are free, the store ends
   // below them (page_count_ drops, they leave the free list) and a checkpoint can cut the data
-  // file there. Only when the free list changed since the last commit and is loaded; O(free
-  // ids). Returns the pages cut.
+  // file there. Only when the last page was freed since the last call (else O(1)) and the
+  // free list is loaded; O(free ids). Returns the pages cut.
   uint32_t trim_free_tail();
   // Changes when every page may hold something else: all freed at once (clear), another
   // store's pages (attach: a reader following a newer commit). An overflow chain never
@@ -378,6 +378,9 @@ class BufferPool {
   PageId page_count_ = 1;  // page 0 is the superblock
   std::vector<PageId> free_;
   bool free_changed_ = false;
+  // The store's last page was freed since the last trim_free_tail (release, clear): only then
+  // can the end move down, so commits skip the scan of the free list otherwise.
+  bool tail_freed_ = false;
   bool free_pending_ = false;
   PageId pending_free_head_ = kInvalidPageId;
   uint32_t pending_free_count_ = 0;

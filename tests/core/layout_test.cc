@@ -21,12 +21,6 @@ using namespace adaptree;
 
 namespace {
 
-Fences fences(const std::string* lo, const std::string* hi) {
-  Fences f;
-  if (lo) f.lower = sl(*lo), f.lower_inf = false;
-  if (hi) f.upper = sl(*hi), f.upper_inf = false;
-  return f;
-}
 std::string key_of(const uint8_t* p, int pos) {
   KeyBuffer k;
   leaf::key_at(p, pos, &k);
@@ -34,9 +28,6 @@ std::string key_of(const uint8_t* p, int pos) {
 }
 std::string value_of(const ValueRef& v) { return std::string(reinterpret_cast<const char*>(v.ptr), v.field & kValueLenMask); }
 
-struct Page {
-  alignas(16) uint8_t b[kPageSize];
-};
 
 }  // namespace
 

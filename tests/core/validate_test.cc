@@ -27,17 +27,6 @@ using namespace adaptree;
 
 namespace {
 
-struct Page {
-  alignas(16) uint8_t b[kPageSize];
-};
-
-Fences fences(const std::string* lo, const std::string* hi) {
-  Fences f;
-  if (lo) f.lower = sl(*lo), f.lower_inf = false;
-  if (hi) f.upper = sl(*hi), f.upper_inf = false;
-  return f;
-}
-
 // A copy of good with change applied must fail; good itself passes.
 void expect_rejected(const Page& good, const char* what, const std::function<void(uint8_t*)>& change) {
   ASSERT_TRUE(page_well_formed(good.b)) << what;
