@@ -10,6 +10,8 @@
 //           interleaved rounds, then awaited as the suite awaits them
 //   load    put_tx1000: setMany vs commit, the commit's write/flush/read time and bytes, pool
 //           fixes per record, image and delta frames
+//   idbload put_tx1000 on an IndexedDB store (--durability strict|relaxed): setManyAsync vs
+//           commit, the readwrite transactions' time in a commit, puts and bytes per commit
 //   alloc   copying values out of wasm memory: slice() per size, per value vs per batch; the
 //           cost of a view, a subarray, a copy into a slab, a new array
 //   scan    50-record scans with entries() vs keys()
@@ -175,6 +177,66 @@ async function splitMode({ w, dir, path, keys, n, raw, page, rng, t }) {
   for (const h of handles) h.close();
 }
 
+/**
+ * idbload: put_tx1000 on an IndexedDB store taken apart: setManyAsync, then the commit, and in
+ * it the readwrite transactions (from transaction() to 'complete') and the bytes put.
+ */
+async function idbLoadMode(n, durability) {
+  const { indexedDBStorage } = await import('../../dist/index.js');
+  await init();
+  const { keys, value } = makeRecords(n, 1);
+  const vals = keys.map((_, i) => value(i));
+  const path = 'diagnose-idb';
+  await new Promise((r) => { const q = indexedDB.deleteDatabase('adaptree:' + path); q.onsuccess = q.onerror = r; });
+  const t = { on: false, tx: 0, txs: 0, bytes: 0, puts: 0 };
+  const origTx = IDBDatabase.prototype.transaction;
+  IDBDatabase.prototype.transaction = function (names, mode, opts) {
+    const tx = origTx.call(this, names, mode, opts);
+    if (t.on && mode === 'readwrite') {
+      const a = now();
+      t.txs++;
+      t.txStart = a;
+      tx.addEventListener('complete', () => { t.tx += now() - a; t.txEnd = now(); });
+    }
+    return tx;
+  };
+  const origPut = IDBObjectStore.prototype.put;
+  IDBObjectStore.prototype.put = function (v, k) {
+    if (t.on) { t.puts++; t.bytes += v?.byteLength ?? 0; }
+    return origPut.call(this, v, k);
+  };
+  const storage = durability === 'strict' ? 'indexeddb' : indexedDBStorage({ durability });
+  const s = await BTreeStore.open({ path, storage, keys: 'utf8', values: 'bytes' });
+  let tset = 0, tcommit = 0;
+  const fr = { n: 0, ms: 0, tx: 0, before: 0, after: 0 }, cp = { n: 0, ms: 0, tx: 0, before: 0, after: 0 };
+  const t0 = now();
+  for (let i = 0; i < n; i += 1000) {
+    const batch = keys.slice(i, i + 1000).map((k, j) => [k, vals[i + j]]);
+    let a = now(); await s.setManyAsync(batch); tset += now() - a;
+    t.on = i >= n / 2;  // the second half: the store at its size
+    const p0 = t.puts, x0 = t.tx;
+    a = now(); await s.commit();
+    if (t.on) {
+      const d = now() - a;
+      tcommit += d;
+      // a checkpoint puts a record per page; a usual commit one frame
+      const k = t.puts - p0 > 1 ? cp : fr;
+      k.n++; k.ms += d; k.tx += t.tx - x0;
+      k.before += t.txStart - a; k.after += now() - t.txEnd;
+    }
+    t.on = false;
+  }
+  for (const [name, k] of [['frame commits', fr], ['checkpoints', cp]]) {
+    if (k.n) log(`  ${name}: ${k.n}, ${(k.ms / k.n).toFixed(2)} ms each, of which the transaction ${(k.tx / k.n).toFixed(2)} ms, before it ${(k.before / k.n).toFixed(2)} ms, after it ${(k.after / k.n).toFixed(2)} ms`);
+  }
+  const b = n / 2000;
+  log(`idbload (${durability}): ${rate(now() - t0, n)}; second half, per 1000 records: setManyAsync ${(tset / (n / 1000)).toFixed(2)} ms, commit ${(tcommit / b).toFixed(2)} ms, ` +
+    `of which readwrite transactions ${(t.tx / b).toFixed(2)} ms (${(t.txs / b).toFixed(2)} per commit), ${(t.puts / b).toFixed(1)} puts, ${Math.round(t.bytes / b / 1024)} KiB put`);
+  const st = s.stats();
+  log(`  stats: ${JSON.stringify(Object.fromEntries(Object.entries(st).filter(([k]) => /frame|log|checkpoint|write|sync/.test(k))))}`);
+  await s.close();
+}
+
 self.onmessage = async (e) => {
   const { mode, records: n } = e.data;
   try {
@@ -184,6 +246,11 @@ self.onmessage = async (e) => {
       return;
     }
     log(`worker '${self.name}': setImmediate ${typeof globalThis.setImmediate}, mode ${mode}, ${n} records`);
+    if (mode === 'idbload') {
+      await idbLoadMode(n, e.data.durability ?? 'strict');
+      self.postMessage({ done: true });
+      return;
+    }
     const w = await init();
     const { keys, value } = makeRecords(n + 5000, 1);
     const vals = keys.map((_, i) => value(i));

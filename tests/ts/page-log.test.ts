@@ -10,7 +10,7 @@
 // 600 random commits and the checkpoints of a 24 KiB log: every page resolves as the model.
 import { describe, expect, it } from 'vitest';
 import { CorruptionError } from '../../ts/src/errors.js';
-import { FRAME_MAGIC, PageLog, applyDelta, changedRuns, commitSequence, decodeFrame, encodeFrame, ownsBuffer } from '../../ts/src/storage/page-log.js';
+import { FRAME_MAGIC, PAGE_BYTES, PageLog, applyDelta, changedRuns, commitSequence, decodeFrame, encodeFrame, ownsBuffer } from '../../ts/src/storage/page-log.js';
 
 const frameBytes = (count: number) => 8 + count * (8 + 4096);
 
@@ -113,7 +113,7 @@ describe('page log frames', () => {
     log.apply(1, encodeFrame([[0, page0(1)], [4, base]]), 't');
     log.apply(2, frame, 't');
     expect(log.latest.get(4)).toEqual(next);
-    expect(ownsBuffer(log.latest.get(4)!)).toBe(true);
+    expect(ownsBuffer(log.image(4)!)).toBe(true);
     const bad = new Uint8Array([0xfc, 0x0f, 8, 0, 1, 2, 3, 4, 5, 6, 7, 8]); // 8 bytes at 4092
     expect(corrupt(() => applyDelta(base, bad, 't'))).toBe('CORRUPT');
     expect(corrupt(() => applyDelta(base, new Uint8Array([0, 0, 9, 0, 1]), 't'))).toBe('CORRUPT');
@@ -127,23 +127,63 @@ describe('page log frames', () => {
 });
 
 describe('PageLog', () => {
-  it('keeps the newest image of each page, in buffers of their own', () => {
+  it('keeps the newest image of each page, copied into its slots', () => {
     const log = new PageLog();
     const f1 = encodeFrame([[0, page0(1)], [5, image(1)], [6, image(1)]]);
     log.apply(1, f1, 't');
-    const own: [number, Uint8Array][] = [[0, page0(2)], [5, image(2)]];
-    log.add(2, own, frameBytes(2), 't');
+    const view5 = log.latest.get(5)!;
+    const copy5 = log.image(5)!;
+    // Views of one buffer, as the store hands a commit's pages to this backend.
+    const block = new Uint8Array(2 * PAGE_BYTES);
+    block.set(page0(2), 0);
+    block.set(image(2), PAGE_BYTES);
+    const given: [number, Uint8Array][] = [[0, block.subarray(0, PAGE_BYTES)], [5, block.subarray(PAGE_BYTES)]];
+    log.add(2, given, frameBytes(2), 't');
     expect([...log.latest.keys()].sort((a, b) => a - b)).toEqual([0, 5, 6]);
     expect(log.latest.get(5)![0]).toBe(2);
     expect(log.latest.get(6)![0]).toBe(1);
     expect(commitSequence(log.latest.get(0)!)).toBe(2);
-    // Pages of a decoded frame were copied out of it; arrays handed over are kept as they are.
-    for (const img of log.latest.values()) expect(ownsBuffer(img)).toBe(true);
-    expect(log.latest.get(5)).toBe(own[1]![1]);
+    // Nothing of the frame or of the arrays given is kept: changing them changes no image.
+    f1.fill(0xee);
+    block.fill(0xee);
+    expect(log.latest.get(5)).toEqual(image(2));
+    expect(log.latest.get(6)).toEqual(image(1));
+    expect(log.latest.get(5)!.buffer).not.toBe(block.buffer);
+    // A page's slot is overwritten in place: a view from `latest` follows, a copy from image() not.
+    expect(log.latest.get(5)).toBe(view5);
+    expect(view5).toEqual(image(2));
+    expect(copy5).toEqual(image(1));
+    expect(ownsBuffer(copy5)).toBe(true);
+    expect(log.image(7)).toBeUndefined();
     expect(log.keys).toEqual([1, 2]);
     expect(log.bytes).toBe(f1.length + frameBytes(2));
     log.reset();
     expect([log.latest.size, log.keys.length, log.bytes]).toEqual([0, 0, 0]);
+  });
+
+  it('holds more pages than a slab, and uses its slots again after a reset', () => {
+    const log = new PageLog();
+    const img = (id: number, round: number) => {
+      const a = new Uint8Array(PAGE_BYTES);
+      new DataView(a.buffer).setUint32(8, id * 1000 + round, true);
+      a[PAGE_BYTES - 1] = round;
+      return a;
+    };
+    const stamp = (a: Uint8Array) => new DataView(a.buffer, a.byteOffset).getUint32(8, true);
+    for (let round = 1; round <= 3; round++) {
+      let seq = round * 10;
+      for (let from = 1; from < 700; from += 250) {
+        const pages: [number, Uint8Array][] = [[0, page0(++seq)]];
+        for (let id = from; id < from + 250 && id < 700; id++) pages.push([id, img(id, round)]);
+        log.add(seq, pages, 1, 't');
+      }
+      expect(log.latest.size).toBe(700);
+      for (let id = 1; id < 700; id++) {
+        expect(stamp(log.latest.get(id)!)).toBe(id * 1000 + round);
+        expect(log.latest.get(id)![PAGE_BYTES - 1]).toBe(round);
+      }
+      if (round === 2) log.reset();
+    }
   });
 
   it('refuses frames out of order or without page 0 first', () => {
@@ -201,7 +241,8 @@ describe('PageLog against a model (what IndexedDB would hold)', () => {
       const frame = encodeFrame(changed, (id) => writer.latest.get(id));
       if (writer.bytes + frame.length > 24 << 10) {
         // a checkpoint: every logged page and this commit's into `pages`, the log cleared
-        for (const [id, img] of writer.latest) stored.set(id, img);
+        // (copied, as the backend's puts copy them: the slots are used again after reset)
+        for (const [id, img] of writer.latest) stored.set(id, img.slice());
         for (const [id, img] of changed) stored.set(id, img);
         frames = [];
         writer.reset();

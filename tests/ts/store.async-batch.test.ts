@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { BTreeStore, PageFaultError } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
+import type { AsyncBackend } from '../../ts/src/storage/types.js';
 import { REAL_BUILDS, wasmFor } from './builds.js';
 import { uniqueName } from './store-helpers.js';
 import { SplitMix } from './store-rng.js';
@@ -139,4 +140,54 @@ describe.each(REAL_BUILDS)('setManyAsync larger than the pool (%s)', (build) => 
     expect(await s.getAsync(f.applied! * 3 + 1)).toBeUndefined();
     await s.close();
   }, 120_000);
+});
+
+describe.each(REAL_BUILDS)("a commit's page images on an async backend (%s)", (build) => {
+  it('come as arrays of their own, or as views of one copy to a backend that asks (viewsOfOneCopy), and either way commit the same pages', async () => {
+    const wasm = await wasmFor(build);
+    for (const views of [false, true]) {
+      const mem = createAsyncMemoryStorage();
+      const seen: { owns: boolean; buffer: ArrayBufferLike; length: number }[][] = [];
+      // the async-memory backend copies what it keeps, so it may take views
+      const storage: AsyncBackend = {
+        kind: 'async',
+        name: 'recording',
+        async open(p, o) {
+          const pages = await mem.open(p, o);
+          return {
+            readPage: (id) => pages.readPage(id),
+            readPages: pages.readPages?.bind(pages),
+            writePages(images) {
+              seen.push(images.map(([, a]) => ({ owns: a.byteOffset === 0 && a.buffer.byteLength === a.length, buffer: a.buffer, length: a.length })));
+              return pages.writePages(images);
+            },
+            close: () => pages.close(),
+            ...(views ? { viewsOfOneCopy: true } : {}),
+          };
+        },
+      };
+      const path = uniqueName('views');
+      let s = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm });
+      for (let round = 0; round < 3; round++) {
+        await s.setManyAsync(Array.from({ length: 3000 }, (_, i) => [i * 7 + round, `${round}:${i}`.padEnd(60, '.')]));
+        await s.commit();
+      }
+      await s.close();
+      expect(seen.length).toBe(3);
+      for (const images of seen) {
+        expect(images.length).toBeGreaterThan(10);
+        for (const im of images) expect(im.length).toBe(4096);
+        if (views) {
+          expect(images.every((im) => !im.owns)).toBe(true);
+          expect(new Set(images.map((im) => im.buffer)).size).toBe(1);
+        } else {
+          expect(images.every((im) => im.owns)).toBe(true);
+        }
+      }
+      s = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm, create: false });
+      expect(s.size).toBe(9000);
+      for (let round = 0; round < 3; round++) for (const i of [0, 1234, 2999]) expect(await s.getAsync(i * 7 + round)).toBe(`${round}:${i}`.padEnd(60, '.'));
+      await s.close();
+    }
+  });
 });

@@ -265,7 +265,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         transact(readOnly ? [PAGES, LOG] : [PAGES], 'readonly', async (tx) => {
           if (readOnly) await syncLog(tx);
           const st = tx.objectStore(PAGES);
-          const got = ids.map((id) => log.latest.get(id) ?? result(st.get(id)));
+          const got = ids.map((id) => log.image(id) ?? result(st.get(id)));
           return (await Promise.all(got)).map(copy);
         });
       // A reader's reads run one after another: each brings the shared `log` to its own
@@ -274,7 +274,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       // before it finished, so it sees that commit or a later one.
       let readerTail: Promise<unknown> = Promise.resolve();
       const read = (ids: readonly number[]): Promise<(Uint8Array | undefined)[]> => {
-        if (!readOnly) return ids.every((id) => log.latest.has(id)) ? Promise.resolve(ids.map((id) => log.latest.get(id))) : readIn(ids);
+        if (!readOnly) return ids.every((id) => log.latest.has(id)) ? Promise.resolve(ids.map((id) => log.image(id))) : readIn(ids);
         const p = readerTail.then(() => readIn(ids));
         readerTail = p.catch(() => undefined);
         return p;
@@ -315,6 +315,9 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       }
       let closed = false;
       return {
+        // writePages copies the images into the log's slots; frames and checkpoints put
+        // arrays of their own (a view would be stored with its whole buffer).
+        viewsOfOneCopy: true,
         async readPage(id: number): Promise<Uint8Array | undefined> {
           try {
             return (await read([id]))[0];
@@ -344,8 +347,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
               await transact([LOG], 'readwrite', async (tx) => {
                 await result(tx.objectStore(LOG).put(frame, key));
               });
-              // The images are the caller's to give (types.ts): kept, not copied.
-              log.add(key, pages, frame.length, where);
+              log.add(key, pages, frame.length, where);  // copies the images
               return;
             }
             // Past checkpointBytes: a checkpoint instead.

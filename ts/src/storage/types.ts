@@ -111,6 +111,13 @@ export interface AsyncStorePages {
    * promise resolves they are durable; if it rejects, none of them is visible on reopen. The
    * arrays are the backend's to keep (the store makes them for this call and never reuses them). */
   writePages(pages: readonly (readonly [id: number, image: Uint8Array])[]): Promise<void>;
+  /**
+   * Optional: true when writePages copies what it keeps of the images and never stores an
+   * image array as it is. The store then hands views into one copy of the commit's pages
+   * instead of an ArrayBuffer per page (structured clone, as IndexedDB's put, stores a view
+   * with its whole buffer: a backend that stores the arrays themselves must leave this unset).
+   */
+  readonly viewsOfOneCopy?: boolean;
   /** Releases the lock. Called once. */
   close(): void | Promise<void>;
 }
