@@ -114,16 +114,11 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
   if (read_only_) create = false;
   Status s = s_->size(FileId::kData, &dsize);
   if (s != Status::kOk) return s;
-  if (dsize > 0 && dsize < kPageSize) {
-    // Never written by a store (creation leaves the data file empty, the
-    // first checkpoint writes page 0 whole): a truncated store or a foreign
-    // file. Fewer than 8 bytes cannot be either: as an empty file.
-    alignas(16) uint8_t head[8];
-    uint32_t got;
-    s = s_->read(FileId::kData, 0, head, 8, &got);
-    if (s != Status::kOk) return s;
-    if (got >= 8) return Status::kCorrupt;
-  }
+  // Never written by a store (creation leaves the data file empty, the first
+  // checkpoint writes page 0 whole, a cut leaves whole pages): a truncated store
+  // or a foreign file, of any length (a 7-byte file of the user's was taken for
+  // an empty one and overwritten).
+  if (dsize > 0 && dsize < kPageSize) return Status::kCorrupt;
   int best = -1;
   uint64_t seq[2] = {0, 0};
   uint32_t version[2] = {0, 0};

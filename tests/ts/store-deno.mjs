@@ -30,4 +30,22 @@ s = await BTreeStore.open({ path, keys: 'number', values: 'json' });
 out.afterClose = s.get(-1);
 out.fileBytes = s.stats().fileBytes > 0;
 await s.close();
+// A missing directory: it said "no store at ... (create: false)" with create left true.
+try {
+  await BTreeStore.open({ path: `${dir}/no/such/x.db` });
+  out.missingDir = 'opened';
+} catch (e) {
+  out.missingDir = `${e.code}: ${e.message}`;
+}
+// A short foreign file: CORRUPT, the file as it was, and no log file left beside it.
+const foreign = `${dir}/notes.json`;
+Deno.writeTextFileSync(foreign, '{"a":1}');
+try {
+  await BTreeStore.open({ path: foreign });
+  out.foreign = 'opened';
+} catch (e) {
+  out.foreign = e.code;
+}
+out.foreignAfter = Deno.readTextFileSync(foreign);
+out.foreignSiblings = [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) => n.startsWith('notes.json')).sort();
 console.log(JSON.stringify(out));

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -576,6 +576,16 @@ describe('BTreeStore on sync backends', () => {
     expect((e as Error).message).toContain('foreign.db');
     expect(readFileSync(foreign).equals(text)).toBe(true);
     expect(existsSync(foreign + '-lock')).toBe(false); // the lock was released
+    expect(existsSync(foreign + '-log')).toBe(false); // the log this open created went again
+    // Short ones too: a file under 8 bytes was taken for an empty store and overwritten.
+    for (const short of ['{"a":1}', 'hi', '\n', '12345678', 'x'.repeat(4095)]) {
+      const f = join(tmp.dir, `short-${short.length}.json`);
+      writeFileSync(f, short);
+      const err = await caught(BTreeStore.open({ path: f }));
+      expect(isAdaptreeError(err) && err.code, `${short.length} bytes`).toBe('CORRUPT');
+      expect(readFileSync(f, 'utf8')).toBe(short);
+      expect(readdirSync(tmp.dir).filter((n) => n.startsWith(`short-${short.length}.json`))).toEqual([`short-${short.length}.json`]);
+    }
 
     // Opening, or at the latest reading every page, of a damaged store is a CorruptionError.
     const openAndRead = (path: string) =>
@@ -641,6 +651,7 @@ describe('BTreeStore on sync backends', () => {
     expect(ge).toBeInstanceOf(CorruptionError);
     expect((ge as Error).message).toMatch(/gone\.db.*data file is empty.*deleted or truncated/);
     expect(readFileSync(gone + '-log').equals(logBefore)).toBe(true); // the log is left alone
+    expect(existsSync(gone)).toBe(false); // and the data file that open created is gone again
   });
 
   it('keys written as bytes and read back as numbers: iteration says CORRUPT, never yields NaN', async () => {
@@ -690,6 +701,32 @@ describe('BTreeStore on sync backends', () => {
     await r.close();
   });
 
+  // A symlink to a store's file was a second store: its own lock and its own log beside the
+  // same data file, two writers, and commits lost (found by a new-user probe).
+  it('one store however its path is spelled (a symlink, .., a symlinked directory): LockedError while open, one log', async () => {
+    const real = join(tmp.dir, 'linked.db');
+    const s = await BTreeStore.open<number, string>({ path: real, keys: 'number' });
+    s.set(1, 'one');
+    await s.commit();
+    symlinkSync(real, join(tmp.dir, 'link-to.db'));
+    mkdirSync(join(tmp.dir, 'sub'));
+    symlinkSync(tmp.dir, join(tmp.dir, 'dirlink'));
+    for (const other of [join(tmp.dir, 'link-to.db'), join(tmp.dir, 'sub', '..', 'linked.db'), join(tmp.dir, 'dirlink', 'linked.db')]) {
+      const e = await caught(BTreeStore.open({ path: other, keys: 'number' }));
+      expect(isAdaptreeError(e) && e.code, other).toBe('LOCKED');
+    }
+    await s.close();
+    // through the symlink now: the same data and the same log (none beside the link)
+    const t = await BTreeStore.open<number, string>({ path: join(tmp.dir, 'link-to.db'), keys: 'number' });
+    expect(t.get(1)).toBe('one');
+    t.set(2, 'two');
+    await t.close();
+    expect(existsSync(join(tmp.dir, 'link-to.db-log'))).toBe(false);
+    const u = await BTreeStore.open<number, string>({ path: real, keys: 'number' });
+    expect([u.get(1), u.get(2)]).toEqual(['one', 'two']);
+    await u.close();
+  });
+
   it('another process holding the store: LockedError, nothing damaged', async () => {
     const dist = join(repo, 'dist/index.js');
     expect(existsSync(dist), 'run `bash scripts/build.sh ts` first').toBe(true);
@@ -723,6 +760,11 @@ describe('BTreeStore on sync backends', () => {
       expect(await caught(BTreeStore.open(bad as never))).toBeInstanceOf(InvalidArgumentError);
     }
     expect(await caught(BTreeStore.open({ path: join(tmp.dir, 'absent.db'), create: false }))).toBeInstanceOf(InvalidArgumentError);
+    // a missing directory with create: it said "no store at ... (create: false)"
+    const nodir = await caught(BTreeStore.open({ path: join(tmp.dir, 'no', 'such', 'x.db') }));
+    expect(isAdaptreeError(nodir) && nodir.code).toBe('IO_ERROR');
+    expect((nodir as Error).message).toMatch(/cannot create .*x\.db.*(no such file or directory|its directory does not exist)/);
+    expect(existsSync(join(tmp.dir, 'no'))).toBe(false);
   });
 
   // open('x.db', { ... }) took the path and silently dropped the options (found by a probe

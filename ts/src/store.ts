@@ -608,10 +608,13 @@ export class BTreeStore<K = string, V = unknown> {
         throw errorFromStatus(Status.OUT_OF_MEMORY, 'open');
       }
       const entry = registerHost(wasm.memory, io, files);
+      // No store came of the files (the core's open failed): files this open created go again
+      // (a foreign file next to them, a full disk, a bad option must leave nothing behind).
+      let discard = false;
       const release = () => {
         unregisterHost(wasm.memory, io);
         ex.at_free(io);
-        files.close();
+        files.close(discard);
       };
       let tree = 0;
       try {
@@ -630,6 +633,7 @@ export class BTreeStore<K = string, V = unknown> {
         tree = ex.at_store_open!(io, layout, pool, (create ? StoreOpenFlags.CREATE : 0) | (readOnly ? StoreOpenFlags.READ_ONLY : 0) | (options.logDeltas === false ? StoreOpenFlags.NO_LOG_DELTAS : 0), wasm.ctx);
         entry.onRead = undefined;
         if (tree === 0) {
+          discard = true;
           // A throwing callback failed the read it was called from: its AbortedError, as is.
           if (entry.lastError instanceof AbortedError) throw entry.lastError;
           const st = aux();

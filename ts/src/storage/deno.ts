@@ -98,6 +98,23 @@ function absolute(d: DenoNs, path: string): string {
   return (cwd.endsWith('/') ? cwd : cwd + '/') + path;
 }
 
+/** `absolute(path)` with symlinks resolved (of the file, or of its directory when the file
+ * does not exist yet), as the node backend: one store, one lock file and one log. */
+function canonical(d: DenoNs, path: string): string {
+  const abs = absolute(d, path);
+  try {
+    return d.realPathSync(abs);
+  } catch {
+    const cut = abs.lastIndexOf('/');
+    try {
+      const dir = d.realPathSync(abs.slice(0, cut) || '/');
+      return (dir.endsWith('/') ? dir : dir + '/') + abs.slice(cut + 1);
+    } catch {
+      return abs;
+    }
+  }
+}
+
 /** What `/proc` says of a pid: running, gone, or unknown (no permission, not Linux). */
 function pidState(d: DenoNs, pid: number): 'alive' | 'gone' | 'unknown' {
   if (d.build.os !== 'linux') return 'unknown';
@@ -178,6 +195,27 @@ function takeLockFile(d: DenoNs, lockPath: string, storePath: string): void {
   throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
 }
 
+/** Whether `path` still names the open file `f` (where Deno gives inode numbers). */
+function sameFile(d: DenoNs, path: string, f: DenoFsFile): boolean {
+  let a: FileId;
+  try {
+    a = d.statSync(path) as FileId;
+  } catch {
+    return false;
+  }
+  const b = f.statSync() as FileId;
+  return a.ino == null || b.ino == null || (a.ino === b.ino && a.dev === b.dev);
+}
+type FileId = { ino?: number | null; dev?: number };
+
+function removeQuietly(d: { removeSync(p: string): void }, p: string): void {
+  try {
+    d.removeSync(p);
+  } catch {
+    /* gone already */
+  }
+}
+
 export const denoStorage: SyncBackend = {
   kind: 'sync',
   name: 'deno',
@@ -208,17 +246,25 @@ export const denoStorage: SyncBackend = {
   },
   open(path: string, options: { create: boolean }): SyncStoreFiles {
     const d = deno();
-    const abs = absolute(d, path);
+    const abs = canonical(d, path);
     if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
     const files: DenoFsFile[] = [];
+    const created: string[] = []; // by this open: removed again if the store's open fails
     openPaths.add(abs);
     try {
       for (const p of [abs, abs + '-log']) {
         try {
-          files.push(d.openSync(p, { read: true, write: true, create: options.create }));
+          files.push(d.openSync(p, { read: true, write: true }));
         } catch (e) {
-          if (e instanceof d.errors.NotFound) throw new InvalidArgumentError(`no store at ${abs} (create: false)`, { cause: e });
-          throw new IoError(`cannot open ${p}: ${(e as Error).message}`, { cause: e });
+          if (!(e instanceof d.errors.NotFound)) throw new IoError(`cannot open ${p}: ${(e as Error).message}`, { cause: e });
+          if (!options.create) throw new InvalidArgumentError(`no store at ${abs} (create: false)`, { cause: e });
+          try {
+            files.push(d.openSync(p, { read: true, write: true, createNew: true }));
+            created.push(p);
+          } catch (e2) {
+            if (e2 instanceof d.errors.NotFound) throw new IoError(`cannot create ${p}: its directory does not exist`, { cause: e2 });
+            throw new IoError(`cannot create ${p}: ${(e2 as Error).message}`, { cause: e2 });
+          }
         }
       }
       const data = files[0]!;
@@ -226,9 +272,17 @@ export const denoStorage: SyncBackend = {
         throw new IoError('this Deno has no FsFile.tryLockSync (Deno 2.7 or later is needed for locking)');
       }
       if (!data.tryLockSync(true)) throw new LockedError(`the store ${abs} is open in another process`);
+      // Locked: the paths must still name the files opened (a process whose open failed
+      // removes the files it created, and another may have opened them in between).
+      if (!sameFile(d, abs, files[0]!) || !sameFile(d, abs + '-log', files[1]!)) {
+        throw new LockedError(`the store ${abs} was being created by another process whose open failed; open it again`);
+      }
       takeLockFile(d, abs + '-lock', abs);
     } catch (e) {
       for (const f of files) f.close();
+      // (a file this open created while another process holds the store cannot be: it
+      // would have found it)
+      if (!(e instanceof LockedError)) for (const p of created) removeQuietly(d, p);
       openPaths.delete(abs);
       throw e;
     }
@@ -238,9 +292,11 @@ export const denoStorage: SyncBackend = {
       log: new DenoFile(files[1]!),
       // Another worker opens the same two paths (denoStorage.attach).
       share: () => ({ path: abs }),
-      close() {
+      close(discardCreated?: boolean) {
         if (closed) return;
         closed = true;
+        // (while the store is still locked: no one else can have begun using them)
+        if (discardCreated === true) for (const p of created) removeQuietly(d, p);
         try {
           d.removeSync(abs + '-lock'); // before the flock goes, so no one finds it stale-but-held
         } catch {

@@ -30,10 +30,33 @@ interface NodeFs {
   unlinkSync(path: string): void;
   linkSync(existingPath: string, newPath: string): void;
   statSync(path: string): { mtimeMs: number };
+  realpathSync(path: string): string;
   constants: { O_RDWR: number; O_CREAT: number; O_EXCL: number; O_WRONLY: number; O_TRUNC: number };
 }
 interface NodePath {
   resolve(...p: string[]): string;
+  dirname(p: string): string;
+  basename(p: string): string;
+  join(...p: string[]): string;
+}
+
+/**
+ * The store's path with symlinks resolved (of the file, or of its directory when the file
+ * does not exist yet): a store opened through a symlink and through its target would
+ * otherwise take two locks and write two logs beside one data file. (Hard links are not
+ * told apart.)
+ */
+function canonical(fs: NodeFs, np: NodePath, path: string): string {
+  const abs = np.resolve(path);
+  try {
+    return fs.realpathSync(abs);
+  } catch {
+    try {
+      return np.join(fs.realpathSync(np.dirname(abs)), np.basename(abs));
+    } catch {
+      return abs;
+    }
+  }
 }
 interface NodeProcess {
   pid: number;
@@ -211,6 +234,14 @@ export interface NodeStorage extends SyncBackend {
   open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles>;
 }
 
+function removeQuietly(fs: { unlinkSync(p: string): void }, p: string): void {
+  try {
+    fs.unlinkSync(p);
+  } catch {
+    /* gone already */
+  }
+}
+
 export const nodeStorage: NodeStorage = {
   kind: 'sync',
   name: 'node',
@@ -227,25 +258,34 @@ export const nodeStorage: NodeStorage = {
   },
   async open(path: string, options: { create: boolean }): Promise<SyncStoreFiles> {
     const { fs, path: np, proc } = await nodeModules();
-    const abs = np.resolve(path);
+    const abs = canonical(fs, np, path);
     if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
     openPaths.add(abs);
     const lockPath = abs + '-lock';
     let locked = false;
     const fds: number[] = [];
+    const created: string[] = []; // by this open: removed again if the store's open fails
     try {
       takeLock(fs, proc, lockPath, abs);
       locked = true;
-      const flags = fs.constants.O_RDWR | (options.create ? fs.constants.O_CREAT : 0);
+      const { O_RDWR, O_CREAT, O_EXCL } = fs.constants;
       for (const p of [abs, abs + '-log']) {
         try {
-          fds.push(fs.openSync(p, flags, 0o644));
+          fds.push(fs.openSync(p, O_RDWR));
         } catch (e) {
-          if (errnoOf(e) === 'ENOENT') throw new InvalidArgumentError(`no store at ${abs} (create: false)`, { cause: e });
-          throw new IoError(`cannot open ${p}: ${(e as Error).message}`, { cause: e });
+          if (errnoOf(e) !== 'ENOENT') throw new IoError(`cannot open ${p}: ${(e as Error).message}`, { cause: e });
+          if (!options.create) throw new InvalidArgumentError(`no store at ${abs} (create: false)`, { cause: e });
+          try {
+            fds.push(fs.openSync(p, O_RDWR | O_CREAT | O_EXCL, 0o644));
+            created.push(p);
+          } catch (e2) {
+            if (errnoOf(e2) === 'ENOENT') throw new IoError(`cannot create ${p}: its directory does not exist`, { cause: e2 });
+            throw new IoError(`cannot create ${p}: ${(e2 as Error).message}`, { cause: e2 });
+          }
         }
       }
     } catch (e) {
+      for (const p of created) removeQuietly(fs, p);
       for (const fd of fds) fs.closeSync(fd);
       if (locked) {
         try {
@@ -263,7 +303,7 @@ export const nodeStorage: NodeStorage = {
       log: new NodeFile(fs, fds[1]!),
       // File descriptors belong to the process: a worker_thread uses the same numbers.
       share: () => ({ path: abs, fds: [fds[0]!, fds[1]!] }),
-      close() {
+      close(discardCreated?: boolean) {
         if (closed) return;
         closed = true;
         let err: unknown;
@@ -274,6 +314,8 @@ export const nodeStorage: NodeStorage = {
             err ??= e;
           }
         }
+        // (before the lock goes: no one else can have begun using them)
+        if (discardCreated === true) for (const p of created) removeQuietly(fs, p);
         try {
           fs.unlinkSync(lockPath);
         } catch (e) {

@@ -48,8 +48,9 @@ export interface SyncFile {
 export interface SyncStoreFiles {
   readonly data: SyncFile;
   readonly log: SyncFile;
-  /** Closes both files and releases the lock. Called once. */
-  close(): void;
+  /** Closes both files and releases the lock. Called once. `discardCreated`: the store could
+   * not be opened; remove the files this open created (a backend may ignore it). */
+  close(discardCreated?: boolean): void;
   /**
    * Optional: a structured-cloneable description from which another worker of this process
    * reaches the same two files (the backend's `attach`), for a store shared with workers
