@@ -61,7 +61,10 @@ extern "C" void* sbrk(intptr_t increment) {
 // The memory budget (bindings/adaptree.h). Limits are rounded down to whole wasm pages.
 extern "C" int32_t at_set_memory_limit(double bytes) {
   if (!(bytes >= 0)) return -5;  // INVALID_ARGUMENT
+  // Whole wasm pages; a budget under one page is one page (it rounded to 0, the ceiling: a
+  // budget of 1 byte meant none at all).
   uint64_t b = bytes >= static_cast<double>(kCeiling) ? 0 : static_cast<uint64_t>(bytes) / kWasmPage * kWasmPage;
+  if (b == 0 && bytes > 0 && bytes < static_cast<double>(kCeiling)) b = kWasmPage;
   __atomic_store_n(&g_limit, static_cast<uintptr_t>(b), __ATOMIC_SEQ_CST);
   return 0;
 }

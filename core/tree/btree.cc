@@ -388,7 +388,11 @@ Status BTree::end_write(Status s) {
   Status f = store_.failure();
   if (f != Status::kOk) {
     // A page failed in the middle of a change: the tree in memory may be half
-    // modified. Committed state is safe in storage.
+    // modified. Committed state is safe in storage. A page an asynchronous store
+    // lacked (a fault the write's prefetch should have prevented) is an I/O
+    // failure here: NEED_PAGE would have its caller supply a page and call again
+    // for ever (it did, found in session 22), the tree refusing every call.
+    if (f == Status::kNeedPage) f = Status::kIoError;
     broken_ = f;
     return f;
   }
@@ -1213,13 +1217,20 @@ void BTree::fix_keyless_inner(Slice key) {
     unsigned at = BasicNode{page(parent)}.lower_bound(key.data, key.len, &exact);
     for (unsigned pos : {at, at - 1, at + 1}) {
       BasicNode pn{page(parent)};
-      if (pos > pn.count() || page(pn.child(pos))[0] != static_cast<uint8_t>(PageTag::kBasicInner)) continue;
+      // On an asynchronous store only resident nodes are looked at, and fixed with resident
+      // neighbours: this runs after the merges, and a page fault now would come in the
+      // middle of a change (the write's prefetch covers the path and its neighbours as they
+      // were before the merges moved the positions). A node the operation did not touch was
+      // not made key-less by it; one left key-less is allowed (see below).
+      auto here = [&](unsigned i) { return store_.resident(pn.child(i)); };
+      if (pos > pn.count() || !here(pos) || page(pn.child(pos))[0] != static_cast<uint8_t>(PageTag::kBasicInner)) continue;
       BasicNode n{page(pn.child(pos))};
       if (n.count() > 0) continue;
-      bool fixed = (pos > 0 && rotate_children(parent, pos - 1)) ||
-                   (pos < pn.count() && rotate_children(parent, pos)) ||
-                   (pos > 0 && merge_children(parent, pos - 1, true)) ||
-                   (pos < pn.count() && merge_children(parent, pos, true));
+      const bool left = pos > 0 && here(pos - 1), right = pos < pn.count() && here(pos + 1);
+      bool fixed = (left && rotate_children(parent, pos - 1)) ||
+                   (right && rotate_children(parent, pos)) ||
+                   (left && merge_children(parent, pos - 1, true)) ||
+                   (right && merge_children(parent, pos, true));
       // A merge moved the parent's positions: the parent is next. Without a
       // neighbour to borrow from or merge with (separators near 1 KiB: nodes
       // hold one key) the node stays key-less.

@@ -4,6 +4,7 @@
 // succeed, fail or are cut short by a crash, corrupt images, and the C ABI.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -711,4 +712,59 @@ TEST(AsyncStore, CAbiRoundTrip) {
   EXPECT_EQ(at_store_open_async(junk.data(), 7, 0, c), nullptr);
   EXPECT_EQ(static_cast<int32_t>(res[4]), -4);
   at_ctx_free(c);
+}
+
+// Found by a new-user probe (session 22): a store reopened cold with a large pool, then its keys
+// deleted in order, hung: one delete faulted in the middle of its change, the tree was marked
+// broken with NEED_PAGE, and every retry got NEED_PAGE again for a page already resident.
+TEST(AsyncStore, DeletesInOrderAfterAColdReopenComplete) {
+  Host h;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(open(h, 64u << 20, &st), Status::kOk);
+  const std::string v(500, 'v');
+  char buf[16];
+  auto key = [&](int i) {
+    snprintf(buf, sizeof buf, "k%05d", i);
+    return std::string(buf);
+  };
+  for (int i = 0; i < 3000; i++) ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(key(i)), sl(v)); }), Status::kOk);
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  st.reset();
+  ASSERT_EQ(open(h, 64u << 20, &st), Status::kOk);
+  for (int i = 0; i < 3000; i++) {
+    std::string k = key(i);
+    ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().remove(sl(k)); }), Status::kOk) << k;
+  }
+  EXPECT_EQ(st->tree().count(), 0u);
+  ASSERT_EQ(commit(*st, h), Status::kOk);
+  // Again in random orders, and by ranges, each time from a cold reopen.
+  std::mt19937 rng(5);
+  for (int round = 0; round < 4; round++) {
+    for (int i = 0; i < 3000; i++) ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().set(sl(key(i)), sl(v)); }), Status::kOk);
+    ASSERT_EQ(commit(*st, h), Status::kOk);
+    st.reset();
+    ASSERT_EQ(open(h, 64u << 20, &st), Status::kOk);
+    if (round % 2 == 0) {
+      std::vector<int> order(3000);
+      for (int i = 0; i < 3000; i++) order[i] = i;
+      std::shuffle(order.begin(), order.end(), rng);
+      if (round == 2) std::reverse(order.begin(), order.end());
+      for (int i : order) ASSERT_EQ(with_faults(*st, h, [&] { return st->tree().remove(sl(key(i))); }), Status::kOk) << key(i);
+    } else {
+      for (int lo = 0; lo < 3000; lo += 37) {
+        std::string a = key(lo), b = key(lo + 37);
+        uint64_t removed = 0, total = 0;
+        ASSERT_EQ(with_faults(*st, h, [&] {
+                    Status x = st->tree().delete_range(sl(a), false, false, sl(b), false, true, &removed);
+                    total += removed;
+                    return x;
+                  }),
+                  Status::kOk);
+        ASSERT_EQ(total, static_cast<uint64_t>(std::min(37, 3000 - lo)));
+      }
+    }
+    EXPECT_EQ(st->tree().count(), 0u);
+    EXPECT_TRUE(st->tree().check().empty());
+    ASSERT_EQ(commit(*st, h), Status::kOk);
+  }
 }

@@ -329,6 +329,35 @@ describe.each(REAL_BUILDS)('%s build: out of memory inside each call path', (bui
     m.free();
   });
 
+  // A budget under one wasm page rounded to 0, which means no budget: 1 byte allowed 2 GiB.
+  it('a budget under 64 KiB is one page (it was none at all), and values past 1 GiB are ValueTooLargeError before any memory is reserved', async () => {
+    const w = await fresh(build, 1);
+    expect(w.maxMemory).toBe(65536);
+    w.setMaxMemory(65535);
+    expect(w.maxMemory).toBe(65536);
+    const before = w.memory.buffer.byteLength;
+    const m = new BTreeMap<number, Uint8Array>(null, { keys: 'number', values: 'bytes', wasm: w });
+    expectOom(() => {
+      for (let i = 0; i < 1e6; i++) m.set(i, new Uint8Array(100));
+    });
+    expect(w.memory.buffer.byteLength).toBe(before);
+    m.clear();
+    w.setMaxMemory(Infinity);
+    const huge = new Uint8Array(2 ** 30 + 1); // (zero pages: nothing is touched)
+    m.set(1, new Uint8Array([7]));
+    const e = (() => {
+      try {
+        m.set(1, huge);
+      } catch (x) {
+        return x;
+      }
+    })();
+    expect(isAdaptreeError(e) && e.code).toBe('VALUE_TOO_LARGE');
+    expect(m.get(1)).toEqual(new Uint8Array([7]));
+    expect(w.memory.buffer.byteLength).toBeLessThan(64 * MiB);
+    m.free();
+  });
+
   it('store open with a pool larger than the budget: typed error, lock released, a smaller pool opens', async () => {
     const w = await fresh(build, 64 * MiB);
     expect(w.maxMemory).toBe(64 * MiB);

@@ -191,3 +191,32 @@ describe.each(REAL_BUILDS)("a commit's page images on an async backend (%s)", (b
     }
   });
 });
+
+// A new-user probe (session 22): keys written one at a time, the store reopened cold, then
+// deleteAsync key by key (or deleteRangeAsync) never settled: a delete faulted in the middle of
+// its change, and each retry was told NEED_PAGE for a page already supplied.
+describe.each(REAL_BUILDS)('deletes on a cold async store (%s)', (build) => {
+  it('deleteAsync in key order and deleteRangeAsync complete', async () => {
+    const wasm = await wasmFor(build);
+    const storage = createAsyncMemoryStorage();
+    const path = uniqueName('deletes');
+    const key = (i: number) => 'k' + String(i).padStart(5, '0');
+    const fill = async () => {
+      const s = await BTreeStore.open({ path, storage, wasm, poolSize: 64 << 20 });
+      for (let i = 0; i < 3000; i++) await s.setAsync(key(i), 'v'.repeat(500));
+      await s.close();
+      return BTreeStore.open({ path, storage, wasm, poolSize: 64 << 20 });
+    };
+    let s = await fill();
+    for (let i = 0; i < 3000; i++) expect(await s.deleteAsync(key(i))).toBe(true);
+    expect(s.size).toBe(0);
+    await s.close();
+    s = await fill();
+    expect(await s.deleteRangeAsync({ gte: key(10), lt: key(2990) })).toBe(2980);
+    expect(s.size).toBe(20);
+    const left: string[] = [];
+    for await (const k of s.keysAsync()) left.push(k as string);
+    expect(left).toEqual([...Array.from({ length: 10 }, (_, i) => key(i)), ...Array.from({ length: 10 }, (_, i) => key(2990 + i))]);
+    await s.close();
+  }, 60_000);
+});

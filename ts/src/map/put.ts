@@ -2,7 +2,7 @@
  * Writes keys and values into wasm memory: keys into a key area, values (prepared by the
  * value encoder) into the data area, as UTF-8 by hand or with TextEncoder.encodeInto.
  */
-import { InvalidValueError } from '../errors.js';
+import { InvalidValueError, ValueTooLargeError } from '../errors.js';
 import {
   writeUtf8,
   encodeIntoLong,
@@ -72,10 +72,18 @@ export function putValue(rt: Runtime, p: string | Uint8Array, off: number, wellF
 
 /** A huge string becomes exact bytes first, so the data area is not 3x its length. */
 export function prepareValue<V>(h: Handle<unknown, V>, value: V): string | Uint8Array {
-  const p = h.venc.prepare(value);
+  let p = h.venc.prepare(value);
   if (typeof p === 'string' && p.length > HUGE_STRING) {
     if (!h.wellFormedValues && !isWellFormed(p)) throw new InvalidValueError('utf8 value contains a lone surrogate (not valid Unicode)');
-    return encodeToArray(p);
+    p = encodeToArray(p);
+  }
+  // Before any memory is reserved for it: past the core's limit a value was an
+  // OutOfMemoryError (its staging area asked for 2 GiB), never ValueTooLargeError.
+  if (typeof p !== 'string' && p.length > MAX_VALUE_BYTES) {
+    throw new ValueTooLargeError(`a value of ${p.length} bytes (at most ${MAX_VALUE_BYTES}, 1 GiB)`);
   }
   return p;
 }
+
+/** The core's kMaxValueSize (core/config.h). */
+export const MAX_VALUE_BYTES = 2 ** 30;

@@ -11,6 +11,9 @@ export const SHRINK_ABOVE = 4 << 20;
 const EMPTY = new Uint8Array(0);
 
 /** Per wasm instance: the exports, context, key areas, data area and memory views. */
+/** Past this, the data area is reserved at the length asked for, not the next power of 2. */
+const LARGE_AREA = 16 << 20;
+
 export class Runtime {
   readonly ex: AbiExports;
   readonly mem: WasmMemory;
@@ -72,6 +75,9 @@ export class Runtime {
     if (n > this.dataCap) {
       let cap = Math.max(4096, this.dataCap * 2);
       while (cap < n) cap *= 2;
+      // A large value gets its own length (in 64 KiB): doubling gave a 600 MB value a 1 GiB
+      // area, more than is left beside the store's copy of it.
+      if (n > LARGE_AREA) cap = Math.ceil(n / 65536) * 65536;
       const p = this.ex.at_alloc(cap);
       if (p === 0) throw new OutOfMemoryError(`out of wasm memory reserving ${cap} bytes`);
       this.refresh();
