@@ -3,8 +3,8 @@
 // errors are), and the map stays sound and usable. Found by a probe: getMany/setMany of a
 // non-iterable, setMany of non-entries and forEach without a callback threw plain TypeErrors.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { BTreeMap } from '../../ts/src/index.js';
-import type { AdaptreeWasm } from '../../ts/src/wasm.js';
+import { BTreeMap, BTreeStore } from '../../ts/src/index.js';
+import { loadWasm, type AdaptreeWasm } from '../../ts/src/wasm.js';
 import { BUILDS, wasmFor } from './builds.js';
 
 const JUNK: unknown[] = [undefined, null, NaN, Infinity, 1.5, 2 ** 60, -1, 'x', '', '\ud800', 'b'.repeat(5000), 10n, {}, [], [1, 'a'],
@@ -47,6 +47,39 @@ describe.each(BUILDS)('%s build: bad input', (build) => {
     m.checkInvariants(); // (an undefined bound is no bound: deleteRange({}) may have emptied it)
     m.set(good, val);
     expect(m.get(good)).toEqual(val);
+    m.free();
+  });
+});
+
+// Found by a new-user probe (session 22): these were a TypeError from deep inside, a bare
+// Error or CompileError, or taken silently.
+describe('bad options to loadWasm, the wasm option, ranges', () => {
+  it('are InvalidArgumentError (or IoError for a module that cannot be fetched)', async () => {
+    const codeOf = async (f: () => unknown) => {
+      try {
+        await f();
+        return 'accepted';
+      } catch (e) {
+        return (e as { code?: string }).code ?? `untyped ${String(e)}`;
+      }
+    };
+    for (const bad of [null, 5, { wasm: 5 }, { wasm: {} }, { bogus: 1 }, { threads: 'yes' }, { wasm: new Uint8Array(8) }]) {
+      expect(await codeOf(() => loadWasm(bad as never)), JSON.stringify(bad)).toBe('INVALID_ARGUMENT');
+    }
+    expect(await codeOf(() => loadWasm({ wasm: '/nonexistent/adaptree.wasm' }))).toBe('IO_ERROR');
+    for (const wasm of [5, {}, null, 'st']) {
+      expect(await codeOf(() => new BTreeMap(null, { wasm: wasm as never })), String(wasm)).toBe('INVALID_ARGUMENT');
+      expect(await codeOf(() => BTreeStore.open({ path: 'x', storage: 'memory', wasm: wasm as never })), String(wasm)).toBe('INVALID_ARGUMENT');
+    }
+    const w = await wasmFor('st');
+    const m = new BTreeMap<number, number>(null, { wasm: w, keys: 'number', values: 'json' });
+    m.set(1, 1).set(5, 5);
+    for (const r of [{ form: 5 }, { gte: 1, lmit: 1 }, { reversed: true }]) {
+      expect(await codeOf(() => [...m.entries(r as never)]), JSON.stringify(r)).toBe('INVALID_ARGUMENT');
+      expect(await codeOf(() => m.deleteRange(r as never)), JSON.stringify(r)).toBe('INVALID_ARGUMENT');
+    }
+    expect(m.size).toBe(2);
+    expect(await codeOf(() => new BTreeMap(null, { wasm: w, fill: { redistrbute: true } as never }))).toBe('INVALID_ARGUMENT');
     m.free();
   });
 });

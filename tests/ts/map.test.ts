@@ -846,6 +846,41 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expect(m.getMany(['a', 'b', 'c'])).toEqual([3, 2, undefined]);
       expect(m.valueEncoding).toBe('custom');
     });
+
+    // A throwing decode surfaced raw (no code) where a throwing encode was InvalidValueError.
+    it("a custom codec's decode that throws is CorruptionError with it as cause, on every read path", () => {
+      const boom = new Error('cannot read this');
+      let fail = false;
+      const m = make<string, number>(undefined, {
+        values: { encode: (n: number) => new Uint8Array([n]), decode: (b: Uint8Array) => { if (fail) throw boom; return b[0]!; } },
+      });
+      m.set('a', 1).set('b', 2);
+      fail = true;
+      for (const read of [() => m.get('a'), () => m.getMany(['a', 'b']), () => [...m.values()], () => [...m.entries({ gte: 'b' })], () => m.forEach(() => {})]) {
+        let e: unknown;
+        try {
+          read();
+        } catch (x) {
+          e = x;
+        }
+        expect(isAdaptreeError(e) && e.code).toBe('CORRUPT');
+        expect((e as Error).cause).toBe(boom);
+      }
+      const k = make<string, number>(undefined, {
+        keys: { encode: (s: string) => new TextEncoder().encode(s), decode: () => { throw boom; } },
+      });
+      k.set('x', 1);
+      let ke: unknown;
+      try {
+        [...k.keys()];
+      } catch (x) {
+        ke = x;
+      }
+      expect(isAdaptreeError(ke) && ke.code).toBe('CORRUPT');
+      expect(m.has('a')).toBe(true); // the map goes on
+      fail = false;
+      expect(m.get('a')).toBe(1);
+    });
   });
 
   describe('errors leave the map unchanged', () => {

@@ -610,7 +610,10 @@ describe('BTreeStore on sync backends', () => {
     truncateSync(cut, 4096 + 100);
     truncateSync(cut + '-log', 0);
     const before = readFileSync(cut);
-    expect(await openAndRead(cut)).toBeInstanceOf(CorruptionError);
+    const ce = await openAndRead(cut);
+    expect(ce).toBeInstanceOf(CorruptionError);
+    // it names the store (it said "get: corrupt": which of the stores open?)
+    expect((ce as Error).message).toContain('truncated.db');
     expect(readFileSync(cut).equals(before)).toBe(true);
 
     // cut inside the superblock page: a short data file that bears the magic is a damaged
@@ -756,7 +759,10 @@ describe('BTreeStore on sync backends', () => {
   });
 
   it('options are checked', async () => {
-    for (const bad of [{ path: '' }, { path: 'x', storage: 'nope' }, { path: 'x', layout: 'nope' }, { path: 'x', poolSize: -1 }, { path: 'x', autoCommit: { writes: 0 } }, { path: 'x', nope: 1 }]) {
+    for (const bad of [{ path: '' }, { path: 'x', storage: 'nope' }, { path: 'x', layout: 'nope' }, { path: 'x', poolSize: -1 }, { path: 'x', autoCommit: { writes: 0 } }, { path: 'x', nope: 1 },
+      // taken silently before (a new-user probe): create: 'no' created the store
+      { path: 'x', create: 'no' }, { path: 'x', onError: 'log' }, { path: 'x', onProgress: 1 }, { path: 'x', autoCommit: { wrties: 10 } }, { path: 'x', autoCommit: { ms: '5' } },
+      { path: 'x', fill: { redistrbute: false } }, { path: 'x', fill: { xmerge: 'no' } }]) {
       expect(await caught(BTreeStore.open(bad as never))).toBeInstanceOf(InvalidArgumentError);
     }
     expect(await caught(BTreeStore.open({ path: join(tmp.dir, 'absent.db'), create: false }))).toBeInstanceOf(InvalidArgumentError);

@@ -22,7 +22,8 @@
  * | KeyTooLargeError      | RangeError     | KEY_TOO_LARGE     | encoded key longer than 1024 bytes                |
  * | ValueTooLargeError    | RangeError     | VALUE_TOO_LARGE   | value longer than the core accepts (1 GiB)        |
  * | ClosedError           | AdaptreeError  | CLOSED            | map used after free() / [Symbol.dispose]         |
- * | CorruptionError       | AdaptreeError  | CORRUPT           | checksum or structural invariant broken          |
+ * | CorruptionError       | AdaptreeError  | CORRUPT           | checksum or structural invariant broken; stored  |
+ * |                       |                |                   | bytes a custom codec's decode cannot read         |
  * | OutOfMemoryError      | AdaptreeError  | OUT_OF_MEMORY     | wasm memory cannot grow (the 2 GiB ceiling or the  |
  * |                       |                |                   | `maxMemory` budget); the map is as it was         |
  * | InstanceUnusableError | AdaptreeError  | INSTANCE_POISONED | the wasm instance trapped (a bug): every map and   |

@@ -45,7 +45,7 @@ import { boundsOf, checkRange } from './map/range.js';
 import { BTreeIterator, MODE_ENTRIES, MODE_KEYS, MODE_VALUES, entry } from './map/iterator.js';
 import { PROGRESS_EVERY, progressOption, report, type ProgressCallback } from './progress.js';
 import { attachMap, shareMap, type AttachMapOptions, type SharedMapHandle } from './threads.js';
-import type { AdaptreeWasm } from './wasm.js';
+import { checkWasmOption, type AdaptreeWasm } from './wasm.js';
 import { ATTACH_TREE, KNOWN_OPTIONS, type AttachTree, type BTreeMapOptions, type BTreeStats, type DeleteRange, type Range } from './map/types.js';
 
 export { setDefaultWasm, getDefaultWasm } from './map/runtime.js';
@@ -121,7 +121,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
         throw new InvalidArgumentError(`unknown option '${name}' (${[...KNOWN_OPTIONS].join(', ')})`);
       }
     }
-    const wasm = options?.wasm ?? getDefaultWasm();
+    const wasm = options?.wasm !== undefined ? checkWasmOption(options.wasm, 'BTreeMap') : getDefaultWasm();
     if (wasm === undefined) throw new NotInitializedError();
     const rt = runtimeOf(wasm);
     const layoutName = options?.layout ?? 'adaptive';
@@ -132,7 +132,10 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const kenc = keyEncoderOf<K>(options?.keys, rt);
     const venc = valueEncoderOf<V>(options?.values, rt);
     const fill = options?.fill;
-    if (fill !== undefined && (fill === null || typeof fill !== 'object' || (fill.redistribute !== undefined && typeof fill.redistribute !== 'boolean'))) {
+    if (
+      fill !== undefined &&
+      (fill === null || typeof fill !== 'object' || (fill.redistribute !== undefined && typeof fill.redistribute !== 'boolean') || Object.keys(fill).some((k) => k !== 'redistribute'))
+    ) {
       throw new InvalidArgumentError('fill must be an object { redistribute?: boolean }');
     }
     const attach = (options as { [ATTACH_TREE]?: AttachTree } | undefined)?.[ATTACH_TREE];

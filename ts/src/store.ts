@@ -68,7 +68,7 @@ import {
   type ValueEncodingName,
 } from './map.js';
 import type { KeyCodec, ValueCodec } from './encoding/codec.js';
-import { loadWasm, type AdaptreeWasm } from './wasm.js';
+import { checkWasmOption, loadWasm, type AdaptreeWasm } from './wasm.js';
 import { TREE_OF, detachInstance, trackAttached, untrackAttached, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import { checkStoreEncodings } from './store-encodings.js';
 import { registerHost, statusOfError, unregisterHost, type HostEntry } from './storage/host.js';
@@ -147,7 +147,18 @@ const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize'
 function fillFlags(fill: StoreOptions<unknown, unknown>['fill']): number | undefined {
   if (fill === undefined) return undefined;
   if (fill === null || typeof fill !== 'object') throw new InvalidArgumentError('fill must be an object { redistribute?, xmerge? }');
+  checkFields(fill, 'fill', { redistribute: 'boolean', xmerge: 'boolean' });
   return (fill.redistribute === false ? 0 : 1) | (fill.xmerge === false ? 0 : 2);
+}
+
+/** Each field of `o` is one of `fields` with that type (or undefined): a misspelt one
+ * (`{ wrties: 10 }`) was taken silently as the defaults. */
+function checkFields(o: object, what: string, fields: Record<string, 'boolean' | 'number'>): void {
+  for (const [k, v] of Object.entries(o)) {
+    const t = fields[k];
+    if (t === undefined) throw new InvalidArgumentError(`${what}: unknown field '${k}' (${Object.keys(fields).join(', ')})`);
+    if (v !== undefined && typeof v !== t) throw new InvalidArgumentError(`${what}.${k} must be a ${t}`);
+  }
 }
 const DEFAULT_POOL = 64 << 20;
 const PAGE_SIZE = 4096;
@@ -561,6 +572,10 @@ export class BTreeStore<K = string, V = unknown> {
     if (ac !== undefined && (ac === null || typeof ac !== 'object' || (ac.ms !== undefined && !(ac.ms >= 0)) || (ac.writes !== undefined && !(ac.writes >= 1)))) {
       throw new InvalidArgumentError('autoCommit must be { ms?: number >= 0, writes?: number >= 1 }');
     }
+    if (ac !== undefined) checkFields(ac, 'autoCommit', { ms: 'number', writes: 'number' });
+    if (options.create !== undefined && typeof options.create !== 'boolean') throw new InvalidArgumentError('create must be a boolean');
+    if (options.onError !== undefined && typeof options.onError !== 'function') throw new InvalidArgumentError('onError must be a function');
+    if (options.onProgress !== undefined && typeof options.onProgress !== 'function') throw new InvalidArgumentError('onProgress must be a function');
     if (options.wait !== undefined && typeof options.wait !== 'boolean') throw new InvalidArgumentError('wait must be a boolean');
     if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new InvalidArgumentError('readOnly must be a boolean');
     const readOnly = options.readOnly === true;
@@ -572,7 +587,7 @@ export class BTreeStore<K = string, V = unknown> {
       // A browser's main thread: the store lives in a worker (storage/opfs-remote.ts).
       return (await OpfsWorkerStore.open(options as unknown as Record<string, unknown> & { path: string })) as unknown as BTreeStore<K, V>;
     }
-    const wasm = options.wasm ?? getDefaultWasm() ?? (await (privateWasm ??= loadWasm()));
+    const wasm = options.wasm !== undefined ? checkWasmOption(options.wasm, 'BTreeStore.open') : (getDefaultWasm() ?? (await (privateWasm ??= loadWasm())));
     const ex = wasm.exports;
     const needed = backend.kind === 'sync' ? STORE_FUNCTIONS : [...STORE_FUNCTIONS.filter((f) => f !== 'at_store_open'), ...ASYNC_STORE_FUNCTIONS];
     const missing = needed.filter((f) => typeof ex[f] !== 'function');
@@ -583,7 +598,8 @@ export class BTreeStore<K = string, V = unknown> {
     const storageOptions = { create, wait: options.wait === true, readOnly, ...(cb !== undefined ? { checkpointBytes: cb } : {}), ...(options.logDeltas !== undefined ? { logDeltas: options.logDeltas } : {}) };
     const fill = fillFlags(options.fill);
     // The store sets onFault once it exists (a fault outside its async loops drops kept reads).
-    const hooks: { onFault?: () => void } = {};
+    // `where` names the store in the errors of the map's calls (a corrupt page: which store?).
+    const hooks: { onFault?: () => void; where?: string } = { where: String(options.path) };
     const mapOptions = (tree: number, onFree: () => void): BTreeMapOptions<K, V> => {
       if (fill !== undefined) {
         if (typeof ex.at_tree_set_fill !== 'function') throw new AdaptreeError('this wasm build has no fill option (missing at_tree_set_fill)', 'INTERNAL');

@@ -14,7 +14,7 @@
 // Response. Without one, the module next to this file in the package is used.
 import { ABI_FUNCTIONS, ABI_VERSION, Result, type AbiExports } from './abi.js';
 import { hostImports } from './storage/host.js';
-import { InstanceUnusableError, InvalidArgumentError, OutOfMemoryError } from './errors.js';
+import { InstanceUnusableError, InvalidArgumentError, IoError, OutOfMemoryError, isAdaptreeError } from './errors.js';
 
 // The public types name WebAssembly and fetch types through the aliases below, never the
 // global `WebAssembly` namespace directly: a Node-only project (lib es20xx + @types/node)
@@ -286,7 +286,19 @@ async function readFileUrl(url: URL): Promise<Uint8Array> {
   return fs.readFile(url);
 }
 
+/** compileSource, its failures typed: bytes that are no wasm module are InvalidArgumentError,
+ * a fetch that fails is IoError (they were a bare CompileError, TypeError or Error). */
 async function compile(source: WasmSource): Promise<WebAssembly.Module> {
+  try {
+    return await compileSource(source);
+  } catch (e) {
+    if (isAdaptreeError(e)) throw e;
+    if (e instanceof WebAssembly.CompileError) throw new InvalidArgumentError(`adaptree: the wasm given is not a valid module (${e.message})`, { cause: e });
+    throw new IoError(`adaptree: cannot load the wasm module (${(e as Error)?.message ?? String(e)})`, { cause: e });
+  }
+}
+
+async function compileSource(source: WasmSource): Promise<WebAssembly.Module> {
   if (source instanceof WebAssembly.Module) return source;
   if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
     return WebAssembly.compile(source as BufferSource);
@@ -296,10 +308,10 @@ async function compile(source: WasmSource): Promise<WebAssembly.Module> {
     if (url.protocol === 'file:' && !fetchSupportsFile()) {
       return WebAssembly.compile((await readFileUrl(url)) as BufferSource);
     }
-    return compile(fetch(url));
+    return compileSource(fetch(url));
   }
   const response = await source;
-  if (!response.ok) throw new Error(`adaptree: cannot load wasm (${response.status} ${response.url})`);
+  if (!response.ok) throw new IoError(`adaptree: cannot load wasm (${response.status} ${response.url})`);
   const type = response.headers.get('content-type') ?? '';
   if (typeof WebAssembly.compileStreaming === 'function' && type.startsWith('application/wasm')) {
     return WebAssembly.compileStreaming(response);
@@ -458,6 +470,7 @@ function instantiateError(e: unknown): unknown {
 
 /** Loads and instantiates an adaptree wasm module. */
 export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm> {
+  checkLoadOptions(options);
   const attach = options.attach;
   if (attach !== undefined) claimStack(attach);
   try {
@@ -467,6 +480,39 @@ export async function loadWasm(options: LoadOptions = {}): Promise<AdaptreeWasm>
     if (attach !== undefined) Atomics.compareExchange(new Int32Array(attach.memory.buffer), attach.stackBase >> 2, 0, attach.claim);
     throw e;
   }
+}
+
+const LOAD_OPTIONS = new Set(['wasm', 'threads', 'attach', 'maxMemory']);
+
+/** Bad options are InvalidArgumentError (a null, a number as `wasm`, `threads: 'yes'` were a
+ * TypeError from deep inside, or taken silently). */
+function checkLoadOptions(options: unknown): asserts options is LoadOptions {
+  if (options === null || typeof options !== 'object') throw new InvalidArgumentError(`loadWasm(options): options must be an object, not ${options === null ? 'null' : typeof options}`);
+  for (const k of Object.keys(options)) {
+    if (!LOAD_OPTIONS.has(k)) throw new InvalidArgumentError(`loadWasm: unknown option '${k}' (${[...LOAD_OPTIONS].join(', ')})`);
+  }
+  const o = options as LoadOptions;
+  if (o.threads !== undefined && typeof o.threads !== 'boolean') throw new InvalidArgumentError(`loadWasm: threads must be a boolean, not ${typeof o.threads}`);
+  const w: unknown = o.wasm;
+  const ok =
+    w === undefined ||
+    typeof w === 'string' ||
+    w instanceof WebAssembly.Module ||
+    w instanceof ArrayBuffer ||
+    ArrayBuffer.isView(w) ||
+    (typeof URL === 'function' && w instanceof URL) ||
+    (typeof Response === 'function' && w instanceof Response) ||
+    (typeof w === 'object' && w !== null && typeof (w as { then?: unknown }).then === 'function');
+  if (!ok) throw new InvalidArgumentError('loadWasm: wasm must be a WebAssembly.Module, the module bytes, a URL or path, or a Response (or a promise of one)');
+}
+
+/** The `wasm` option of a map or store: an instance from loadWasm()/init(). */
+export function checkWasmOption(w: unknown, where: string): AdaptreeWasm {
+  const x = w as Partial<AdaptreeWasm> | null;
+  if (x === null || typeof x !== 'object' || typeof x.exports !== 'object' || x.exports === null || typeof x.memory !== 'object') {
+    throw new InvalidArgumentError(`${where}: the wasm option must be an instance from loadWasm() or init(), not ${x === null ? 'null' : typeof x}`);
+  }
+  return x as AdaptreeWasm;
 }
 
 /**

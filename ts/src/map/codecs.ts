@@ -2,7 +2,7 @@
  * Picks the key and value encoders for a map's options: the built-in ones by name, or a
  * user codec wrapped so that it runs under the re-entrancy guard and its output is checked.
  */
-import { InvalidArgumentError, InvalidKeyError, InvalidValueError, KeyTooLargeError, isAdaptreeError } from '../errors.js';
+import { CorruptionError, InvalidArgumentError, InvalidKeyError, InvalidValueError, KeyTooLargeError, isAdaptreeError } from '../errors.js';
 import {
   type KeyCodec,
   type KeyEncoder,
@@ -59,6 +59,8 @@ function customKeyEncoder<K>(codec: KeyCodec<K>, rt: Runtime): KeyEncoder<K> {
       rt.busy++;
       try {
         return codec.decode(copy);
+      } catch (e) {
+        throw decodeFailed('key', e);
       } finally {
         rt.busy--;
       }
@@ -66,6 +68,14 @@ function customKeyEncoder<K>(codec: KeyCodec<K>, rt: Runtime): KeyEncoder<K> {
     encode: (key: K) => codec.encode(key),
     decode: (bytes: Uint8Array) => codec.decode(bytes),
   };
+}
+
+/** A custom codec's decode threw on stored bytes (not what its encode made: another codec's
+ * data, or a bug in the codec): CorruptionError with the codec's error as `cause`, as the
+ * built-in codecs report bytes they cannot read (it surfaced raw, without a code). */
+function decodeFailed(what: 'key' | 'value', e: unknown): Error {
+  if (isAdaptreeError(e)) return e as Error;
+  return new CorruptionError(`custom ${what} codec could not decode a stored ${what}: ${(e as Error)?.message ?? String(e)}`, { cause: e });
 }
 
 function customValueEncoder<V>(codec: ValueCodec<V>, rt: Runtime): ValueEncoder<V> {
@@ -90,6 +100,8 @@ function customValueEncoder<V>(codec: ValueCodec<V>, rt: Runtime): ValueEncoder<
       rt.busy++;
       try {
         return codec.decode(copy);
+      } catch (e) {
+        throw decodeFailed('value', e);
       } finally {
         rt.busy--;
       }

@@ -34,7 +34,7 @@ export interface Handle<K, V> {
   /** AttachTree.closed: the ClosedError's message once the tree is gone (else the map's). */
   readonly closedMessage: string | undefined;
   /** AttachTree.hooks. */
-  readonly hooks: { onFault?: () => void } | undefined;
+  readonly hooks: { onFault?: () => void; where?: string } | undefined;
 }
 
 export function freeHandle(h: Handle<unknown, unknown>): void {
@@ -64,7 +64,9 @@ export function fail(h: Handle<unknown, unknown>, st: number, what: string, deta
     rt.refresh();
     return new PageFaultError(rt.dv.getUint32(rt.res + Result.AUX, true));
   }
-  return errorFromStatus(st, what, detail);
+  // A store's map: its errors name the store ("get of 'data/x.db': corrupt").
+  const where = h.hooks?.where;
+  return errorFromStatus(st, where === undefined ? what : `${what} of '${where}'`, detail);
 }
 
 /** Safety net only: maps and iterators that are dropped without free()/return() release

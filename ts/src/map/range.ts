@@ -21,11 +21,16 @@ export interface Bounds {
 }
 
 const NO_RANGE: Range<never> = {};
+const RANGE_KEYS = new Set(['gt', 'gte', 'lt', 'lte', 'reverse', 'limit']);
 
 export function checkRange(range: unknown, what: string): Range<unknown> {
   if (range === undefined || range === null) return NO_RANGE;
   if (typeof range !== 'object') throw new InvalidArgumentError(`${what}: the range must be an object like {gte, lt, reverse, limit}`);
   const r = range as Range<unknown>;
+  // A misspelt bound ({ form: 5 }) iterated over everything.
+  for (const k in r) {
+    if (!RANGE_KEYS.has(k)) throw new InvalidArgumentError(`${what}: unknown range option '${k}' (gt, gte, lt, lte, reverse, limit)`);
+  }
   if (r.gt !== undefined && r.gte !== undefined) throw new InvalidArgumentError(`${what}: give gt or gte, not both`);
   if (r.lt !== undefined && r.lte !== undefined) throw new InvalidArgumentError(`${what}: give lt or lte, not both`);
   return r;

@@ -42,7 +42,7 @@ export interface AttachTree {
   /** What calls after the tree is gone say (a store: "the store is closed"). */
   closed?: string;
   /** Called as a page fault (NEED_PAGE) becomes a PageFaultError (a store on an async backend). */
-  hooks?: { onFault?: () => void };
+  hooks?: { onFault?: () => void; where?: string };
 }
 
 /** A key range. At most one lower bound (`gt`/`gte`) and one upper bound (`lt`/`lte`). */
