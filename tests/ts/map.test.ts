@@ -152,6 +152,40 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
     return m;
   }
 
+  // Found by a new-user probe (session 22): an iterator kept its core cursor (~2 KiB of wasm
+  // memory) between calls until it was collected, so a synchronous loop of abandoned peeks grew
+  // memory by 1.9 GB (finalizers run only after the loop) and ended in OutOfMemoryError.
+  describe('iterators hold no wasm memory between calls', () => {
+    it('100k abandoned peeks in one synchronous loop leave memory as it was', () => {
+      const m = filled(5000);
+      for (let i = 0; i < 1000; i++) m.keys({ gte: pad(i) }).next(); // warm up the areas
+      const before = wasm.memory.buffer.byteLength;
+      for (let i = 0; i < 100_000; i++) {
+        const it = i % 2 ? m.entries({ gte: pad(i % 5000) }) : m.keys();
+        it.next();
+        it.next();
+      }
+      expect(wasm.memory.buffer.byteLength).toBe(before);
+    });
+
+    it('a bytes key the caller changes does not move where the iteration goes on', () => {
+      const m = make<Uint8Array, number>(null, { keys: 'bytes', values: 'json' });
+      for (let i = 0; i < 3000; i++) m.set(new Uint8Array([i >> 8, i & 255, 7]), i);
+      const seen: number[] = [];
+      for (const [k, v] of m) {
+        seen.push(v);
+        k.fill(0); // the caller's array: theirs to change
+      }
+      expect(seen).toEqual(Array.from({ length: 3000 }, (_, i) => i));
+      const back: number[] = [];
+      for (const k of m.keys({ reverse: true })) {
+        back.push((k[0]! << 8) | k[1]!);
+        k.fill(255);
+      }
+      expect(back).toEqual(Array.from({ length: 3000 }, (_, i) => 2999 - i));
+    });
+  });
+
   describe('the Map interface', () => {
     it('starts empty', () => {
       const m = make();

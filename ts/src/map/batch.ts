@@ -103,6 +103,8 @@ export function decodeRecords<K, V>(
     const koff = p + 4;
     if (stop !== null && past(u8, koff, klen, b)) return n;
     keys[n] = bytesKeys ? (bc!.value(koff, klen) as K) : kenc.decodeFrom(u8, dv, koff, koff + klen, shared);
+    LAST_KEY.off = koff;
+    LAST_KEY.len = klen;
     p = koff + klen;
     const vlen = dv.getUint32(p, true);
     if (wantValues) vals[n] = bytesValues ? (bc!.value(p + 4, vlen) as V) : venc.decodeFrom(u8, p + 4, vlen, shared);
@@ -110,6 +112,11 @@ export function decodeRecords<K, V>(
   }
   return count;
 }
+
+/** Where decodeRecords found the last key it decoded (in its `u8`): the iterator resumes
+ * after those bytes, not after an encoding of the key object it handed out (a `bytes` or
+ * tuple key the caller changed would move the resume point). */
+export const LAST_KEY = { off: 0, len: 0 };
 
 /**
  * Decodes the batch in columns at `p` (utf8 keys: the iterator asks for columns only for them)

@@ -1,13 +1,13 @@
 /**
- * Iterators over a key range that stay correct while the map changes: each holds its own
- * core cursor, pulls records in batches and resumes by key after a modification.
+ * Iterators over a key range that stay correct while the map changes: each pulls records in
+ * batches, each batch through a core cursor borrowed for that one call, and resumes by key.
  */
 import { BatchFlags, SeekFlags, Result } from '../abi.js';
 import { Status, errorFromStatus } from '../errors.js';
-import { type Handle, type CursorRef, borrowCursor, returnCursor, cursorRegistry, fail, stateError } from './handle.js';
+import { type Handle, borrowCursor, returnCursor, fail, stateError } from './handle.js';
 import { putKeyA } from './put.js';
 import type { Bounds } from './range.js';
-import { BATCH_HEADER, decodeColumns, decodeNumbers, decodeRecords } from './batch.js';
+import { BATCH_HEADER, LAST_KEY, decodeColumns, decodeNumbers, decodeRecords } from './batch.js';
 import { utf8Key } from '../encoding/utf8.js';
 import { numberKey } from '../encoding/number.js';
 
@@ -51,12 +51,12 @@ export function entry<K, V>(k: K, v: V): [K, V] {
  * two plain arrays, so a batch costs no ArrayBuffer. To resume after a modification, the
  * last key returned is encoded again (encodings are canonical: encode(decode(b)) = b).
  *
- * Cursors: an iterator borrows a core cursor from its map's pool only while it needs one.
- * When a batch already holds the rest of the range (end of tree, stop bound or limit
- * reached), the cursor goes back at once, so short range queries never register with the
- * FinalizationRegistry (which costs more than the query). An iterator that keeps its
- * cursor between calls is registered, so an abandoned one still gives it back when
- * collected; free() of the map releases every cursor anyway.
+ * Cursors: an iterator borrows a core cursor from its map's pool for each batch and gives it
+ * back before the batch is handed out; the next batch seeks again just after the last key
+ * returned (one descent a batch: batches grow to 1024 records). So an iterator holds no wasm
+ * memory between calls. One that kept its cursor (~2 KiB of wasm memory) until it was
+ * collected made a synchronous loop of abandoned peeks (`m.keys().next()`) grow memory by
+ * 1.9 GB before any finalizer could run, and wasm memory never shrinks.
  */
 export class BTreeIterator<K, V, T> {
   #h: Handle<K, V> | null;
@@ -65,9 +65,7 @@ export class BTreeIterator<K, V, T> {
   readonly #mode: number;
   readonly #b: Bounds;
   #remaining: number;
-  #cursor = 0;
-  #ref: CursorRef | null = null;
-  /** Seeked at least once; the cursor (if held) continues where the last batch ended. */
+  /** Seeked at least once (a later batch seeks after the last key returned). */
   #started = false;
   /** The last batch reached the end of the range: no more batches without a re-seek. */
   #drained = false;
@@ -82,6 +80,9 @@ export class BTreeIterator<K, V, T> {
   /** The last key returned (valid when #hasLast). */
   #last: K | undefined = undefined;
   #hasLast = false;
+  /** The encoded bytes of the batch's last key, where keys are objects (records form): the
+   * next batch seeks after them once the batch is used up. */
+  #lastBytes: Uint8Array | null = null;
 
   constructor(owner: object, h: Handle<K, V>, mode: number, b: Bounds) {
     this.#owner = owner;
@@ -151,40 +152,45 @@ export class BTreeIterator<K, V, T> {
     const kenc = h.kenc as unknown;
     const flags = (this.#mode === MODE_KEYS ? 0 : BatchFlags.VALUES) |
       (kenc === utf8Key ? BatchFlags.COLUMNS : kenc === numberKey ? BatchFlags.COLUMNS | BatchFlags.NUMBERS : 0);
-    if (!this.#started || h.mod !== this.#mod) {
-      if (this.#cursor === 0) this.#cursor = borrowCursor(h as Handle<unknown, unknown>);
-      if (this.#started) {
-        // A map that changes while it is iterated would waste most of a large batch.
-        this.#batchRecords = FIRST_BATCH_RECORDS;
-      }
-      this.#started = true;
-      let len = 0, seek: number = rev;
-      if (this.#hasLast) {
-        // Resume by key: just after the last key returned.
-        rt.refresh();
-        len = putKeyA(h, this.#last as K);
-        seek |= SeekFlags.EXCLUSIVE;
-      } else if (b.start === null) {
-        seek |= SeekFlags.EDGE;
-      } else {
-        rt.refresh();
-        const start = b.start, u8 = rt.u8, at = rt.keyA;
-        len = start.length;
-        if (len <= 32) for (let i = 0; i < len; i++) u8[at + i] = start[i]!;
-        else u8.set(start, at);
-        if (b.startExclusive) seek |= SeekFlags.EXCLUSIVE;
-      }
-      this.#mod = h.mod;
-      max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
-      // Seek and the first batch in one call into wasm.
-      st = ex.at_cursor_seek_batch(this.#cursor, rt.ctx, rt.keyA, len, seek, max, MAX_BATCH_BYTES, flags);
-    } else if (this.#drained) {
+    const moved = this.#started && h.mod !== this.#mod;
+    if (this.#drained && !moved) {
       this.#finish();
       return false;
+    }
+    // A map that changes while it is iterated would waste most of a large batch.
+    if (moved) this.#batchRecords = FIRST_BATCH_RECORDS;
+    this.#started = true;
+    let klen = 0, seek: number = rev;
+    if (this.#hasLast) {
+      // Resume by key: just after the last key returned. The batch used up, keys that are
+      // objects: after its last key's bytes as stored.
+      rt.refresh();
+      const lb = this.#lastBytes;
+      if (lb !== null && this.#i === this.#n) {
+        klen = lb.length;
+        rt.u8.set(lb, rt.keyA);
+      } else {
+        klen = putKeyA(h, this.#last as K);
+      }
+      seek |= SeekFlags.EXCLUSIVE;
+    } else if (b.start === null) {
+      seek |= SeekFlags.EDGE;
     } else {
-      this.#mod = h.mod;
-      max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
-      st = ex.at_cursor_next_batch(this.#cursor, rt.ctx, max, MAX_BATCH_BYTES, flags);
+      rt.refresh();
+      const start = b.start, u8 = rt.u8, at = rt.keyA;
+      klen = start.length;
+      if (klen <= 32) for (let i = 0; i < klen; i++) u8[at + i] = start[i]!;
+      else u8.set(start, at);
+      if (b.startExclusive) seek |= SeekFlags.EXCLUSIVE;
+    }
+    this.#mod = h.mod;
+    max = this.#remaining < this.#batchRecords ? this.#remaining : this.#batchRecords;
+    // The seek and the batch in one call into wasm, on a cursor borrowed for it.
+    const cursor = borrowCursor(h as Handle<unknown, unknown>);
+    try {
+      st = ex.at_cursor_seek_batch(cursor, rt.ctx, rt.keyA, klen, seek, max, MAX_BATCH_BYTES, flags);
+    } finally {
+      returnCursor(h as Handle<unknown, unknown>, cursor);
     }
     if (st !== Status.OK) {
       if (st === Status.NEED_PAGE || st === Status.OUT_OF_MEMORY) {
@@ -217,6 +223,7 @@ export class BTreeIterator<K, V, T> {
       : form === 1
         ? decodeColumns(h.venc, rt.u8, dv, p, this.#keys as unknown as string[], this.#vals, wantValues, b, rt.shared)
         : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, p + used, count, this.#keys, this.#vals, wantValues, b, rt.shared);
+    const lastOff = LAST_KEY.off, lastLen = LAST_KEY.len;
     const pastStop = n < count;
     this.#i = 0;
     this.#n = n;
@@ -227,29 +234,13 @@ export class BTreeIterator<K, V, T> {
       this.#finish();
       return false;
     }
-    if (this.#drained) {
-      this.#releaseCursor();
-    } else if (this.#ref === null && cursorRegistry !== undefined) {
-      this.#ref = { h: h as Handle<unknown, unknown>, cursor: this.#cursor };
-      cursorRegistry.register(this, this.#ref, this.#ref);
-    }
+    // (Not kept for a batch that holds the rest: a change to the map later re-seeks from the
+    // key returned last, which then must not be an older batch's.)
+    this.#lastBytes = form === 0 && !this.#drained ? rt.u8.slice(lastOff, lastOff + lastLen) : null;
     return true;
   }
 
-  #releaseCursor(): void {
-    const c = this.#cursor;
-    if (c === 0) return;
-    this.#cursor = 0;
-    if (this.#ref !== null) {
-      cursorRegistry?.unregister(this.#ref);
-      this.#ref = null;
-    }
-    const h = this.#h;
-    if (h !== null) returnCursor(h as Handle<unknown, unknown>, c);
-  }
-
   #finish(): void {
-    this.#releaseCursor();
     this.#h = null;
     if (this.#owner !== null) this.#owner = null;
     // Drops the batch (no allocation: a finished iterator never decodes again).
