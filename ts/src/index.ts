@@ -58,9 +58,13 @@ export {
   type BTreeStats,
   type DeleteRange,
   type KeyEncodingName,
+  type KeyEncodingFor,
+  type KeyEncodingTypes,
   type LayoutName,
   type Range,
   type ValueEncodingName,
+  type ValueEncodingFor,
+  type ValueEncodingTypes,
 } from './map.js';
 export { BTreeStore, type StoreOptions, type StoreStats, type StorageName, type SharedStoreHandle, type AttachStoreOptions } from './store.js';
 export type {

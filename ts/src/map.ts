@@ -56,9 +56,13 @@ export {
   type BTreeStats,
   type DeleteRange,
   type KeyEncodingName,
+  type KeyEncodingFor,
+  type KeyEncodingTypes,
   type LayoutName,
   type Range,
   type ValueEncodingName,
+  type ValueEncodingFor,
+  type ValueEncodingTypes,
 } from './map/types.js';
 
 declare global {

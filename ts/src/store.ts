@@ -63,9 +63,9 @@ import {
   type BTreeMapOptions,
   type BTreeStats,
   type DeleteRange,
-  type KeyEncodingName,
+  type KeyEncodingFor,
   type Range,
-  type ValueEncodingName,
+  type ValueEncodingFor,
 } from './map.js';
 import type { KeyCodec, ValueCodec } from './encoding/codec.js';
 import { checkWasmOption, loadWasm, type AdaptreeWasm } from './wasm.js';
@@ -95,8 +95,8 @@ export interface StoreOptions<K, V> {
   layout?: LayoutName;
   /** Key and value encodings, as for BTreeMap. The store records them (custom codecs only as
    * "custom"): opened with others, open() throws InvalidArgumentError naming both. */
-  keys?: KeyEncodingName | KeyCodec<K>;
-  values?: ValueEncodingName | ValueCodec<V>;
+  keys?: KeyEncodingFor<K> | KeyCodec<K>;
+  values?: ValueEncodingFor<V> | ValueCodec<V>;
   /** Buffer pool size in bytes (default 64 MiB; at least 1 MiB). */
   poolSize?: number;
   /** Sync backends: a commit checkpoints the log into the data file once the log is larger

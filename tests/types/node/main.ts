@@ -44,3 +44,22 @@ console.log(build, heap, v, asMap.size);
 type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 const fallback: [Same<WasmModule, object>, Same<WasmResponse, Response>] = [true, true];
 console.log(fallback);
+
+// The key and value encodings must fit the map's types (a new-user probe: `keys: 'number'`
+// left K = string, so every set(1, ...) was the type error, and BTreeMap<string> with
+// keys: 'number' type-checked and threw InvalidKeyError at every call).
+const byNumber = new BTreeMap<number, string>(null, { keys: 'number', values: 'utf8' });
+byNumber.set(1, 'one');
+const byBytes = new BTreeMap<Uint8Array, Uint8Array>(undefined, { keys: 'bytes', values: 'bytes' });
+byBytes.set(new Uint8Array(1), new Uint8Array(1));
+const byBuffer = new BTreeMap<Buffer, unknown>(null, { keys: 'bytes' });
+const byTuple = new BTreeMap<[string, number], boolean>(null, { keys: 'tuple' });
+const literal = new BTreeMap<'a' | 'b', number>(null, { keys: 'utf8' });
+const anyKey = new BTreeMap<unknown, unknown>(null, { keys: 'bigint' as 'utf8' | 'bigint' });
+// @ts-expect-error K defaults to string: 'number' keys need BTreeMap<number, ...>
+const noK = new BTreeMap(null, { keys: 'number' });
+// @ts-expect-error string keys cannot be stored with the number encoding
+const wrongK = new BTreeMap<string, number>(null, { keys: 'number' });
+// @ts-expect-error number values cannot be stored as utf8
+const wrongV = new BTreeMap<string, number>(null, { values: 'utf8' });
+void [byBuffer, byTuple, literal, anyKey, noK, wrongK, wrongV];

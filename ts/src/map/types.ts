@@ -5,6 +5,7 @@
 import type { LayoutName } from '../abi.js';
 import type { AdaptreeWasm } from '../wasm.js';
 import type { KeyCodec, ValueCodec } from '../encoding/codec.js';
+import type { Tuple } from '../encoding/tuple.js';
 
 /** Names of the built-in key encodings. */
 export type KeyEncodingName = 'utf8' | 'bytes' | 'number' | 'bigint' | 'tuple';
@@ -12,11 +13,37 @@ export type KeyEncodingName = 'utf8' | 'bytes' | 'number' | 'bigint' | 'tuple';
 export type ValueEncodingName = 'json' | 'utf8' | 'bytes';
 export type { LayoutName };
 
+/** What each built-in key encoding reads back. */
+export interface KeyEncodingTypes {
+  utf8: string;
+  bytes: Uint8Array;
+  number: number;
+  bigint: bigint;
+  tuple: Tuple;
+}
+/** What each built-in value encoding reads back. */
+export interface ValueEncodingTypes {
+  json: unknown;
+  utf8: string;
+  bytes: Uint8Array;
+}
+/** One type lies within the other (not distributed over unions). */
+type Fits<A, B> = [A] extends [B] ? true : [B] extends [A] ? true : false;
+/**
+ * The key encodings whose keys can be `K`: `new BTreeMap<number>(null, { keys: 'number' })`,
+ * and `K` defaults to string, so `new BTreeMap(null, { keys: 'number' })` is a type error at
+ * the option (it was one at every later `set(1, ...)`), and `BTreeMap<string>` with
+ * `keys: 'number'` (an InvalidKeyError at every call) is one too.
+ */
+export type KeyEncodingFor<K> = { [N in KeyEncodingName]: Fits<K, KeyEncodingTypes[N]> extends true ? N : never }[KeyEncodingName];
+/** The value encodings whose values can be `V` ('json' takes any). */
+export type ValueEncodingFor<V> = { [N in ValueEncodingName]: Fits<V, ValueEncodingTypes[N]> extends true ? N : never }[ValueEncodingName];
+
 export interface BTreeMapOptions<K, V> {
   /** Key encoding; default `'utf8'` (string keys). A custom codec must be order-preserving. */
-  keys?: KeyEncodingName | KeyCodec<K>;
+  keys?: KeyEncodingFor<K> | KeyCodec<K>;
   /** Value encoding; default `'json'`. */
-  values?: ValueEncodingName | ValueCodec<V>;
+  values?: ValueEncodingFor<V> | ValueCodec<V>;
   /** Node layout configuration of the tree; default `'adaptive'`. */
   layout?: LayoutName;
   /** The wasm instance to use (from `loadWasm`); default: the one `init()` loaded. */
