@@ -113,9 +113,8 @@ export function decodeRecords<K, V>(
   return count;
 }
 
-/** Where decodeRecords found the last key it decoded (in its `u8`): the iterator resumes
- * after those bytes, not after an encoding of the key object it handed out (a `bytes` or
- * tuple key the caller changed would move the resume point). */
+/** Where decodeRecords found the last key it decoded (in its `u8`, until the next call into
+ * wasm): the iterator keeps a copy to resume after (iterator.ts, #lastKey). */
 export const LAST_KEY = { off: 0, len: 0 };
 
 /**
