@@ -346,6 +346,8 @@ class BufferPool {
   uint8_t* data(PageId id) const { return data_of(id); }
   uint8_t* fix_backed(PageId id);
   uint8_t* poison(Status why, PageId id);
+  // Drops page id's frame, if it has one, unwritten (the page is free).
+  void drop_frame(PageId id);
   void install(FrameId f, PageId id, bool dirty);
   // A frame for a page: a free one, else the clock's victim among the frames not fixed
   // in the last keep_epochs operations (1: this one), else a new one past the target;
