@@ -136,6 +136,23 @@ describe.runIf(threadsAvailable())('BTreeMap shared with worker_threads', () => 
     map.free();
   });
 
+  // A new-user probe (session 22): share(NaN | 'abc' | 1 | 2 ** 40) gave a handle whose attach
+  // trapped (the owner's map poisoned too), hung the owner, or wrote over the owner's tree.
+  it('share(stackSize) with a stack no worker can use is InvalidArgumentError, the map untouched', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const map = new BTreeMap<number, string>(null, { wasm, keys: 'number', values: 'utf8' });
+    for (let i = 0; i < 2000; i++) map.set(i, `v${i}`);
+    for (const bad of [NaN, 'abc', 1, -5, 1000, 2 ** 32 + 16, 2 ** 40, 1.5, Infinity]) {
+      expect(() => map.share(bad as never), String(bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    }
+    const ok = await BTreeMap.attach<number, string>(map.share(256 << 10));
+    ok.set(5, 'five');
+    ok.free();
+    expect(map.get(5)).toBe('five');
+    expect(map.size).toBe(2000);
+    map.free();
+  });
+
   it('what cannot be shared fails typed: the st build, stores, foreign handles, custom codecs', async () => {
     const st = await loadWasm();
     const plain = new BTreeMap(null, { wasm: st });

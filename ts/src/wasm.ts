@@ -14,7 +14,7 @@
 // Response. Without one, the module next to this file in the package is used.
 import { ABI_FUNCTIONS, ABI_VERSION, Result, type AbiExports } from './abi.js';
 import { hostImports } from './storage/host.js';
-import { InstanceUnusableError, InvalidArgumentError, IoError, OutOfMemoryError, isAdaptreeError } from './errors.js';
+import { InstanceUnusableError, InvalidArgumentError, IoError, OutOfMemoryError, ThreadsUnsupportedError, isAdaptreeError } from './errors.js';
 
 // The public types name WebAssembly and fetch types through the aliases below, never the
 // global `WebAssembly` namespace directly: a Node-only project (lib es20xx + @types/node)
@@ -91,6 +91,9 @@ export interface LoadOptions {
 const MT_INITIAL_PAGES = 256;
 const MT_MAXIMUM_PAGES = 32768;
 const DEFAULT_STACK_SIZE = 1 << 20;
+/** A worker's stack: at least 64 KiB (the core's deepest calls), at most 64 MiB. */
+const MIN_STACK_SIZE = 64 << 10;
+const MAX_STACK_SIZE = 64 << 20;
 const SCRATCH_MIN = 64 * 1024;
 
 export interface AdaptreeWasm {
@@ -430,8 +433,13 @@ class Loaded implements AdaptreeWasm {
     this.exports.at_free(this.attached.stackBase);
   }
 
-  attachHandle(stackSize = DEFAULT_STACK_SIZE): AttachHandle {
-    if (this.build !== 'mt') throw new Error('adaptree: only the mt build can be shared with workers');
+  attachHandle(stackSize: number = DEFAULT_STACK_SIZE): AttachHandle {
+    if (this.build !== 'mt') throw new ThreadsUnsupportedError('adaptree: only the mt build can be shared with workers');
+    // A stack the attached instance can use: NaN, a string, 1 byte or 1 TiB gave a handle whose
+    // attach trapped (poisoning the owner too), hung it, or wrote over the owner's tree.
+    if (typeof stackSize !== 'number' || !Number.isInteger(stackSize) || stackSize < MIN_STACK_SIZE || stackSize > MAX_STACK_SIZE || stackSize % 16 !== 0) {
+      throw new InvalidArgumentError(`stackSize must be a multiple of 16 bytes from ${MIN_STACK_SIZE} to ${MAX_STACK_SIZE} (default ${DEFAULT_STACK_SIZE}), not ${String(stackSize)}`);
+    }
     const base = this.exports.at_alloc(stackSize);
     if (base === 0) throw new OutOfMemoryError('adaptree: out of wasm memory reserving a worker stack');
     // The stack's lowest word (touched only by a stack overflow) holds a random token until an
