@@ -3,7 +3,7 @@
 // options (createIfMissing, errorIfExists) and locking behave like classic-level's.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { init } from '../../ts/src/index.js';
@@ -86,6 +86,11 @@ describe('AdaptreeLevel with a location', () => {
     await db.open();
     expect(await db.get('k')).toBe('v');
     await db.close();
+    // a location under a file: the cause was Node's own EEXIST from mkdir, without a code
+    const file = loc();
+    writeFileSync(file, 'a file');
+    const under = new AdaptreeLevel(join(file, 'db'));
+    await expect(under.open()).rejects.toMatchObject({ code: 'LEVEL_DATABASE_NOT_OPEN', cause: { code: 'IO_ERROR' } });
   });
 
   it('on an asynchronous backend a db opened and closed empty exists afterwards (errorIfExists, createIfMissing: false)', async () => {

@@ -220,7 +220,13 @@ describe('opfs backend in headless Chromium', () => {
     expect(r.badKey).toMatchObject({ name: 'InvalidKeyError', code: 'INVALID_KEY' });
     expect(r.badClone).toMatchObject({ code: 'INVALID_VALUE' });
     expect(r.afterClose).toMatchObject({ name: 'ClosedError', code: 'CLOSED' });
-    expect(r.entries).toEqual(want);
+    expect(r.commitAfterClose).toMatchObject({ name: 'ClosedError', code: 'CLOSED' });
+    const iw = r.iterAfterWrites as { first: string; deletedSeen: boolean; changed: unknown; count: number; keys: number };
+    expect(iw).toEqual({ first: keys[0], deletedSeen: false, changed: 'changed', count: keys.length - 2, keys: keys.length });
+    expect(r.refresh).toBe(false);
+    expect(r.getManyFive).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(r.setManyNull).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(r.entries).toEqual(want.map(([k, v]) => [k, k === keys[5] ? 'changed' : k === keys[3] ? 'back' : v]));
     await page.close();
     expect(errors).toEqual([]);
   });

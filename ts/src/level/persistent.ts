@@ -21,7 +21,7 @@ import type { StorageBackend } from '../storage/types.js';
 import type { AdaptreeWasm } from '../wasm.js';
 import type { LayoutName } from '../abi.js';
 import { MAX_KEY_SIZE } from '../encoding/codec.js';
-import { InvalidArgumentError, isAdaptreeError } from '../errors.js';
+import { InvalidArgumentError, IoError, isAdaptreeError } from '../errors.js';
 import { opfsSyncAvailable } from '../storage/opfs.js';
 import { BytesMapStore, clampRange, type Awaitable, type LevelStore, type StoreEntry, type StoreRange } from './store.js';
 
@@ -165,7 +165,12 @@ async function makeParentDir(location: string, storage: PersistentStoreOptions['
   if (!files || cut <= 0) return;
   const fsName = 'node:fs/promises';
   const fs = (await import(/* @vite-ignore */ fsName)) as { mkdir(p: string, o: { recursive: boolean }): Promise<unknown> };
-  await fs.mkdir(location.slice(0, cut), { recursive: true });
+  try {
+    await fs.mkdir(location.slice(0, cut), { recursive: true });
+  } catch (e) {
+    // (it came out as Node's own error: a location under a file gave EEXIST from mkdir)
+    throw new IoError(`cannot create the directory of '${location}': ${(e as Error)?.message ?? String(e)}`, { cause: e });
+  }
 }
 
 /**

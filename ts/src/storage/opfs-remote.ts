@@ -23,6 +23,7 @@ import {
   InvalidArgumentError,
   InvalidValueError,
   IoError,
+  listOf,
   PageFaultError,
   ThreadsUnsupportedError,
   type WireError,
@@ -65,8 +66,9 @@ export class OpfsWorkerStore {
   #readOnly: boolean;
   readonly #valueEncoding: string;
   #seq = 1;
-  /** The next iterator's id (the worker keeps its iterators by these). */
-  #nextIter = 1;
+  /** Writes sent so far: an iterator whose buffered batch is older drops it and reads on after
+   * the last key it returned (as a BTreeMap iterator re-seeks after a change). */
+  #mod = 0;
   /** Calls made this turn, not sent yet (#flush sends them). */
   #queue: Call[] = [];
   #size = 0;
@@ -175,6 +177,12 @@ export class OpfsWorkerStore {
     return this.#send('call', [method, ...args]) as Promise<T>;
   }
 
+  /** A call that changes the store (iterators then read on afresh, see #mod). */
+  #write<T>(method: string, ...args: unknown[]): Promise<T> {
+    this.#mod++;
+    return this.#call<T>(method, ...args);
+  }
+
   get path(): string {
     return this.#path;
   }
@@ -190,9 +198,11 @@ export class OpfsWorkerStore {
   get readOnly(): boolean {
     return this.#readOnly;
   }
-  /** As BTreeStore.refresh: an opfs reader's view cannot change while it is open (false). */
+  /** As BTreeStore.refresh: an opfs reader's view cannot change while it is open (false).
+   * (It asked the worker, whose store answers with a promise: an IoError, it cannot be sent.) */
   refresh(): Promise<boolean> {
-    return this.#call('refresh');
+    if (this.#closed) return Promise.reject(new ClosedError('the store is closed'));
+    return Promise.resolve(false);
   }
   /** The number of entries as of the last reply from the worker (every write replies). */
   get size(): number {
@@ -216,7 +226,8 @@ export class OpfsWorkerStore {
   }
 
   commit(): Promise<void> {
-    if (this.#closed && this.#closing === undefined) return Promise.reject(new ClosedError('the store is closed'));
+    // (After close() it was sent to a worker that had ended: it never settled.)
+    if (this.#closed) return Promise.reject(new ClosedError('the store is closed'));
     return this.#send('commit', []) as Promise<void>;
   }
 
@@ -239,14 +250,14 @@ export class OpfsWorkerStore {
     return this.#call('has', key);
   }
   async setAsync(key: unknown, value: unknown): Promise<this> {
-    await this.#call('set', key, value);
+    await this.#write('set', key, value);
     return this;
   }
   deleteAsync(key: unknown): Promise<boolean> {
-    return this.#call('delete', key);
+    return this.#write('delete', key);
   }
   clearAsync(): Promise<void> {
-    return this.#call('clear');
+    return this.#write('clear');
   }
   firstAsync(): Promise<unknown> {
     return this.#call('first');
@@ -260,15 +271,17 @@ export class OpfsWorkerStore {
   nextLowerAsync(key: unknown): Promise<unknown> {
     return this.#call('nextLower', key);
   }
-  getManyAsync(keys: Iterable<unknown>): Promise<unknown[]> {
-    return this.#call('getMany', Array.from(keys));
+  // (Checked here, as BTreeStore checks them: Array.from(5) was [], and of null a TypeError
+  // thrown, not a rejection.)
+  async getManyAsync(keys: Iterable<unknown>): Promise<unknown[]> {
+    return this.#call('getMany', listOf(keys, 'getManyAsync: keys'));
   }
   async setManyAsync(entries: Iterable<readonly [unknown, unknown]>): Promise<this> {
-    await this.#call('setMany', Array.from(entries));
+    await this.#write('setMany', listOf(entries, 'setManyAsync: entries'));
     return this;
   }
   deleteRangeAsync(range: object): Promise<number> {
-    return this.#call('deleteRange', range);
+    return this.#write('deleteRange', range);
   }
   checkInvariantsAsync(): Promise<void> {
     return this.#call('checkInvariants');
@@ -281,7 +294,7 @@ export class OpfsWorkerStore {
   }
   /** BTreeStore.compact, in the worker: the pages freed. */
   compactAsync(): Promise<number> {
-    return this.#call('compact');
+    return this.#write('compact');
   }
 
   entriesAsync(range?: object): AsyncIterableIterator<unknown> {
@@ -297,41 +310,60 @@ export class OpfsWorkerStore {
     return this.entriesAsync();
   }
 
-  /** Pulls a worker-side iterator in batches of ITER_BATCH items. The worker creates it at
-   * the first next(), in message order with the writes sent before; its first batch goes in
-   * the same message (this side names the iterator), so a scan starts in one round trip. */
+  /**
+   * Reads the range in batches of ITER_BATCH items; each is one 'scan' in the worker (the range
+   * again, after the last key returned), so the worker keeps nothing between batches: an
+   * iterator dropped unfinished costs only this side's objects (the worker kept every one
+   * until return(), ~62 KB each). A write through this store meanwhile makes the iterator drop
+   * what it has buffered and read on after the last key it returned, as a BTreeMap iterator
+   * re-seeks (it handed out a batch read before a delete, deleted entries included). The
+   * worker sends each key a second time, as an object of its own (`keys`): the one handed out
+   * is the caller's to change.
+   */
   #iter(kind: 'entries' | 'keys' | 'values', range: object | undefined): AsyncIterableIterator<unknown> {
-    const id = this.#nextIter++;
-    let started = false;
-    let buf: unknown[] = [];
-    let ended = false;
+    const limit = (range as { limit?: unknown } | undefined)?.limit;
+    let left = typeof limit === 'number' ? limit : Infinity;
+    let items: unknown[] = [];
+    let keys: unknown[] = [];
+    let at = 0;
+    let after: { key: unknown } | undefined; // the last key returned
+    let mod = -1;
+    let ended = false; // the worker's last batch held the rest (as of `mod`)
+    let finished = false;
     const done = { done: true, value: undefined } as IteratorReturnResult<undefined>;
     const ai: AsyncIterableIterator<unknown> = {
       next: async () => {
-        if (buf.length === 0 && !ended) {
-          if (this.#closed) throw new ClosedError('the store is closed');
-          let batch: Promise<unknown>;
-          if (!started) {
-            started = true;
-            const created = this.#send('iter', [id, kind, range]);
-            batch = this.#send('next', [id, ITER_BATCH]);
-            batch.catch(() => undefined); // (answered after created, which reports a failure)
-            await created;
-          } else {
-            batch = this.#send('next', [id, ITER_BATCH]);
-          }
-          const r = (await batch) as { items: unknown[]; done: boolean };
-          buf = r.items;
-          ended = r.done;
+        if (finished) return done;
+        if (this.#closed) throw new ClosedError('the store is closed');
+        if (mod !== this.#mod) {
+          items = keys = [];
+          at = 0;
+          ended = false;
         }
-        if (buf.length > 0) return { done: false, value: buf.shift() };
-        return done;
+        if (at === items.length) {
+          if (ended || left === 0) {
+            finished = true;
+            items = keys = [];
+            return done;
+          }
+          mod = this.#mod;
+          const r = (await this.#send('scan', [kind, range, after, Math.min(ITER_BATCH, left)])) as { items: unknown[]; keys: unknown[]; done: boolean };
+          items = r.items;
+          keys = r.keys;
+          at = 0;
+          ended = r.done;
+          if (items.length === 0) {
+            finished = true;
+            return done;
+          }
+        }
+        after = { key: keys[at] };
+        left--;
+        return { done: false, value: items[at++] };
       },
       return: async () => {
-        const wasOpen = !ended;
-        ended = true;
-        buf = [];
-        if (wasOpen && started && !this.#closed) await this.#send('return', [id]).catch(() => undefined);
+        finished = true;
+        items = keys = [];
         return done;
       },
       [Symbol.asyncIterator]() {

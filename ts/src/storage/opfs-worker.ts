@@ -8,11 +8,12 @@
  * answer is `{ results: [{ seq, value } or { seq, error }, ...], size }`, where `error`
  * carries the name, code, message (and pageId) of the error the store threw and `size` is
  * the store's size when the answer was sent. The synchronous calls of a batch ('call',
- * 'iter', 'next', 'return') are answered together once the batch has run; 'open', 'commit'
+ * 'scan') are answered together once the batch has run; 'open', 'commit'
  * and 'close' each on their own when they settle. Ops: 'open' (args: [options]), 'call'
- * ([method, ...args]: a sync method of the store), 'commit', 'close' ([options]), 'iter'
- * ([id, kind, range]: the caller names the iterator), 'next' ([id, count] → { items, done }),
- * 'return' ([id]).
+ * ([method, ...args]: a sync method of the store), 'commit', 'close' ([options]), 'scan'
+ * ([kind, range, after, count] → { items, keys, done }: up to `count` items of the range after
+ * `after.key` (from its start without it); `keys` their keys again, as objects of their own;
+ * the worker keeps no iterator between scans).
  */
 import { errorToWire, IoError } from '../errors.js';
 import { BTreeStore, type StoreOptions } from '../store.js';
@@ -37,10 +38,12 @@ const scope = globalThis as unknown as Scope;
 
 /** The store methods a message may call (the sync ones; this worker's backend is synchronous). */
 const METHODS = new Set(['get', 'has', 'set', 'delete', 'clear', 'first', 'last', 'nextHigher', 'nextLower', 'getMany', 'setMany',
-  'deleteRange', 'checkInvariants', 'treeStats', 'stats', 'refresh', 'compact']);
+  'deleteRange', 'checkInvariants', 'treeStats', 'stats', 'compact']);
 
 let store: BTreeStore<unknown, unknown> | undefined;
-const iterators = new Map<number, Iterator<unknown>>();
+
+/** A key sent twice in one message would arrive as one object: a copy for the second. */
+const keyCopy = (k: unknown): unknown => (k instanceof Uint8Array ? k.slice() : typeof k === 'object' && k !== null ? structuredClone(k) : k);
 
 function opened(): BTreeStore<unknown, unknown> {
   if (store === undefined) throw new Error('opfs worker: no store open');
@@ -57,31 +60,20 @@ function run(op: string, args: unknown[]): unknown {
       const r = s[method]!(...rest);
       return r === store ? undefined : r; // set/setMany return the store
     }
-    case 'iter': {
-      const [id, kind, range] = args as [number, 'entries' | 'keys' | 'values', object | undefined];
-      iterators.set(id, opened()[kind](range as never) as Iterator<unknown>);
-      return undefined;
-    }
-    case 'next': {
-      const [id, count] = args as [number, number];
-      const it = iterators.get(id);
-      if (it === undefined) return { items: [], done: true };
-      const items: unknown[] = [];
-      for (let i = 0; i < count; i++) {
-        const r = it.next();
-        if (r.done) {
-          iterators.delete(id);
-          return { items, done: true };
-        }
-        items.push(r.value);
+    case 'scan': {
+      const [kind, range, after, count] = args as ['entries' | 'keys' | 'values', Record<string, unknown> | undefined, { key: unknown } | undefined, number];
+      let r: Record<string, unknown> = { ...(range ?? {}), limit: count };
+      if (after !== undefined) {
+        // On after the last key returned, in the range's direction; its other bound stays.
+        r = r.reverse === true ? { ...r, lt: after.key } : { ...r, gt: after.key };
+        delete r[r.reverse === true ? 'lte' : 'gte'];
       }
-      return { items, done: false };
-    }
-    case 'return': {
-      const id = args[0] as number;
-      iterators.get(id)?.return?.();
-      iterators.delete(id);
-      return undefined;
+      const items: unknown[] = [], keys: unknown[] = [];
+      for (const [k, v] of opened().entries(r as never) as Iterable<[unknown, unknown]>) {
+        items.push(kind === 'entries' ? [k, v] : kind === 'keys' ? k : v);
+        keys.push(kind === 'values' ? k : keyCopy(k));
+      }
+      return { items, keys, done: items.length < count };
     }
     default:
       throw new Error(`opfs worker: unknown op ${op}`);
@@ -100,7 +92,6 @@ async function runAsync(op: string, args: unknown[]): Promise<unknown> {
       return opened().commit();
     case 'close': {
       const s = opened();
-      iterators.clear();
       try {
         await s.close(args[0] as { commit?: boolean } | undefined);
       } finally {

@@ -77,6 +77,24 @@ window.mainThread = async (path, ops) => {
   await b.return();
   out.allKeys = 0;
   for await (const k of s.keysAsync()) out.allKeys += k ? 1 : 0;
+  // Found by a new-user probe (session 22): a write while an iterator had a batch buffered
+  // (256 entries read ahead) left deleted entries and old values in it; now it reads on after
+  // the last key it returned, as a worker's or IndexedDB's iterator does.
+  {
+    const ks = [];
+    for await (const k of s.keysAsync()) ks.push(k);
+    const it = s.entriesAsync();
+    const first = (await it.next()).value;
+    await s.deleteAsync(ks[3]);
+    await s.setAsync(ks[5], 'changed');
+    const rest = [];
+    for (let r = await it.next(); !r.done; r = await it.next()) rest.push(r.value);
+    out.iterAfterWrites = { first: first[0], deletedSeen: rest.some(([k]) => k === ks[3]), changed: rest.find(([k]) => k === ks[5])?.[1], count: rest.length, keys: ks.length };
+    await s.setAsync(ks[3], 'back');
+  }
+  out.refresh = await s.refresh().then((v) => v, err);
+  out.getManyFive = await s.getManyAsync(5).then(() => 'ok', err);
+  out.setManyNull = await (async () => s.setManyAsync(null))().then(() => 'ok', err);
   // A dedicated worker of this page (another context of the origin) cannot open it meanwhile.
   out.workerOpen = await tryCall({ op: 'open', path });
   // A bad value is the same typed error as in a worker.
@@ -84,6 +102,8 @@ window.mainThread = async (path, ops) => {
   out.badClone = await s.setAsync('f', () => 1).then(() => 'ok', err);
   await s.close();
   out.afterClose = await s.getAsync('a').then(() => 'ok', err);
+  // (a commit after close was sent to the ended worker and never settled)
+  out.commitAfterClose = await Promise.race([s.commit().then(() => 'ok', err), new Promise((r) => setTimeout(() => r('pending after 3 s'), 3000))]);
   s = await api.BTreeStore.open({ path, storage: 'opfs' });
   out.entries = [];
   for await (const e of s) out.entries.push(e);
