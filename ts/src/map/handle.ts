@@ -74,19 +74,6 @@ export function fail(h: Handle<unknown, unknown>, st: number, what: string, deta
 export const treeRegistry: FinalizationRegistry<Handle<unknown, unknown>> | undefined =
   typeof FinalizationRegistry === 'function' ? new FinalizationRegistry(freeHandle) : undefined;
 
-export interface CursorRef {
-  h: Handle<unknown, unknown>;
-  cursor: number;
-}
-
-/** An abandoned iterator was collected: its cursor goes back to the pool. */
-function freeCursor(ref: CursorRef): void {
-  returnCursor(ref.h, ref.cursor);
-}
-
-export const cursorRegistry: FinalizationRegistry<CursorRef> | undefined =
-  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry(freeCursor) : undefined;
-
 export function newCursor(h: Handle<unknown, unknown>): number {
   const c = h.rt.ex.at_cursor_new(h.tree);
   if (c === 0) {

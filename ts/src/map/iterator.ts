@@ -25,7 +25,6 @@ export const MODE_VALUES = 2;
 
 const NONE: never[] = [];
 
-
 /** Scratch buffers for the records of iterators over keys that are objects (see #buf): an
  * iterator takes one for its life instead of allocating one (a new ArrayBuffer per short
  * scan cost more than the scan). One dropped unfinished is simply collected. */
@@ -56,8 +55,10 @@ export function entry<K, V>(k: K, v: V): [K, V] {
 /**
  * An iterator over a key range that stays correct while the map changes (see the top of
  * this file). Records come from the core a batch at a time and are decoded at once into
- * two plain arrays, so a batch costs no ArrayBuffer. To resume after a modification, the
- * last key returned is encoded again (encodings are canonical: encode(decode(b)) = b).
+ * two plain arrays, so a batch costs no ArrayBuffer. Each batch after the first, and a batch
+ * after a modification, seeks just after the last key returned: strings, numbers and bigints
+ * are encoded again (encodings are canonical: encode(decode(b)) = b), keys that are objects
+ * resume after their stored bytes (#buf).
  *
  * Cursors: an iterator borrows a core cursor from its map's pool for each batch and gives it
  * back before the batch is handed out; the next batch seeks again just after the last key
