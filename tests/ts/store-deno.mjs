@@ -16,6 +16,14 @@ try {
 } catch (e) {
   out.secondOpen = e instanceof LockedError ? e.code : String(e);
 }
+// The 'node' storage in this Deno process: it took the deno backend's lock of this pid for
+// stale, and both wrote (a new-user probe, session 22).
+try {
+  await BTreeStore.open({ path, keys: 'number', storage: 'node' });
+  out.nodeBackendOpen = 'opened';
+} catch (e) {
+  out.nodeBackendOpen = e instanceof LockedError ? e.code : String(e);
+}
 await s.close({ commit: false });
 s = await BTreeStore.open({ path, keys: 'number', values: 'json', create: false });
 out.size = s.size;

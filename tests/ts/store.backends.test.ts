@@ -2,6 +2,7 @@
 // error statuses, and locking (in-process, another live process, a stale lock).
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
 import { existsSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -234,6 +235,47 @@ describe('node backend', () => {
       expect([...readFileSync(path)]).toEqual([1, 2, 3]);
     } finally {
       child.kill('SIGKILL');
+    }
+  });
+
+  // A new-user probe (session 22): two worker threads of one process both opened a store (each
+  // thread has its own copy of the module's open-path set, and a lock of this pid counted as
+  // stale): both committed, and one's commits were lost. Also the two threads' lock files of
+  // the same name raced (an IoError instead of LockedError).
+  it('another worker thread of this process holding the store gives LockedError; after it closes the store opens', async () => {
+    const dist = join(repo, 'dist/storage/node.js');
+    const path = join(tmp.dir, 'threads.db');
+    const script = `const { parentPort } = require('node:worker_threads');
+      import(${JSON.stringify(dist)}).then(async ({ nodeStorage }) => {
+        const f = await nodeStorage.open(${JSON.stringify(path)}, { create: true });
+        f.data.write(new Uint8Array([4, 5, 6]), 0); f.data.sync();
+        parentPort.postMessage('held');
+        parentPort.once('message', () => { f.close(); parentPort.postMessage('closed'); });
+      });`;
+    const worker = new Worker(script, { eval: true });
+    try {
+      const next = () => new Promise((res, rej) => { worker.once('message', res); worker.once('error', rej); });
+      expect(await next()).toBe('held');
+      const e = await nodeStorage.open(path, { create: true }).then(() => 'opened', (x: unknown) => x);
+      expect(e).toBeInstanceOf(LockedError);
+      expect((e as Error).message).toMatch(/worker thread \d+ of this process/);
+      // and two threads at once: one holds it, the other gets LockedError, never an IoError
+      const results = await Promise.all([1, 2].map(() => new Promise((res) => {
+        const w = new Worker(`const { parentPort } = require('node:worker_threads');
+          import(${JSON.stringify(dist)}).then(({ nodeStorage }) => nodeStorage.open(${JSON.stringify(path + '2')}, { create: true }))
+            .then((f) => { setTimeout(() => { f.close(); parentPort.postMessage('opened'); }, 2000); }, (x) => parentPort.postMessage(x.code));`, { eval: true });
+        w.once('message', (m) => { res(m); void w.terminate(); });
+      })));
+      expect(results.sort()).toEqual(['LOCKED', 'opened']);
+      worker.postMessage('close');
+      expect(await next()).toBe('closed');
+      const f = await nodeStorage.open(path, { create: true });
+      const back = new Uint8Array(3);
+      f.data.read(back, 0);
+      expect([...back]).toEqual([4, 5, 6]);
+      f.close();
+    } finally {
+      await worker.terminate();
     }
   });
 });

@@ -27,6 +27,7 @@ it('Deno: writes, commits, locks and reopens a store on Deno.FsFile', async () =
   expect(out).toEqual({
     storage: 'deno',
     secondOpen: 'LOCKED',
+    nodeBackendOpen: 'LOCKED',
     size: 5000,
     get4999: { i: 4999 },
     uncommitted: null,

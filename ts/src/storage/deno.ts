@@ -165,7 +165,10 @@ function takeLockFile(d: DenoNs, lockPath: string, storePath: string): void {
           throw new LockedError(`the store ${storePath} is being opened by another process (lock file ${lockPath})`);
         }
       } else if (!flockHolder) {
-        const state = pid === d.pid ? 'gone' : pidState(d, pid);
+        // This process's pid without a flock: the 'node' backend holds the store in this
+        // process (it takes no flock); taken for stale, both wrote and one's commits were lost.
+        if (pid === d.pid) throw new LockedError(`the store ${storePath} is open in this process through the 'node' storage (lock file ${lockPath})`);
+        const state = pidState(d, pid);
         if (state === 'alive') throw new LockedError(`the store ${storePath} is open in process ${pid} (lock file ${lockPath})`);
         if (state === 'unknown') {
           throw new LockedError(

@@ -64,17 +64,24 @@ interface NodeProcess {
   getBuiltinModule?(name: string): unknown;
 }
 
-let mods: { fs: NodeFs; path: NodePath; proc: NodeProcess } | undefined;
+let mods: { fs: NodeFs; path: NodePath; proc: NodeProcess; threadId: number } | undefined;
 
-async function nodeModules(): Promise<{ fs: NodeFs; path: NodePath; proc: NodeProcess }> {
+async function nodeModules(): Promise<{ fs: NodeFs; path: NodePath; proc: NodeProcess; threadId: number }> {
   if (mods !== undefined) return mods;
   const proc = (globalThis as { process?: NodeProcess }).process;
   if (proc === undefined) throw new InvalidArgumentError("the 'node' storage needs Node.js (or a runtime with node:fs)");
   // Hidden from bundlers: this file is only loaded where node:fs exists.
-  const fsName = 'node:fs', pathName = 'node:path';
+  const fsName = 'node:fs', pathName = 'node:path', wtName = 'node:worker_threads';
   const fs = (proc.getBuiltinModule?.(fsName) ?? (await import(/* @vite-ignore */ fsName))) as NodeFs;
   const path = (proc.getBuiltinModule?.(pathName) ?? (await import(/* @vite-ignore */ pathName))) as NodePath;
-  mods = { fs, path, proc };
+  let threadId = 0;
+  try {
+    const wt = (proc.getBuiltinModule?.(wtName) ?? (await import(/* @vite-ignore */ wtName))) as { threadId?: number };
+    threadId = typeof wt.threadId === 'number' ? wt.threadId : 0;
+  } catch {
+    // (a runtime without worker threads: one thread)
+  }
+  mods = { fs, path, proc, threadId };
   return mods;
 }
 
@@ -140,8 +147,10 @@ const EMPTY_LOCK_STALE_MS = 10_000;
  * one being written: the store stayed locked for good (a kill test hit it). Where the file
  * system has no hard links, the lock is created with O_EXCL as before; an empty lock older
  * than EMPTY_LOCK_STALE_MS counts as stale. */
-function takeLock(fs: NodeFs, proc: NodeProcess, lockPath: string, storePath: string): void {
-  const pidBytes = new TextEncoder().encode(String(proc.pid));
+function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: string, storePath: string): void {
+  // The pid, and the worker thread past the main one: `openPaths` is per thread (each worker
+  // loads its own copy of this module), so a lock of this pid from another thread is held.
+  const pidBytes = new TextEncoder().encode(threadId === 0 ? String(proc.pid) : `${proc.pid} thread ${threadId}`);
   const write = (fd: number) => {
     try {
       fs.writeSync(fd, pidBytes, 0, pidBytes.length, 0);
@@ -150,7 +159,7 @@ function takeLock(fs: NodeFs, proc: NodeProcess, lockPath: string, storePath: st
       fs.closeSync(fd);
     }
   };
-  const own = `${lockPath}.${proc.pid}`;
+  const own = threadId === 0 ? `${lockPath}.${proc.pid}` : `${lockPath}.${proc.pid}.${threadId}`;
   let linked = true;
   const removeOwn = () => {
     try {
@@ -211,13 +220,21 @@ function takeLock(fs: NodeFs, proc: NodeProcess, lockPath: string, storePath: st
         throw new IoError(`cannot read the lock file ${lockPath}`, { cause: e2 });
       }
       const pid = Number.parseInt(text, 10);
+      const thread = Number(/ thread (\d+)/.exec(text)?.[1] ?? 0);
       // An empty file: its owner is between creating and writing it (O_EXCL), unless it has
-      // been empty for longer than that takes.
-      const held = text === '' ? ageMs < EMPTY_LOCK_STALE_MS : Number.isInteger(pid) && pid > 0 && pidAlive(proc, pid) && pid !== proc.pid;
+      // been empty for longer than that takes. This process: held by another of its threads
+      // (two worker threads opened one store, both writing: one's commits were lost), stale
+      // if this thread's (it has the path in openPaths while open). A thread that ended
+      // without closing the store keeps it locked until the process exits: no thread can
+      // tell whether another still runs.
+      const ours = pid === proc.pid;
+      // ('<pid> flock' of this pid: the 'deno' backend of this Deno process holds it)
+      const held = text === '' ? ageMs < EMPTY_LOCK_STALE_MS : Number.isInteger(pid) && pid > 0 && (ours ? thread !== threadId || /\bflock\b/.test(text) : pidAlive(proc, pid));
       if (held) {
-        throw new LockedError(`the store ${storePath} is open in process ${text || '(starting)'} (lock file ${lockPath})`);
+        const who = ours ? `worker thread ${thread} of this process${thread === 0 ? ' (the main thread)' : ''}` : `process ${text || '(starting)'}`;
+        throw new LockedError(`the store ${storePath} is open in ${who} (lock file ${lockPath})`);
       }
-      // Stale: its process is gone (or is this process, which has no open handle on the path).
+      // Stale: its process is gone (or it was this thread's, which has no open handle on it).
       try {
         fs.unlinkSync(lockPath);
       } catch (e3) {
@@ -257,7 +274,7 @@ export const nodeStorage: NodeStorage = {
     return { data: new NodeFile(fs, fds[0] as number), log: new NodeFile(fs, fds[1] as number), close() {} };
   },
   async open(path: string, options: { create: boolean }): Promise<SyncStoreFiles> {
-    const { fs, path: np, proc } = await nodeModules();
+    const { fs, path: np, proc, threadId } = await nodeModules();
     const abs = canonical(fs, np, path);
     if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
     openPaths.add(abs);
@@ -266,7 +283,7 @@ export const nodeStorage: NodeStorage = {
     const fds: number[] = [];
     const created: string[] = []; // by this open: removed again if the store's open fails
     try {
-      takeLock(fs, proc, lockPath, abs);
+      takeLock(fs, proc, threadId, lockPath, abs);
       locked = true;
       const { O_RDWR, O_CREAT, O_EXCL } = fs.constants;
       for (const p of [abs, abs + '-log']) {
