@@ -1,8 +1,10 @@
 #include "core/buffer/async_pager.h"
 
+#include <cassert>
 #include <cstring>
 
 #include "core/buffer/page_trailer.h"
+#include "core/util/checked.h"
 
 namespace adaptree {
 
@@ -47,11 +49,18 @@ Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<ui
   if (read_only_) return Status::kReadOnly;
   if (committing_) return Status::kInvalidArgument;
   out->clear();
+  // Room for every image first (page 0, the dirty pages, the free list's chain as it is now:
+  // trimming only shortens it): out of memory is kOutOfMemory before anything changes. The
+  // resizes below stay within it (one trapped in operator new at the memory budget: every
+  // store and map on the instance poisoned, session 22).
+  const size_t most = 1 + size_t{pool.dirty_count()} + (pool.free_ids().size() + kFreeListCapacity - 1) / kFreeListCapacity;
+  if (!reserve_checked(*out, most * (4 + kPageSize))) return Status::kOutOfMemory;
   out->resize(4 + kPageSize);  // page 0 goes first, filled in below
   uint32_t n = 1;
   auto put = [&](PageId id, uint8_t* image) {
     seal_page(image, id, sum_);
     size_t at = out->size();
+    assert(at + 4 + kPageSize <= out->capacity());
     out->resize(at + 4 + kPageSize);
     store32(out->data() + at, id);
     memcpy(out->data() + at + 4, image, kPageSize);

@@ -18,6 +18,7 @@ import {
 import { loadWasm, type AdaptreeWasm } from '../../ts/src/wasm.js';
 import { REAL_BUILDS } from './builds.js';
 import { uniqueName } from './store-helpers.js';
+import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
 
 const MiB = 1 << 20;
 
@@ -356,6 +357,31 @@ describe.each(REAL_BUILDS)('%s build: out of memory inside each call path', (bui
     expect(m.get(1)).toEqual(new Uint8Array([7]));
     expect(w.memory.buffer.byteLength).toBeLessThan(64 * MiB);
     m.free();
+  });
+
+  // A new-user probe (session 22, a key-value Durable Object at maxMemory 96 MiB): the commit's
+  // image buffer grew in operator new, which trapped at the budget and poisoned the instance.
+  it('an async store whose commit has no room for its images: OutOfMemoryError, the store writable, the commit goes through once there is room', async () => {
+    const w = await fresh(build, 96 * MiB);
+    const storage = createAsyncMemoryStorage();
+    const path = uniqueName('oom-commit');
+    const s = await BTreeStore.open<string, string>({ storage, path, poolSize: 16 * MiB, wasm: w, values: 'utf8' });
+    await s.setAsync('small', 'x');
+    await s.commit();
+    const big = 'v'.repeat(34e6);
+    await s.setAsync('big', big);
+    const e = await s.commit().then(() => 'committed', (x: unknown) => x);
+    expect(e).toBeInstanceOf(OutOfMemoryError);
+    expect(w.poisoned).toBe(false);
+    expect(s.readOnly).toBe(false);
+    expect((await s.getAsync('big'))?.length).toBe(big.length);
+    w.setMaxMemory(Infinity);
+    await s.setAsync('after', 'y');
+    await s.commit();
+    await s.close();
+    const t = await BTreeStore.open<string, string>({ storage, path, poolSize: 16 * MiB, wasm: w, values: 'utf8' });
+    expect([(await t.getAsync('big'))?.length, await t.getAsync('small'), await t.getAsync('after')]).toEqual([big.length, 'x', 'y']);
+    await t.close();
   });
 
   it('store open with a pool larger than the budget: typed error, lock released, a smaller pool opens', async () => {

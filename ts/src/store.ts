@@ -395,6 +395,8 @@ export class BTreeStore<K = string, V = unknown> {
   #next: Deferred | undefined;
   /** The asynchronous flush in progress. */
   #flushing: Promise<void> | undefined;
+  /** The running async commit got past at_store_commit_begin (its images are the backend's). */
+  #handedOver = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Async: while a commit's images are being written, operations wait for this. */
   #gate: Promise<void> | undefined;
@@ -883,7 +885,10 @@ export class BTreeStore<K = string, V = unknown> {
     this.#flushing = this.#flushAsync(b).then(
       () => d.resolve(),
       (e: unknown) => {
-        this.#fail(e);
+        // Out of memory for the commit's images, before anything was handed to the backend:
+        // as on a synchronous backend, the writes stay pending and the store writable.
+        if (e instanceof OutOfMemoryError && !this.#handedOver) this.#uncommitted += pending;
+        else this.#fail(e);
         d.reject(e);
       },
     );
@@ -919,10 +924,12 @@ export class BTreeStore<K = string, V = unknown> {
   async #flushAsync(b: Async): Promise<void> {
     let open!: () => void;
     this.#gate = new Promise<void>((r) => (open = r));
+    this.#handedOver = false;
     try {
       const w = this.#wasm, ex = w.exports;
       const st = ex.at_store_commit_begin!(this.#tree, w.ctx);
       if (st < 0) throw storeError(st, 'commit', undefined);
+      this.#handedOver = true;
       const dv = w.dv(), u8 = w.u8();
       const count = dv.getUint32(w.result + Result.AUX, true);
       let p = dv.getUint32(w.result + Result.VALUE_PTR, true);
