@@ -21,11 +21,14 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
 export const NATIVE_BIN = path.join(ROOT, 'build', 'native', 'adaptree-bench-native');
 
+/** A bad command line: its message, exit code 2, no stack. */
+class UsageError extends Error {}
+
 function parseArgs(argv) {
   const o = { suite: null, quick: false, out: 'bench-results.json', seed: 1 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    const val = () => { if (i + 1 >= argv.length) throw new Error(`${a} needs a value`); return argv[++i]; };
+    const val = () => { if (i + 1 >= argv.length) throw new UsageError(`${a} needs a value`); return argv[++i]; };
     if (a === '--suite') o.suite = val();
     else if (a === '--quick') o.quick = true;
     else if (a === '--out') o.out = val();
@@ -35,9 +38,34 @@ function parseArgs(argv) {
     else if (a === '--seed') o.seed = Number(val());
     else if (a === '--budget') o.budget = Number(val());
     else if (a === '-h' || a === '--help') o.help = true;
-    else throw new Error(`unknown argument ${a}`);
+    else throw new UsageError(`unknown argument ${a}`);
   }
   return o;
+}
+
+/**
+ * What would otherwise fail late or not at all (a new-user probe, session 22): an unknown suite
+ * after the others had run, an --out in a directory that cannot exist after every suite (the
+ * results lost), --keys abc as 0 rows and NaN-named cache files, an --impl no suite has as an
+ * empty result with exit 0.
+ */
+function checkArgs(o, suites) {
+  const bad = (m) => { throw new UsageError(m); };
+  for (const s of suites) if (!SUITES.includes(s)) bad(`unknown suite '${s}' (${SUITES.join(', ')}, all)`);
+  if (o.keys !== undefined && !(Number.isInteger(o.keys) && o.keys > 0)) bad('--keys must be a positive integer');
+  if (!(Number.isSafeInteger(o.seed) && o.seed >= 0)) bad('--seed must be a non-negative integer');
+  if (o.budget !== undefined && !(o.budget > 0)) bad('--budget must be a positive number of seconds');
+  const dir = path.dirname(path.resolve(o.out));
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch (e) {
+    bad(`--out ${o.out}: cannot write in ${dir} (${e.code ?? e.message})`);
+  }
+  if (o.impls && !suites.includes('browser')) {
+    const known = new Set(suites.flatMap((s) => plan(s, { ...o, impls: undefined, quick: true }).map((j) => j.impl)));
+    for (const i of o.impls) if (!known.has(i)) bad(`--impl ${i}: no such impl in ${suites.join(', ')} (${[...known].join(', ')})`);
+  }
 }
 
 function runProcess(cmd, args, onLine) {
@@ -57,10 +85,13 @@ function runProcess(cmd, args, onLine) {
 async function main() {
   const o = parseArgs(process.argv.slice(2));
   if (o.help || !o.suite) {
-    process.stderr.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 11).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
+    const lines = fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
+    const usage = lines.slice(0, lines.findIndex((l) => !l.startsWith('//')));
+    process.stderr.write(usage.map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
     process.exit(o.help ? 0 : 2);
   }
   const suites = o.suite === 'all' ? SUITES : o.suite.split(',');
+  checkArgs(o, suites);
   const started = new Date();
   const t0 = performance.now();
   const results = [];
@@ -144,4 +175,7 @@ async function main() {
   log(`wrote ${results.length} rows to ${o.out} in ${seconds.toFixed(0)} s; not run: ${notRun.length ? notRun.map((s) => `${s.impl} (${s.suite})`).join(', ') : 'none'}`);
 }
 
-main().catch((e) => { process.stderr.write(`bench: ${e.stack || e.message}\n`); process.exit(1); });
+main().catch((e) => {
+  process.stderr.write(e instanceof UsageError ? `bench: ${e.message} (--help for usage)\n` : `bench: ${e.stack || e.message}\n`);
+  process.exit(e instanceof UsageError ? 2 : 1);
+});

@@ -3,7 +3,7 @@
 //   node demo/serve.mjs [--port 5173] [--no-isolation] [--dir demo/dist]
 import { createServer } from 'node:http';
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { extname, join, normalize } from 'node:path';
+import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const args = process.argv.slice(2);
@@ -33,10 +33,20 @@ if (!existsSync(join(root, 'index.html'))) {
 }
 
 const server = createServer((req, res) => {
-  let path = decodeURIComponent((req.url ?? '/').split('?')[0]);
+  // A malformed escape (/%E0%A4%A) threw URIError out of the handler and ended the server; a
+  // file must lie under root itself, not merely start with its name (root 'site' served
+  // 'site-secret/...' to /%2e%2e/site-secret/...).
+  let path;
+  try {
+    path = decodeURIComponent((req.url ?? '/').split('?')[0]);
+  } catch {
+    res.writeHead(400, { 'content-type': 'text/plain' }).end('bad request');
+    return;
+  }
   if (path.endsWith('/')) path += 'index.html';
   const file = normalize(join(root, path));
-  if (!file.startsWith(root) || !existsSync(file) || !statSync(file).isFile()) {
+  const under = file.startsWith(root.endsWith(sep) ? root : root + sep);
+  if (!under || !existsSync(file) || !statSync(file).isFile()) {
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
     return;
   }

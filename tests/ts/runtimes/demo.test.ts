@@ -5,9 +5,10 @@
 // inspector against the core's own node dump, own keys pasted and uploaded. Any console
 // error fails it. Screenshots of each view go to build/demo-screenshots/.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -214,6 +215,29 @@ describe('demo page (vite build, served statically)', () => {
 
   const firstNode = (page: Page, layout: string) =>
     page.locator(`#tree .node[data-layout="${layout}"]`).first().getAttribute('data-id').then(Number);
+
+  // A new-user probe (session 22): a malformed %-escape ended the server (an uncaught
+  // URIError), and a sibling directory whose name starts with the served one's was served.
+  it('serve.mjs answers a malformed path 400 and goes on, and serves nothing outside its directory', async () => {
+    const sibling = outDir + '-secret';
+    mkdirSync(sibling, { recursive: true });
+    writeFileSync(join(sibling, 'pw.txt'), 'SECRET');
+    const status = (path: string) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(isolatedUrl);
+        httpGet({ host: u.hostname, port: u.port, path }, (r) => {
+          r.resume();
+          resolve(r.statusCode ?? 0);
+        }).on('error', reject);
+      });
+    try {
+      expect(await status('/%E0%A4%A')).toBe(400);
+      expect(await status(`/%2e%2e/${basename(sibling)}/pw.txt`)).toBe(404);
+      expect(await status('/')).toBe(200);
+    } finally {
+      rmSync(sibling, { recursive: true, force: true });
+    }
+  });
 
   it('runs every workload, converts leaves, inspects nodes (cross-origin isolated: mt)', async () => {
     const page = await open(isolatedUrl);
