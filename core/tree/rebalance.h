@@ -10,7 +10,7 @@
 //   group has room, two full leaves become three (2-to-3 split) where the
 //   parent has room, else the tree's own split runs. Random loads fill leaves
 //   to ~0.85 instead of ~0.70 (ln 2).
-// - XMerge (m' = m - 1, papers/contention-split-xmerge-cidr21.md, section 4):
+// - XMerge (m' = m - 1, Alhomssi and Leis, Contention and Space Management in B-Trees, CIDR 2021, section 4):
 //   a group of 2..5 adjacent leaves whose free space adds up to a page packs
 //   into one leaf less and frees a page. Run on demand over the whole tree
 //   (compact), or on one random resident leaf when the buffer pool had to
