@@ -15,7 +15,11 @@
 //       prints "HEXKEY HEXVALUE" per record in key order, then checks the
 //       tree's invariants (exit 1 with the message if they fail).
 //
-// Exit 0 on success; 2 with a message on any failed status.
+// Exit 0 on success; 2 with a message on any failed status or bad input (a bad command
+// line, a line of apply's input that is not one of the above). dump and hold open the store
+// read-only (a torn log tail stays as it is) and never create one.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,14 +35,44 @@ using namespace adaptree;
 
 namespace {
 
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::kOk: return "ok";
+    case Status::kNotFound: return "not found";
+    case Status::kKeyTooLarge: return "key too large";
+    case Status::kValueTooLarge: return "value too large";
+    case Status::kOutOfMemory: return "out of memory";
+    case Status::kCorrupt: return "corrupt (or not a store)";
+    case Status::kInvalidArgument: return "invalid argument";
+    case Status::kIoError: return "I/O error";
+    case Status::kQuotaExceeded: return "disk full";
+    case Status::kLocked: return "the store is open elsewhere";
+    case Status::kReadOnly: return "read-only";
+    default: return "unexpected status";
+  }
+}
+
 [[noreturn]] void fail(const char* what, Status s) {
-  std::fprintf(stderr, "adaptree-store-tool: %s: status %d\n", what, static_cast<int>(s));
+  std::fprintf(stderr, "adaptree-store-tool: %s: %s (status %d)\n", what, status_name(s), static_cast<int>(s));
   std::exit(2);
 }
 
+[[noreturn]] void bad_input(const std::string& why) {
+  std::fprintf(stderr, "adaptree-store-tool: %s\n", why.c_str());
+  std::exit(2);
+}
+
+// Hex digits in pairs, or bad input (std::stoul threw out of the tool: exit 134).
 std::vector<uint8_t> unhex(const std::string& h) {
+  auto digit = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    bad_input("not hex: '" + h + "'");
+  };
+  if (h.size() % 2) bad_input("an odd number of hex digits: '" + h + "'");
   std::vector<uint8_t> out(h.size() / 2);
-  for (size_t i = 0; i < out.size(); i++) out[i] = static_cast<uint8_t>(std::stoul(h.substr(2 * i, 2), nullptr, 16));
+  for (size_t i = 0; i < out.size(); i++) out[i] = static_cast<uint8_t>(digit(h[2 * i]) * 16 + digit(h[2 * i + 1]));
   return out;
 }
 
@@ -61,11 +95,11 @@ int apply(Store& st, bool close) {
       Status s = st.commit();
       if (s != Status::kOk) fail("commit", s);
     } else if (op == "+") {
-      std::cin >> k >> v;
+      if (!(std::cin >> k >> v) || v.empty() || v[0] != '.') bad_input("'+' takes HEXKEY .HEXVALUE");
       Status s = st.tree().set(sl(unhex(k)), sl(unhex(v.substr(1))));
       if (s != Status::kOk) fail("set", s);
     } else if (op == "-") {
-      std::cin >> k;
+      if (!(std::cin >> k)) bad_input("'-' takes HEXKEY");
       Status s = st.tree().remove(sl(unhex(k)));
       if (s != Status::kOk && s != Status::kNotFound) fail("remove", s);
     } else {
@@ -114,13 +148,28 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string cmd = argv[1];
+  if (cmd != "apply" && cmd != "dump" && cmd != "hold") bad_input("unknown command '" + cmd + "' (apply, dump, hold)");
   bool close = true;
   StoreOptions o;
   for (int i = 3; i < argc; i++) {
-    if (!std::strcmp(argv[i], "--no-close")) close = false;
-    else if (!std::strcmp(argv[i], "--layout") && i + 1 < argc) o.layout = static_cast<LayoutConfig>(std::atoi(argv[++i]));
+    if (!std::strcmp(argv[i], "--no-close")) {
+      close = false;
+    } else if (!std::strcmp(argv[i], "--layout") && i + 1 < argc) {
+      char* end = nullptr;
+      long n = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || end == argv[i] || n < 0 || n >= static_cast<long>(kLayoutConfigCount)) bad_input(std::string("--layout takes 0 to ") + std::to_string(kLayoutConfigCount - 1));
+      o.layout = static_cast<LayoutConfig>(n);
+    } else {
+      bad_input(std::string("unknown option '") + argv[i] + "'");
+    }
   }
   o.create = cmd == "apply";
+  // dump and hold read: never a store made where there was none, nor a torn log tail cut
+  if (cmd != "apply") {
+    struct stat sb;
+    if (::stat(argv[2], &sb) != 0) bad_input(std::string("no store at ") + argv[2]);
+    o.read_only = cmd == "dump";
+  }
   PosixStorage* raw = nullptr;
   Status s = PosixStorage::open(argv[2], &raw);
   if (s != Status::kOk) fail("open files", s);

@@ -5,7 +5,7 @@
 // (tests/tools/store_tool.cc), built by `scripts/build.sh native`.
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BTreeStore, LockedError } from '../../ts/src/index.js';
@@ -109,6 +109,34 @@ describe.each(REAL_BUILDS)('native <-> wasm (%s) store files', (build) => {
       }
     }, 120_000);
   }
+});
+
+// A new-user probe (session 22): dump of a missing path made a store there (and a lock file),
+// dump of a store with a torn log tail cut the tail, bad apply input aborted the tool (exit 134)
+// or stored junk.
+describe('the native tool on bad input', () => {
+  it('exits 2 with a message, makes no store where there was none, and dump writes nothing', () => {
+    const run = (args: string[], input = '') => spawnSync(tool, args, { input, encoding: 'utf8' });
+    const missing = join(tmp.dir, 'tool-missing.db');
+    for (const args of [['dump', missing], ['hold', missing], ['frob', missing], ['dump', missing, '--layout', 'abc'], ['apply', missing, '--what']]) {
+      const r = run(args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/adaptree-store-tool: /);
+    }
+    expect(readdirSync(tmp.dir).filter((n) => n.startsWith('tool-missing'))).toEqual([]);
+    for (const input of ['+ zz .00\n', '+ 61\n', '+ 616 .6\n', '+ 61 62\n', '-\n']) {
+      const r = run(['apply', join(tmp.dir, 'tool-bad.db')], input);
+      expect(r.status, input).toBe(2);
+      expect(r.stderr).toMatch(/hex|takes/);
+    }
+    // a store whose log ends in a torn frame: dump reads it and leaves every byte
+    const torn = join(tmp.dir, 'tool-torn.db');
+    native(['apply', torn, '--no-close'], '+ 61 .62\ncommit\n+ 63 .64\ncommit\n');
+    appendFileSync(torn + '-log', new Uint8Array(3000).fill(7));
+    const before = [readFileSync(torn), readFileSync(torn + '-log')];
+    expect(native(['dump', torn])).toBe('61 62\n63 64\n');
+    expect([readFileSync(torn), readFileSync(torn + '-log')]).toEqual(before);
+  });
 });
 
 describe.each(REAL_BUILDS)('native and Node exclude each other (%s)', (build) => {
