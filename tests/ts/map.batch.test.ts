@@ -226,7 +226,7 @@ describe.each(BUILDS)('%s build: batched iteration decodes keys exactly', (build
           if (build !== 'reference') {
             const big = new Uint8Array(256 * 1024).fill(9);
             const start = wasm.memory.buffer.byteLength;
-            for (let i = 0; i < 64 && wasm.memory.buffer.byteLength === start; i++) m.set(keyOf(n + 10 + i), big);
+            for (let i = 0; i < 1024 && wasm.memory.buffer.byteLength === start; i++) m.set(keyOf(n + 10 + i), big);
             expect(wasm.memory.buffer.byteLength).toBeGreaterThan(start);
           }
           expect(sigs(vals)).toEqual(sigs(want));
@@ -295,7 +295,7 @@ describe.each(BUILDS)('%s build: batched iteration decodes keys exactly', (build
         expect(it2.next().value).toEqual(valueOf(21, 40));
         const big = new Uint8Array(512 * 1024).fill(5);
         const start = wasm.memory.buffer.byteLength;
-        for (let i = 0; i < 64 && wasm.memory.buffer.byteLength === start; i++) m.set(`z${i}`, big);
+        for (let i = 0; i < 1024 && wasm.memory.buffer.byteLength === start; i++) m.set(`z${i}`, big);
         expect(wasm.memory.buffer.byteLength).toBeGreaterThan(start);
         expect([...it1].map(([k, v]) => [k, Array.from(v)])).toEqual(
           Array.from({ length: 30 }, (_, j) => [keyOf(10 + j), Array.from(valueOf(10 + j, 40))]),
