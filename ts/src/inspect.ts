@@ -14,7 +14,7 @@
  * into the core's frames.
  */
 import { Status } from './abi.js';
-import { ClosedError, NotInitializedError, errorFromStatus } from './errors.js';
+import { ClosedError, CorruptionError, InvalidArgumentError, NotInitializedError, errorFromStatus } from './errors.js';
 import { BTreeMap, getDefaultWasm, type BTreeMapOptions } from './map.js';
 import type { AdaptreeWasm } from './wasm.js';
 
@@ -189,9 +189,26 @@ export class InspectableMap<K = string, V = unknown> extends BTreeMap<K, V> {
 
 function ownerOf(map: BTreeMap<unknown, unknown>): Owner {
   const o = owners.get(map);
-  if (o === undefined) throw new TypeError('adaptree inspect: only an InspectableMap can be inspected');
-  if (o.tree === 0 || trackers.get(o.wasm)?.freed.has(o.tree)) throw new ClosedError();
+  // (a TypeError without a code before, session 22)
+  if (o === undefined) throw new InvalidArgumentError('adaptree inspect: only an InspectableMap can be inspected (a BTreeMap or a store cannot)');
+  // The map's own state first: a freed map's tree address can belong to a newer map by now
+  // (inspectTree of a freed map returned another map's nodes).
+  if (map.closed || o.tree === 0 || trackers.get(o.wasm)?.freed.has(o.tree)) throw new ClosedError();
   return o;
+}
+
+/** A node id is an integer from 0 (root + 0.7 and 2 ** 32 + root read the root). */
+function checkNodeId(pageId: unknown, what: string): void {
+  if (typeof pageId !== 'number' || !Number.isInteger(pageId) || pageId < 0 || pageId > 0xfffffffe) {
+    throw new InvalidArgumentError(`${what}: a node id is an integer from 0, not ${String(pageId)}`);
+  }
+}
+
+/** The core's CORRUPT for an id that is no node of this tree is a wrong argument, not damage
+ * (it said 'corrupt' of a sound map); the tree is walked only then. */
+function lookupFailed(map: BTreeMap<unknown, unknown>, pageId: number, what: string, e: unknown): unknown {
+  if (!(e instanceof CorruptionError)) return e;
+  return inspectTree(map).nodes.some((n) => n.id === pageId) ? e : new InvalidArgumentError(`${what}: no node ${pageId} in this tree`);
 }
 
 // ----------------------------------------------------------------------------- calls
@@ -228,18 +245,24 @@ export function inspectTree(map: BTreeMap<any, any>): TreeView {
 /** The core's own decoding of node `pageId` (bindings/inspect.cc). */
 export function nodeDump(map: BTreeMap<any, any>, pageId: number): NodeDump {
   const { wasm, tree } = ownerOf(map);
-  return readJson(wasm, 'nodeDump', (out, cap) => wasm.exports.at_inspect_node(tree, pageId, out, cap)) as NodeDump;
+  checkNodeId(pageId, 'nodeDump');
+  try {
+    return readJson(wasm, 'nodeDump', (out, cap) => wasm.exports.at_inspect_node(tree, pageId, out, cap)) as NodeDump;
+  } catch (e) {
+    throw lookupFailed(map, pageId, 'nodeDump', e);
+  }
 }
 
 /** A copy of page `pageId`'s bytes (at_page_size(), 4 KiB). */
 export function pageImage(map: BTreeMap<any, any>, pageId: number): Uint8Array {
   const { wasm, tree } = ownerOf(map);
+  checkNodeId(pageId, 'pageImage');
   const size = wasm.exports.at_page_size();
   const out = wasm.exports.at_alloc(size);
   if (out === 0) throw errorFromStatus(Status.OUT_OF_MEMORY, 'pageImage');
   try {
     const st = wasm.exports.at_inspect_page(tree, pageId, out);
-    if (st !== Status.OK) throw errorFromStatus(st, 'pageImage');
+    if (st !== Status.OK) throw lookupFailed(map, pageId, 'pageImage', errorFromStatus(st, 'pageImage'));
     return wasm.u8().slice(out, out + size);
   } finally {
     wasm.exports.at_free(out);
