@@ -457,6 +457,23 @@ describe('BTreeStore on sync backends', () => {
     await s.close();
   });
 
+  // A new-user probe (session 22): with autoCommit.writes, each write after the threshold asked
+  // for the same commit and added its own handler: one failed commit, 991 onError calls.
+  it('a failed automatic commit reaches onError once', async () => {
+    const budget = { bytes: Infinity };
+    const errors: unknown[] = [];
+    const s = await BTreeStore.open<number, string>({ storage: quotaBackend(memoryStorage, budget), path: uniqueName('auto-err'), keys: 'number', values: 'utf8',
+      autoCommit: { writes: 10 }, onError: (e) => errors.push(e) });
+    for (let i = 0; i < 100; i++) s.set(i, 'c');
+    await s.commit();
+    budget.bytes = s.stats().fileBytes; // full
+    for (let i = 0; i < 1000; i++) s.set(1000 + i, 'n'.repeat(300));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(errors.length).toBe(1);
+    expect(isAdaptreeError(errors[0]) && errors[0].code).toBe('QUOTA_EXCEEDED');
+    await s.close().catch(() => undefined);
+  });
+
   it('disk full: QuotaExceededError, the store turns read-only, the last commit is intact after reopen', async () => {
     for (const base of ['memory', 'node'] as const) {
       const budget = { bytes: Infinity };
@@ -762,7 +779,9 @@ describe('BTreeStore on sync backends', () => {
     for (const bad of [{ path: '' }, { path: 'x', storage: 'nope' }, { path: 'x', layout: 'nope' }, { path: 'x', poolSize: -1 }, { path: 'x', autoCommit: { writes: 0 } }, { path: 'x', nope: 1 },
       // taken silently before (a new-user probe): create: 'no' created the store
       { path: 'x', create: 'no' }, { path: 'x', onError: 'log' }, { path: 'x', onProgress: 1 }, { path: 'x', autoCommit: { wrties: 10 } }, { path: 'x', autoCommit: { ms: '5' } },
-      { path: 'x', fill: { redistrbute: false } }, { path: 'x', fill: { xmerge: 'no' } }]) {
+      { path: 'x', fill: { redistrbute: false } }, { path: 'x', fill: { xmerge: 'no' } },
+      // ms past a timer's limit committed after 1 ms
+      { path: 'x', autoCommit: { ms: 3e9 } }, { path: 'x', autoCommit: { ms: Infinity } }]) {
       expect(await caught(BTreeStore.open(bad as never))).toBeInstanceOf(InvalidArgumentError);
     }
     expect(await caught(BTreeStore.open({ path: join(tmp.dir, 'absent.db'), create: false }))).toBeInstanceOf(InvalidArgumentError);

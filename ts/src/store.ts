@@ -396,6 +396,8 @@ export class BTreeStore<K = string, V = unknown> {
   /** The asynchronous flush in progress. */
   #flushing: Promise<void> | undefined;
   /** The running async commit got past at_store_commit_begin (its images are the backend's). */
+  /** The commit an automatic commit last asked for (#auto). */
+  #autoCommit: Promise<void> | undefined;
   #handedOver = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Async: while a commit's images are being written, operations wait for this. */
@@ -571,8 +573,9 @@ export class BTreeStore<K = string, V = unknown> {
     const pool = options.poolSize ?? DEFAULT_POOL;
     if (typeof pool !== 'number' || !(pool > 0) || !Number.isFinite(pool)) throw new InvalidArgumentError('poolSize must be a positive number of bytes');
     const ac = options.autoCommit;
-    if (ac !== undefined && (ac === null || typeof ac !== 'object' || (ac.ms !== undefined && !(ac.ms >= 0)) || (ac.writes !== undefined && !(ac.writes >= 1)))) {
-      throw new InvalidArgumentError('autoCommit must be { ms?: number >= 0, writes?: number >= 1 }');
+    // (ms past 2^31 - 1, Infinity too, was a 1 ms timer: a timer's limit)
+    if (ac !== undefined && (ac === null || typeof ac !== 'object' || (ac.ms !== undefined && !(ac.ms >= 0 && ac.ms <= 0x7fffffff)) || (ac.writes !== undefined && !(ac.writes >= 1)))) {
+      throw new InvalidArgumentError('autoCommit must be { ms?: number from 0 to 2147483647, writes?: number >= 1 }');
     }
     if (ac !== undefined) checkFields(ac, 'autoCommit', { ms: 'number', writes: 'number' });
     if (options.create !== undefined && typeof options.create !== 'boolean') throw new InvalidArgumentError('create must be a boolean');
@@ -821,7 +824,12 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   #auto(): void {
-    this.commit().catch((e: unknown) => {
+    // Writes in one turn share one commit (one promise): its failure goes to onError once,
+    // not once per write after autoCommit.writes (991 calls for one IoError, session 22).
+    const p = this.commit();
+    if (p === this.#autoCommit) return;
+    this.#autoCommit = p;
+    p.catch((e: unknown) => {
       if (this.#onError !== undefined) this.#onError(e as Error);
     });
   }
