@@ -164,3 +164,24 @@ describe.each(REAL_BUILDS)('readers beside a writer on an async backend (%s)', (
     await w.close();
   });
 });
+
+// A new-user probe (session 22): a reader that was share()d (or given to a WorkerPool) asked
+// for a commit at close() and rejected with ReadOnlyError "after a failed commit".
+describe.runIf(REAL_BUILDS.includes('mt'))('a shared reader', () => {
+  it('closes cleanly after share(); its commit() resolves; a write says it is read-only', async () => {
+    const wasm = await wasmFor('mt');
+    const path = join(tmp.dir, 'shared-reader.db');
+    const w = await BTreeStore.open<string, number>({ path, wasm });
+    w.set('a', 1);
+    await w.close();
+    const r = await BTreeStore.open<string, number>({ path, wasm, readOnly: true });
+    r.share();
+    await expect(r.commit()).resolves.toBeUndefined();
+    const e = await Promise.resolve().then(() => r.set('b', 2)).then(() => 'written', (x: unknown) => x);
+    expect(e).toBeInstanceOf(ReadOnlyError);
+    await expect(r.close()).resolves.toBeUndefined();
+    const again = await BTreeStore.open<string, number>({ path, wasm });
+    expect([again.get('a'), again.get('b')]).toEqual([1, undefined]);
+    await again.close();
+  });
+});

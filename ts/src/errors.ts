@@ -276,7 +276,7 @@ export function errorFromStatus(status: number, what: string, detail?: string): 
     case Status.IO_ERROR: return new IoError(`${what}: storage I/O failed${d}`);
     case Status.QUOTA_EXCEEDED: return new QuotaExceededError(`${what}: storage full or quota exceeded${d}`);
     case Status.LOCKED: return new LockedError(`${what}: the store is open elsewhere${d}`);
-    case Status.READ_ONLY: return new ReadOnlyError(`${what}: the store refuses writes after a failed commit; reopen it${d}`);
+    case Status.READ_ONLY: return new ReadOnlyError(`${what}: the store refuses writes (it was opened read-only, or a commit failed: reopen it)${d}`);
     case Status.BUSY: return new ReentrancyError(`${what}: a commit is being written: use the ...Async write methods on asynchronous backends${d}`);
     default: return new AdaptreeError(`${what}: unexpected core status ${status}${d}`, 'INTERNAL');
   }

@@ -995,7 +995,8 @@ export class BTreeStore<K = string, V = unknown> {
         // A commit requested before close completes (with every write so far, as any flush).
         // The owner of a shared store commits what any worker left pending (its own count
         // knows only its own writes).
-        if (commit && this.#shared && this.#uncommitted === 0) this.#uncommitted = 1;
+        // (Not a reader: its close after share() asked for a commit and rejected, session 22.)
+        if (commit && this.#shared && !this.#readOnly && this.#uncommitted === 0) this.#uncommitted = 1;
         // After a failed commit, close() with commit rejects: those writes are lost.
         if (this.#next !== undefined || (commit && (this.#uncommitted > 0 || this.#failure !== undefined))) await this.#requestCommit();
         while (this.#flushing !== undefined) await this.#flushing;
