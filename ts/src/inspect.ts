@@ -149,6 +149,7 @@ function trackerOf(wasm: AdaptreeWasm): Tracker {
       return wasm.poisoned;
     },
     markLost: (tree: number) => wasm.markLost(tree),
+    releaseHandle: (handle: Parameters<AdaptreeWasm['releaseHandle']>[0]) => wasm.releaseHandle(handle),
     release: () => wasm.release(),
     get released() {
       return wasm.released;

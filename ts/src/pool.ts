@@ -133,7 +133,15 @@ async function spawn(url: string | URL | undefined, name: string, onReply: (r: R
   const wt = (await import(/* @vite-ignore */ specifier)) as { Worker: new (u: string | URL, o?: object) => NodeWorker };
   // Not a literal: a browser bundle must not turn this one into an (unbundled) asset.
   const file = './pool-worker.js';
-  const w = new wt.Worker(url ?? new URL(file, import.meta.url), { name });
+  // A 'file:' URL as a string is a URL here, as a web Worker takes it (Node refused it with
+  // its own ERR_WORKER_PATH, session 22).
+  const where = typeof url === 'string' && /^file:/i.test(url) ? new URL(url) : url;
+  let w: NodeWorker;
+  try {
+    w = new wt.Worker(where ?? new URL(file, import.meta.url), { name });
+  } catch (e) {
+    throw new InvalidArgumentError(`workerUrl: ${(e as Error).message}`, { cause: e });
+  }
   w.on('message', onReply);
   let failure = '';
   w.on('error', (e) => {
@@ -238,6 +246,10 @@ export class WorkerPool<K = string, V = unknown> {
       await Promise.all(slots.map((s) => pool.#send(s, { op: 'attach', handle: s.handle })));
     } catch (e) {
       await pool.close().catch(() => {});
+      // Stacks of workers that never attached go back (60 failed creates of 4 workers held
+      // 226 MiB for good, session 22); an attached one's stack is its instance's.
+      const { wasm } = treeOfAny(map as BTreeMap<unknown, unknown>);
+      for (const s of slots) wasm.releaseHandle(s.handle.instance);
       throw e;
     }
     return pool;

@@ -125,6 +125,11 @@ export interface AdaptreeWasm {
    */
   markLost(tree: number): void;
   /**
+   * @internal mt: gives back the stack of a handle from attachHandle() that no instance
+   * attached (a pool worker that never started); false, touching nothing, if one did.
+   */
+  releaseHandle(handle: AttachHandle): boolean;
+  /**
    * @internal mt, an attached instance (loadWasm({ attach })): gives back its context, scratch
    * and the stack share() reserved for it. The instance must not be called again.
    */
@@ -408,6 +413,14 @@ class Loaded implements AdaptreeWasm {
       this.scratchSize = n;
     }
     return this.scratchPtr;
+  }
+
+  releaseHandle(handle: AttachHandle): boolean {
+    // The claim token still at the stack's bottom: no instance attached, none can now.
+    const words = new Int32Array(this.memory.buffer);
+    if (handle.claim === 0 || handle.memory !== this.memory || Atomics.compareExchange(words, handle.stackBase >> 2, handle.claim, 0) !== handle.claim) return false;
+    this.exports.at_free(handle.stackBase);
+    return true;
   }
 
   markLost(tree: number): void {
