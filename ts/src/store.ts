@@ -395,9 +395,9 @@ export class BTreeStore<K = string, V = unknown> {
   #next: Deferred | undefined;
   /** The asynchronous flush in progress. */
   #flushing: Promise<void> | undefined;
-  /** The running async commit got past at_store_commit_begin (its images are the backend's). */
   /** The commit an automatic commit last asked for (#auto). */
   #autoCommit: Promise<void> | undefined;
+  /** The running async commit got past at_store_commit_begin (its images are the backend's). */
   #handedOver = false;
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Async: while a commit's images are being written, operations wait for this. */
