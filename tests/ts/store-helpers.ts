@@ -5,7 +5,7 @@ import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryFile, memoryStorage } from '../../ts/src/storage/memory.js';
-import type { SyncBackend, SyncFile, SyncStoreFiles } from '../../ts/src/storage/types.js';
+import type { AsyncBackend, AsyncStorePages, SyncBackend, SyncFile, SyncStoreFiles } from '../../ts/src/storage/types.js';
 
 export function tempDir(tag: string): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), `adaptree-${tag}-`));
@@ -37,6 +37,30 @@ export function wrapFiles(inner: SyncBackend, name: string, wrap: (f: SyncFile, 
           files.close();
           onClose?.();
         },
+      };
+    },
+  };
+}
+
+/** An async backend over `inner` whose commits go through `writePages` (given the inner
+ * store's own writePages), with `extra` fields on the opened store (say viewsOfOneCopy). */
+export function wrapPages(
+  inner: AsyncBackend,
+  name: string,
+  writePages: (images: Parameters<AsyncStorePages['writePages']>[0], write: AsyncStorePages['writePages']) => Promise<void>,
+  extra: Partial<AsyncStorePages> = {},
+): AsyncBackend {
+  return {
+    kind: 'async',
+    name,
+    async open(path, options): Promise<AsyncStorePages> {
+      const pages = await inner.open(path, options);
+      return {
+        readPage: (id) => pages.readPage(id),
+        readPages: pages.readPages?.bind(pages),
+        writePages: (images) => writePages(images, (i) => pages.writePages(i)),
+        close: () => pages.close(),
+        ...extra,
       };
     },
   };

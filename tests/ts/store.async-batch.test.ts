@@ -5,9 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { BTreeStore, PageFaultError } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
-import type { AsyncBackend } from '../../ts/src/storage/types.js';
 import { REAL_BUILDS, wasmFor } from './builds.js';
-import { uniqueName } from './store-helpers.js';
+import { uniqueName, wrapPages } from './store-helpers.js';
 import { SplitMix } from './store-rng.js';
 
 describe.each(REAL_BUILDS)('setManyAsync larger than the pool (%s)', (build) => {
@@ -149,23 +148,15 @@ describe.each(REAL_BUILDS)("a commit's page images on an async backend (%s)", (b
       const mem = createAsyncMemoryStorage();
       const seen: { owns: boolean; buffer: ArrayBufferLike; length: number }[][] = [];
       // the async-memory backend copies what it keeps, so it may take views
-      const storage: AsyncBackend = {
-        kind: 'async',
-        name: 'recording',
-        async open(p, o) {
-          const pages = await mem.open(p, o);
-          return {
-            readPage: (id) => pages.readPage(id),
-            readPages: pages.readPages?.bind(pages),
-            writePages(images) {
-              seen.push(images.map(([, a]) => ({ owns: a.byteOffset === 0 && a.buffer.byteLength === a.length, buffer: a.buffer, length: a.length })));
-              return pages.writePages(images);
-            },
-            close: () => pages.close(),
-            ...(views ? { viewsOfOneCopy: true } : {}),
-          };
+      const storage = wrapPages(
+        mem,
+        'recording',
+        (images, write) => {
+          seen.push(images.map(([, a]) => ({ owns: a.byteOffset === 0 && a.buffer.byteLength === a.length, buffer: a.buffer, length: a.length })));
+          return write(images);
         },
-      };
+        views ? { viewsOfOneCopy: true } : {},
+      );
       const path = uniqueName('views');
       let s = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm });
       for (let round = 0; round < 3; round++) {

@@ -26,7 +26,7 @@ import {
   type StorageBackend,
 } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
-import { countingBackend, forgetEncodings, quotaBackend, sortedEntries, tempDir, uniqueName } from './store-helpers.js';
+import { countingBackend, forgetEncodings, quotaBackend, sortedEntries, tempDir, uniqueName, wrapPages } from './store-helpers.js';
 import { REAL_BUILDS, wasmFor } from './builds.js';
 
 const repo = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
@@ -1115,21 +1115,10 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
   it('a failed page write keeps the last commit (all or nothing) and makes the store read-only', async () => {
     const inner = createAsyncMemoryStorage();
     let fail = false;
-    const storage: StorageBackend = {
-      kind: 'async',
-      name: 'failing',
-      async open(path, o) {
-        const p = await inner.open(path, o);
-        return {
-          readPage: (id) => p.readPage(id),
-          writePages: async (pages) => {
-            if (fail) throw Object.assign(new Error('quota'), { name: 'QuotaExceededError' });
-            return p.writePages(pages);
-          },
-          close: () => p.close(),
-        };
-      },
-    };
+    const storage = wrapPages(inner, 'failing', async (pages, write) => {
+      if (fail) throw Object.assign(new Error('quota'), { name: 'QuotaExceededError' });
+      return write(pages);
+    });
     const s = await BTreeStore.open<number, number>({ storage, path: 'f', keys: 'number' });
     for (let i = 0; i < 1000; i++) await s.setAsync(i, i);
     await s.commit();
