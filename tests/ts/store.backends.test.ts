@@ -278,6 +278,42 @@ describe('node backend', () => {
       await worker.terminate();
     }
   });
+
+  // Session 23: a worker thread that ended without closing its store kept it locked until the
+  // process exited. A thread that returns, calls process.exit() or throws now closes its
+  // unshared stores as it ends; a shared one stays locked (its files may still be in use).
+  it.each([
+    ['returns', ''],
+    ['calls process.exit()', 'process.exit(0);'],
+    ['throws', "setTimeout(() => { throw new Error('boom'); }, 0);"],
+    ['shared its store, then returns', 'f.share();'],
+  ])('a worker thread that %s without closing its store', async (how, end) => {
+    const dist = join(repo, 'dist/storage/node.js');
+    const path = join(tmp.dir, `thread-end-${how.replace(/\W/g, '')}.db`);
+    const worker = new Worker(`const { parentPort } = require('node:worker_threads');
+      import(${JSON.stringify(dist)}).then(async ({ nodeStorage }) => {
+        const f = await nodeStorage.open(${JSON.stringify(path)}, { create: true });
+        f.data.write(new Uint8Array([7, 8]), 0); f.data.sync();
+        parentPort.postMessage('held');
+        ${end}
+      });`, { eval: true });
+    worker.on('error', () => {});
+    const ended = new Promise((res) => worker.once('exit', res));
+    expect(await new Promise((res) => worker.once('message', res))).toBe('held');
+    await ended;
+    const shared = how.startsWith('shared');
+    const again = await nodeStorage.open(path, { create: false }).then((f) => f, (x: unknown) => x);
+    if (shared) {
+      expect(again).toBeInstanceOf(LockedError);
+      return;
+    }
+    expect(again).not.toBeInstanceOf(Error);
+    const f = again as Awaited<ReturnType<typeof nodeStorage.open>>;
+    const back = new Uint8Array(2);
+    f.data.read(back, 0);
+    expect([...back]).toEqual([7, 8]);
+    f.close();
+  });
 });
 
 describe('async-memory backend', () => {

@@ -62,6 +62,36 @@ interface NodeProcess {
   pid: number;
   kill(pid: number, signal: number): boolean;
   getBuiltinModule?(name: string): unknown;
+  on?(event: 'exit', listener: () => void): unknown;
+}
+
+/**
+ * The stores a worker thread has open and never shared, closed when the thread ends. Another
+ * thread of this process cannot tell a live thread from an ended one (the pid is the same), so
+ * without this a thread that ended without `close()` left its stores locked until the process
+ * exited. Node runs `process.on('exit')` in a worker thread that returns, calls
+ * `process.exit()` or throws; not in one ended by `worker.terminate()`, whose locks stay.
+ * A shared store stays locked: the threads it was given to may still write through its files.
+ */
+const closeAtThreadExit = new Set<{ close(): void; shared: boolean }>();
+let exitHookSet = false;
+
+function closeAtExit(proc: NodeProcess, threadId: number, files: { close(): void; shared: boolean }): void {
+  if (threadId === 0) return; // the main thread's locks name a pid that is gone with it
+  closeAtThreadExit.add(files);
+  if (exitHookSet || typeof proc.on !== 'function') return;
+  exitHookSet = true;
+  proc.on('exit', () => {
+    for (const f of closeAtThreadExit) {
+      if (f.shared) continue;
+      try {
+        f.close();
+      } catch {
+        /* ending anyway: nothing to report it to */
+      }
+    }
+    closeAtThreadExit.clear();
+  });
 }
 
 let mods: { fs: NodeFs; path: NodePath; proc: NodeProcess; threadId: number } | undefined;
@@ -224,9 +254,9 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
       // An empty file: its owner is between creating and writing it (O_EXCL), unless it has
       // been empty for longer than that takes. This process: held by another of its threads
       // (two worker threads opened one store, both writing: one's commits were lost), stale
-      // if this thread's (it has the path in openPaths while open). A thread that ended
-      // without closing the store keeps it locked until the process exits: no thread can
-      // tell whether another still runs.
+      // if this thread's (it has the path in openPaths while open). No thread can tell
+      // whether another still runs: a thread closes its unshared stores as it ends
+      // (closeAtExit), except when terminate()d.
       const ours = pid === proc.pid;
       // ('<pid> flock' of this pid: the 'deno' backend of this Deno process holds it)
       const held = text === '' ? ageMs < EMPTY_LOCK_STALE_MS : Number.isInteger(pid) && pid > 0 && (ours ? thread !== threadId || /\bflock\b/.test(text) : pidAlive(proc, pid));
@@ -315,14 +345,19 @@ export const nodeStorage: NodeStorage = {
       throw e;
     }
     let closed = false;
-    return {
+    const atExit = { shared: false, close: () => files.close() };
+    const files: SyncStoreFiles = {
       data: new NodeFile(fs, fds[0]!),
       log: new NodeFile(fs, fds[1]!),
       // File descriptors belong to the process: a worker_thread uses the same numbers.
-      share: () => ({ path: abs, fds: [fds[0]!, fds[1]!] }),
+      share: () => {
+        atExit.shared = true;
+        return { path: abs, fds: [fds[0]!, fds[1]!] };
+      },
       close(discardCreated?: boolean) {
         if (closed) return;
         closed = true;
+        closeAtThreadExit.delete(atExit);
         let err: unknown;
         for (const fd of fds) {
           try {
@@ -342,5 +377,7 @@ export const nodeStorage: NodeStorage = {
         if (err !== undefined) throw new IoError(`closing ${abs}: ${(err as Error).message}`, { cause: err });
       },
     };
+    closeAtExit(proc, threadId, atExit);
+    return files;
   },
 };
