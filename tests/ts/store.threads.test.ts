@@ -8,6 +8,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, renameSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { BTreeStore, loadWasm, memoryStorage, threadsAvailable, type SharedStoreHandle } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
 import { checkStress, runStress } from './fixtures/threads-stress.mjs';
@@ -33,6 +36,39 @@ function start(workerData: Record<string, unknown>, url = WORKER): Promise<Stres
 }
 
 describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () => {
+  // A new-user probe (session 23): Node closes the descriptors a worker thread opened when
+  // the thread ends, and an attached store used the owner's descriptor numbers: a store shared
+  // by a worker that then ended wrote its commit into six unrelated files opened after it.
+  // Attaching now opens the files again. (A child process, so that the lock the ended thread
+  // left is stale for the reopen here.)
+  it.each(['exit', 'return', 'terminate'])('a store shared by a worker thread that ends (%s) stays the store', (how) => {
+    const path = join(tmp.dir, `owner-ends-${how}.db`);
+    const out = execFileSync(process.execPath, [fileURLToPath(new URL('./fixtures/store-owner-ends.mjs', import.meta.url)), path, how], { encoding: 'utf8' });
+    const r = JSON.parse(out) as { commit: string; sizes: number[] };
+    expect(r.sizes).toEqual([6, 6, 6, 6, 6, 6]);
+    expect(r.commit).toBe('resolved');
+    return (async () => {
+      const s = await BTreeStore.open({ path });
+      expect(s.size).toBe(2001);
+      expect(s.get('own')).toBe(1);
+      expect(s.get('k1999')).toBe('x'.repeat(100));
+      await s.close();
+    })();
+  });
+
+  it('an attach refuses files that replaced the shared ones', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const path = join(tmp.dir, 'replaced.db');
+    const owner = await BTreeStore.open({ path, wasm });
+    owner.set('a', 1);
+    await owner.commit();
+    const handle = owner.share();
+    copyFileSync(path, path + '.copy');
+    renameSync(path + '.copy', path);
+    await expect(BTreeStore.attach(handle)).rejects.toMatchObject({ code: 'IO_ERROR', message: expect.stringMatching(/not the file the store was opened on/) });
+    await owner.close();
+  });
+
   it('3 workers and the owner, a pool far smaller than the data, commits from all: content equals the model, also after reopen', async () => {
     const wasm = await loadWasm({ threads: true });
     const path = join(tmp.dir, 'shared.db');
@@ -248,7 +284,7 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     // A handle whose files description is damaged: typed, and the instance it loaded goes back.
     const available = wasm.exports.at_memory_available();
     for (let i = 0; i < 3; i++) {
-      await expect(BTreeStore.attach({ ...owner.share(), files: { fds: 'x' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      await expect(BTreeStore.attach({ ...owner.share(), files: { ids: 'x' } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     }
     expect(available - wasm.exports.at_memory_available()).toBeLessThanOrEqual(1 << 20); // (3 stacks kept would be 3 MiB)
     const a = await BTreeStore.attach(owner.share());

@@ -25,7 +25,7 @@ interface NodeFs {
   writeSync(fd: number, buf: Uint8Array, offset: number, length: number, position: number | null): number;
   fdatasyncSync(fd: number): void;
   ftruncateSync(fd: number, len: number): void;
-  fstatSync(fd: number): { size: number };
+  fstatSync(fd: number): { size: number; ino: number; dev: number };
   readFileSync(path: string, enc: 'utf8'): string;
   unlinkSync(path: string): void;
   linkSync(existingPath: string, newPath: string): void;
@@ -293,15 +293,48 @@ export const nodeStorage: NodeStorage = {
   kind: 'sync',
   name: 'node',
   /** The files of a store another thread of this process opened (its SyncStoreFiles#share):
-   * the same descriptors, which only the owner closes. */
+   * opened again here, without the lock (the owner holds it); close() closes these two.
+   * Not the owner's descriptors: Node closes the descriptors a worker thread opened when it
+   * ends, so a store shared by a thread that then ended went on writing through numbers that
+   * the process had since given to other files (a probe's commit landed in an unrelated file).
+   * The files opened here must be the ones the owner opened (device and inode). */
   async attach(shared: unknown): Promise<SyncStoreFiles> {
-    const d = shared as { path?: unknown; fds?: unknown } | null;
-    const fds = d?.fds;
-    if (!Array.isArray(fds) || fds.length !== 2 || !fds.every((fd) => Number.isInteger(fd) && fd >= 0)) {
+    const d = shared as { path?: unknown; ids?: unknown } | null;
+    const abs = d?.path, ids = d?.ids;
+    if (typeof abs !== 'string' || abs === '' || !Array.isArray(ids) || ids.length !== 4 || !ids.every((x) => typeof x === 'number')) {
       throw new InvalidArgumentError('node: not a description of shared store files');
     }
     const { fs } = await nodeModules();
-    return { data: new NodeFile(fs, fds[0] as number), log: new NodeFile(fs, fds[1] as number), close() {} };
+    const fds: number[] = [];
+    try {
+      for (const [i, p] of [abs, abs + '-log'].entries()) {
+        const fd = fs.openSync(p, fs.constants.O_RDWR);
+        fds.push(fd);
+        const st = fs.fstatSync(fd);
+        if (st.dev !== ids[2 * i] || st.ino !== ids[2 * i + 1]) throw new Error('it is not the file the store was opened on (replaced or moved since)');
+      }
+    } catch (e) {
+      for (const fd of fds) fs.closeSync(fd);
+      throw new IoError(`cannot open the shared store ${abs}: ${(e as Error).message}`, { cause: e });
+    }
+    let closed = false;
+    return {
+      data: new NodeFile(fs, fds[0]!),
+      log: new NodeFile(fs, fds[1]!),
+      close() {
+        if (closed) return;
+        closed = true;
+        let err: unknown;
+        for (const fd of fds) {
+          try {
+            fs.closeSync(fd);
+          } catch (e) {
+            err ??= e;
+          }
+        }
+        if (err !== undefined) throw new IoError(`closing ${abs}: ${(err as Error).message}`, { cause: err });
+      },
+    };
   },
   async open(path: string, options: { create: boolean }): Promise<SyncStoreFiles> {
     const { fs, path: np, proc, threadId } = await nodeModules();
@@ -349,10 +382,15 @@ export const nodeStorage: NodeStorage = {
     const files: SyncStoreFiles = {
       data: new NodeFile(fs, fds[0]!),
       log: new NodeFile(fs, fds[1]!),
-      // File descriptors belong to the process: a worker_thread uses the same numbers.
+      // Another thread opens the two files again (nodeStorage.attach), and checks that they
+      // are these.
       share: () => {
         atExit.shared = true;
-        return { path: abs, fds: [fds[0]!, fds[1]!] };
+        const ids = fds.flatMap((fd) => {
+          const st = fs.fstatSync(fd);
+          return [st.dev, st.ino];
+        });
+        return { path: abs, ids };
       },
       close(discardCreated?: boolean) {
         if (closed) return;
