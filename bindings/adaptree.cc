@@ -603,6 +603,9 @@ int32_t at_clear(at_tree* t) {
 }
 
 int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count) {
+  // None applied until said otherwise: a refusal at the latch (CLOSED) left a previous call's
+  // value_len, which the caller read as the entries applied ("69 of 20").
+  if (c) set_result(c, nullptr, 0, nullptr, 0, 0);
   if (!t) return st(Status::kClosed);
   // Entry by entry under the shared latch once the tree is shared (each entry
   // latches its leaf), so a long batch does not block readers and other writers.

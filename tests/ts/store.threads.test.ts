@@ -221,10 +221,19 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     await attached.commit();
     attached.set('c', 3); // committed by the owner's close
     expect(store.get('b')).toBe(2);
+    // (a value of 69 encoded bytes, so that a stale result block reads "69 of 20")
+    attached.set('long', 'x'.repeat(67) as unknown as number);
+    expect(attached.get('long')).toBe('x'.repeat(67));
+    attached.delete('long');
+    expect(attached.closed).toBe(false);
     await store.close();
-    for (const call of [() => attached.get('a'), () => attached.set('d', 4), () => attached.size]) {
+    // Session 23 (a probe): `closed` said false, setMany([]) returned, and setMany's error
+    // counted the entries applied from an earlier call's result ("69 of 20 entries").
+    expect(attached.closed).toBe(true);
+    for (const call of [() => attached.get('a'), () => attached.set('d', 4), () => attached.size, () => attached.setMany([])]) {
       expect(call).toThrow(expect.objectContaining({ code: 'CLOSED' }));
     }
+    expect(() => attached.setMany(Array.from({ length: 20 }, (_, i) => [`k${i}`, i]))).toThrow(expect.objectContaining({ code: 'CLOSED', message: expect.stringMatching(/ 0 of 20 entries were applied/) }));
     await expect(attached.commit()).rejects.toMatchObject({ code: 'CLOSED' });
     await attached.close();
     const again = await BTreeStore.open<string, number>({ path });

@@ -102,8 +102,13 @@ describe.runIf(threadsAvailable())('BTreeMap shared with worker_threads', () => 
     expect(() => a.get(1)).toThrow(expect.objectContaining({ code: 'CLOSED' }));
     expect(b.get(1)).toBe('one');
     expect(map.get(1)).toBe('one');
+    expect(b.closed).toBe(false);
     map.free();
     expect(() => b.get(1)).toThrow(expect.objectContaining({ code: 'CLOSED' }));
+    // (session 23: `closed` said false and setMany([]) returned)
+    expect(b.closed).toBe(true);
+    expect(() => b.setMany([])).toThrow(expect.objectContaining({ code: 'CLOSED' }));
+    expect(() => b.setMany([[2, 'two']])).toThrow(expect.objectContaining({ code: 'CLOSED', message: expect.stringMatching(/ 0 of 1 entries/) }));
     b.free();
   });
 

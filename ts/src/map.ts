@@ -513,7 +513,11 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const onProgress = progressOption(options?.onProgress, 'setMany');
     const list = listOf(entries, 'setMany: entries');
     const n = list.length;
-    if (n === 0) return this;
+    if (n === 0) {
+      // (an attached map whose owner freed the tree is closed, also for no entries)
+      if (h.borrowed && rt.ex.at_count(h.tree) < 0) throw new ClosedError('the shared map was freed by its owner');
+      return this;
+    }
     let used = 0;
     let nextReport = onProgress === undefined ? n : 0;
     rt.busy++;
@@ -617,9 +621,10 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     this.free();
   }
 
-  /** True after free(). */
+  /** True after free(), and for an attached map (threads.ts) once its owner freed the tree. */
   get closed(): boolean {
-    return this.#h.tree === 0;
+    const h = this.#h;
+    return h.tree === 0 || (h.borrowed && h.rt.ex.at_count(h.tree) < 0);
   }
 
   /** The key encoding's name ('utf8', 'number', ..., or 'custom'). */

@@ -748,9 +748,9 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#b.kind === 'async';
   }
 
-  /** True once close() has begun. */
+  /** True once close() has begun, and for an attached store once its owner closed it. */
   get closed(): boolean {
-    return this.#closed;
+    return this.#closed || this.#map.closed;
   }
 
   /** True for a store opened with `readOnly: true`. */
