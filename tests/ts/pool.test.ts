@@ -88,7 +88,23 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
     await expect(pool.setMany([['ok2', 'v'], ['x'.repeat(5000), 'v']])).rejects.toMatchObject({ code: 'KEY_TOO_LARGE', name: 'KeyTooLargeError' });
     await expect(pool.getMany(['ok', 7 as unknown as string])).rejects.toMatchObject({ code: 'INVALID_KEY' });
     await expect(pool.setMany([['f', (() => 1) as unknown as string]])).rejects.toMatchObject({ code: 'INVALID_VALUE' });
+    // A key structured clone refuses is a key error, as the map says of it (session 23: INVALID_VALUE).
+    await expect(pool.getMany(['ok', Symbol('k') as unknown as string])).rejects.toMatchObject({ code: 'INVALID_KEY' });
+    await expect(pool.setMany([['a', 'v'], [Symbol('k') as unknown as string, 'v']])).rejects.toMatchObject({ code: 'INVALID_KEY', message: expect.stringMatching(/entry 1/) });
     expect(await pool.getMany(['ok'])).toEqual(['v']); // the pool goes on after errors
+    // load() whose last part cannot be sent: that part's typed error, not the earlier parts'
+    // cancellation (session 23: a plain Error "load cancelled" in most runs).
+    const fresh = new BTreeMap<string, string>(null, { wasm, values: 'utf8' });
+    const loader = await WorkerPool.create(fresh, { workers: 2 });
+    for (let round = 0; round < 5; round++) {
+      const entries: [string, string][] = Array.from({ length: 2000 }, (_, i) => [`k${String(i).padStart(5, '0')}`, 'v']);
+      entries[1999]![1] = (() => 1) as unknown as string;
+      const e = await loader.load(entries).then(() => undefined, (x: unknown) => x);
+      expect(e).toMatchObject({ code: 'INVALID_VALUE' });
+      fresh.clear();
+    }
+    await loader.close();
+    fresh.free();
     await pool.close();
     expect(pool.closed).toBe(true);
     await expect(pool.getMany(['ok'])).rejects.toMatchObject({ code: 'CLOSED' });

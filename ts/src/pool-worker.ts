@@ -13,7 +13,7 @@
  * then advances it), 'close' (frees the attached map: its stack goes back to the memory; an
  * attached store commits this worker's writes and detaches).
  */
-import { errorToWire } from './errors.js';
+import { AbortedError, errorToWire } from './errors.js';
 import { BTreeMap } from './map.js';
 import { BTreeStore, type SharedStoreHandle } from './store.js';
 import type { SharedMapHandle } from './threads.js';
@@ -46,7 +46,7 @@ function waitTurn(turn: Int32Array, index: number): void {
   for (;;) {
     const now = Atomics.load(turn, 0);
     if (now === index) return;
-    if (now < 0) throw new Error('adaptree pool worker: load cancelled');
+    if (now < 0) throw new AbortedError('load(): cancelled, an earlier part failed');
     Atomics.wait(turn, 0, now, 1000);
   }
 }

@@ -28,6 +28,7 @@ import {
   errorFromWire,
   InstanceUnusableError,
   InvalidArgumentError,
+  InvalidKeyError,
   InvalidValueError,
   listOf,
   ThreadsUnsupportedError,
@@ -166,6 +167,29 @@ function chunks(n: number, parts: number): [number, number][] {
   const out: [number, number][] = [];
   for (let i = 0; i < k; i++) out.push([Math.floor((i * n) / k), Math.floor(((i + 1) * n) / k)]);
   return out;
+}
+
+/** The typed error for a request that structured clone refused: InvalidKeyError when a key
+ * cannot be copied (getMany's keys, or an entry's key), else InvalidValueError. */
+function uncloneable(m: Record<string, unknown>, e: unknown): Error {
+  const why = `cannot send to a pool worker: ${(e as Error).message}`;
+  const clones = (x: unknown): boolean => {
+    try {
+      structuredClone(x);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (Array.isArray(m.keys)) {
+    const i = m.keys.findIndex((k) => !clones(k));
+    return new InvalidKeyError(i < 0 ? why : `${why} (key ${i})`, { cause: e });
+  }
+  if (Array.isArray(m.entries)) {
+    const i = (m.entries as unknown[]).findIndex((x) => Array.isArray(x) && !clones(x[0]));
+    if (i >= 0) return new InvalidKeyError(`${why} (the key of entry ${i})`, { cause: e });
+  }
+  return new InvalidValueError(why, { cause: e });
 }
 
 /**
@@ -327,7 +351,7 @@ export class WorkerPool<K = string, V = unknown> {
         // A key or value that structured clone cannot copy (a function, a symbol, ...).
         slot.pending.delete(seq);
         if (slot.pending.size === 0) slot.port.busy(false);
-        reject(new InvalidValueError(`cannot send to a pool worker: ${(e as Error).message}`, { cause: e }));
+        reject(uncloneable(m, e));
       }
     });
   }
@@ -398,10 +422,14 @@ export class WorkerPool<K = string, V = unknown> {
     const live = this.#live();
     const parts = chunks(list.length, live.length);
     const turn = new Int32Array(new SharedArrayBuffer(4));
+    // The failure that cancelled the load: the parts that were waiting for their turn then
+    // fail too, with a "cancelled" error that is not the cause (a probe got that, untyped).
+    let cause: { error: unknown } | undefined;
     const sent = parts.map(([a, b], i) =>
       this.#send(live[i]!, { op: 'load', entries: list.slice(a, b), turn, index: i }).catch((e: unknown) => {
         // Parts waiting for this one's turn must not wait for ever.
         if (Atomics.load(turn, 0) <= i) {
+          cause ??= { error: e };
           Atomics.store(turn, 0, -1);
           Atomics.notify(turn, 0);
         }
@@ -410,7 +438,7 @@ export class WorkerPool<K = string, V = unknown> {
     );
     const results = await Promise.allSettled(sent);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
+    if (failed !== undefined) throw (cause as { error: unknown } | undefined)?.error ?? failed.reason;
   }
 
   /**
