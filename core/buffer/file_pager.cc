@@ -161,6 +161,14 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
       }
     }
     if (dsize >= kPageSize) return Status::kCorrupt;  // foreign file, or both superblocks damaged
+    // An empty data file and a log whose header is damaged but holds commits: the store,
+    // damaged (it was taken for a new one and reset: every commit lost).
+    if (!log_ok) {
+      uint64_t lsize = 0;
+      s = s_->size(FileId::kLog, &lsize);
+      if (s != Status::kOk) return s;
+      if (later_commits_intact(kLogHeaderSize - 32, lsize, 0, true)) return Status::kCorrupt;
+    }
     if (!create) return Status::kNotFound;
     s = create_files(layout);
     if (s != Status::kOk) return s;
@@ -179,7 +187,7 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
   return read_free_list(meta_, free_ids);
 }
 
-bool FilePager::later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq) {
+bool FilePager::later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq, bool any_salt) {
   // Frames start at multiples of 32 (header 64, frames 4128 and 64 bytes). Read in chunks: the
   // rest of a log kept across checkpoints can be tens of MiB of an older generation.
   constexpr uint32_t kChunk = 64 << 10;
@@ -192,10 +200,14 @@ bool FilePager::later_commits_intact(uint64_t from, uint64_t size, uint64_t afte
     if (s_->read(FileId::kLog, at, buf.data(), want, &got) != Status::kOk) break;
     for (uint32_t i = 0; i + kCommitFrameSize <= got && i < kChunk; i += 32) {
       const uint8_t* c = buf.data() + i;
-      if (load32(c) != kFrameCommit || load64(c + 8) != salt_ || load32(c + 56) != checksum(c, 56)) continue;
+      if (load32(c) != kFrameCommit || (!any_salt && load64(c + 8) != salt_) || load32(c + 56) != checksum(c, 56)) continue;
       // Commit after_seq + 2 is only written once after_seq + 1 is durable: the
       // damaged frame before it is not the torn tail of a commit in flight.
       uint64_t seq = load64(c + 16);
+      if (any_salt) {
+        if (seq > after_seq) return true;
+        continue;
+      }
       if (seq >= after_seq + 2 || (seq > after_seq && ++found >= 2)) return true;
     }
     if (got < want) break;
@@ -220,8 +232,14 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     if (header_ok) log_version_ = version;
   }
   // Without a valid header the log holds nothing committed: a checkpoint
-  // writes the superblock before it starts a new log.
+  // writes the superblock before it starts a new log, and the header is only
+  // written then (a torn write of it leaves the older generation's frames,
+  // whose commits the superblock covers). An intact commit past the
+  // superblock's means the header was damaged later: not a log to reset
+  // (session 23: one flipped byte of it dropped every commit since the last
+  // checkpoint, silently).
   if (!header_ok) {
+    if (later_commits_intact(kLogHeaderSize - 32, lsize, sb_seq, true)) return Status::kCorrupt;
     if (!read_only_) return reset_log();
     log_end_ = buf_start_ = lsize;  // a reader never appends
     return Status::kOk;

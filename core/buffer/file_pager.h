@@ -113,7 +113,9 @@ class FilePager : public PageBackend {
  private:
   Status create_files(uint8_t layout);
   Status recover_log(uint64_t sb_seq, const Progress& progress, StoreMeta* meta);
-  bool later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq);
+  // Intact commit frames past `from` that commit after `after_seq` (of this log's salt: two of
+  // them, or one two ahead; with any_salt, for a log whose header is damaged: any one).
+  bool later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq, bool any_salt = false);
   Status reset_log(bool keep_file = false);
   // A log kept across a checkpoint (reset_log keep_file) ends in an older generation's frames:
   // cut them (at log_end_).

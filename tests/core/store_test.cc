@@ -385,6 +385,55 @@ TEST_P(StoreFormats, BitFlipsAreDetectedNeverWrongAnswers) {
   EXPECT_GT(harmless + detected, 250);
 }
 
+// Every bit of the log's header flipped in turn, on a store that was never checkpointed (its
+// data file empty: the log is the whole store) and on one with commits after a checkpoint:
+// kCorrupt, or the last committed state. A new-user probe (session 23): a flip in bytes 0..35
+// opened the first as a new, empty store (and reset its log: every commit gone), and the
+// second at its checkpoint, silently; a reader was told there was no store.
+TEST_P(StoreFormats, LogHeaderFlipsAreCorruptNeverAnOlderState) {
+  for (bool checkpointed : {false, true}) {
+    MemoryStorage base;
+    Model want;
+    {
+      std::unique_ptr<Store> st;
+      StoreOptions o;
+      o.new_format = GetParam();
+      ASSERT_EQ(Store::open(&base, o, &st), Status::kOk);
+      for (int i = 0; i < 600; i++) {
+        std::string k = "key" + std::to_string(i * 7919 % 600), v(20 + i % 90, static_cast<char>('a' + i % 26));
+        ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
+        want[k] = v;
+        if (i % 100 == 99) ASSERT_EQ(st->commit(), Status::kOk);
+        if (checkpointed && i == 299) ASSERT_EQ(st->checkpoint(), Status::kOk);
+      }
+    }
+    ASSERT_EQ(base.file(FileId::kData).empty(), !checkpointed);
+    for (size_t at = 0; at < kLogHeaderSize; at++) {
+      for (int bit = 0; bit < 8; bit += 3) {
+        for (bool read_only : {true, false}) {
+          MemoryStorage ms = base;
+          ms.file(FileId::kLog)[at] ^= static_cast<uint8_t>(1u << bit);
+          StoreOptions o;
+          o.read_only = read_only;
+          o.create = !read_only;
+          std::unique_ptr<Store> st;
+          Status s = Store::open(&ms, o, &st);
+          if (s == Status::kCorrupt) {
+            // and the files are as they were
+            ASSERT_EQ(ms.file(FileId::kData), base.file(FileId::kData));
+            continue;
+          }
+          ASSERT_EQ(s, Status::kOk) << "byte " << at << " bit " << bit << (checkpointed ? " (checkpointed)" : "");
+          Model got;
+          ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+          ASSERT_TRUE(got == want) << "byte " << at << " bit " << bit << (checkpointed ? " (checkpointed)" : "")
+                                   << (read_only ? " read-only" : "") << ": " << got.size() << " keys, not " << want.size();
+        }
+      }
+    }
+  }
+}
+
 // Flipped bits in the log after open (recovery checked every frame): the read that meets the
 // page (read_log_image verifies the page and its frame in one pass) reports kCorrupt, or the
 // flip hit a byte nobody reads; never a wrong answer.

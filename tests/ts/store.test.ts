@@ -674,6 +674,33 @@ describe('BTreeStore on sync backends', () => {
     expect(existsSync(gone)).toBe(false); // and the data file that open created is gone again
   });
 
+  // A new-user probe (session 23): one flipped byte in the log's header (bytes 0..35) of a store
+  // never checkpointed opened it as a new, empty store and reset the log (1000 commits gone);
+  // a reader said there was no store.
+  it('a damaged log header of a store whose commits live in the log is CORRUPT, and nothing is reset', async () => {
+    const path = join(tmp.dir, 'log-header.db');
+    const s = await BTreeStore.open<string, number>({ path });
+    for (let i = 0; i < 1000; i++) s.set(`k${i}`, i);
+    await s.commit();
+    // as a crash leaves it: copies of the files while the store is open (close would checkpoint)
+    const crashed = join(tmp.dir, 'log-header-crashed.db');
+    writeFileSync(crashed, readFileSync(path));
+    const log = readFileSync(path + '-log');
+    await s.close();
+    expect(readFileSync(crashed).length).toBe(0);
+    for (const at of [0, 9, 20, 27, 33]) {
+      const damaged = Buffer.from(log);
+      damaged[at]! ^= 0x10;
+      writeFileSync(crashed + '-log', damaged);
+      for (const readOnly of [true, false]) {
+        const e = await caught(BTreeStore.open({ path: crashed, readOnly }));
+        expect(isAdaptreeError(e) && e.code, `byte ${at}${readOnly ? ', read-only' : ''}`).toBe('CORRUPT');
+        expect(readFileSync(crashed + '-log').equals(damaged)).toBe(true);
+        expect(readFileSync(crashed).length).toBe(0);
+      }
+    }
+  });
+
   it('keys written as bytes and read back as numbers: iteration says CORRUPT, never yields NaN', async () => {
     // The number fast path decodes keys inside wasm; a key that is no number encoding comes
     // out as NaN, which the iterator must turn into a CorruptionError (both directions).
