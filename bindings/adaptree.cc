@@ -1324,6 +1324,14 @@ int32_t at_store_commit(at_tree* t) {
   return st(t->store->commit());
 }
 
+int32_t at_store_checkpoint_failure(at_tree* t) {
+  if (!t) return st(Status::kClosed);
+  StoreHeld h(t);
+  if (!h.ok()) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  return st(t->store->take_checkpoint_failure());
+}
+
 int32_t at_store_follow(at_tree* t, const uint8_t* superblock) {
   if (!t) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
@@ -1410,6 +1418,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("syncs", ps.syncs);
   num("commits", ps.commits);
   num("checkpoints", ps.checkpoints);
+  num("checkpoint_failures", ps.checkpoint_failures);
   num("commit_sequence", t->store->sequence());
   num("data_bytes", ps.data_bytes);
   num("log_bytes", ps.log_bytes);

@@ -197,6 +197,10 @@ at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, u
  * new is durable, the last commit is intact, and the store refuses writes
  * until reopened (the status says why). */
 int32_t at_store_commit(at_tree* t);
+/* Sync stores: the status of a checkpoint that a commit ran after it was durable and that
+ * failed, since the last call (0: none); the call clears it. The commit returned OK: its
+ * writes are durable, the log stays the store's newest state, the next commit tries again. */
+int32_t at_store_checkpoint_failure(at_tree* t);
 /* Async backends (IndexedDB, Durable Objects' async API, a network): the core never
  * calls the host. The host keeps 4096-byte page images by page id; page 0 is the
  * superblock (docs/FORMAT.md: the same pages as a data file).

@@ -89,6 +89,8 @@ class Store {
   }
 
   PagerStats pager_stats() const { return async_ ? async_->stats() : file_->stats(); }
+  // Sync: a checkpoint after a commit that failed since the last call (the commit was durable).
+  Status take_checkpoint_failure() { return file_ ? file_->take_checkpoint_failure() : Status::kOk; }
   // The store's format: the checksum its pages carry (format version 1 or 2).
   PageSum page_sum() const { return async_ ? async_->page_sum() : file_->page_sum(); }
   uint64_t sequence() const { return async_ ? async_->sequence() : file_->sequence(); }

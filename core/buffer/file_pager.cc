@@ -717,9 +717,19 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   pool.mark_all_clean();
   pool.set_free_list_unchanged();
   if (log_end_ >= checkpoint_bytes_) {
-    // The commit is durable; a checkpoint that finds no memory is simply left for later.
+    // The commit is durable, whatever the checkpoint does: one that fails (a full disk, an
+    // I/O error on the data file) leaves the log the store's newest state and is tried again
+    // after the next commit. It reported its failure as the commit's, which then was durable
+    // all the same (a new-user probe, session 23: a rejected batch was there after reopening,
+    // and the store had turned read-only for nothing). Only a failure while starting the next
+    // log generation is the commit's to report: writing on could then lose commits.
+    checkpoint_unsafe_ = false;
     Status c = checkpoint(&pool, reuse_log_);
-    return c == Status::kOutOfMemory ? Status::kOk : c;
+    if (c != Status::kOk && checkpoint_unsafe_) return c;
+    if (c != Status::kOk && c != Status::kOutOfMemory) {
+      stats_.checkpoint_failures++;
+      checkpoint_failure_ = c;
+    }
   }
   return Status::kOk;
 }
@@ -768,11 +778,23 @@ Status FilePager::checkpoint(const BufferPool* pool, bool keep_log) {
   // copy below overwrites that page (a torn write): first an image of each
   // such page in the log, under a checkpoint frame, flushed.
   uint32_t restated = 0;
+  // A failure before the checkpoint frame is durable: the log goes on from where it was (the
+  // frames written past it are a torn tail to the next open, and the next commit's overwrite
+  // them); committed_ still names the versions it did.
+  const uint64_t log_before = log_end_;
+  auto unwind = [&](Status s) {
+    buf_.clear();
+    buf_start_ = log_end_ = log_before;
+    // (best effort: what it wrote is a tail no commit frame of this salt follows)
+    if (s_->truncate(FileId::kLog, log_before) == Status::kOk) log_tail_ = false;
+    return s;
+  };
+  assert(buf_.empty() && buf_start_ == log_end_ && "a checkpoint starts after a commit's flush");
   for (auto& e : pages) {
     if (e.second.depth == 0 || !e.second.data_root) continue;
     Status s = committed_version(pool, e.first, e.second, img);
     if (s == Status::kOk) s = append_image(e.first, img, &e.second, seq_);  // restates commit seq_
-    if (s != Status::kOk) return s;
+    if (s != Status::kOk) return unwind(s);
     restated++;
   }
   if (restated > 0) {
@@ -787,7 +809,7 @@ Status FilePager::checkpoint(const BufferPool* pool, bool keep_log) {
     if (s == Status::kOk) s = flush_buffer();
     if (s == Status::kOk) s = s_->sync(FileId::kLog);
     stats_.syncs++;
-    if (s != Status::kOk) return s;
+    if (s != Status::kOk) return unwind(s);
     for (auto& e : pages) committed_.update(e.first, e.second);
     stats_.restated_pages += restated;
   }
@@ -824,6 +846,7 @@ Status FilePager::checkpoint(const BufferPool* pool, bool keep_log) {
   const uint64_t end = uint64_t{meta_.page_count} * kPageSize;
   if (s_->size(FileId::kData, &have) == Status::kOk && have > end && s_->truncate(FileId::kData, end) == Status::kOk)
     stats_.data_truncations++;
+  checkpoint_unsafe_ = true;  // (cleared by the caller: a failure from here on is the commit's)
   // The data file now holds everything: a new log generation (its header
   // reaches the disk with the next commit's flush; until then the old header
   // or old-salt frames are harmless, their commits are all <= sb_seq_). Kept

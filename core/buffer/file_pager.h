@@ -53,6 +53,9 @@ struct PagerStats {
   // Free pages at the store's end that commits cut off (BufferPool::trim_free_tail), and
   // checkpoints that then shortened the data file.
   uint64_t trimmed_pages = 0, data_truncations = 0;
+  // Checkpoints after a commit that failed (the commit was durable; the log stays the store's
+  // newest state and the next commit tries again).
+  uint64_t checkpoint_failures = 0;
 };
 
 class FilePager : public PageBackend {
@@ -109,6 +112,13 @@ class FilePager : public PageBackend {
 
   uint64_t sequence() const { return seq_; }
   PagerStats stats() const;
+  // The status of the newest checkpoint after a commit that failed since the last call (the
+  // commit itself was durable and returned kOk), or kOk; the call clears it.
+  Status take_checkpoint_failure() {
+    Status s = checkpoint_failure_;
+    checkpoint_failure_ = Status::kOk;
+    return s;
+  }
 
  private:
   Status create_files(uint8_t layout);
@@ -154,6 +164,10 @@ class FilePager : public PageBackend {
   Storage* s_;
   uint64_t checkpoint_bytes_;
   bool reuse_log_ = true;
+  Status checkpoint_failure_ = Status::kOk;
+  // A checkpoint failed where going on could lose commits (starting the next log generation):
+  // the commit that ran it reports the failure (the store then refuses writes).
+  bool checkpoint_unsafe_ = false;
   // The log file holds an older generation's frames past log_end_ (reset_log keep_file).
   bool log_tail_ = false;
   bool read_only_ = false;

@@ -712,6 +712,83 @@ TEST(Store, FullDiskKeepsLastCommit) {
   EXPECT_EQ(st->tree().check(), "");
 }
 
+// A full disk that fails the checkpoint a commit runs after it is durable: the commit is kOk
+// (it is durable), take_checkpoint_failure says why the checkpoint failed, writes and commits
+// go on in the log, and once there is room a later commit's checkpoint succeeds. A new-user
+// probe (session 23): such a commit returned kQuotaExceeded, the store refused writes, and the
+// "failed" commit was there after reopening.
+TEST(Store, AFailedCheckpointAfterACommitLeavesTheCommitDurableAndTheStoreWritable) {
+  FaultStorage fs;
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  o.checkpoint_bytes = 64 << 10;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&fs, o, &st), Status::kOk);
+  Model m;
+  auto put = [&](int i, char c) {
+    std::string k = "k" + std::to_string(i * 7919 % 100000);
+    Status s = st->tree().set(sl(k), sl(std::string(60, c)));
+    if (s == Status::kOk) m[k] = std::string(60, c);
+    return s;
+  };
+  for (int i = 0; i < 2000; i++) ASSERT_EQ(put(i, 'a'), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+  ASSERT_EQ(st->take_checkpoint_failure(), Status::kOk);
+  // Room for the log to grow a little, never for a checkpoint's pages as well: the data file
+  // takes the checkpoint's pages past its end.
+  fs.set_growth_budget(40 * kPageSize);
+  int failed_checkpoints = 0, i = 2000;
+  Model durable = m;
+  for (int round = 0; round < 200 && failed_checkpoints < 3; round++) {
+    Status s = Status::kOk;
+    for (int j = 0; j < 20 && s == Status::kOk; j++) s = put(i++, 'b');
+    if (s == Status::kOk) s = st->commit();
+    if (s != Status::kOk) {
+      // The log itself is full: a real failed commit, the store refuses writes.
+      EXPECT_EQ(s, Status::kQuotaExceeded);
+      break;
+    }
+    durable = m;
+    Status c = st->take_checkpoint_failure();
+    if (c != Status::kOk) {
+      EXPECT_EQ(c, Status::kQuotaExceeded);
+      EXPECT_EQ(st->take_checkpoint_failure(), Status::kOk);  // taken
+      failed_checkpoints++;
+      fs.set_growth_budget(8 * kPageSize);  // a little room for the next commits' log frames
+    }
+  }
+  ASSERT_GE(failed_checkpoints, 1);
+  EXPECT_EQ(st->pager_stats().checkpoint_failures, static_cast<uint64_t>(failed_checkpoints));
+  // Every kOk commit is durable: a crash now reopens to the last of them.
+  {
+    MemoryStorage after;
+    fs.crashed(&after, 3, true);
+    std::unique_ptr<Store> again;
+    ASSERT_EQ(Store::open(&after, o, &again), Status::kOk);
+    Model got;
+    ASSERT_EQ(dump(again->tree(), &got), Status::kOk);
+    EXPECT_TRUE(got == durable) << got.size() << " keys, not " << durable.size();
+    EXPECT_EQ(again->tree().check(), "");
+  }
+  // Room again: the store, if it still takes writes, checkpoints with the next commit.
+  fs.set_growth_budget(~uint64_t{0});
+  if (put(i++, 'c') == Status::kOk) {
+    const uint64_t before = st->pager_stats().checkpoints;
+    ASSERT_EQ(st->commit(), Status::kOk);
+    EXPECT_EQ(st->take_checkpoint_failure(), Status::kOk);
+    EXPECT_GT(st->pager_stats().checkpoints, before);
+    durable = m;
+  }
+  st.reset();
+  MemoryStorage after;
+  fs.crashed(&after, 4, false);
+  ASSERT_EQ(Store::open(&after, o, &st), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+  EXPECT_TRUE(got == durable) << got.size() << " keys, not " << durable.size();
+  EXPECT_EQ(st->tree().check(), "");
+}
+
 TEST(Store, PosixFilesAndLocking) {
   char tmpl[] = "/tmp/adaptree-store-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

@@ -519,6 +519,51 @@ describe('BTreeStore on sync backends', () => {
     }
   });
 
+  // A new-user probe (session 23, a 2 MiB tmpfs): a commit whose automatic checkpoint found the
+  // disk full rejected with QUOTA_EXCEEDED and turned the store read-only, yet it was durable
+  // (there after reopening). The commit now resolves, the checkpoint's failure goes to onError,
+  // writes go on in the log, and the next commit with room checkpoints.
+  it('disk full in the checkpoint after a commit: the commit resolves, onError hears of it, the store stays writable', async () => {
+    for (const base of ['memory', 'node'] as const) {
+      const budget = { bytes: Infinity };
+      const inner = base === 'memory' ? memoryStorage : (await import('../../ts/src/storage/node.js')).nodeStorage;
+      const path = base === 'memory' ? uniqueName('ckpt-quota') : join(tmp.dir, uniqueName('ckpt-quota') + '.db');
+      const errors: Error[] = [];
+      const s = await BTreeStore.open<number, string>({ storage: quotaBackend(inner, budget), path, keys: 'number', values: 'utf8', checkpointBytes: 64 * 1024, onError: (e) => errors.push(e) });
+      const committed = new Map<number, string>();
+      for (let i = 0; i < 2000; i++) {
+        s.set(i, 'c'.repeat(100));
+        committed.set(i, 'c'.repeat(100));
+      }
+      await s.commit();
+      // New keys at the end, ~40 KB a commit: a checkpoint every other commit adds as many
+      // pages to the data file, while the log, kept across checkpoints, stays about its size.
+      // After a few rounds, room for the log's overshoot but not for the checkpoint's pages.
+      let round = 0;
+      for (; round < 40 && errors.length === 0; round++) {
+        if (round === 6) budget.bytes = s.stats().fileBytes + 48 * 1024;
+        for (let i = 0; i < 40; i++) s.set(100000 + round * 40 + i, 'n'.repeat(1000));
+        await s.commit(); // resolves: the commit is durable whatever its checkpoint does
+        for (let i = 0; i < 40; i++) committed.set(100000 + round * 40 + i, 'n'.repeat(1000));
+      }
+      expect(errors.length, base).toBeGreaterThan(0);
+      expect(errors[0]).toBeInstanceOf(QuotaExceededError);
+      expect(errors[0]!.message).toMatch(/checkpoint after a commit \(the commit is durable\)/);
+      expect(s.stats().checkpoint_failures).toBeGreaterThan(0);
+      // still writable; with room again the next commit checkpoints
+      budget.bytes = Infinity;
+      s.set(-1, 'after');
+      committed.set(-1, 'after');
+      const checkpoints = s.stats().checkpoints!;
+      await s.commit();
+      expect(s.stats().checkpoints!).toBeGreaterThan(checkpoints);
+      await s.close();
+      const r = await BTreeStore.open<number, string>({ storage: inner, path, keys: 'number', values: 'utf8' });
+      expect(await contents(r)).toEqual(sortedEntries(committed));
+      await r.close();
+    }
+  });
+
   it('deleting what was written last gives its room back: the data file shrinks at the next checkpoint', async () => {
     const path = join(tmp.dir, uniqueName('shrink') + '.db');
     const opts = { path, keys: 'utf8', values: 'bytes' } as const;

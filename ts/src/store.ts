@@ -199,6 +199,9 @@ export interface StoreStats {
   commit_sequence?: number;
   commits?: number;
   checkpoints?: number;
+  /** Sync backends: checkpoints after a commit that failed (the commit was durable; onError
+   * was told; the next commit tries again). */
+  checkpoint_failures?: number;
   /** Dirty pages written to the log before their commit (pool pressure). */
   spills?: number;
   /** Bytes of the data file and the log (sync backends). */
@@ -925,8 +928,15 @@ export class BTreeStore<K = string, V = unknown> {
   #flushSync(b: Sync): void {
     if (this.#map.closed) throw new ClosedError('the store is closed');
     b.entry.lastError = undefined;
-    const st = this.#wasm.exports.at_store_commit!(this.#tree);
+    const ex = this.#wasm.exports;
+    const st = ex.at_store_commit!(this.#tree);
     if (st < 0) throw storeError(st, 'commit', b.entry.lastError);
+    // The checkpoint the commit ran after it was durable failed (a full disk): the commit
+    // stands, the log stays the store's newest state and the next commit tries again. Not the
+    // commit's error (it was, until session 23: a rejected commit that was durable all the
+    // same, and a store refusing writes for nothing); onError hears of it, as at close().
+    const cf = ex.at_store_checkpoint_failure?.(this.#tree) ?? 0;
+    if (cf < 0) this.#onError?.(storeError(cf, 'checkpoint after a commit (the commit is durable)', b.entry.lastError));
   }
 
   async #flushAsync(b: Async): Promise<void> {
