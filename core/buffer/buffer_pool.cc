@@ -174,6 +174,42 @@ FrameId BufferPool::take_frame(uint32_t keep_epochs) {
   return f;
 }
 
+Status BufferPool::make_room(uint32_t frames) {
+  if (!backend_ || async_) return Status::kOk;
+  while (free_frames_.size() < frames) {
+    if (frame_count_ < target_frames_ && grow()) continue;
+    // One eviction by the clock, as take_frame's, into free_frames_ (frames already free, or
+    // fixed by this operation, are passed over).
+    bool freed = false;
+    for (uint64_t step = 0; step < 2 * uint64_t{frame_count_} + 1 && !freed; step++) {
+      FrameId f = hand_;
+      hand_ = hand_ + 1 >= frame_count_ ? 0 : hand_ + 1;
+      FrameMeta& m = frames_[f];
+      if (m.pid == kInvalidPageId || epoch_ - m.epoch < 1 || m.writing) continue;
+      if (m.referenced) {
+        m.referenced = false;
+        continue;
+      }
+      if (m.dirty) {
+        Status s = backend_->spill(m.pid, data_of(f));
+        if (s == Status::kNeedPage) continue;
+        if (s != Status::kOk) return s;  // nothing changed: the page stays dirty and resident
+        stats_.spills++;
+        m.dirty = false;
+      }
+      pressure_ = true;
+      table_.erase(m.pid);
+      m.pid = kInvalidPageId;
+      m.bump();
+      stats_.evictions++;
+      free_frames_.push_back(f);  // (room reserved by grow)
+      freed = true;
+    }
+    if (!freed) break;
+  }
+  return Status::kOk;
+}
+
 uint8_t* BufferPool::fix_backed(PageId id) {
   FrameId f = table_.find(id);
   if (f != kNoFrame) {

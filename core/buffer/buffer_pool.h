@@ -105,6 +105,12 @@ class BufferPool {
     return true;
   }
 
+  // Frees frames (evicting, and spilling dirty pages, as a miss would) until `frames` are free
+  // or the pool holds no more it may take from (pages this operation fixed stay): a write then
+  // makes its change without evicting in the middle of it. kOk, or the spill's failure (a full
+  // disk) with nothing changed; the failure is not recorded as the operation's.
+  Status make_room(uint32_t frames);
+
   // The page's bytes for reading (or for changes that may be lost, such as
   // the adaptive operation counter: a clean page is dropped, not written).
   uint8_t* page(PageId id) {

@@ -627,7 +627,21 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
   stats_.image_frames++;
   Status s = append_image(id, frame, &at);
   if (s == Status::kOk) s = flush_buffer();
-  if (s != Status::kOk) return s;
+  if (s != Status::kOk) {
+    // The frame goes: the page stays dirty in the pool, and the store goes on (a spill that
+    // fails on a full disk fails the write that needed it, BTree::begin_write). Left in the
+    // buffer, the next flush wrote it ahead of the next commit's frames, which then did not
+    // match its count: recovery dropped that commit.
+    if (buf_start_ <= before) {
+      buf_.resize(before - buf_start_);
+    } else {  // (some of it written through: the next frames go over it)
+      buf_.clear();
+      buf_start_ = before;
+    }
+    log_end_ = before;
+    stats_.image_frames--;
+    return s;
+  }
   stats_.commit_log_bytes += log_end_ - before;
   pending_.put(id, at);  // reserved above: cannot fail
   // Its newest version is this image now: a base kept for it is stale (it

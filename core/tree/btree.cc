@@ -381,7 +381,15 @@ Status BTree::begin_write(Slice key, uint64_t new_pages) {
   // the whole path and a new root, a regroup's new leaf, the value's overflow chain):
   // nothing can miss or be evicted, so the prefetch would only walk the path twice.
   if (store_.all_resident_with_room(2 * height_ + 8 + new_pages)) return Status::kOk;
-  return prefetch_for_write(key);
+  s = prefetch_for_write(key);
+  if (s != Status::kOk) return s;
+  // Frames for what the change may allocate (a split up the path, a regroup's leaf), freed now:
+  // a dirty page that cannot be spilled (a full disk) then fails the write before it changes
+  // anything. Spilled in the middle of the change, the failure left the tree half changed and
+  // every later call, reads too, failed for good, even once there was room again (a new-user
+  // probe, session 23). (An overflow chain's pages are not counted: a value's pages may be more
+  // than the pool.)
+  return store_.make_room(static_cast<uint32_t>(std::min<uint64_t>(2 * height_ + 8, store_.target_frames() / 2)));
 }
 
 Status BTree::end_write(Status s) {

@@ -789,6 +789,54 @@ TEST(Store, AFailedCheckpointAfterACommitLeavesTheCommitDurableAndTheStoreWritab
   EXPECT_EQ(st->tree().check(), "");
 }
 
+// Uncommitted writes past the pool on a full disk: the write whose eviction cannot spill fails
+// with kQuotaExceeded before it changes anything, the tree stays whole, and once there is room
+// reads, writes and the commit go on. A new-user probe (session 23): the spill failed in the
+// middle of a split, and every later call, reads of committed keys too, answered
+// kQuotaExceeded for good, even with room again.
+TEST(Store, ASpillThatFailsOnAFullDiskFailsTheWriteCleanly) {
+  for (uint64_t budget : {64 * 1024, 150 * 1024, 400 * 1024}) {
+    FaultStorage fs;
+    StoreOptions o;
+    o.pool_bytes = 64 * kPageSize;
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&fs, o, &st), Status::kOk);
+    Model m;
+    for (int i = 0; i < 100; i++) {
+      ASSERT_EQ(st->tree().set(sl("base" + std::to_string(i)), sl(std::string(100, 'b'))), Status::kOk);
+      m["base" + std::to_string(i)] = std::string(100, 'b');
+    }
+    ASSERT_EQ(st->commit(), Status::kOk);
+    fs.set_growth_budget(budget);
+    std::mt19937 rng(static_cast<uint32_t>(budget));
+    Status failed = Status::kOk;
+    int i = 0;
+    for (; i < 100000 && failed == Status::kOk; i++) {
+      std::string k = "k" + std::to_string(rng() % 1000000), v(300, static_cast<char>('a' + i % 26));
+      failed = st->tree().set(sl(k), sl(v));
+      if (failed == Status::kOk) m[k] = v;
+    }
+    ASSERT_EQ(failed, Status::kQuotaExceeded) << "budget " << budget;
+    EXPECT_EQ(st->tree().broken(), Status::kOk) << "budget " << budget << ": the failure broke the tree";
+    // Room again: everything the successful writes did is there, and goes on.
+    fs.set_growth_budget(~uint64_t{0});
+    Model got;
+    ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+    EXPECT_TRUE(got == m) << "budget " << budget;
+    EXPECT_EQ(st->tree().check(), "");
+    ASSERT_EQ(st->tree().set(sl("after"), sl("x")), Status::kOk);
+    m["after"] = "x";
+    ASSERT_EQ(st->commit(), Status::kOk);
+    st.reset();
+    MemoryStorage after;
+    fs.crashed(&after, 5, false);
+    ASSERT_EQ(Store::open(&after, o, &st), Status::kOk);
+    got.clear();
+    ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+    EXPECT_TRUE(got == m) << "budget " << budget << ": " << got.size() << " keys, not " << m.size();
+  }
+}
+
 TEST(Store, PosixFilesAndLocking) {
   char tmpl[] = "/tmp/adaptree-store-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
