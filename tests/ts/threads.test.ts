@@ -6,7 +6,7 @@
 // be shared (st build, a store in memory) fails typed. Stores on files: store.threads.test.ts.
 import { describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
-import { BTreeMap, BTreeStore, loadWasm, threadsAvailable, type SharedMapHandle } from '../../ts/src/index.js';
+import { BTreeMap, BTreeStore, init, loadWasm, markWorkerLost, threadsAvailable, type SharedMapHandle } from '../../ts/src/index.js';
 import { checkStress, runStress } from './fixtures/threads-stress.mjs';
 
 const WORKER = new URL('./fixtures/threads-worker.mjs', import.meta.url);
@@ -183,5 +183,27 @@ describe.runIf(threadsAvailable())('BTreeMap shared with worker_threads', () => 
     expect(h.values).toBe('custom');
     await expect(BTreeMap.attach(h)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     custom.free();
+  });
+});
+
+// A new-user probe (session 23): once the default instance was poisoned (markWorkerLost), init()
+// with the same options handed back that instance, so `new BTreeMap()` threw INSTANCE_POISONED
+// for the rest of the process. It now loads a new one.
+describe.runIf(threadsAvailable())('init() after the default instance was poisoned', () => {
+  it('loads a new instance; maps on the old one stay poisoned', async () => {
+    const first = await init({ threads: true });
+    expect(await init({ threads: true })).toBe(first); // the same while it is sound
+    const m = new BTreeMap<string, string>([['a', 'b']]);
+    m.share();
+    markWorkerLost(m as BTreeMap<unknown, unknown>);
+    expect(first.poisoned).toBe(true);
+    expect(() => m.get('a')).toThrow(expect.objectContaining({ code: 'INSTANCE_POISONED' }));
+    const second = await init({ threads: true });
+    expect(second).not.toBe(first);
+    expect(second.poisoned).toBe(false);
+    const fresh = new BTreeMap<string, string>([['c', 'd']]);
+    expect(fresh.get('c')).toBe('d');
+    fresh.free();
+    expect(await init({ threads: true })).toBe(second);
   });
 });

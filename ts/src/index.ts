@@ -164,7 +164,8 @@ let pending: { key: string; promise: Promise<AdaptreeWasm> } | undefined;
 
 /**
  * Loads the wasm once and makes it the instance `new BTreeMap()` uses. Calling it again
- * with the same options returns the same instance; with other options (`threads`, `wasm`,
+ * with the same options returns the same instance (unless that one was poisoned,
+ * `InstanceUnusableError`: then it loads a new one); with other options (`threads`, `wasm`,
  * `attach`, `maxMemory`) it loads a new one and makes that the default (maps made before keep
  * theirs). `maxMemory` caps wasm memory in bytes (README, "Memory"): past it calls throw
  * OutOfMemoryError and leave the map as it was.
@@ -174,7 +175,9 @@ let pending: { key: string; promise: Promise<AdaptreeWasm> } | undefined;
 export function init(options: LoadOptions = {}): Promise<AdaptreeWasm> {
   const key =
     options.wasm === undefined && options.attach === undefined ? `threads:${!!options.threads},maxMemory:${options.maxMemory ?? ''}` : '';
-  if (key !== '' && pending !== undefined && pending.key === key) return pending.promise;
+  // (not once that instance is poisoned: `new BTreeMap()` would throw INSTANCE_POISONED for the
+  // rest of the process; a new-user probe, session 23)
+  if (key !== '' && pending !== undefined && pending.key === key && getDefaultWasm()?.poisoned !== true) return pending.promise;
   const promise = loadWasm(options).then(
     (w) => {
       if (pending?.promise === promise) setDefaultWasm(w);
