@@ -121,6 +121,39 @@ describe('error classes', () => {
       expect(isAdaptreeError(back)).toBe(true);
       if (code === 'NEED_PAGE') expect(back.pageId).toBe(7);
     }
+    // Every class's name is its own, also where a minifier renamed the classes (a new-user
+    // probe, session 23: a bundle said `N: the map has been freed`). The second check loads
+    // dist/errors.js minified by rolldown (vite's bundler).
+    for (const code of codes) {
+      const e = code === 'NEED_PAGE' ? new PageFaultError(7) : errorFromWire({ name: 'x', code, message: 'm' });
+      expect(e.name, code).toBe(code === 'INTERNAL' ? 'AdaptreeError' : e.constructor.name);
+    }
+  });
+
+  it('error names survive minification (dist/errors.js through rolldown --minify)', async () => {
+    const { build } = await import('rolldown');
+    const { join } = await import('node:path');
+    const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { pathToFileURL } = await import('node:url');
+    const dir = mkdtempSync(join(tmpdir(), 'adaptree-minify-'));
+    try {
+      await build({ input: join(process.cwd(), 'dist/errors.js'), output: { dir, minify: true, format: 'esm', entryFileNames: 'errors.min.mjs' }, logLevel: 'silent' });
+      expect(readFileSync(join(dir, 'errors.min.mjs'), 'utf8')).not.toContain('class ClosedError'); // renamed, so the check means something
+      const min = (await import(pathToFileURL(join(dir, 'errors.min.mjs')).href)) as Record<string, new (m: string) => Error>;
+      for (const name of ['ClosedError', 'CorruptionError', 'LockedError', 'IoError', 'QuotaExceededError', 'ReadOnlyError', 'NotInitializedError', 'ThreadsUnsupportedError', 'InvalidKeyError', 'KeyTooLargeError']) {
+        const E = min[name]!;
+        expect(E, name).toBeTypeOf('function');
+        const e = new E('m');
+        expect(e.name).toBe(name);
+        expect(String(e)).toBe(`${name}: m`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('errors from the wire: plain errors and thrown values', () => {
     // Plain errors keep their built-in class and name; thrown non-errors become Error.
     const t = errorFromWire(structuredClone(errorToWire(new TypeError('t'))));
     expect(t).toBeInstanceOf(TypeError);

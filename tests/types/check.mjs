@@ -6,6 +6,7 @@
 // types need @types/node (Buffer, events) and AsyncDisposable, so DOM and Workers projects
 // that use it add @types/node anyway.
 //   node     lib es2022 + @types/node, no DOM          tsc --noEmit
+//   node10   the same with moduleResolution node10      tsc --noEmit
 //   dom      lib es2022 + DOM, no @types/node           tsc --noEmit
 //   workers  lib es2022 + @cloudflare/workers-types     tsc --noEmit
 //   deno     Deno's own libs, package from node_modules deno check
@@ -61,6 +62,9 @@ report(broken.length === 0, `${maps.length} source maps, each with its sources' 
 
 const envs = {
   node: { devDependencies: { typescript: version('typescript'), '@types/node': version('@types/node') }, check: ['npx', ['tsc', '-p', '.']] },
+  // moduleResolution node10 (older projects): subpaths through typesVersions (TS2307 for
+  // adaptree/level before session 23)
+  node10: { from: 'node', devDependencies: { typescript: version('typescript'), '@types/node': version('@types/node') }, check: ['npx', ['tsc', '-p', 'tsconfig.node10.json']] },
   dom: { devDependencies: { typescript: version('typescript') }, check: ['npx', ['tsc', '-p', '.']] },
   workers: {
     devDependencies: { typescript: version('typescript'), '@cloudflare/workers-types': WORKERS_TYPES },
@@ -72,7 +76,7 @@ const envs = {
 for (const [name, env] of Object.entries(envs)) {
   if (only.length && !only.includes(name)) continue;
   const dir = path.join(WORK, name);
-  fs.cpSync(path.join(HERE, name), dir, { recursive: true });
+  fs.cpSync(path.join(HERE, env.from ?? name), dir, { recursive: true });
   // abstract-level: the optional peer that adaptree/level's types import.
   const dependencies = { adaptree: `file:${tarball}`, 'abstract-level': version('abstract-level') };
   const pkg = { name: `adaptree-types-${name}`, private: true, type: 'module', dependencies, devDependencies: env.devDependencies };

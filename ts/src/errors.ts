@@ -85,6 +85,23 @@ function brand(e: Error, name: string): void {
   Object.defineProperty(e, 'name', { value: name, configurable: true, writable: true, enumerable: false });
 }
 
+/** The name of the AdaptreeError subclass of each code (one subclass per code). */
+const NAME_OF_CODE: Partial<Record<string, string>> = {
+  CLOSED: 'ClosedError',
+  CORRUPT: 'CorruptionError',
+  OUT_OF_MEMORY: 'OutOfMemoryError',
+  INSTANCE_POISONED: 'InstanceUnusableError',
+  QUOTA_EXCEEDED: 'QuotaExceededError',
+  LOCKED: 'LockedError',
+  IO_ERROR: 'IoError',
+  READ_ONLY: 'ReadOnlyError',
+  NEED_PAGE: 'PageFaultError',
+  NOT_INITIALIZED: 'NotInitializedError',
+  REENTRANT: 'ReentrancyError',
+  ABORTED: 'AbortedError',
+  THREADS_UNSUPPORTED: 'ThreadsUnsupportedError',
+};
+
 /** Base class of the errors that have no natural built-in parent. `instanceof AdaptreeError`
  * is true for every adaptree error (also KeyTooLargeError, InvalidKeyError, ...). */
 export class AdaptreeError extends Error implements AdaptreeErrorLike {
@@ -95,7 +112,9 @@ export class AdaptreeError extends Error implements AdaptreeErrorLike {
   constructor(message: string, code: AdaptreeErrorCode = 'INTERNAL', options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
-    brand(this, new.target.name);
+    // The class's name by its code, not `new.target.name`: a minifier renames classes, and
+    // errors then said `N: the map has been freed` (a new-user probe, session 23).
+    brand(this, new.target === AdaptreeError ? 'AdaptreeError' : (NAME_OF_CODE[code] ?? 'AdaptreeError'));
   }
   /** `x instanceof AdaptreeError` accepts every branded error; subclasses keep the normal check. */
   static override [Symbol.hasInstance](x: unknown): boolean {

@@ -126,7 +126,7 @@ if (typeof g.WorkerGlobalScope !== 'undefined' || (typeof g.Deno !== 'undefined'
   // Node worker_threads. The specifier is hidden from bundlers (browser builds never get here).
   // No top-level await: vite bundles workers as iife by default, which cannot hold one.
   const name = 'node:worker_threads';
-  void (import(/* @vite-ignore */ name) as Promise<{
+  void (import(/* @vite-ignore */ /* webpackIgnore: true */ name) as Promise<{
     parentPort: { postMessage: Post; on(e: 'message', f: (m: Request) => void): void } | null;
   }>).then((wt) => {
     const port = wt.parentPort;

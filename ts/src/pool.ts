@@ -131,7 +131,7 @@ async function spawn(url: string | URL | undefined, name: string, onReply: (r: R
     };
   }
   const specifier = 'node:worker_threads';
-  const wt = (await import(/* @vite-ignore */ specifier)) as { Worker: new (u: string | URL, o?: object) => NodeWorker };
+  const wt = (await import(/* @vite-ignore */ /* webpackIgnore: true */ specifier)) as { Worker: new (u: string | URL, o?: object) => NodeWorker };
   // Not a literal: a browser bundle must not turn this one into an (unbundled) asset.
   const file = './pool-worker.js';
   // A 'file:' URL as a string is a URL here, as a web Worker takes it (Node refused it with
@@ -139,7 +139,7 @@ async function spawn(url: string | URL | undefined, name: string, onReply: (r: R
   const where = typeof url === 'string' && /^file:/i.test(url) ? new URL(url) : url;
   let w: NodeWorker;
   try {
-    w = new wt.Worker(where ?? new URL(file, import.meta.url), { name });
+    w = new wt.Worker(where ?? new URL(/* webpackIgnore: true */ file, import.meta.url), { name });
   } catch (e) {
     throw new InvalidArgumentError(`workerUrl: ${(e as Error).message}`, { cause: e });
   }

@@ -288,7 +288,7 @@ function defaultUrl(build: WasmBuild): URL {
 async function readFileUrl(url: URL): Promise<Uint8Array> {
   // Node's fetch has no file: support. The specifier is hidden from bundlers.
   const fsName = 'node:fs/promises';
-  const fs = (await import(/* @vite-ignore */ fsName)) as {
+  const fs = (await import(/* @vite-ignore */ /* webpackIgnore: true */ fsName)) as {
     readFile(p: URL): Promise<Uint8Array>;
   };
   return fs.readFile(url);

@@ -164,7 +164,7 @@ async function makeParentDir(location: string, storage: PersistentStoreOptions['
   const cut = Math.max(location.lastIndexOf('/'), location.lastIndexOf('\\'));
   if (!files || cut <= 0) return;
   const fsName = 'node:fs/promises';
-  const fs = (await import(/* @vite-ignore */ fsName)) as { mkdir(p: string, o: { recursive: boolean }): Promise<unknown> };
+  const fs = (await import(/* @vite-ignore */ /* webpackIgnore: true */ fsName)) as { mkdir(p: string, o: { recursive: boolean }): Promise<unknown> };
   try {
     await fs.mkdir(location.slice(0, cut), { recursive: true });
   } catch (e) {

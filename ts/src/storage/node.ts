@@ -102,11 +102,11 @@ async function nodeModules(): Promise<{ fs: NodeFs; path: NodePath; proc: NodePr
   if (proc === undefined) throw new InvalidArgumentError("the 'node' storage needs Node.js (or a runtime with node:fs)");
   // Hidden from bundlers: this file is only loaded where node:fs exists.
   const fsName = 'node:fs', pathName = 'node:path', wtName = 'node:worker_threads';
-  const fs = (proc.getBuiltinModule?.(fsName) ?? (await import(/* @vite-ignore */ fsName))) as NodeFs;
-  const path = (proc.getBuiltinModule?.(pathName) ?? (await import(/* @vite-ignore */ pathName))) as NodePath;
+  const fs = (proc.getBuiltinModule?.(fsName) ?? (await import(/* @vite-ignore */ /* webpackIgnore: true */ fsName))) as NodeFs;
+  const path = (proc.getBuiltinModule?.(pathName) ?? (await import(/* @vite-ignore */ /* webpackIgnore: true */ pathName))) as NodePath;
   let threadId = 0;
   try {
-    const wt = (proc.getBuiltinModule?.(wtName) ?? (await import(/* @vite-ignore */ wtName))) as { threadId?: number };
+    const wt = (proc.getBuiltinModule?.(wtName) ?? (await import(/* @vite-ignore */ /* webpackIgnore: true */ wtName))) as { threadId?: number };
     threadId = typeof wt.threadId === 'number' ? wt.threadId : 0;
   } catch {
     // (a runtime without worker threads: one thread)
