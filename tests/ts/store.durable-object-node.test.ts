@@ -139,6 +139,17 @@ describe('durable-object backend over SQLite (Node)', () => {
     expect(b.list()).toEqual(['y']);
     expect(() => durableObjectStorage(st, { chunkSize: 5000 })).toThrow(InvalidArgumentError);
     expect(() => durableObjectStorage({} as never).open('z', { create: true })).toThrow(/SQLite-backed/);
+    // Closed for a store the garbage collector found dropped (close(false, true)): the lock
+    // goes, nothing is written (a finalizer runs outside any request, where workerd refuses
+    // storage calls and logged the uncaught error; a new-user probe, session 23).
+    const z = b.open('z', { create: true });
+    z.data.write(new Uint8Array(100).fill(2), 0); // buffered, never synced
+    const execs = st.execs;
+    z.close(false, true);
+    expect(st.execs).toBe(execs);
+    const z2 = b.open('z', { create: false });
+    expect(z2.data.size()).toBe(0);
+    z2.close();
   });
 
   it('maps SQLITE_FULL to QuotaExceededError and other SQL errors to IoError, with the cause', () => {

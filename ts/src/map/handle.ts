@@ -27,8 +27,9 @@ export interface Handle<K, V> {
   readonly encodeIntoKeys: boolean;
   /** `number` keys: point calls pass a number key as a double (at_get_num and co.). */
   readonly numKeys: boolean;
-  /** Called once after the tree is freed (stores release their backend). */
-  onFree: (() => void) | undefined;
+  /** Called once after the tree is freed (stores release their backend); `collected`: by the
+   * finalizer, for a map dropped without free() (a store dropped without close()). */
+  onFree: ((collected: boolean) => void) | undefined;
   /** AttachTree.borrowed: the tree is not this map's to free. */
   readonly borrowed: boolean;
   /** AttachTree.closed: the ClosedError's message once the tree is gone (else the map's). */
@@ -37,7 +38,7 @@ export interface Handle<K, V> {
   readonly hooks: { onFault?: () => void; where?: string } | undefined;
 }
 
-export function freeHandle(h: Handle<unknown, unknown>): void {
+export function freeHandle(h: Handle<unknown, unknown>, collected = false): void {
   if (h.tree === 0) return;
   const ex = h.rt.ex;
   for (const c of h.cursors) ex.at_cursor_free(c);
@@ -50,7 +51,7 @@ export function freeHandle(h: Handle<unknown, unknown>): void {
   const onFree = h.onFree;
   if (onFree !== undefined) {
     h.onFree = undefined;
-    onFree();
+    onFree(collected);
   }
 }
 
@@ -72,7 +73,7 @@ export function fail(h: Handle<unknown, unknown>, st: number, what: string, deta
 /** Safety net only: maps and iterators that are dropped without free()/return() release
  * their wasm memory when garbage-collected. Do not rely on it; call free(). */
 export const treeRegistry: FinalizationRegistry<Handle<unknown, unknown>> | undefined =
-  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry(freeHandle) : undefined;
+  typeof FinalizationRegistry === 'function' ? new FinalizationRegistry((h) => freeHandle(h, true)) : undefined;
 
 export function newCursor(h: Handle<unknown, unknown>): number {
   const c = h.rt.ex.at_cursor_new(h.tree);

@@ -62,7 +62,7 @@ export const KNOWN_OPTIONS: ReadonlySet<string> = new Set(['keys', 'values', 'la
 export const ATTACH_TREE: unique symbol = Symbol('adaptree.attachTree') as never;
 export interface AttachTree {
   tree: number;
-  onFree?: () => void;
+  onFree?: (collected: boolean) => void;
   /** The tree belongs to another map (a worker's attached map, threads.ts): free() releases
    * this map's cursors, never the tree. */
   borrowed?: boolean;

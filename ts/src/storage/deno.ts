@@ -10,7 +10,7 @@
  * `<pid> flock`), and both runtimes exclude each other. A lock file found while this process
  * holds the flock is stale when it says `flock` (its writer held the flock, so it is gone) or
  * when its pid is not running; whether a pid runs is read from `/proc/<pid>` on Linux, which
- * needs `--allow-read=/proc`. Without that (or on another OS) a lock file written by Node is
+ * Deno allows only under `--allow-all` (2.x: `--allow-read=/proc` is not enough). Without that (or on another OS) a lock file written by Node is
  * taken as held: LockedError, whose message names the file to remove if no process uses the
  * store. A second open of the same path in this process is refused first (LockedError).
  */

@@ -344,14 +344,18 @@ export function durableObjectStorage(storage: DurableObjectStorageLike, options:
       return {
         data,
         log,
-        close() {
+        close(_discardCreated?: boolean, abandoned?: boolean) {
           if (closed) return;
           closed = true;
           try {
             // Writes after the last sync may be dropped (as unsynced file writes may); writing
-            // them is harmless, and keeps what close() checkpointed without another sync.
-            data.flush();
-            log.flush();
+            // them is harmless, and keeps what close() checkpointed without another sync. Not
+            // for a store the garbage collector found dropped: its finalizer runs outside any
+            // request, where the object's storage refuses calls.
+            if (abandoned !== true) {
+              data.flush();
+              log.flush();
+            }
           } finally {
             release();
           }

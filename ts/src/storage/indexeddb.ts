@@ -356,13 +356,14 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
             throw idbError(e, 'committing', path);
           }
         },
-        close(): Promise<void> | void {
+        close(abandoned?: boolean): Promise<void> | void {
           if (closed) return;
           closed = true;
           // As a file store's close: the log folded into `pages`, so that the next open has
           // none to read (and holds no logged pages in memory). A failure loses nothing: the
-          // log stays. The lock is held until it is done.
-          if (readOnly || log.keys.length === 0 || lost !== undefined) {
+          // log stays. The lock is held until it is done. (Not for a store dropped without
+          // close() and collected: the next open reads the log.)
+          if (readOnly || log.keys.length === 0 || lost !== undefined || abandoned === true) {
             conn.close();
             release();
             return;

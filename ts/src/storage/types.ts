@@ -49,8 +49,10 @@ export interface SyncStoreFiles {
   readonly data: SyncFile;
   readonly log: SyncFile;
   /** Closes both files and releases the lock. Called once. `discardCreated`: the store could
-   * not be opened; remove the files this open created (a backend may ignore it). */
-  close(discardCreated?: boolean): void;
+   * not be opened; remove the files this open created (a backend may ignore it). `abandoned`:
+   * the store was dropped without close() and collected: release the lock and write nothing
+   * (writes after the last sync may be dropped, as a crash drops them). */
+  close(discardCreated?: boolean, abandoned?: boolean): void;
   /**
    * Optional: a structured-cloneable description from which another worker of this process
    * reaches the same two files (the backend's `attach`), for a store shared with workers
@@ -119,8 +121,9 @@ export interface AsyncStorePages {
    * with its whole buffer: a backend that stores the arrays themselves must leave this unset).
    */
   readonly viewsOfOneCopy?: boolean;
-  /** Releases the lock. Called once. */
-  close(): void | Promise<void>;
+  /** Releases the lock. Called once. `abandoned`: the store was dropped without close() and
+   * collected: release the lock and write nothing (no checkpoint). */
+  close(abandoned?: boolean): void | Promise<void>;
 }
 
 export interface AsyncBackend {
