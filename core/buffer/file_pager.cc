@@ -167,7 +167,7 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
       uint64_t lsize = 0;
       s = s_->size(FileId::kLog, &lsize);
       if (s != Status::kOk) return s;
-      if (later_commits_intact(kLogHeaderSize - 32, lsize, 0, true)) return Status::kCorrupt;
+      if (later_commits_intact(kLogHeaderSize - 32, lsize, 0, true) || log_is_a_data_file(lsize)) return Status::kCorrupt;
     }
     if (!create) return Status::kNotFound;
     s = create_files(layout);
@@ -185,6 +185,20 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
   if (s != Status::kOk) return s;
   *meta = meta_;
   return read_free_list(meta_, free_ids);
+}
+
+bool FilePager::log_is_a_data_file(uint64_t lsize) {
+  // A log whose header is not a log's, holding a store's superblock: another store's data file
+  // (stores named 'a' and 'a-log' side by side: the backends refuse that pair when they see
+  // a-log's own log, and this is for when they cannot). Not to be reset as a new log.
+  if (lsize < kPageSize) return false;
+  alignas(16) uint8_t page0[kPageSize];
+  if (s_->read_exact(FileId::kLog, 0, page0, kPageSize) != Status::kOk) return false;
+  uint64_t q;
+  StoreMeta m;
+  uint32_t v;
+  return decode_superblock(page0, &q, &m, &v) == SlotState::kValid ||
+         decode_superblock(page0 + kSuperblockSlot, &q, &m, &v) == SlotState::kValid;
 }
 
 bool FilePager::later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq, bool any_salt) {
@@ -240,6 +254,7 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
   // checkpoint, silently).
   if (!header_ok) {
     if (later_commits_intact(kLogHeaderSize - 32, lsize, sb_seq, true)) return Status::kCorrupt;
+    if (log_is_a_data_file(lsize)) return Status::kCorrupt;
     if (!read_only_) return reset_log();
     log_end_ = buf_start_ = lsize;  // a reader never appends
     return Status::kOk;

@@ -126,6 +126,7 @@ class FilePager : public PageBackend {
   // Intact commit frames past `from` that commit after `after_seq` (of this log's salt: two of
   // them, or one two ahead; with any_salt, for a log whose header is damaged: any one).
   bool later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq, bool any_salt = false);
+  bool log_is_a_data_file(uint64_t lsize);
   Status reset_log(bool keep_file = false);
   // A log kept across a checkpoint (reset_log keep_file) ends in an older generation's frames:
   // cut them (at log_end_).

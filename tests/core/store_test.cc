@@ -477,6 +477,32 @@ TEST_P(StoreFormats, LogBitFlipsAfterOpenAreDetectedOnRead) {
   EXPECT_GT(detected, 20);
 }
 
+// Another store's data file where the log should be (stores named 'a' and 'a-log' side by side:
+// a new-user probe, session 23, found a's log written over a-log's data): kCorrupt, nothing
+// written. (The backends refuse that pair before, when a-log's own log is beside it.)
+TEST(Store, AStoresDataFileAsTheLogIsCorruptAndUntouched) {
+  MemoryStorage other;
+  {
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&other, StoreOptions{}, &st), Status::kOk);
+    for (int i = 0; i < 500; i++) ASSERT_EQ(st->tree().set(sl("k" + std::to_string(i)), sl(std::string(40, 'v'))), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);
+    ASSERT_EQ(st->checkpoint(), Status::kOk);
+  }
+  ASSERT_GE(other.file(FileId::kData).size(), kPageSize);
+  for (bool read_only : {false, true}) {
+    MemoryStorage ms;
+    ms.file(FileId::kLog) = other.file(FileId::kData);  // its data file, as this store's log
+    StoreOptions o;
+    o.read_only = read_only;
+    o.create = !read_only;
+    std::unique_ptr<Store> st;
+    EXPECT_EQ(Store::open(&ms, o, &st), Status::kCorrupt);
+    EXPECT_EQ(ms.file(FileId::kLog), other.file(FileId::kData));
+    EXPECT_TRUE(ms.file(FileId::kData).empty());
+  }
+}
+
 TEST(Store, ForeignAndTruncatedFilesAreCorrupt) {
   MemoryStorage ms;
   std::string junk = "this is not an adaptree store, but a text file of some length................";

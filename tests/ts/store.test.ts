@@ -642,6 +642,37 @@ describe('BTreeStore on sync backends', () => {
     await r.close();
   });
 
+  // A new-user probe (session 23): opening a store 'a' beside a store 'a-log' used a-log's data
+  // file as its log (2000 entries gone); beside a store 'a-lock', the lock code took a-lock's
+  // data file for a stale lock and removed it.
+  it("stores whose files would be another store's ('a' beside 'a-log' or 'a-lock') are refused, nothing touched", async () => {
+    for (const suffix of ['-log', '-lock']) {
+      const base = join(tmp.dir, `named${suffix.replace('-', '')}`);
+      const other = await BTreeStore.open<string, number>({ path: base + suffix });
+      for (let i = 0; i < 2000; i++) other.set(`k${i}`, i);
+      await other.commit();
+      // open (never checkpointed: its data file is empty, the log holds everything) and closed
+      for (const phase of ['open', 'closed'] as const) {
+        if (phase === 'closed') await other.close();
+        const before = [base + suffix, base + suffix + '-log'].map((p) => readFileSync(p));
+        const e = await caught(BTreeStore.open({ path: base }));
+        expect(e, `${suffix} ${phase}`).toBeInstanceOf(InvalidArgumentError);
+        expect((e as Error).message).toMatch(/is the data file of another store/);
+        expect([base + suffix, base + suffix + '-log'].map((p) => readFileSync(p))).toEqual(before);
+        expect(existsSync(base)).toBe(false);
+      }
+      const again = await BTreeStore.open<string, number>({ path: base + suffix });
+      expect(again.size).toBe(2000);
+      await again.close();
+    }
+    // A lock file that is not a lock (another file of that name) is never removed as stale.
+    const p = join(tmp.dir, 'odd-lock.db');
+    writeFileSync(p + '-lock', 'not a lock\n'.repeat(20));
+    const e = await caught(BTreeStore.open({ path: p }));
+    expect(e).toBeInstanceOf(InvalidArgumentError);
+    expect(readFileSync(p + '-lock', 'utf8')).toBe('not a lock\n'.repeat(20));
+  });
+
   it('a foreign or truncated file is a CorruptionError and stays untouched', async () => {
     const foreign = join(tmp.dir, 'foreign.db');
     const text = Buffer.from('this is not an adaptree store\n'.repeat(500));

@@ -143,6 +143,43 @@ describe('opfs backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   });
 
+  // A new-user probe (session 23): a store 'd/a' opened beside a store 'd/a-log' wrote its log
+  // over a-log's data file; paths with a lone surrogate or NUL named the same files under two
+  // Web Locks; a failed open left empty files.
+  it("names: a store beside one whose file it would use, NUL and lone surrogates are refused; a failed open leaves no files", async () => {
+    const page = await tab();
+    await run(page, { op: 'remove', names: ['names'] });
+    const { id } = await run<{ id: number }>(page, { op: 'open', path: 'names/a-log' });
+    const ops = randomOps(2000, 5);
+    await run(page, { op: 'apply', id, ops });
+    await run(page, { op: 'commit', id });
+    await run(page, { op: 'close', id });
+    const before = await run<Record<string, string>>(page, { op: 'digest', path: 'names/a-log' });
+    const refused = await attempt(page, { op: 'open', path: 'names/a' });
+    expect(refused.error).toMatchObject({ name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT' });
+    expect(refused.error!.message).toMatch(/is the data file of another store/);
+    expect(await run(page, { op: 'digest', path: 'names/a-log' })).toEqual(before);
+    expect(Object.keys(await run<Record<string, unknown>>(page, { op: 'files', dir: 'names' })).sort()).toEqual(['a-log', 'a-log-log']);
+    for (const path of ['names/sur\ud800', 'names/sur\udc00', 'names/nul\u0000x', 'names/\ud800/x']) {
+      const e = await attempt(page, { op: 'open', path });
+      expect(e.error, JSON.stringify(path)).toMatchObject({ name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT' });
+    }
+    // A failed open (a full origin: the log's header cannot be written) removes what it created.
+    await run(page, { op: 'budget', handles: true, bytes: 0 });
+    const full = await attempt(page, { op: 'open', path: 'names/full' });
+    await run(page, { op: 'budget', handles: true });
+    expect(full.error).toMatchObject({ code: 'QUOTA_EXCEEDED' });
+    let names: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      names = Object.keys(await run<Record<string, unknown>>(page, { op: 'files', dir: 'names' })).sort();
+      if (names.length === 2) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(names).toEqual(['a-log', 'a-log-log']);
+    await page.close();
+    expect(errors).toEqual([]);
+  });
+
   it('uncommitted writes are gone after a reload without close: reopen equals the last commit', async () => {
     const page = await tab();
     const path = 'crashy/store';

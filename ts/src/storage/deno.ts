@@ -15,6 +15,7 @@
  * store. A second open of the same path in this process is refused first (LockedError).
  */
 import { InvalidArgumentError, IoError, LockedError } from '../errors.js';
+import { refuseNamesOfAnotherStore } from './names.js';
 import type { SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
 /** The part of the Deno namespace this backend uses. */
@@ -251,6 +252,14 @@ export const denoStorage: SyncBackend = {
     const d = deno();
     const abs = canonical(d, path);
     if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
+    refuseNamesOfAnotherStore(abs, (p) => {
+      try {
+        d.statSync(p);
+        return true;
+      } catch {
+        return false;
+      }
+    });
     const files: DenoFsFile[] = [];
     const created: string[] = []; // by this open: removed again if the store's open fails
     openPaths.add(abs);

@@ -14,6 +14,7 @@
  * protected). A stale lock is removed under `path + '-lock.break'` (see takeLock).
  */
 import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
+import { refuseNamesOfAnotherStore } from './names.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
 /** The part of node:fs this backend uses (the package builds without @types/node). */
@@ -31,7 +32,7 @@ interface NodeFs {
   statSync(path: string): { mtimeMs: number };
   realpathSync(path: string): string;
   readdirSync(path: string): string[];
-  constants: { O_RDWR: number; O_CREAT: number; O_EXCL: number; O_WRONLY: number; O_TRUNC: number };
+  constants: { O_RDWR: number; O_RDONLY: number; O_CREAT: number; O_EXCL: number; O_WRONLY: number; O_TRUNC: number };
 }
 interface NodePath {
   resolve(...p: string[]): string;
@@ -269,11 +270,16 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
       let text = '';
       let ageMs = 0;
       try {
-        text = fs.readFileSync(lockPath, 'utf8');
+        text = readLockText(fs, lockPath);
         ageMs = Date.now() - fs.statSync(lockPath).mtimeMs;
       } catch (e2) {
         if (errnoOf(e2) === 'ENOENT') continue; // released meanwhile
         throw new IoError(`cannot read the lock file ${lockPath}`, { cause: e2 });
+      }
+      // Not what a lock holds (a pid, '<pid> thread <n>', '<pid> flock'): another file of that
+      // name, such as a store's data file, never to be removed as a stale lock.
+      if (text !== '' && !/^\d+( thread \d+| flock)?\s*$/.test(text)) {
+        throw new InvalidArgumentError(`cannot open the store ${storePath}: ${lockPath}, its lock file's name, is a file that is not a lock (another store's data file?); give one of them another name`);
       }
       const pid = Number.parseInt(text, 10);
       const thread = Number(/ thread (\d+)/.exec(text)?.[1] ?? 0);
@@ -295,7 +301,7 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
       try {
         let again: string;
         try {
-          again = fs.readFileSync(lockPath, 'utf8');
+          again = readLockText(fs, lockPath);
         } catch (e3) {
           if (errnoOf(e3) === 'ENOENT') continue; // released or removed meanwhile
           throw fileError(`cannot read the lock file ${lockPath}`, e3);
@@ -313,6 +319,19 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
     throw busy();
   } finally {
     removeOwn();
+  }
+}
+
+/** A lock file's text: at most 128 bytes are read (a lock holds a pid; a longer file is not a
+ * lock, and may be a store of gigabytes), so the text of a longer one ends in a NUL. */
+function readLockText(fs: NodeFs, lockPath: string): string {
+  const fd = fs.openSync(lockPath, fs.constants.O_RDONLY);
+  try {
+    const buf = new Uint8Array(129);
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    return new TextDecoder().decode(buf.subarray(0, Math.min(n, 128))) + (n > 128 ? '\u0000' : '');
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
@@ -408,6 +427,14 @@ export const nodeStorage: NodeStorage = {
     const { fs, path: np, proc, threadId } = await nodeModules();
     const abs = canonical(fs, np, path);
     if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
+    refuseNamesOfAnotherStore(abs, (p) => {
+      try {
+        fs.statSync(p);
+        return true;
+      } catch {
+        return false;
+      }
+    });
     openPaths.add(abs);
     const lockPath = abs + '-lock';
     let locked = false;

@@ -29,6 +29,8 @@
  * no consistent view across the data file and the log).
  */
 import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
+import { isWellFormed } from '../encoding/utf8.js';
+import { refuseNamesOfAnotherStore } from './names.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 import { takeLock, type LockManager } from './web-locks.js';
 export { webLocksReleased as opfsLocksReleased } from './web-locks.js';
@@ -52,6 +54,7 @@ interface FileHandle {
 interface DirHandle {
   getDirectoryHandle(name: string, options?: { create?: boolean }): Promise<DirHandle>;
   getFileHandle(name: string, options?: { create?: boolean }): Promise<FileHandle>;
+  removeEntry?(name: string): Promise<void>;
 }
 interface Nav {
   storage?: { getDirectory?(): Promise<DirHandle> };
@@ -169,18 +172,37 @@ class OpfsFile implements SyncFile {
   }
 }
 
-/** 'db//x/' → ['db', 'x']; refuses '.', '..' and an empty name. */
+/** 'db//x/' → ['db', 'x']; refuses '.', '..', an empty name, NUL and lone surrogates. The
+ * last two: OPFS names a file `\ud800` and `\udc00` alike (U+FFFD) and cuts a name at NUL, but
+ * the Web Lock is named by the path as given, so two paths were one store under two locks (a
+ * new-user probe, session 23: a commit lost, another store made CORRUPT). */
 function splitPath(path: string): string[] {
   const parts = path.split('/').filter((p) => p !== '');
   if (parts.length === 0 || parts.some((p) => p === '.' || p === '..' || p.includes('\\'))) {
     throw new InvalidArgumentError(`opfs: '${path}' is not a usable store path (names separated by '/', no '.' or '..')`);
   }
+  if (path.includes('\u0000') || !isWellFormed(path)) {
+    throw new InvalidArgumentError(`opfs: a store path cannot hold NUL or a lone surrogate (OPFS would name two paths' files alike)`);
+  }
   return parts;
 }
 
-async function openHandle(dir: DirHandle, name: string, create: boolean, path: string, mode: HandleMode): Promise<OpfsAccessHandle> {
+/** Whether `dir` holds a file `name`. */
+async function hasFile(dir: DirHandle, name: string): Promise<boolean> {
+  try {
+    await dir.getFileHandle(name, { create: false });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function openHandle(dir: DirHandle, name: string, create: boolean, path: string, mode: HandleMode, created?: string[]): Promise<OpfsAccessHandle> {
   let fh: FileHandle;
   try {
+    // (a file this open creates is removed again if the open fails: it left empty files on a
+    // full origin, session 23)
+    if (create && created !== undefined && !(await hasFile(dir, name))) created.push(name);
     fh = await dir.getFileHandle(name, { create });
   } catch (e) {
     if (nameOf(e) === 'NotFoundError') throw new InvalidArgumentError(`no store at '${path}' (opfs, create: false)`, { cause: e });
@@ -263,6 +285,17 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
     const create = options.create && !readOnly;
     const release = await takeLock(n.locks, lockName, options.wait === true, path, readOnly ? 'shared' : 'exclusive');
     const handles: OpfsAccessHandle[] = [];
+    const created: string[] = [];
+    let dirOf: DirHandle | undefined;
+    const removeCreated = async () => {
+      for (const name of created) {
+        try {
+          await dirOf?.removeEntry?.(name);
+        } catch {
+          /* gone already, or not ours to remove */
+        }
+      }
+    };
     try {
       let dir: DirHandle;
       try {
@@ -275,10 +308,13 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
       }
       const base = parts[parts.length - 1]!;
       const mode: HandleMode = readOnly ? 'read-only' : 'readwrite-unsafe';
-      handles.push(await openHandle(dir, base, create, path, mode));
-      handles.push(await openHandle(dir, base + '-log', create, path, mode));
+      dirOf = dir;
+      if (await hasFile(dir, base + '-log-log')) refuseNamesOfAnotherStore(path, () => true);
+      handles.push(await openHandle(dir, base, create, path, mode, created));
+      handles.push(await openHandle(dir, base + '-log', create, path, mode, created));
     } catch (e) {
       for (const h of handles) h.close();
+      await removeCreated();
       release();
       throw e;
     }
@@ -289,7 +325,7 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
       log: new OpfsFile(handles[1]!, `'${path}-log'`),
       // Another worker of this origin opens its own 'readwrite-unsafe' handles (opfsStorage.attach).
       share: shareable ? () => ({ parts }) : undefined,
-      close() {
+      close(discardCreated?: boolean) {
         if (closed) return;
         closed = true;
         let err: unknown;
@@ -300,7 +336,10 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
             err ??= e;
           }
         }
-        release();
+        // A failed open (the core refused the files, or a full origin): the files it created go,
+        // and then the lock.
+        if (discardCreated === true && created.length > 0) void removeCreated().finally(release);
+        else release();
         if (err !== undefined) throw new IoError(`closing '${path}': ${(err as Error).message}`, { cause: err });
       },
     };

@@ -57,7 +57,9 @@ async function run(cmd) {
   await remove(cmd.path);
   // A small checkpoint threshold: checkpoints (data file writes, flushes, log truncates) happen
   // during the workload too (the smallest allowed: commits log deltas, the log grows slowly).
-  const s = await BTreeStore.open({ path: cmd.path, storage: 'opfs', poolSize: 1 << 20, checkpointBytes: 64 << 10, wasm });
+  // A checkpoint that fails after its commit is durable goes to onError (the commit resolves).
+  let checkpointError;
+  const s = await BTreeStore.open({ path: cmd.path, storage: 'opfs', poolSize: 1 << 20, checkpointBytes: 64 << 10, wasm, onError: (e) => (checkpointError ??= errorOf(e)) });
   Object.assign(fault, { on: true, k: cmd.k ?? Infinity, n: 0, failed: false, op: '', firstTruncate: 0 });
   const r = await runWorkload(s, cmd);
   const workIos = fault.n;
@@ -76,7 +78,7 @@ async function run(cmd) {
   const again = await BTreeStore.open({ path: cmd.path, storage: 'opfs', create: false, poolSize: 1 << 20, wasm });
   const cmp = await compareReopened(again, r);
   await again.close();
-  return { ios, workIos, op, firstTruncate, deltas, checkpoints, error: r.error, closeError, commits: r.commits, ...cmp };
+  return { ios, workIos, op, firstTruncate, deltas, checkpoints, error: r.error, checkpointError, closeError, commits: r.commits, ...cmp };
 }
 
 onmessage = async (e) => {

@@ -1,0 +1,23 @@
+/**
+ * The names of a store's files on file systems (node, deno, opfs): the data file `path`, the
+ * log `path-log`, and (node, deno) the lock `path-lock`.
+ */
+import { InvalidArgumentError } from '../errors.js';
+
+/**
+ * A store's log is `path-log` and (Node, Deno) its lock `path-lock`: names another store's data
+ * file can have. Opening `a` beside a store `a-log` wrote a's log over a-log's data (a new-user
+ * probe, session 23: its 2000 entries gone); beside a store `a-lock`, its data file was taken
+ * for a stale lock and removed. A store `X` has its log `X-log` beside it, so `a-log-log`
+ * (or `a-lock-log`) means `a-log` (`a-lock`) is a store: refused, nothing touched.
+ */
+export function refuseNamesOfAnotherStore(abs: string, exists: (path: string) => boolean): void {
+  for (const suffix of ['-log', '-lock']) {
+    if (exists(`${abs}${suffix}-log`)) {
+      throw new InvalidArgumentError(
+        `cannot open the store '${abs}': '${abs}${suffix}', which it would use as its ${suffix === '-log' ? 'log' : 'lock file'}, is the data file of another store (its log '${abs}${suffix}-log' is beside it); give one of the two stores another name`,
+      );
+    }
+  }
+}
+
