@@ -935,6 +935,37 @@ it.runIf(!ASYNC_ABI)('without the async ABI, an async backend is refused with a 
 });
 
 describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
+  // A new-user probe (session 23, IndexedDB): a setAsync waiting for a page when close() was
+  // called rejected CLOSED and was lost; a deleteRangeAsync rejected CLOSED while close()
+  // committed the part it had done (19,280 of 20,000 entries left). close() now lets the async
+  // calls under way finish, then commits; calls made after close() are refused.
+  it('close() lets async calls under way finish, then commits them whole', async () => {
+    const storage = createAsyncMemoryStorage({ delayMs: 1 });
+    const path = 'close-inflight';
+    const open = () => BTreeStore.open<number, string>({ storage, path, keys: 'number', values: 'utf8', poolSize: 256 << 10 });
+    let s = await open();
+    for (let i = 0; i < 20000; i += 1000) await s.setManyAsync(Array.from({ length: 1000 }, (_, j) => [i + j, `v${i + j}`] as [number, string]));
+    await s.close();
+    s = await open(); // cold: the calls below wait for pages
+    const set = s.setAsync(15000, 'NEW');
+    const got = s.getManyAsync([1, 19999]);
+    const closing = s.close();
+    await expect(s.setAsync(1, 'too late')).rejects.toMatchObject({ code: 'CLOSED' });
+    await expect(set).resolves.toBe(s);
+    await expect(got).resolves.toEqual(['v1', 'v19999']);
+    await closing;
+    s = await open();
+    expect(await s.getAsync(15000)).toBe('NEW');
+    expect(await s.getAsync(1)).toBe('v1');
+    const removing = s.deleteRangeAsync({});
+    await new Promise((r) => setTimeout(r, 5));
+    await s.close();
+    expect(await removing).toBe(20000);
+    s = await open();
+    expect(s.size).toBe(0);
+    await s.close();
+  });
+
   it('serves page faults asynchronously: sync reads of absent pages throw PageFaultError, async ones fetch and retry', async () => {
     const storage = createAsyncMemoryStorage({ delayMs: 1 });
     const path = 'faults';

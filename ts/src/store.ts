@@ -419,6 +419,11 @@ export class BTreeStore<K = string, V = unknown> {
   #failed = false;
   /** Sync calls into the core that the async twins' loops make, under way (no await inside). */
   #inAsync = 0;
+  /** Async calls under way (the ...Async twins, not iterators): close() lets them finish. */
+  #active = 0;
+  #idle: (() => void)[] = [];
+  /** close() is waiting for #active calls: they go on, new calls are refused. */
+  #draining = false;
   /** That commit's error: later commits and close() reject with it as the cause. */
   #failure: unknown;
   /** Async: a 4 KiB area in wasm memory for at_store_supply. */
@@ -814,12 +819,28 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   #open(): void {
+    // (inside an async call that close() waits for, its own sync steps go on)
+    if (this.#closed && !(this.#draining && this.#inAsync > 0)) throw new ClosedError('the store is closed');
+  }
+
+  /** Between the steps of an async call: refused once closed, unless close() waits for it. */
+  #openAsync(): void {
+    if (this.#closed && !this.#draining) throw new ClosedError('the store is closed');
+  }
+
+  /** An async call begins (refused once close() has begun); #end when it settles. */
+  #begin(): void {
     if (this.#closed) throw new ClosedError('the store is closed');
+    this.#active++;
+  }
+
+  #end(): void {
+    if (--this.#active === 0 && this.#idle.length > 0) for (const wake of this.#idle.splice(0)) wake();
   }
 
   /** Before a sync write: on async backends a commit's write window refuses sync writes. */
   #writable(): void {
-    if (this.#closed) throw new ClosedError('the store is closed');
+    if (this.#closed && !(this.#draining && this.#inAsync > 0)) throw new ClosedError('the store is closed');
     if (this.#readOnly) throw new ReadOnlyError(`the store '${this.#path}' was opened read-only`);
     if (this.#gate !== undefined) throw new ReentrancyError('a commit is being written: use the ...Async write methods on asynchronous backends');
   }
@@ -1011,6 +1032,14 @@ export class BTreeStore<K = string, V = unknown> {
       this.#timer = undefined;
     }
     this.#closing = (async () => {
+      // Async calls under way finish first (a setAsync or deleteRangeAsync waiting for pages
+      // was rejected CLOSED while close() committed what it had applied: a half-done
+      // deleteRangeAsync made durable, a setAsync lost; a new-user probe, session 23).
+      if (this.#active > 0) {
+        this.#draining = true;
+        await new Promise<void>((wake) => this.#idle.push(wake));
+        this.#draining = false;
+      }
       let err: unknown;
       try {
         // A commit requested before close completes (with every write so far, as any flush).
@@ -1273,20 +1302,25 @@ export class BTreeStore<K = string, V = unknown> {
 
   /** Runs a sync operation, answering page faults (async backends) and retrying. */
   async #run<T>(f: () => T, readAhead = false): Promise<T> {
-    for (;;) {
-      if (this.#gate !== undefined) await this.#gate;
-      this.#open();
-      try {
-        this.#inAsync++;
+    this.#begin();
+    try {
+      for (;;) {
+        if (this.#gate !== undefined) await this.#gate;
+        this.#openAsync();
         try {
-          return f();
-        } finally {
-          this.#inAsync--;
+          this.#inAsync++;
+          try {
+            return f();
+          } finally {
+            this.#inAsync--;
+          }
+        } catch (e) {
+          if (!(e instanceof PageFaultError) || this.#b.kind !== 'async') throw e;
+          await this.#fault(this.#b, e.pageId, readAhead);
         }
-      } catch (e) {
-        if (!(e instanceof PageFaultError) || this.#b.kind !== 'async') throw e;
-        await this.#fault(this.#b, e.pageId, readAhead);
       }
+    } finally {
+      this.#end();
     }
   }
 
@@ -1333,7 +1367,7 @@ export class BTreeStore<K = string, V = unknown> {
         }
         if (dir !== 0) this.#readAhead(b, id, dir, window);
         while (this.#gate !== undefined) await this.#gate;
-        this.#open();
+        this.#openAsync();
         // A reader: a page of another commit than the pool's is not supplied (the retry reads again).
         if (b.reader !== undefined && !this.#sameCommit(b, got.page0)) return;
         const image = got.image;
@@ -1459,9 +1493,11 @@ export class BTreeStore<K = string, V = unknown> {
     let out: (V | undefined)[] = [];
     let part: K[] = list;
     let gen = this.#gen;
+    this.#begin();
+    try {
     for (;;) {
       if (this.#gate !== undefined) await this.#gate;
-      this.#open();
+      this.#openAsync();
       if (this.#gen !== gen) {
         // A commit (or, for a reader, a newer commit followed) since the first answers: start
         // over, so that the batch still shows one committed state.
@@ -1486,6 +1522,9 @@ export class BTreeStore<K = string, V = unknown> {
       }
       part = list.slice(out.length, out.length + ASYNC_BATCH);
     }
+    } finally {
+      this.#end();
+    }
   }
 
   /** Sets many entries; on an async backend a retry after a page fault re-applies the batch
@@ -1499,10 +1538,12 @@ export class BTreeStore<K = string, V = unknown> {
     // attempt is the whole batch: a sorted batch into an empty store is bulk loaded.
     let done = 0;
     let part: (readonly [K, V])[] = list;
+    this.#begin();
+    try {
     for (;;) {
       // As #run, but a fault resumes after the applied entries rather than retrying `part`.
       if (this.#gate !== undefined) await this.#gate;
-      this.#open();
+      this.#openAsync();
       try {
         this.#inAsync++;
         try {
@@ -1518,6 +1559,9 @@ export class BTreeStore<K = string, V = unknown> {
         await this.#fault(this.#b, e.pageId, false);
       }
       part = list.slice(done, done + ASYNC_BATCH);
+    }
+    } finally {
+      this.#end();
     }
   }
 
