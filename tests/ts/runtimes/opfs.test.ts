@@ -257,6 +257,7 @@ describe('opfs backend in headless Chromium', () => {
     expect(r.badKey).toMatchObject({ name: 'InvalidKeyError', code: 'INVALID_KEY' });
     expect(r.badClone).toMatchObject({ code: 'INVALID_VALUE' });
     expect(r.afterClose).toMatchObject({ name: 'ClosedError', code: 'CLOSED' });
+    expect(r.syncAfterClose).toEqual([0, 1, 2].map(() => expect.objectContaining({ name: 'ClosedError', code: 'CLOSED' })));
     expect(r.commitAfterClose).toMatchObject({ name: 'ClosedError', code: 'CLOSED' });
     const iw = r.iterAfterWrites as { first: string; deletedSeen: boolean; changed: unknown; count: number; keys: number };
     expect(iw).toEqual({ first: keys[0], deletedSeen: false, changed: 'changed', count: keys.length - 2, keys: keys.length });

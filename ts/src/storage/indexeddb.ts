@@ -112,7 +112,9 @@ const nameOf = (e: unknown) => (e as { name?: unknown } | null)?.name;
 
 function idbError(e: unknown, what: string, path: string): Error {
   if (e instanceof AdaptreeError) return e;
-  const msg = `indexeddb: ${what} of '${path}': ${(e as Error | null)?.message ?? String(e)}`;
+  // (a DOMException's message may be empty: then its name, as 'QuotaExceededError')
+  const text = (e as Error | null)?.message || nameOf(e) || String(e);
+  const msg = `indexeddb: ${what} of '${path}': ${text}`;
   if (nameOf(e) === 'QuotaExceededError') return new QuotaExceededError(msg, { cause: e });
   return new IoError(msg, { cause: e });
 }

@@ -387,7 +387,9 @@ export function linkOpfsWorkerStore(storeClass: { prototype: object }): void {
     Object.defineProperty(proto, name, {
       configurable: true,
       writable: true,
-      value() {
+      value(this: OpfsWorkerStore) {
+        // After close(), what every call says (session 23: NEED_PAGE, a probe found).
+        if (this.closed) throw new ClosedError('the store is closed');
         throw new PageFaultError(-1, `${label}: this opfs store was opened on the main thread and lives in a worker; use the ...Async methods (or open the store in your own worker for the synchronous API)`);
       },
     });

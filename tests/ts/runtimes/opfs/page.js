@@ -102,6 +102,15 @@ window.mainThread = async (path, ops) => {
   out.badClone = await s.setAsync('f', () => 1).then(() => 'ok', err);
   await s.close();
   out.afterClose = await s.getAsync('a').then(() => 'ok', err);
+  // (sync methods said NEED_PAGE after close, session 23)
+  out.syncAfterClose = [() => s.get('a'), () => s.set('a', 1), () => s.stats()].map((f) => {
+    try {
+      f();
+      return 'ok';
+    } catch (e) {
+      return err(e);
+    }
+  });
   // (a commit after close was sent to the ended worker and never settled)
   out.commitAfterClose = await Promise.race([s.commit().then(() => 'ok', err), new Promise((r) => setTimeout(() => r('pending after 3 s'), 3000))]);
   s = await api.BTreeStore.open({ path, storage: 'opfs' });
