@@ -197,7 +197,8 @@ export function parseKeys(text: string): { kind: KeyKind; keys: (string | number
   for (const raw of lines) {
     const line = raw.replace(/\s+$/, '');
     if (line === '') continue;
-    if (seen.has(line) || enc.encode(line).length > 1024) {
+    // (a lone surrogate is not a utf8 key: the build threw and the page stayed 'loading')
+    if (seen.has(line) || enc.encode(line).length > 1024 || /[\ud800-\udbff](?![\udc00-\udfff])|(?:^|[^\ud800-\udbff])[\udc00-\udfff]/.test(line)) {
       dropped++;
       continue;
     }

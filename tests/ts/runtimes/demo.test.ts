@@ -336,6 +336,12 @@ describe('demo page (vite build, served statically)', () => {
     await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().count === 5000 && adaptreeDemo.state.kind === 'number');
     await checkDrawing(page);
     expect(await runWorkload(page, 'scan', 600)).toBeGreaterThan(0);
+    // Keys with a lone surrogate are dropped (the build threw, the page stayed 'loading' with
+    // the previous tree's figures: a new-user probe, session 23).
+    await page.locator('#paste').evaluate((t) => ((t as HTMLTextAreaElement).value = 'alpha\nbad\ud800key\nomega\n'));
+    await page.click('#load-own');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().count === 2);
+    await checkDrawing(page);
 
     await page.close();
     expect(errors).toEqual([]);
