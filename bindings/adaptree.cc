@@ -802,6 +802,12 @@ int32_t at_check(at_tree* t, at_ctx* c) {
   Status s = t->tree.check(&err);
   if (t->store && t->tree.store().failure() == Status::kNeedPage) return ret(t, c, Status::kNeedPage);
   if (s == Status::kOutOfMemory) return st(s);
+  // A page that could not be read for want of memory (a frame) or I/O is not a damaged tree
+  // (it was CORRUPT: 'page could not be read (-3)', session 23's probe at its memory budget).
+  if (t->store) {
+    const Status f = t->tree.store().failure();
+    if (f == Status::kOutOfMemory || f == Status::kIoError || f == Status::kQuotaExceeded) return st(f);
+  }
   Status s2 = set_text_result(c, err);
   return st(s2 != Status::kOk ? s2 : s);
 }

@@ -626,6 +626,15 @@ Status Rebalancer::compact(bool resident_only, uint64_t* freed) {
   BTree& t = *t_;
   *freed = 0;
   if (t.height_ < 2) return Status::kOk;
+  // A page that could not be had (no frame at the memory budget, a spill that failed) before a
+  // group changed: nothing changed, so the failure is the call's, not the tree's (end_write
+  // would mark the tree broken: every later call, reads too, failed with OUT_OF_MEMORY even after
+  // the budget was raised, and the writes since the last commit were lost; session 23's probe).
+  auto clean = [&t]() {
+    Status f = t.store_.failure();
+    t.store_.clear_failure();
+    return f;
+  };
   // The parents of leaves, in key order.
   std::vector<PageId> level{t.root_}, next;
   for (unsigned h = t.height_; h > 2; h--) {
@@ -633,7 +642,7 @@ Status Rebalancer::compact(bool resident_only, uint64_t* freed) {
     for (PageId id : level) {
       if (resident_only && !t.store_.resident(id)) continue;
       const uint8_t* p = t.page(id);
-      if (t.store_.failure() != Status::kOk) return t.store_.failure();
+      if (t.store_.failure() != Status::kOk) return t.store_.failure() == Status::kCorrupt ? t.store_.failure() : clean();
       if (p[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return Status::kCorrupt;
       BasicNode n{const_cast<uint8_t*>(p)};
       if (!reserve_checked(next, next.size() + n.count() + 1)) return Status::kOutOfMemory;
@@ -645,17 +654,20 @@ Status Rebalancer::compact(bool resident_only, uint64_t* freed) {
     for (unsigned pos = 0;; pos++) {
       if (t.height_ < 2) break;  // the root went: one leaf is left
       const uint8_t* pp = t.page(parent);
-      if (t.store_.failure() != Status::kOk) return t.store_.failure();
+      if (t.store_.failure() != Status::kOk) return t.store_.failure() == Status::kCorrupt ? t.store_.failure() : clean();
       if (pos > BasicNode{const_cast<uint8_t*>(pp)}.count()) break;
       // A long pass over a store lets go of the pages it has passed.
       t.store_.end_protection();
       if (resident_only && !t.store_.resident(parent)) break;
       // After a merge the same start takes in the leaves to its right.
-      if (xmerge_at(parent, pos, resident_only)) {
+      bool merged = xmerge_at(parent, pos, resident_only);
+      if (merged) {
         (*freed)++;
         pos--;
       }
-      if (t.store_.failure() != Status::kOk) return t.store_.failure();
+      // (a group that did not change failed before it changed: regroup reads and allocates
+      // first; one that changed and then failed is the tree's failure)
+      if (t.store_.failure() != Status::kOk) return merged || t.store_.failure() == Status::kCorrupt ? t.store_.failure() : clean();
     }
   }
   return Status::kOk;

@@ -195,6 +195,24 @@ describe('open progress (recovery)', () => {
     }
   });
 
+  // A new-user probe (session 23): the callback ran inside the wasm call that opens the store,
+  // and calls into the same instance from it ran too (59 nested setMany calls during recovery);
+  // and total counted the data file, which recovery does not read.
+  it('a call into adaptree from the callback is ReentrancyError (the open stops, ABORTED); total is the log', async () => {
+    const path = storeWithLog();
+    const other = new BTreeMap<number, number>();
+    const r = recorder();
+    const e = await BTreeStore.open<number, string>({ path, keys: 'number', values: 'utf8', onProgress: (p) => { r.cb(p); other.set(1, 1); } }).then(() => undefined, (x: unknown) => x);
+    expect(e).toMatchObject({ code: 'ABORTED', cause: expect.objectContaining({ code: 'REENTRANT' }) });
+    expect(other.size).toBe(0);
+    other.free();
+    const r2 = recorder();
+    const s = await BTreeStore.open<number, string>({ path, keys: 'number', values: 'utf8', onProgress: r2.cb });
+    expect(r2.seen[0]!.total).toBeLessThanOrEqual(statSync(`${path}-log`).size + 4096);
+    expect(s.size).toBe(30000);
+    await s.close();
+  });
+
   it('onProgress that is not a function: InvalidArgumentError, the store not left locked', async () => {
     const path = storeWithLog();
     await expect(BTreeStore.open({ path, onProgress: 'yes' as never })).rejects.toBeInstanceOf(InvalidArgumentError);

@@ -72,6 +72,7 @@ import { checkWasmOption, loadWasm, type AdaptreeWasm } from './wasm.js';
 import { TREE_OF, detachInstance, trackAttached, untrackAttached, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import { checkStoreEncodings } from './store-encodings.js';
 import { registerHost, statusOfError, unregisterHost, type HostEntry } from './storage/host.js';
+import { runtimeOf } from './map/runtime.js';
 import type { AsyncStorePages, StorageBackend, SyncStoreFiles } from './storage/types.js';
 import { memoryStorage } from './storage/memory.js';
 import { nodeStorage } from './storage/node.js';
@@ -653,12 +654,23 @@ export class BTreeStore<K = string, V = unknown> {
         const onProgress = progressOption(options.onProgress, 'open');
         let total = 0, read = 0, reported = 0;
         if (onProgress !== undefined) {
-          total = files.data.size() + files.log.size();
+          // Recovery reads the log (and the superblock): the data file's pages are read later,
+          // as needed (total counted both: a bar went 6 % to 100 %, session 23).
+          total = files.log.size() + Math.min(files.data.size(), PAGE_SIZE);
+          const rt = runtimeOf(wasm);
           entry.onRead = (n) => {
             read += n;
             if (read - reported >= PROGRESS_BYTES) {
               reported = read;
-              report(onProgress, 'open', read, total);
+              // The callback runs inside the wasm call that opens the store: a call into the
+              // same instance from it is ReentrancyError, as in setMany's (it ran: a probe made
+              // 59 nested setMany calls during recovery, session 23).
+              rt.busy++;
+              try {
+                report(onProgress, 'open', Math.min(read, total), total);
+              } finally {
+                rt.busy--;
+              }
             }
           };
         }
@@ -676,7 +688,10 @@ export class BTreeStore<K = string, V = unknown> {
           }
           throw openError(st, options.path, entry.lastError);
         }
-        if (onProgress !== undefined) report(onProgress, 'open', read, read);
+        if (onProgress !== undefined) {
+          const end = Math.max(read, total);
+          report(onProgress, 'open', end, end);
+        }
         const checkpointBytes = cb ?? backend.checkpointBytes;
         if (checkpointBytes !== undefined && !readOnly) {
           if (typeof ex.at_store_set_checkpoint_bytes !== 'function') throw new AdaptreeError('this wasm build has no checkpointBytes (missing at_store_set_checkpoint_bytes)', 'INTERNAL');
