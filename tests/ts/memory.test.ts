@@ -407,6 +407,20 @@ describe.each(REAL_BUILDS)('%s build: out of memory inside each call path', (bui
     m.free();
   });
 
+  // A new-user probe (session 23): the data area doubled and copied itself while a batch was
+  // encoded, and the areas it gave up could never hold the next: a 40 MB setMany failed at a
+  // 100 MiB budget (it asked for 64 MiB at once), and a 41 MB one grew memory to 129 MB.
+  it('a 40 MB setMany fits a 100 MiB budget (the data area grows by half past 1 MiB)', async () => {
+    const w = await fresh(build, 100 * MiB);
+    const m = new BTreeMap<string, string>(null, { wasm: w, values: 'utf8' });
+    const v = 'x'.repeat(190);
+    const entries = Array.from({ length: 200_000 }, (_, i) => [`k${i % 10}`, v] as [string, string]);
+    m.setMany(entries);
+    expect(m.size).toBe(10);
+    expect(w.memory.buffer.byteLength).toBeLessThanOrEqual(100 * MiB);
+    m.free();
+  });
+
   it('store open with a pool larger than the budget: typed error, lock released, a smaller pool opens', async () => {
     const w = await fresh(build, 64 * MiB);
     expect(w.maxMemory).toBe(64 * MiB);

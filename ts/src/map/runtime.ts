@@ -73,8 +73,12 @@ export class Runtime {
    * (also without growth: the previous call may have grown memory). */
   reserve(n: number, keep = 0): number {
     if (n > this.dataCap) {
-      let cap = Math.max(4096, this.dataCap * 2);
-      while (cap < n) cap *= 2;
+      // Past 1 MiB by half again, not twice: the areas given up (the batch copied out of each)
+      // then add up to what a later step needs, so the allocator can reuse them; doubling never
+      // could (a 41 MB batch grew memory 16 -> 129 MB, a 40 MB one failed at a 100 MiB budget:
+      // session 23's probe).
+      let cap = Math.max(4096, this.dataCap < 1 << 20 ? this.dataCap * 2 : Math.ceil((this.dataCap * 1.5) / 65536) * 65536);
+      while (cap < n) cap = cap < 1 << 20 ? cap * 2 : Math.ceil((cap * 1.5) / 65536) * 65536;
       // A large value gets its own length (in 64 KiB): doubling gave a 600 MB value a 1 GiB
       // area, more than is left beside the store's copy of it.
       if (n > LARGE_AREA) cap = Math.ceil(n / 65536) * 65536;
