@@ -20,10 +20,17 @@ const COMMITTED_RESULTS = path.join(HERE, 'results.json');
 const COMMITTED_REPORT = path.join(HERE, 'REPORT.md');
 const SCRATCH_REPORT = path.join(HERE, 'out', 'REPORT.md');
 
+/** A bad command line or input: a one-line message and exit 2, not a stack (session 23). */
+class UsageError extends Error {}
+
 function parseArgs(argv) {
   const o = { files: [], out: undefined };
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--out') o.out = path.resolve(argv[++i]);
+    if (argv[i] === '--out') {
+      const v = argv[++i];
+      if (v === undefined || v.startsWith('--')) throw new UsageError('--out needs a file name');
+      o.out = path.resolve(v);
+    } else if (argv[i].startsWith('--')) throw new UsageError(`unknown argument ${argv[i]} (usage: bench:report [results.json ...] [--out REPORT.md])`);
     else o.files.push(path.resolve(argv[i]));
   }
   if (!o.files.length) o.files.push(COMMITTED_RESULTS);
@@ -37,8 +44,14 @@ function load(files) {
   const runs = [];
   const rows = [];
   for (const f of files) {
-    const j = JSON.parse(fs.readFileSync(f, 'utf8'));
-    if (j.schema !== SCHEMA) throw new Error(`${f}: schema ${j.schema}, expected ${SCHEMA}`);
+    let j;
+    try {
+      j = JSON.parse(fs.readFileSync(f, 'utf8'));
+    } catch (e) {
+      throw new UsageError(`${f}: ${e.code === 'ENOENT' ? 'no such file' : e instanceof SyntaxError ? `not JSON (${e.message})` : e.message}`);
+    }
+    if (j?.schema !== SCHEMA) throw new UsageError(`${f}: schema ${j?.schema}, expected ${SCHEMA}`);
+    if (!Array.isArray(j.results) || j.results.length === 0) throw new UsageError(`${f}: no results in it`);
     runs.push({ file: f, machine: j.machine ?? {} });
     rows.push(...j.results);
   }
@@ -484,4 +497,10 @@ function main() {
   if (o.out === SCRATCH_REPORT) process.stderr.write(`(a scratch place, ignored by git; --out ${path.relative(process.cwd(), COMMITTED_REPORT)} replaces the committed report)\n`);
 }
 
-main();
+try {
+  main();
+} catch (e) {
+  if (!(e instanceof UsageError)) throw e;
+  process.stderr.write(`bench:report: ${e.message}\n`);
+  process.exit(2);
+}

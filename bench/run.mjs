@@ -13,7 +13,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { plan, SUITES } from './lib/suites.mjs';
-import { prepareDataset, inputs, CACHE_DIR } from './lib/datasets.mjs';
+import { prepareDataset, inputs, CACHE_DIR, datasetKind } from './lib/datasets.mjs';
 import { describeMachine, writeResult, checkRow } from './lib/schema.mjs';
 import { log, warn } from './lib/progress.mjs';
 
@@ -55,6 +55,18 @@ function checkArgs(o, suites) {
   if (o.keys !== undefined && !(Number.isInteger(o.keys) && o.keys > 0)) bad('--keys must be a positive integer');
   if (!(Number.isSafeInteger(o.seed) && o.seed >= 0)) bad('--seed must be a non-negative integer');
   if (o.budget !== undefined && !(o.budget > 0)) bad('--budget must be a positive number of seconds');
+  // Data sets up front: an unknown one was found when its suite reached it, after the others
+  // had run, and no result file was written (session 23).
+  for (const d of o.datasets ?? []) {
+    try {
+      datasetKind(d);
+    } catch (e) {
+      bad(`--dataset: ${e.message}`);
+    }
+    const m = /^dense-d(\d+)$/.exec(d);
+    if (m && !(Number(m[1]) >= 1 && Number(m[1]) <= 99)) bad(`--dataset ${d}: the density must be 1..99 (percent)`);
+    if (d.startsWith('file:') && !fs.existsSync(d.slice(5))) bad(`--dataset ${d}: no such file`);
+  }
   const dir = path.dirname(path.resolve(o.out));
   try {
     fs.mkdirSync(dir, { recursive: true });

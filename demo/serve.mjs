@@ -14,6 +14,17 @@ const opt = (name, dflt) => {
 const root = normalize(opt('--dir', fileURLToPath(new URL('./dist/', import.meta.url))));
 const isolate = !args.includes('--no-isolation');
 let port = Number(opt('--port', process.env.PORT ?? 5173));
+// (a bad port was Node's ERR_SOCKET_BAD_PORT stack, session 23)
+if (!(Number.isInteger(port) && port >= 0 && port <= 65535)) {
+  process.stderr.write(`demo/serve.mjs: --port must be a port number (0..65535), got ${JSON.stringify(opt('--port', process.env.PORT))}\n`);
+  process.exit(2);
+}
+for (const a of args) {
+  if (a.startsWith('--') && !['--port', '--dir', '--no-isolation'].includes(a)) {
+    process.stderr.write(`demo/serve.mjs: unknown argument ${a} (usage: node demo/serve.mjs [--port 5173] [--no-isolation] [--dir demo/dist])\n`);
+    process.exit(2);
+  }
+}
 
 const MIME = {
   '.html': 'text/html; charset=utf-8',

@@ -28,3 +28,33 @@ test('bad arguments: exit 2 before any suite runs, a message naming the argument
   assert.equal(help.status, 0);
   assert.doesNotMatch(help.stderr, /^import /m);
 });
+
+// Session 23 (a probe): an unknown --dataset was found when its suite reached it, after the
+// others had run, and no result file was written; bench:report and the demo server answered a
+// bad command line or input with a Node stack.
+test('bad data sets: exit 2 before any suite runs', () => {
+  for (const [d, says] of [['dense,nope', /unknown data set 'nope'/], ['file:/nonexistent', /no such file/], ['dense-d0', /density must be 1\.\.99/], ['dense-dxx', /unknown data set/]]) {
+    const r = run('--suite', 'inmem', '--quick', '--dataset', d, '--out', '/tmp/adaptree-cli-test.json');
+    assert.equal(r.status, 2, `${d}: ${r.stderr}`);
+    assert.match(r.stderr, says);
+    assert.doesNotMatch(r.stderr, /=== suite|\n\s+at /);
+  }
+});
+
+test('bench:report and demo/serve.mjs: bad arguments and input are one line and exit 2', () => {
+  const report = (...a) => spawnSync(process.execPath, [fileURLToPath(new URL('../report.mjs', import.meta.url)), ...a], { encoding: 'utf8', timeout: 30_000 });
+  const serve = (...a) => spawnSync(process.execPath, [fileURLToPath(new URL('../../demo/serve.mjs', import.meta.url)), ...a], { encoding: 'utf8', timeout: 30_000 });
+  for (const [r, says] of [
+    [report('/nonexistent-results.json'), /no such file/],
+    [report('--bogus'), /unknown argument --bogus/],
+    [report('x.json', '--out'), /--out needs a file name/],
+    [report(fileURLToPath(new URL('../../package.json', import.meta.url))), /schema undefined/],
+    [serve('--port', 'abc'), /--port must be a port number/],
+    [serve('--port', '70000'), /--port must be a port number/],
+    [serve('--frob'), /unknown argument --frob/],
+  ]) {
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, says);
+    assert.doesNotMatch(r.stderr, /\n\s+at /);
+  }
+});
