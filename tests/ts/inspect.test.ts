@@ -3,7 +3,7 @@
 // node was 'corrupt' on a sound map and root + 0.7 read the root, and a plain BTreeMap gave a
 // TypeError without a code.
 import { describe, expect, it } from 'vitest';
-import { BTreeMap, InspectableMap, inspectTree, isAdaptreeError, nodeDump, pageImage } from '../../ts/src/index.js';
+import { BTreeMap, InspectableMap, decodeHeader, hexToBytes, inspectTree, isAdaptreeError, nodeDump, pageImage } from '../../ts/src/index.js';
 import { REAL_BUILDS, wasmFor } from './builds.js';
 
 const codeOf = (f: () => unknown): string => {
@@ -41,5 +41,19 @@ describe.each(REAL_BUILDS)('inspection on bad input (%s)', (build) => {
     expect(codeOf(() => inspectTree(plain))).toBe('INVALID_ARGUMENT');
     plain.free();
     m.free();
+  });
+});
+
+// Session 23 (a probe): hexToBytes('zz') gave [0] and 'abc' [0xab], silently; decodeHeader of a
+// short or missing page threw a RangeError/TypeError without a code.
+describe('the page helpers refuse what is not a page or hex', () => {
+  it('hexToBytes and decodeHeader: INVALID_ARGUMENT', () => {
+    expect([...hexToBytes('00ff10')]).toEqual([0, 255, 16]);
+    for (const bad of ['zz', 'abc', null, 5]) {
+      expect(() => hexToBytes(bad as never), String(bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    }
+    for (const bad of [new Uint8Array(3), null, 'page']) {
+      expect(() => decodeHeader(bad as never), String(bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    }
   });
 });

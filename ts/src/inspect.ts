@@ -272,6 +272,8 @@ export function pageImage(map: BTreeMap<any, any>, pageId: number): Uint8Array {
 
 /** The common header of a node page, read here from its bytes (node_common.h). */
 export function decodeHeader(page: Uint8Array): NodeHeader {
+  // (a short or missing page was a RangeError/TypeError without a code, session 23)
+  if (!(page instanceof Uint8Array) || page.length < 24) throw new InvalidArgumentError('decodeHeader: give a page image (a Uint8Array of a page, 4 KiB)');
   const dv = new DataView(page.buffer, page.byteOffset, page.byteLength);
   const u16 = (o: number) => dv.getUint16(o, true);
   const flags = page[1]!;
@@ -301,6 +303,10 @@ export function inspectNode(map: BTreeMap<any, any>, pageId: number): NodeView {
 
 /** Hex (as the dumps write bytes) to bytes. */
 export function hexToBytes(hex: string): Uint8Array {
+  // (odd lengths and non-hex digits gave wrong bytes silently, session 23)
+  if (typeof hex !== 'string' || hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) {
+    throw new InvalidArgumentError('hexToBytes: give a string of hex digits, two per byte');
+  }
   const out = new Uint8Array(hex.length >> 1);
   for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.substr(2 * i, 2), 16);
   return out;
