@@ -27,6 +27,7 @@
  * | `getMany(keys)`                          | values (undefined where absent), one call into wasm   | O(b log n)        |
  * | `setMany(entries)`                       | sets all, one call; a bad entry throws before any change | O(b log n)     |
  * | `stats()`                                | layout counts, height, pages, bytes, fill per level   | O(n / page)       |
+ * | `compact()`                              | XMerge over the tree: packs underfull neighbour leaves; returns pages freed | O(n / page) |
  * | `checkInvariants()`                      | runs the core's checker; CorruptionError on failure   | O(n)              |
  * | `free()`, `[Symbol.dispose]()`           | releases wasm memory; later calls throw ClosedError   | O(1)              |
  *

@@ -1227,9 +1227,11 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#map.nextLower(key);
   }
 
-  /** {@inheritDoc BTreeMap.deleteRange}
-   * On an async backend a PageFaultError may come after some keys of the range were removed
-   * (they stay removed); deleteRangeAsync counts them and goes on. */
+  /**
+   * Removes every entry in the range and returns how many (BTreeMap.deleteRange). On an async
+   * backend a PageFaultError may come after some keys of the range were removed (they stay
+   * removed); deleteRangeAsync counts them and goes on.
+   */
   deleteRange(range: DeleteRange<K>): number {
     this.#writable();
     const before = this.#map.size;
