@@ -390,23 +390,31 @@ TEST_P(StoreFormats, BitFlipsAreDetectedNeverWrongAnswers) {
 // kCorrupt, or the last committed state. A new-user probe (session 23): a flip in bytes 0..35
 // opened the first as a new, empty store (and reset its log: every commit gone), and the
 // second at its checkpoint, silently; a reader was told there was no store.
+namespace {
+// 600 keys in commits of 100 (a checkpoint after the third with `checkpoint_at_300`), on files
+// copied while the store is open (as a crash leaves them); the model in *want.
+void six_hundred_keys(MemoryStorage* base, PageSum format, bool checkpoint_at_300, Model* want) {
+  MemoryStorage live;
+  std::unique_ptr<Store> st;
+  StoreOptions o;
+  o.new_format = format;
+  ASSERT_EQ(Store::open(&live, o, &st), Status::kOk);
+  for (int i = 0; i < 600; i++) {
+    std::string k = "key" + std::to_string(i * 7919 % 600), v(20 + i % 90, static_cast<char>('a' + i % 26));
+    ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
+    (*want)[k] = v;
+    if (i % 100 == 99) ASSERT_EQ(st->commit(), Status::kOk);
+    if (checkpoint_at_300 && i == 299) ASSERT_EQ(st->checkpoint(), Status::kOk);
+  }
+  *base = live;
+}
+}  // namespace
+
 TEST_P(StoreFormats, LogHeaderFlipsAreCorruptNeverAnOlderState) {
   for (bool checkpointed : {false, true}) {
     MemoryStorage base;
     Model want;
-    {
-      std::unique_ptr<Store> st;
-      StoreOptions o;
-      o.new_format = GetParam();
-      ASSERT_EQ(Store::open(&base, o, &st), Status::kOk);
-      for (int i = 0; i < 600; i++) {
-        std::string k = "key" + std::to_string(i * 7919 % 600), v(20 + i % 90, static_cast<char>('a' + i % 26));
-        ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
-        want[k] = v;
-        if (i % 100 == 99) ASSERT_EQ(st->commit(), Status::kOk);
-        if (checkpointed && i == 299) ASSERT_EQ(st->checkpoint(), Status::kOk);
-      }
-    }
+    six_hundred_keys(&base, GetParam(), checkpointed, &want);
     ASSERT_EQ(base.file(FileId::kData).empty(), !checkpointed);
     for (size_t at = 0; at < kLogHeaderSize; at++) {
       for (int bit = 0; bit < 8; bit += 3) {
@@ -441,20 +449,7 @@ TEST_P(StoreFormats, LogBitFlipsAfterOpenAreDetectedOnRead) {
   // A store whose pages all live in the log (no checkpoint yet), copied while open.
   MemoryStorage base;
   Model want;
-  {
-    MemoryStorage live;
-    std::unique_ptr<Store> st;
-    StoreOptions o;
-    o.new_format = GetParam();
-    ASSERT_EQ(Store::open(&live, o, &st), Status::kOk);
-    for (int i = 0; i < 600; i++) {
-      std::string k = "key" + std::to_string(i * 7919 % 600), v(20 + i % 90, static_cast<char>('a' + i % 26));
-      ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
-      want[k] = v;
-      if (i % 100 == 99) ASSERT_EQ(st->commit(), Status::kOk);
-    }
-    base = live;
-  }
+  six_hundred_keys(&base, GetParam(), false, &want);
   std::mt19937 rng(7);
   int detected = 0;
   for (int trial = 0; trial < 200; trial++) {

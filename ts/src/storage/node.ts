@@ -368,6 +368,19 @@ export interface NodeStorage extends SyncBackend {
   open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles>;
 }
 
+/** Closes every descriptor; the first error, if any. */
+function closeAll(fs: NodeFs, fds: readonly number[]): unknown {
+  let err: unknown;
+  for (const fd of fds) {
+    try {
+      fs.closeSync(fd);
+    } catch (e) {
+      err ??= e;
+    }
+  }
+  return err;
+}
+
 function removeQuietly(fs: { unlinkSync(p: string): void }, p: string): void {
   try {
     fs.unlinkSync(p);
@@ -411,14 +424,7 @@ export const nodeStorage: NodeStorage = {
       close() {
         if (closed) return;
         closed = true;
-        let err: unknown;
-        for (const fd of fds) {
-          try {
-            fs.closeSync(fd);
-          } catch (e) {
-            err ??= e;
-          }
-        }
+        const err = closeAll(fs, fds);
         if (err !== undefined) throw new IoError(`closing ${abs}: ${(err as Error).message}`, { cause: err });
       },
     };
@@ -492,14 +498,7 @@ export const nodeStorage: NodeStorage = {
         if (closed) return;
         closed = true;
         closeAtThreadExit.delete(atExit);
-        let err: unknown;
-        for (const fd of fds) {
-          try {
-            fs.closeSync(fd);
-          } catch (e) {
-            err ??= e;
-          }
-        }
+        let err = closeAll(fs, fds);
         // (before the lock goes: no one else can have begun using them)
         if (discardCreated === true) for (const p of created) removeQuietly(fs, p);
         try {
