@@ -673,6 +673,26 @@ describe('BTreeStore on sync backends', () => {
     expect(readFileSync(p + '-lock', 'utf8')).toBe('not a lock\n'.repeat(20));
   });
 
+  // A new-user probe (session 23): an open refused for a bad keys/values option left a new,
+  // empty store behind (found after the core had created it), which a later open took.
+  it('an open refused for a bad encoding option leaves no files; a codec that throws oddly gives a typed error', async () => {
+    for (const bad of [{ keys: 'nope' }, { values: 'nope' }, { keys: { encode: 1 } }]) {
+      const path = join(tmp.dir, uniqueName('bad-option') + '.db');
+      const e = await caught(BTreeStore.open({ path, ...(bad as object) }));
+      expect(e, JSON.stringify(bad)).toBeInstanceOf(InvalidArgumentError);
+      expect(readdirSync(tmp.dir).filter((f) => f.startsWith(path.split('/').pop()!))).toEqual([]);
+    }
+    const odd = [Object.create(null), Symbol('s'), { get message() { throw new Error('x'); } }];
+    for (const thrown of odd) {
+      const m = new BTreeMap<string, string>(null, { keys: { encode: () => { throw thrown; }, decode: () => '' } });
+      expect(() => m.set('a', 'b')).toThrow(expect.objectContaining({ code: 'INVALID_KEY' }));
+      m.free();
+      const v = new BTreeMap<string, string>(null, { values: { encode: () => { throw thrown; }, decode: () => '' } });
+      expect(() => v.set('a', 'b')).toThrow(expect.objectContaining({ code: 'INVALID_VALUE' }));
+      v.free();
+    }
+  });
+
   it('a foreign or truncated file is a CorruptionError and stays untouched', async () => {
     const foreign = join(tmp.dir, 'foreign.db');
     const text = Buffer.from('this is not an adaptree store\n'.repeat(500));

@@ -708,6 +708,9 @@ export class BTreeStore<K = string, V = unknown> {
         const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
         return new BTreeStore<K, V>({ map, wasm, tree, b, storage: backend.name, path: options.path, options, pageBuf: 0 });
       } catch (e) {
+        // Whatever failed (a bad keys or values option is found only here, session 23): the
+        // files this open created go again; files that were there stay.
+        discard = true;
         if (tree !== 0) ex.at_tree_free(tree);
         release();
         throw e;

@@ -20,6 +20,18 @@ import { bytesValue, jsonValue, utf8Value } from '../encoding/values.js';
 import type { Runtime } from './runtime.js';
 import type { BTreeMapOptions, KeyEncodingName, ValueEncodingName } from './types.js';
 
+/** What a codec threw, as text, whatever it was: a Symbol, an object without a prototype or
+ * one whose `message` getter throws made the message itself throw, untyped (session 23). */
+function thrown(e: unknown): string {
+  try {
+    const m = (e as { message?: unknown } | null)?.message;
+    if (typeof m === 'string') return m;
+    return typeof e === 'symbol' ? e.toString() : String(e);
+  } catch {
+    return 'a value that cannot be shown';
+  }
+}
+
 const KEY_ENCODINGS: Record<KeyEncodingName, KeyEncoder<unknown>> = {
   utf8: utf8Key as KeyEncoder<unknown>,
   bytes: bytesKey as KeyEncoder<unknown>,
@@ -45,7 +57,7 @@ function customKeyEncoder<K>(codec: KeyCodec<K>, rt: Runtime): KeyEncoder<K> {
         b = codec.encode(key);
       } catch (e) {
         if (isAdaptreeError(e)) throw e;
-        throw new InvalidKeyError(`custom key codec rejected the key: ${(e as Error)?.message ?? e}`, { cause: e });
+        throw new InvalidKeyError(`custom key codec rejected the key: ${thrown(e)}`, { cause: e });
       } finally {
         rt.busy--;
       }
@@ -75,7 +87,7 @@ function customKeyEncoder<K>(codec: KeyCodec<K>, rt: Runtime): KeyEncoder<K> {
  * built-in codecs report bytes they cannot read (it surfaced raw, without a code). */
 function decodeFailed(what: 'key' | 'value', e: unknown): Error {
   if (isAdaptreeError(e)) return e as Error;
-  return new CorruptionError(`custom ${what} codec could not decode a stored ${what}: ${(e as Error)?.message ?? String(e)}`, { cause: e });
+  return new CorruptionError(`custom ${what} codec could not decode a stored ${what}: ${thrown(e)}`, { cause: e });
 }
 
 function customValueEncoder<V>(codec: ValueCodec<V>, rt: Runtime): ValueEncoder<V> {
@@ -88,7 +100,7 @@ function customValueEncoder<V>(codec: ValueCodec<V>, rt: Runtime): ValueEncoder<
         b = codec.encode(value);
       } catch (e) {
         if (isAdaptreeError(e)) throw e;
-        throw new InvalidValueError(`custom value codec rejected the value: ${(e as Error)?.message ?? e}`, { cause: e });
+        throw new InvalidValueError(`custom value codec rejected the value: ${thrown(e)}`, { cause: e });
       } finally {
         rt.busy--;
       }
