@@ -959,6 +959,51 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
   // called rejected CLOSED and was lost; a deleteRangeAsync rejected CLOSED while close()
   // committed the part it had done (19,280 of 20,000 entries left). close() now lets the async
   // calls under way finish, then commits; calls made after close() are refused.
+  // A new-user probe (session 23; IndexedDB too, with no delay added): a fault in flight when a
+  // commit began read ahead during writePages and cached the images the commit was replacing;
+  // once those pages were evicted, a fault took the cached old image: 28 committed writes read
+  // back as their old values, and the next commit made the old values durable.
+  it('pages read ahead while a commit is written are never supplied after it', async () => {
+    const mem = createAsyncMemoryStorage({ delayMs: 2 });
+    const storage = wrapPages(mem, 'slow-commit', async (images, write) => {
+      await new Promise((r) => setTimeout(r, 60));
+      await write(images);
+    });
+    const key = (i: number) => 'k' + String(i).padStart(6, '0');
+    const N = 20000, START = 300;
+    const open = () => BTreeStore.open<string, { v: number; pad?: string }>({ path: 'stale', storage, poolSize: 1 << 20 });
+    let s = await open();
+    await s.setManyAsync(Array.from({ length: N }, (_, i) => [key(i), { v: 0, pad: 'p'.repeat(100) }] as [string, { v: number; pad: string }]));
+    await s.close();
+    s = await open();
+    for (let i = START; i < START + 1000; i += 7) await s.setAsync(key(i), { v: 1, pad: 'p'.repeat(100) });
+    for (let i = N - 1; i > N - 6000; i -= 3) {
+      await s.getAsync(key(i));
+      if (i % 10 === 0) await s.getAsync(key(0));
+    }
+    await s.getAsync(key(START - 100));
+    const scan = s.getAsync(key(START - 60)); // in flight when the commit starts: reads ahead during writePages
+    await Promise.all([scan, s.commit()]);
+    const far = Array.from({ length: 1000 }, (_, j) => N - 1 - 15 * j);
+    for (let j = far.length - 1; j > 0; j--) {
+      const r = (j * 7919) % (j + 1);
+      [far[j], far[r]] = [far[r]!, far[j]!];
+    }
+    for (const i of far) await s.getAsync(key(i));
+    let stale = 0;
+    for (let i = START; i < START + 1000; i += 7) if ((await s.getAsync(key(i)))?.v !== 1) stale++;
+    expect(stale).toBe(0);
+    for (let i = START; i < START + 1000; i += 7) await s.setAsync(key(i + 1), { v: 2 });
+    await s.commit();
+    await s.close();
+    s = await open();
+    let lost = 0;
+    for (let i = START; i < START + 1000; i += 7) if ((await s.getAsync(key(i)))?.v !== 1) lost++;
+    expect(lost).toBe(0);
+    await s.checkInvariantsAsync();
+    await s.close();
+  });
+
   it('close() lets async calls under way finish, then commits them whole', async () => {
     const storage = createAsyncMemoryStorage({ delayMs: 1 });
     const path = 'close-inflight';

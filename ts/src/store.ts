@@ -1029,6 +1029,13 @@ export class BTreeStore<K = string, V = unknown> {
       if (hostStatus !== 0) throw storeError(hostStatus, 'commit', hostError);
       if (end < 0) throw storeError(end, 'commit', undefined);
     } finally {
+      // Pages read while the commit was being written may be the images it replaced (a fault
+      // in flight reads ahead, and the pages next to it may be the commit's): they are dropped
+      // now, not only when the commit began. Kept, one was supplied after its page was evicted,
+      // a committed write read back as its old value, and the next commit made the old value
+      // durable (a new-user probe, session 23, on IndexedDB and async-memory).
+      this.#gen++;
+      this.#ahead.clear();
       this.#gate = undefined;
       open();
     }
@@ -1429,6 +1436,8 @@ export class BTreeStore<K = string, V = unknown> {
    * upwards, overflow chains downwards); their faults then find them here. Dropped at the
    * next commit (they might be older than it). */
   #readAhead(b: Async, id: number, dir: number, window: number): void {
+    // (not while a commit is being written: the pages read could be ones it replaces)
+    if (this.#gate !== undefined) return;
     const gen = this.#gen;
     const want: number[] = [];
     for (let i = 1; i <= window; i++) {
