@@ -1330,6 +1330,15 @@ int32_t at_store_commit(at_tree* t) {
   return st(t->store->commit());
 }
 
+int32_t at_store_close_writes(at_tree* t) {
+  if (!t) return st(Status::kClosed);
+  StoreHeld h(t);
+  if (!h.ok()) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  t->tree.refuse_writes(Status::kClosed);
+  return st(Status::kOk);
+}
+
 int32_t at_store_checkpoint_failure(at_tree* t) {
   if (!t) return st(Status::kClosed);
   StoreHeld h(t);

@@ -201,6 +201,10 @@ int32_t at_store_commit(at_tree* t);
  * failed, since the last call (0: none); the call clears it. The commit returned OK: its
  * writes are durable, the log stays the store's newest state, the next commit tries again. */
 int32_t at_store_checkpoint_failure(at_tree* t);
+/* A shared store's owner, closing it: every later write, from any thread, is CLOSED (under the
+ * exclusive latch: writes under way finish first), so that the owner's last commit holds every
+ * write that was accepted. */
+int32_t at_store_close_writes(at_tree* t);
 /* Async backends (IndexedDB, Durable Objects' async API, a network): the core never
  * calls the host. The host keeps 4096-byte page images by page id; page 0 is the
  * superblock (docs/FORMAT.md: the same pages as a data file).

@@ -132,7 +132,9 @@ class BTree {
   // kOk, or why a write is refused now.
   Status writable() const {
     if (broken_ != Status::kOk) return broken_;
-    if (read_only_ != Status::kOk) return Status::kReadOnly;
+    // (kClosed: a shared store's owner is closing it; other threads' writes are refused as
+    // CLOSED from then on, so that its last commit holds every write that was accepted)
+    if (read_only_ != Status::kOk) return read_only_ == Status::kClosed ? Status::kClosed : Status::kReadOnly;
     return held_ ? Status::kBusy : Status::kOk;
   }
   // kOk, or the failure that left the tree in memory unusable.

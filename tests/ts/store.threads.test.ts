@@ -211,6 +211,45 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     await store.close();
   });
 
+  // A new-user probe (session 23, OPFS shared with workers in Chromium): a worker's writes that
+  // landed between the owner's last commit and its free were accepted and lost, and the
+  // worker's close() resolved. The owner now refuses other threads' writes (CLOSED) before its
+  // last commit: every set that returned is durable.
+  it('the owner closes while a worker writes: every write the worker got back is durable', async () => {
+    const wasm = await loadWasm({ threads: true });
+    for (let round = 0; round < 3; round++) {
+      const path = join(tmp.dir, `owner-close-race-${round}.db`);
+      const owner = await BTreeStore.open<string, number>({ path, wasm });
+      const worker = new Worker(`const { parentPort, workerData } = require('node:worker_threads');
+        import(${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)}).then(async ({ BTreeStore }) => {
+          const a = await BTreeStore.attach(workerData.handle);
+          let done = 0, err = '';
+          try {
+            for (;; done++) {
+              a.set('k' + String(done).padStart(7, '0'), done);
+              if (done === 2000) parentPort.postMessage('going');
+              if (done % 50 === 0) await new Promise((r) => setImmediate(r));
+            }
+          } catch (e) { err = e.code; }
+          const closed = await a.close().then(() => 'ok', (e) => e.code);
+          parentPort.postMessage({ done, err, closed });
+        });`, { eval: true, workerData: { handle: owner.share() } });
+      const result = new Promise<{ done: number; err: string; closed: string }>((res, rej) => {
+        worker.on('message', (m) => { if (m !== 'going') res(m); });
+        worker.once('error', rej);
+      });
+      await new Promise((res) => worker.once('message', res)); // 'going'
+      await new Promise((r) => setTimeout(r, round * 7));
+      await owner.close();
+      const r = await result;
+      await worker.terminate();
+      expect(r.err).toBe('CLOSED');
+      const again = await BTreeStore.open<string, number>({ path, wasm });
+      expect(again.size, `round ${round}: ${JSON.stringify(r)}`).toBe(r.done);
+      await again.close();
+    }
+  });
+
   it('the owner closes first: attached calls throw ClosedError, close() of the attached store resolves, commits are intact', async () => {
     const wasm = await loadWasm({ threads: true });
     const path = join(tmp.dir, 'owner-first.db');

@@ -108,6 +108,8 @@ export interface AbiExports {
   at_store_checkpoint?(tree: Ptr): number;
   /** A checkpoint a sync commit ran after it was durable that failed since the last call (0: none). */
   at_store_checkpoint_failure?(tree: Ptr): number;
+  /** A shared store's owner closing: later writes from any thread are CLOSED. */
+  at_store_close_writes?(tree: Ptr): number;
   at_store_stats?(tree: Ptr, ctx: Ptr): number;
   at_store_supply?(tree: Ptr, pageId: number, image: Ptr): number;
   at_store_drop_kept?(tree: Ptr): number;

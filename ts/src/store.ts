@@ -1072,6 +1072,10 @@ export class BTreeStore<K = string, V = unknown> {
         // knows only its own writes).
         // (Not a reader: its close after share() asked for a commit and rejected, session 22.)
         if (commit && this.#shared && !this.#readOnly && this.#uncommitted === 0) this.#uncommitted = 1;
+        // ...and refuses other threads' writes from here on: one that landed between the last
+        // commit and the free was accepted and lost, and its worker's close() resolved (a
+        // new-user probe, session 23, OPFS shared with workers in Chromium).
+        if (this.#shared && !this.#attached && !this.#map.closed) this.#wasm.exports.at_store_close_writes?.(this.#tree);
         // After a failed commit, close() with commit rejects: those writes are lost.
         if (this.#next !== undefined || (commit && (this.#uncommitted > 0 || this.#failure !== undefined))) await this.#requestCommit();
         while (this.#flushing !== undefined) await this.#flushing;
