@@ -673,6 +673,17 @@ describe('BTreeStore on sync backends', () => {
     expect(readFileSync(p + '-lock', 'utf8')).toBe('not a lock\n'.repeat(20));
   });
 
+  // A new-user probe (session 23): a store created and closed without a write recorded no
+  // encodings, and opened later with any.
+  it('a store created and closed empty has its encodings recorded', async () => {
+    const path = join(tmp.dir, uniqueName('empty-enc') + '.db');
+    await (await BTreeStore.open({ path, keys: 'number', values: 'bytes' })).close();
+    const e = await caught(BTreeStore.open({ path }));
+    expect(e).toBeInstanceOf(InvalidArgumentError);
+    expect((e as Error).message).toMatch(/was written with keys: 'number'/);
+    await (await BTreeStore.open({ path, keys: 'number', values: 'bytes' })).close();
+  });
+
   // A new-user probe (session 23): an open refused for a bad keys/values option left a new,
   // empty store behind (found after the core had created it), which a later open took.
   it('an open refused for a bad encoding option leaves no files; a codec that throws oddly gives a typed error', async () => {

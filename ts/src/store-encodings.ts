@@ -42,11 +42,11 @@ function nameOf(tag: number, tags: Readonly<Record<string, number>>): string {
  * mismatch; the store is then closed by the caller, unchanged. A wasm build without the two
  * functions skips the check.
  */
-export function checkStoreEncodings(ex: AbiExports, tree: number, options: { keys?: unknown; values?: unknown }, path: string, readOnly: boolean): void {
-  if (typeof ex.at_store_encodings !== 'function' || typeof ex.at_store_set_encodings !== 'function') return;
+export function checkStoreEncodings(ex: AbiExports, tree: number, options: { keys?: unknown; values?: unknown }, path: string, readOnly: boolean): boolean {
+  if (typeof ex.at_store_encodings !== 'function' || typeof ex.at_store_set_encodings !== 'function') return false;
   const key = tagOf(options.keys, 'utf8', KEY_TAGS);
   const value = tagOf(options.values, 'json', VALUE_TAGS);
-  if (key === 0 || value === 0) return;
+  if (key === 0 || value === 0) return false;
   const rec = ex.at_store_encodings(tree);
   if (rec < 0) throw errorFromStatus(rec, 'reading the store\'s encodings');
   const rk = rec & 0xff, rv = (rec >>> 8) & 0xff;
@@ -59,5 +59,7 @@ export function checkStoreEncodings(ex: AbiExports, tree: number, options: { key
   if ((rk === 0 || rv === 0) && !readOnly) {
     const st = ex.at_store_set_encodings(tree, rk || key, rv || value);
     if (st < 0) throw errorFromStatus(st, 'recording the store\'s encodings');
+    return true;
   }
+  return false;
 }

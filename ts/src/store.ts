@@ -703,7 +703,13 @@ export class BTreeStore<K = string, V = unknown> {
           const st = ex.at_store_set_log_reuse(tree, 0);
           if (st < 0) throw storeError(st, 'reuseLog', undefined);
         }
-        checkStoreEncodings(ex, tree, options, options.path, readOnly);
+        // A new (empty) store records its encodings now: with no write, no commit recorded them,
+        // and a store created and closed empty opened later with any encodings (session 23).
+        if (checkStoreEncodings(ex, tree, options, options.path, readOnly) && ex.at_count(tree) === 0) {
+          entry.lastError = undefined;
+          const st = ex.at_store_commit!(tree);
+          if (st < 0) throw storeError(st, 'recording the encodings', entry.lastError);
+        }
         const b: Sync = { kind: 'sync', files, io, entry };
         const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
         return new BTreeStore<K, V>({ map, wasm, tree, b, storage: backend.name, path: options.path, options, pageBuf: 0 });
