@@ -74,6 +74,33 @@ describe('AdaptreeLevel with a location', () => {
     await db.close();
   });
 
+  // A new-user probe (session 23): with an iterator open (or a snapshot, or a limit), clear()
+  // went in chunks of 1024 keys, each awaited to its own commit: a crash left part of it, a put
+  // made meanwhile was deleted by a later chunk, and close() during it kept part of it.
+  it('clear() with an iterator open is one write: a put made while it runs stays, close() keeps all or nothing', async () => {
+    const where = loc();
+    let db = new AdaptreeLevel(where);
+    await db.batch(Array.from({ length: 5000 }, (_, i) => ({ type: 'put' as const, key: 'r' + String(i).padStart(5, '0'), value: 'v' })));
+    const it = db.iterator();
+    await it.next();
+    const clearing = db.clear();
+    const put = db.put('r04999z', 'new');
+    await put;
+    await clearing;
+    expect(await db.get('r04999z')).toBe('new');
+    await it.close();
+    // close() right after a chunked clear begins: all of it is durable
+    await db.batch(Array.from({ length: 5000 }, (_, i) => ({ type: 'put' as const, key: 's' + String(i).padStart(5, '0'), value: 'v' })));
+    const it2 = db.iterator();
+    await it2.next();
+    const clearing2 = db.clear({ gte: 's', lt: 't' });
+    await db.close();
+    await clearing2.catch(() => {});
+    db = new AdaptreeLevel(where);
+    expect(await db.keys().all()).toEqual(['r04999z']);
+    await db.close();
+  });
+
   it('createIfMissing: false and errorIfExists: true', async () => {
     const path = loc();
     const missing = new AdaptreeLevel(path, { createIfMissing: false });

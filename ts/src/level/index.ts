@@ -283,19 +283,28 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
       return;
     }
     // Delete the keys the reader sees (in the snapshot if one is given), `limit` of them.
-    // With a synchronous store this whole call runs at once, so it is atomic.
+    // With a synchronous store this whole call runs at once, in one turn, so it is atomic: one
+    // commit holds every chunk. (It awaited each chunk's commit: a crash left part of a clear,
+    // a put made meanwhile was deleted by a later chunk, and close() during it kept part of it;
+    // a new-user probe, session 23.) On an asynchronous store the chunks are read and written
+    // one after the other, as abstract-level allows ("not guaranteed to be atomic").
     const v = snap?.version ?? (s.sync ? null : vs.acquire());
     try {
       const cursor = new Cursor(s, v, options, false);
       let left = options.limit < 0 ? Infinity : options.limit;
+      const durable: Promise<void>[] = [];
       while (left > 0) {
         const n = Math.min(left, CLEAR_CHUNK);
         const batch = s.sync ? cursor.readNow(n) : await cursor.read(n);
         if (batch.length === 0) break;
         left -= batch.length;
         const w = this.#write([], batch.map((e) => e[0]));
-        if (w !== undefined) await w;
+        if (w !== undefined) {
+          if (s.sync) durable.push(Promise.resolve(w));
+          else await w;
+        }
       }
+      await Promise.all(durable);
     } finally {
       if (v !== null && snap === null) vs.release(v);
     }
