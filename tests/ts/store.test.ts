@@ -26,6 +26,7 @@ import {
   type StorageBackend,
 } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
+import type { AsyncBackend } from '../../ts/src/storage/types.js';
 import { countingBackend, forgetEncodings, quotaBackend, sortedEntries, tempDir, uniqueName, wrapPages } from './store-helpers.js';
 import { REAL_BUILDS, wasmFor } from './builds.js';
 
@@ -1014,6 +1015,43 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
     await s.checkInvariantsAsync();
     await s.close();
   });
+
+  // A probe of this session's fixes: with close() waiting for the calls under way, a backend
+  // read that never settled held close() and the store's lock for good. It now waits 5 s at
+  // most (close({ commit: false }) not at all); a backend's own error at open is typed.
+  it('close() does not wait for ever for a call whose page never comes; a failing read at open is IO_ERROR', async () => {
+    const mem = createAsyncMemoryStorage();
+    let hang = false, fail = false;
+    const storage: AsyncBackend = {
+      kind: 'async',
+      name: 'hanging',
+      async open(path, o) {
+        const p = await mem.open(path, o);
+        const read = <T>(f: () => Promise<T>): Promise<T> => (fail ? Promise.reject(new Error('net down')) : hang ? new Promise<T>(() => {}) : f());
+        return { readPage: (id) => read(() => p.readPage(id)), readPages: (ids) => read(() => p.readPages!(ids)), writePages: (i) => p.writePages(i), close: () => p.close() };
+      },
+    };
+    const open = () => BTreeStore.open<number, string>({ path: 'hang', storage, keys: 'number', values: 'utf8', poolSize: 256 << 10 });
+    let s = await open();
+    await s.setManyAsync(Array.from({ length: 20000 }, (_, i) => [i, `v${i}`] as [number, string]));
+    await s.close();
+    for (const commit of [true, false]) {
+      s = await open();
+      hang = true;
+      const pending = s.getAsync(15000);
+      pending.catch(() => {});
+      const t0 = Date.now();
+      await s.close({ commit });
+      expect(Date.now() - t0).toBeLessThan(commit ? 8000 : 1000);
+      hang = false;
+    }
+    fail = true;
+    await expect(open()).rejects.toMatchObject({ code: 'IO_ERROR', cause: expect.objectContaining({ message: 'net down' }) });
+    fail = false;
+    s = await open();
+    expect(await s.getAsync(19999)).toBe('v19999');
+    await s.close();
+  }, 30_000);
 
   it('close() lets async calls under way finish, then commits them whole', async () => {
     const storage = createAsyncMemoryStorage({ delayMs: 1 });

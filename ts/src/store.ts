@@ -86,6 +86,9 @@ import { PROGRESS_BYTES, progressOption, report, type ProgressCallback } from '.
 
 export type StorageName = 'node' | 'deno' | 'opfs' | 'indexeddb' | 'memory' | 'async-memory';
 
+/** How long close() waits for the async calls under way (ms) before it goes on without them. */
+const CLOSE_WAIT_MS = 5000;
+
 export interface StoreOptions<K, V> {
   /** Where the store is: a file path (node, deno) or a name (memory backends). */
   path: string;
@@ -737,7 +740,13 @@ export class BTreeStore<K = string, V = unknown> {
     };
     try {
       if (readOnly && typeof pages.readPages !== 'function') throw new InvalidArgumentError(`the storage '${backend.name}' cannot open readers (it has no readPages)`);
-      const sb = await pages.readPage(0);
+      let sb: Uint8Array | undefined;
+      try {
+        sb = await pages.readPage(0);
+      } catch (e) {
+        // (a backend's own error was the open's, untyped: session 23)
+        throw isAdaptreeError(e) ? e : storeError(statusOfError(e), `reading the superblock of '${options.path}'`, e);
+      }
       if (sb === undefined && !create) throw new InvalidArgumentError(`no store at '${options.path}' (${readOnly ? 'readOnly' : 'create: false'})`);
       pageBuf = ex.at_alloc(PAGE_SIZE);
       if (pageBuf === 0) throw errorFromStatus(Status.OUT_OF_MEMORY, 'open');
@@ -1066,9 +1075,17 @@ export class BTreeStore<K = string, V = unknown> {
       // Async calls under way finish first (a setAsync or deleteRangeAsync waiting for pages
       // was rejected CLOSED while close() committed what it had applied: a half-done
       // deleteRangeAsync made durable, a setAsync lost; a new-user probe, session 23).
-      if (this.#active > 0) {
+      // Not for ever: a backend read that never settles held close() and the lock (a probe,
+      // session 23); after CLOSE_WAIT_MS the calls still under way get ClosedError at their next
+      // step, as before. close({ commit: false }) drops their writes anyway: it does not wait.
+      if (this.#active > 0 && commit) {
         this.#draining = true;
-        await new Promise<void>((wake) => this.#idle.push(wake));
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await new Promise<void>((wake) => {
+          this.#idle.push(wake);
+          timer = setTimeout(wake, CLOSE_WAIT_MS);
+        });
+        clearTimeout(timer);
         this.#draining = false;
       }
       let err: unknown;
