@@ -252,14 +252,7 @@ export const denoStorage: SyncBackend = {
     const d = deno();
     const abs = canonical(d, path);
     if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
-    refuseNamesOfAnotherStore(abs, (p) => {
-      try {
-        d.statSync(p);
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    refuseNamesOfAnotherStore(abs, (p) => d.statSync(p));
     const files: DenoFsFile[] = [];
     const created: string[] = []; // by this open: removed again if the store's open fails
     openPaths.add(abs);

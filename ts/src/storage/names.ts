@@ -11,7 +11,15 @@ import { InvalidArgumentError } from '../errors.js';
  * for a stale lock and removed. A store `X` has its log `X-log` beside it, so `a-log-log`
  * (or `a-lock-log`) means `a-log` (`a-lock`) is a store: refused, nothing touched.
  */
-export function refuseNamesOfAnotherStore(abs: string, exists: (path: string) => boolean): void {
+export function refuseNamesOfAnotherStore(abs: string, stat: (path: string) => unknown): void {
+  const exists = (p: string): boolean => {
+    try {
+      stat(p); // (throws when there is no such file, or it cannot be looked at)
+      return true;
+    } catch {
+      return false;
+    }
+  };
   for (const suffix of ['-log', '-lock']) {
     if (exists(`${abs}${suffix}-log`)) {
       throw new InvalidArgumentError(

@@ -433,14 +433,7 @@ export const nodeStorage: NodeStorage = {
     const { fs, path: np, proc, threadId } = await nodeModules();
     const abs = canonical(fs, np, path);
     if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
-    refuseNamesOfAnotherStore(abs, (p) => {
-      try {
-        fs.statSync(p);
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    refuseNamesOfAnotherStore(abs, (p) => fs.statSync(p));
     openPaths.add(abs);
     const lockPath = abs + '-lock';
     let locked = false;

@@ -309,7 +309,7 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
       const base = parts[parts.length - 1]!;
       const mode: HandleMode = readOnly ? 'read-only' : 'readwrite-unsafe';
       dirOf = dir;
-      if (await hasFile(dir, base + '-log-log')) refuseNamesOfAnotherStore(path, () => true);
+      if (await hasFile(dir, base + '-log-log')) refuseNamesOfAnotherStore(path, () => undefined); // (found: its log is there)
       handles.push(await openHandle(dir, base, create, path, mode, created));
       handles.push(await openHandle(dir, base + '-log', create, path, mode, created));
     } catch (e) {
