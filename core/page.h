@@ -22,6 +22,11 @@ enum class PageTag : uint8_t {
   kOverflow = 6,
 };
 
+// A basic node's tag (inner or leaf: BasicNode's layout).
+inline bool is_basic_tag(uint8_t t) {
+  return t == static_cast<uint8_t>(PageTag::kBasicInner) || t == static_cast<uint8_t>(PageTag::kBasicLeaf);
+}
+
 // A leaf layout's tag (what a descent may end on).
 inline bool is_leaf_tag(uint8_t t) {
   return t >= static_cast<uint8_t>(PageTag::kBasicLeaf) && t <= static_cast<uint8_t>(PageTag::kFullyDenseLeaf);

@@ -137,6 +137,26 @@ struct BasicNode {
   // refs point into this page.
   void extract(RecordRef* out) const;
 
+  // Writes the node `fresh` (a compact image build() made) over this page, an earlier image
+  // of a basic node with the same tag, layout flags and prefix length: the entries and
+  // fences this page holds already with the same bytes stay where they are, the others go
+  // into its free bytes. The page then differs from what it was in its slots, header and
+  // what moved in, so a commit logs a delta of it instead of the whole page (a split or a
+  // regroup rebuilt leaves whole: most of a commit's log bytes). The node is the same as
+  // fresh for every reader (heap_used included). False, page unchanged, when the pages do
+  // not match or the free bytes do not take the rest: the caller copies fresh.
+  // reserve: bytes above the slots that the heap leaves free (make_gap).
+  bool rebase(const uint8_t* fresh, unsigned reserve = 0);
+  // Makes free_space() at least `bytes` (the caller checked free_space_after_compaction()):
+  // the entries below that room move up into the heap's gaps and the others stay (rebase),
+  // or, where the gaps do not take them, the heap is compacted. A compaction moved every
+  // entry, and a commit then logged the whole page.
+  void make_gap(unsigned bytes);
+  // make_gap's way when the gaps do not take the entries: the lowest entries, as few as
+  // give `bytes` of room above the slots, packed up against the next one (a compaction of
+  // the bottom of the heap only; the whole heap when that is what it takes).
+  void compact_bottom(unsigned bytes);
+
   // Size a node with these fences and records would need.
   static unsigned space_needed(uint8_t layout_flags, const Fences& f, uint32_t prefix_len,
                                const RecordRef* r, unsigned n);

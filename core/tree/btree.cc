@@ -894,7 +894,10 @@ Status BTree::install_split(PageId parent, PageId node, Slice sep) {
   Status s = store_.allocate(&left);
   if (s != Status::kOk) return s;
   memcpy(page_mut(left), scratch_[1], kPageSize);
-  memcpy(page_mut(node), scratch_[2], kPageSize);
+  // The upper half stays in the node's page. On a store it is rebased there: its records
+  // keep their bytes, and a commit logs a delta of the page (BasicNode::rebase).
+  uint8_t* np = page_mut(node);
+  if (!store_.backed() || !is_basic_tag(np[0]) || !BasicNode{np}.rebase(scratch_[2])) memcpy(np, scratch_[2], kPageSize);
   insert_separator(parent, sep, left);
   version_++;
   return Status::kOk;

@@ -274,7 +274,14 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   // The parent pointer again: an allocation may have moved nothing (frames
   // of this operation stay put), but read it fresh for the change.
   pn = BasicNode{write(parent)};
-  for (unsigned q = 0; q < m_out; q++) memcpy(write(out_ids[q]), dst_.data() + size_t{q} * kPageSize, kPageSize);
+  // On a store, a page that held a leaf before takes its new one rebased (BasicNode::rebase):
+  // the records it keeps keep their bytes, and a commit logs a delta of it, not the page.
+  const bool rebase = t.store_.backed();
+  for (unsigned q = 0; q < m_out; q++) {
+    uint8_t* d = write(out_ids[q]);
+    const uint8_t* img = dst_.data() + size_t{q} * kPageSize;
+    if (!rebase || (q >= reuse && q != m_out - 1) || !is_basic_tag(d[0]) || !BasicNode{d}.rebase(img)) memcpy(d, img, kPageSize);
+  }
   for (unsigned i = 0; i + 1 < m; i++) pn.remove_at(first);
   for (unsigned q = 0; q + 1 < m_out; q++) {
     uint8_t child[4];
@@ -301,7 +308,7 @@ namespace {
 // The caller checked that the prefix length stays and that the bytes fit.
 void set_fence(BasicNode n, bool upper, Slice f) {
   unsigned off_at = upper ? hdr::kUpperOff : hdr::kLowerOff, len_at = upper ? hdr::kUpperLen : hdr::kLowerLen;
-  if (n.free_space() < f.len) n.compact();
+  if (n.free_space() < f.len) n.make_gap(f.len);
   unsigned top = n.heap_start() - f.len;
   memcpy(n.p + top, f.data, f.len);
   store16(n.p + hdr::kHeapUsed, n.heap_used() - load16(n.p + len_at) + f.len);
@@ -420,7 +427,7 @@ bool Rebalancer::shift_pages(uint8_t* pp, unsigned left, uint8_t* lp, uint8_t* r
   if (before_change) before_change(arg);
   BasicNode dst = to_right ? R : L, src = to_right ? L : R;
   unsigned k = to - from, dn = dst.count();
-  if (dst.free_space() < moved + s.len) dst.compact();  // the records refer to src only
+  if (dst.free_space() < moved + s.len) dst.make_gap(moved + s.len);  // the records refer to src only
   // Receiver: the slots open at its front (to the right) or its end (to the left).
   unsigned at = to_right ? 0 : dn;
   if (to_right) memmove(dst.slot(k), dst.slot(0), dn * ss);

@@ -14,6 +14,7 @@
 #include "core/util/hash.h"
 #include "core/layouts/leaf.h"
 #include "core/layouts/semi_dense_leaf.h"
+#include "core/layouts/validate.h"
 #include "core/layouts/separator.h"
 #include "tests/core/key_helpers.h"
 
@@ -512,4 +513,151 @@ TEST(BasicNode, FindHoleAnswersAsTheSortOfRanges) {
   }
   EXPECT_GT(checked, 10000u);
   EXPECT_GT(found, 1000u);  // holes inside the heap, not only at its top
+}
+
+// A basic node as key -> value, its fences and the fields readers use (what rebase and
+// make_gap must leave as they were, or make as `fresh` has them).
+namespace {
+struct NodeView {
+  std::vector<std::pair<std::string, std::string>> recs;
+  std::string lower, upper;
+  uint8_t tag, flags, counter;
+  unsigned prefix, heap_used;
+  std::vector<uint8_t> hints;
+  bool operator==(const NodeView&) const = default;
+};
+NodeView view_of(const uint8_t* p) {
+  BasicNode n{const_cast<uint8_t*>(p)};
+  NodeView v;
+  for (unsigned i = 0; i < n.count(); i++) {
+    Slice s = n.suffix(i);
+    v.recs.emplace_back(std::string(reinterpret_cast<const char*>(s.data), s.len) + "/" + std::to_string(n.value_field(i)),
+                        std::string(reinterpret_cast<const char*>(n.value(i)), n.value_field(i) & kValueLenMask));
+  }
+  Fences f = fences_of(p);
+  v.lower = f.lower_inf ? "-inf" : std::string(reinterpret_cast<const char*>(f.lower.data), f.lower.len);
+  v.upper = f.upper_inf ? "+inf" : std::string(reinterpret_cast<const char*>(f.upper.data), f.upper.len);
+  v.tag = p[0], v.flags = p[hdr::kFlags], v.counter = p[hdr::kCounter];
+  v.prefix = n.prefix_len(), v.heap_used = n.heap_used();
+  v.hints.assign(p + BasicNode::kHintsOffset, p + BasicNode::kHintsOffset + (n.has_hints() ? 64 : 0));
+  return v;
+}
+// A leaf with gaps in its heap: `count` random records inserted, a third of them removed again.
+void leaf_with_gaps(Page* pg, XorShift32& rng, uint8_t flags, const std::string& lo, const std::string& hi, int ops) {
+  ASSERT_TRUE(BasicNode::build(pg->b, PageTag::kBasicLeaf, flags, fences(&lo, &hi), false, nullptr, 0, 0, kCounterDisabled));
+  BasicNode n{pg->b};
+  for (int op = 0; op < ops; op++) {
+    uint32_t r = rng.next();
+    if (n.count() > 0 && r % 3 == 0) {
+      n.remove_at(r / 3 % n.count());
+      continue;
+    }
+    std::string k = "m" + std::to_string(r % 100000);
+    std::string v(r / 100000 % 120, static_cast<char>('a' + r % 26));
+    bool exact;
+    unsigned pos = n.lower_bound(sl(k).data, static_cast<uint32_t>(k.size()), &exact);
+    if (exact || n.free_space_after_compaction() < n.entry_space(static_cast<unsigned>(k.size()), static_cast<unsigned>(v.size())))
+      continue;
+    n.insert_at(pos, sl(k).data, static_cast<unsigned>(k.size()), reinterpret_cast<const uint8_t*>(v.data()),
+                static_cast<uint16_t>(v.size()));
+  }
+}
+}  // namespace
+
+// rebase writes the node a fresh image describes over an older image of that page: every
+// reader sees fresh (records, fences, heap_used, hints), the page is well formed, and the
+// entries the old image held with the same bytes kept their bytes, so a split or regroup
+// changes a fraction of the page (a commit logs a delta of it). Pages that do not match
+// (another layout, prefix or tag) are refused and left as they were.
+TEST(BasicNode, RebaseKeepsTheEntriesThePageHolds) {
+  XorShift32 rng;
+  unsigned rebased = 0, refused = 0, kept_bytes = 0, changed_total = 0;
+  for (int round = 0; round < 400; round++) {
+    const uint8_t flags = round % 4 == 0 ? 0 : round % 4 == 1 ? kFlagHeads : round % 4 == 2 ? kFlagHints : kFlagHeads | kFlagHints;
+    Page old;
+    leaf_with_gaps(&old, rng, flags, "a", "z", 300);
+    BasicNode o{old.b};
+    // fresh: the upper part of the old records (a split's upper half), some of the values
+    // changed, plus records from a neighbour, with a new lower fence.
+    std::vector<std::pair<std::string, std::string>> recs;
+    for (unsigned i = o.count() / 2; i < o.count(); i++) {
+      Slice s = o.suffix(i);
+      std::string v(reinterpret_cast<const char*>(o.value(i)), o.value_field(i) & kValueLenMask);
+      if (rng.next() % 10 == 0) v = std::string(v.size() + 1, 'X');
+      recs.emplace_back(std::string(reinterpret_cast<const char*>(s.data), s.len), v);
+    }
+    for (int k = 0; k < 5; k++) recs.emplace_back("y" + std::to_string(rng.next() % 1000), std::string(rng.next() % 60, 'n'));
+    std::sort(recs.begin(), recs.end());
+    recs.erase(std::unique(recs.begin(), recs.end(), [](auto& a, auto& b) { return a.first == b.first; }), recs.end());
+    std::string lo = recs.empty() ? "a" : recs[0].first;
+    std::vector<RecordRef> r;
+    for (auto& [k, v] : recs) r.push_back(rec(k, v));
+    std::string hi = "z";
+    Page fresh;
+    uint8_t fresh_flags = round % 17 == 0 ? flags ^ kFlagHeads : flags;  // now and then a layout that does not match
+    if (!BasicNode::build(fresh.b, PageTag::kBasicLeaf, fresh_flags, fences(&lo, &hi), false, r.data(), r.size(), 0,
+                          kCounterDisabled))
+      continue;
+    Page before;
+    memcpy(before.b, old.b, kPageSize);
+    if (!BasicNode{old.b}.rebase(fresh.b)) {
+      refused++;
+      EXPECT_EQ(memcmp(before.b, old.b, kPageSize), 0) << "round " << round;
+      EXPECT_NE(fresh_flags, flags) << "round " << round;  // matching pages with room are rebased
+      continue;
+    }
+    rebased++;
+    ASSERT_EQ(view_of(old.b), view_of(fresh.b)) << "round " << round;
+    ASSERT_TRUE(page_well_formed(old.b)) << "round " << round;
+    // Entries with the same key and value in both: at the same offset, same bytes.
+    BasicNode a{before.b}, b{old.b};
+    unsigned changed = 0;
+    for (unsigned i = 0; i < kNodeSize; i++) changed += before.b[i] != old.b[i];
+    for (unsigned i = 0; i < b.count(); i++)
+      for (unsigned j = 0; j < a.count(); j++)
+        if (compare(a.suffix(j), b.suffix(i)) == 0 && a.value_field(j) == b.value_field(i) &&
+            memcmp(a.value(j), b.value(i), a.value_field(j) & kValueLenMask) == 0 && load16(a.slot(j)) >= b.slot_base() + b.count() * b.slot_size()) {
+          EXPECT_EQ(load16(a.slot(j)), load16(b.slot(i))) << "round " << round << " record " << i;
+          kept_bytes += b.suffix(i).len + (b.value_field(i) & kValueLenMask);
+        }
+    changed_total += changed;
+    // Still a node to insert into: the heap's room is what fresh had.
+    EXPECT_EQ(b.free_space_after_compaction(), BasicNode{fresh.b}.free_space_after_compaction());
+  }
+  EXPECT_GT(rebased, 300u);
+  EXPECT_GT(refused, 5u);
+  EXPECT_GT(kept_bytes, 100000u);
+  // Built anew, every page would differ in most of its bytes.
+  EXPECT_LT(changed_total / rebased, kNodeSize / 3);
+}
+
+// make_gap makes `bytes` of room between the slots and the heap, moving the entries in the
+// way into the heap's gaps (or packing only the bottom of the heap), and nothing else changes
+// for a reader: the same records, fences and heap_used, a well-formed page.
+TEST(BasicNode, MakeGapMovesOnlyWhatIsInTheWay) {
+  XorShift32 rng;
+  unsigned checked = 0, small_changes = 0;
+  for (int round = 0; round < 300; round++) {
+    const uint8_t flags = round % 2 ? kFlagHeads | kFlagHints : 0;
+    Page pg;
+    leaf_with_gaps(&pg, rng, flags, "a" + std::to_string(round), "z", 250);
+    BasicNode n{pg.b};
+    const unsigned most = n.free_space_after_compaction();
+    for (unsigned bytes : {1u, 10u, 64u, 130u, 300u, most / 2, most}) {
+      if (bytes > most || bytes <= n.free_space()) continue;
+      Page p2;
+      memcpy(p2.b, pg.b, kPageSize);
+      BasicNode m{p2.b};
+      m.make_gap(bytes);
+      ASSERT_GE(m.free_space(), bytes) << "round " << round << " bytes " << bytes;
+      ASSERT_EQ(view_of(p2.b), view_of(pg.b)) << "round " << round << " bytes " << bytes;
+      ASSERT_TRUE(page_well_formed(p2.b)) << "round " << round << " bytes " << bytes;
+      unsigned changed = 0;
+      for (unsigned i = 0; i < kNodeSize; i++) changed += pg.b[i] != p2.b[i];
+      small_changes += bytes <= 130 && changed < 1024;
+      checked++;
+    }
+  }
+  EXPECT_GT(checked, 300u);
+  EXPECT_GT(small_changes, 100u);  // a compaction would have moved most of the heap
 }
