@@ -428,6 +428,11 @@ export class BTreeStore<K = string, V = unknown> {
   #idle: (() => void)[] = [];
   /** close() is waiting for #active calls: they go on, new calls are refused. */
   #draining = false;
+  /** Async backends: calls run in the order they were made (#sequence). The last write made,
+   * until it settles; the calls that began running and have not settled; who waits for none. */
+  #writeTail: Promise<void> | undefined;
+  #started = 0;
+  #quiet: (() => void)[] = [];
   /** That commit's error: later commits and close() reject with it as the cause. */
   #failure: unknown;
   /** Async: a 4 KiB area in wasm memory for at_store_supply. */
@@ -919,7 +924,13 @@ export class BTreeStore<K = string, V = unknown> {
     if (this.#next !== undefined) return this.#next.promise;
     const d = deferred();
     this.#next = d;
-    later(() => this.#startFlush());
+    // On an async backend the flush waits for the writes made before it starts (#sequence): a
+    // setAsync waiting for a page was left out of a commit() made after it.
+    later(() => {
+      const tail = this.#writeTail;
+      if (tail === undefined) this.#startFlush();
+      else void tail.then(() => this.#startFlush());
+    });
     return d.promise;
   }
 
@@ -1354,10 +1365,64 @@ export class BTreeStore<K = string, V = unknown> {
 
   // ------------------------------------------------------------------ async API (every backend)
 
-  /** Runs a sync operation, answering page faults (async backends) and retrying. */
-  async #run<T>(f: () => T, readAhead = false): Promise<T> {
-    this.#begin();
+  /**
+   * The async calls in the order they were made, as on a synchronous backend: a write begins
+   * once every call made before it has settled, a read once every write made before it has,
+   * and commit() holds every write made before it (#requestCommit). Each ran as soon as it was
+   * made and waited only for its own page faults: a setAsync made after a deleteRangeAsync
+   * whose pages were not in memory ran first and was deleted by it; a commit() resolved
+   * without the setAsync calls still waiting for pages, which a crash then lost; and 300
+   * un-awaited setAsync calls on a cold store with a small pool evicted each other's pages
+   * for good (a new-user probe, session 24, IndexedDB in Chromium). Reads between two writes
+   * still run side by side. A call made before close() counts for close() from the start.
+   */
+  #sequence<T>(write: boolean, body: () => Promise<T>): Promise<T> {
     try {
+      this.#begin();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const tail = this.#writeTail;
+    const run = (): Promise<T> => {
+      this.#started++;
+      let p: Promise<T>;
+      try {
+        p = body();
+      } catch (e) {
+        p = Promise.reject(e);
+      }
+      return p.finally(() => {
+        if (--this.#started === 0 && this.#quiet.length > 0) for (const wake of this.#quiet.splice(0)) wake();
+        this.#end();
+      });
+    };
+    if (this.#b.kind !== 'async') return run();
+    let p: Promise<T>;
+    if (!write) {
+      p = tail === undefined ? run() : tail.then(run);
+    } else {
+      p = tail === undefined && this.#started === 0 ? run() : this.#whenSettled(tail).then(run);
+      const mine: Promise<void> = p.then(noop, noop).then(() => {
+        if (this.#writeTail === mine) this.#writeTail = undefined;
+      });
+      this.#writeTail = mine;
+    }
+    return p;
+  }
+
+  /** Once `tail` and every call running by then have settled. */
+  async #whenSettled(tail: Promise<void> | undefined): Promise<void> {
+    if (tail !== undefined) await tail;
+    while (this.#started > 0) await new Promise<void>((wake) => this.#quiet.push(wake));
+  }
+
+  /** Runs a sync operation, answering page faults (async backends) and retrying. */
+  #run<T>(f: () => T, readAhead = false, write = false): Promise<T> {
+    return this.#sequence(write, () => this.#retry(f, readAhead));
+  }
+
+  async #retry<T>(f: () => T, readAhead: boolean): Promise<T> {
+    {
       for (;;) {
         if (this.#gate !== undefined) await this.#gate;
         this.#openAsync();
@@ -1373,8 +1438,6 @@ export class BTreeStore<K = string, V = unknown> {
           await this.#fault(this.#b, e.pageId, readAhead);
         }
       }
-    } finally {
-      this.#end();
     }
   }
 
@@ -1508,15 +1571,15 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   async setAsync(key: K, value: V): Promise<this> {
-    return this.#run(() => this.set(key, value));
+    return this.#run(() => this.set(key, value), false, true);
   }
 
   deleteAsync(key: K): Promise<boolean> {
-    return this.#run(() => this.delete(key));
+    return this.#run(() => this.delete(key), false, true);
   }
 
   async clearAsync(): Promise<void> {
-    return this.#run(() => this.clear());
+    return this.#run(() => this.clear(), false, true);
   }
 
   firstAsync(): Promise<[K, V] | undefined> {
@@ -1546,11 +1609,10 @@ export class BTreeStore<K = string, V = unknown> {
   async getManyAsync(keys: Iterable<K>): Promise<(V | undefined)[]> {
     const list = listOf(keys, 'getManyAsync: keys');
     if (this.#b.kind !== 'async') return this.getMany(list);
+    return this.#sequence(false, async () => {
     let out: (V | undefined)[] = [];
     let part: K[] = list;
     let gen = this.#gen;
-    this.#begin();
-    try {
     for (;;) {
       if (this.#gate !== undefined) await this.#gate;
       this.#openAsync();
@@ -1574,13 +1636,11 @@ export class BTreeStore<K = string, V = unknown> {
       } catch (e) {
         if (!(e instanceof PageFaultError)) throw e;
         if (e.values !== undefined) for (const v of e.values) out.push(v as V | undefined);
-        await this.#fault(this.#b, e.pageId, false);
+        await this.#fault(this.#b as Async, e.pageId, false);
       }
       part = list.slice(out.length, out.length + ASYNC_BATCH);
     }
-    } finally {
-      this.#end();
-    }
+    });
   }
 
   /** Sets many entries; on an async backend a retry after a page fault re-applies the batch
@@ -1592,10 +1652,9 @@ export class BTreeStore<K = string, V = unknown> {
     // one slice (re-applying the whole batch after each fault made a batch larger than the
     // pool cost O(faults x batch): over a minute for 8k entries on a 1 MiB pool). The first
     // attempt is the whole batch: a sorted batch into an empty store is bulk loaded.
+    return this.#sequence(true, async () => {
     let done = 0;
     let part: (readonly [K, V])[] = list;
-    this.#begin();
-    try {
     for (;;) {
       // As #run, but a fault resumes after the applied entries rather than retrying `part`.
       if (this.#gate !== undefined) await this.#gate;
@@ -1616,16 +1675,15 @@ export class BTreeStore<K = string, V = unknown> {
       }
       part = list.slice(done, done + ASYNC_BATCH);
     }
-    } finally {
-      this.#end();
-    }
+    });
   }
 
   /** Removes the range; on an async backend each page fault ends one call into the core,
    * which removed what it could before it (at_delete_range): the retries add up. */
   async deleteRangeAsync(range: DeleteRange<K>): Promise<number> {
     let removed = 0;
-    return this.#run(() => {
+    return this.#run(
+      () => {
       const before = this.#map.size;
       try {
         return removed + this.deleteRange(range);
@@ -1633,7 +1691,10 @@ export class BTreeStore<K = string, V = unknown> {
         removed += before - this.#map.size;
         throw e;
       }
-    });
+      },
+      false,
+      true,
+    );
   }
 
   checkInvariantsAsync(): Promise<void> {
@@ -1664,8 +1725,20 @@ export class BTreeStore<K = string, V = unknown> {
   #asyncIter<T>(it: Iterator<T>): AsyncIterableIterator<T> {
     const run = <R>(f: () => R) => this.#run(f, true);
     const done = { done: true, value: undefined } as IteratorReturnResult<undefined>;
+    // next() calls made before the last settled wait for it, as an async generator's do: side
+    // by side, two calls waiting for the same page came back in the wrong order (a new-user
+    // probe, session 24).
+    let last: Promise<unknown> | undefined;
     const ai: AsyncIterableIterator<T> = {
-      next: () => run(() => it.next()) as Promise<IteratorResult<T>>,
+      next: () => {
+        const prev = last;
+        const p = (prev === undefined ? run(() => it.next()) : prev.then(() => run(() => it.next()), () => run(() => it.next()))) as Promise<IteratorResult<T>>;
+        const mine: Promise<unknown> = p.then(noop, noop).then(() => {
+          if (last === mine) last = undefined;
+        });
+        last = mine;
+        return p;
+      },
       return: async () => {
         it.return?.();
         return done as IteratorResult<T>;
@@ -1677,6 +1750,8 @@ export class BTreeStore<K = string, V = unknown> {
     return ai;
   }
 }
+
+const noop = (): void => {};
 
 /** An empty data file beside a log that is not, and the core found them corrupt: most likely a
  * data file a user removed (open made a new empty one) or truncated. (A new store's data file
