@@ -120,6 +120,10 @@ void BasicNode::make_gap(unsigned bytes) {
     range_of(i, &off, &len);
     if (len != 0 && off < hs) hs = off;
   }
+  // (zero-length entries and fences sit at the heap's start, as build() leaves them: an offset
+  // under the slots that grow later reads as outside the heap)
+  for (unsigned i = 0; i < n; i++)
+    if (load16(slot(i) + 2) + (value_field(i) & kValueLenMask) == 0) store16(slot(i), hs);
   if (!load16(p + hdr::kLowerLen)) store16(p + hdr::kLowerOff, hs);
   if (!load16(p + hdr::kUpperLen)) store16(p + hdr::kUpperOff, hs);
   store16(p + hdr::kHeapStart, hs);
@@ -151,7 +155,10 @@ void BasicNode::compact_bottom(unsigned bytes) {
     store16(w < n ? slot(w) : p + (w == n ? hdr::kLowerOff : hdr::kUpperOff), top);
   }
   unsigned hs = k > 0 ? top : m > 0 ? r[0].off : kNodeSize;
-  // (zero-length fences sit at the heap's start, as build() leaves them)
+  // (zero-length entries and fences sit at the heap's start, as build() leaves them: an offset
+  // under the slots that grow later reads as outside the heap)
+  for (unsigned i = 0; i < n; i++)
+    if (load16(slot(i) + 2) + (value_field(i) & kValueLenMask) == 0) store16(slot(i), hs);
   if (!load16(p + hdr::kLowerLen)) store16(p + hdr::kLowerOff, hs);
   if (!load16(p + hdr::kUpperLen)) store16(p + hdr::kUpperOff, hs);
   store16(p + hdr::kHeapStart, hs);
