@@ -10,7 +10,7 @@
 // 600 random commits and the checkpoints of a 24 KiB log: every page resolves as the model.
 import { describe, expect, it } from 'vitest';
 import { CorruptionError } from '../../ts/src/errors.js';
-import { FRAME_MAGIC, PAGE_BYTES, PageLog, applyDelta, changedRuns, commitSequence, decodeFrame, encodeFrame, ownsBuffer } from '../../ts/src/storage/page-log.js';
+import { FRAME_MAGIC, FRAME_MAGIC_STORED, PAGE_BYTES, PageLog, applyDelta, changedRuns, commitSequence, decodeFrame, encodeFrame, ownsBuffer } from '../../ts/src/storage/page-log.js';
 
 const frameBytes = (count: number) => 8 + count * (8 + 4096);
 
@@ -120,6 +120,30 @@ describe('page log frames', () => {
     expect(corrupt(() => applyDelta(base, new Uint8Array([0, 0]), 't'))).toBe('CORRUPT');
   });
 
+  it("a delta against a page's record in `pages` ('ATL2'): applied on that record; CORRUPT without it; an 'ATL1' frame never takes one", () => {
+    const base = image(3), next = base.slice();
+    next[200] = 7;
+    const frame = encodeFrame([[0, page0(5)], [6, next]], () => undefined, (id) => (id === 6 ? base : undefined));
+    expect(new DataView(frame.buffer).getUint32(0, true)).toBe(FRAME_MAGIC_STORED);
+    expect(frame.length).toBeLessThan(PAGE_BYTES * 2); // page 0 whole, page 6 a delta
+    const log = new PageLog();
+    expect(log.storedBases([frame], 't')).toEqual([6]);
+    expect(corrupt(() => new PageLog().apply(5, frame, 't'))).toBe('CORRUPT');
+    log.apply(5, frame, 't', (id) => (id === 6 ? base : undefined));
+    expect(log.latest.get(6)).toEqual(next);
+    // the log's own image wins over `pages` (and a later frame's delta is against it)
+    const next2 = next.slice();
+    next2[300] = 1;
+    const f2 = encodeFrame([[0, page0(6)], [6, next2]], (id) => log.latest.get(id), () => base);
+    expect(new DataView(f2.buffer).getUint32(0, true)).toBe(FRAME_MAGIC);
+    expect(log.storedBases([f2], 't')).toEqual([]);
+    log.apply(6, f2, 't', () => base);
+    expect(log.latest.get(6)).toEqual(next2);
+    // no stored base: images, and an ATL1 frame
+    const f3 = encodeFrame([[0, page0(7)], [8, next]]);
+    expect(new DataView(f3.buffer).getUint32(0, true)).toBe(FRAME_MAGIC);
+  });
+
   it('commitSequence is the higher superblock slot', () => {
     expect(commitSequence(page0(5, 9))).toBe(9);
     expect(commitSequence(page0(12, 3))).toBe(12);
@@ -220,7 +244,7 @@ describe('PageLog against a model (what IndexedDB would hold)', () => {
     let frames: [number, Uint8Array][] = []; // the object store `log`
     const writer = new PageLog();
     const follower = new PageLog();
-    let seq = 0, checkpoints = 0, deltas = 0;
+    let seq = 0, checkpoints = 0, deltas = 0, onStored = 0;
     const resolve = (log: PageLog, id: number) => log.latest.get(id) ?? stored.get(id);
     const same = (a: Uint8Array | undefined, b: Uint8Array) => a !== undefined && a.length === b.length && a.every((v, i) => v === b[i]);
     const check = (log: PageLog, what: string) => {
@@ -238,7 +262,9 @@ describe('PageLog against a model (what IndexedDB would hold)', () => {
         for (let k = rnd(rnd(4) === 0 ? 400 : 8); k > 0; k--) img[rnd(4096)] = rnd(256);
         changed.push([id, img]);
       }
-      const frame = encodeFrame(changed, (id) => writer.latest.get(id));
+      // (deltas of pages the log does not hold are against `pages`, as the backend's writer
+      // makes them after a checkpoint: 'ATL2' frames)
+      const frame = encodeFrame(changed, (id) => writer.latest.get(id), (id) => stored.get(id));
       if (writer.bytes + frame.length > 24 << 10) {
         // a checkpoint: every logged page and this commit's into `pages`, the log cleared
         // (copied, as the backend's puts copy them: the slots are used again after reset)
@@ -248,6 +274,7 @@ describe('PageLog against a model (what IndexedDB would hold)', () => {
         writer.reset();
         checkpoints++;
       } else {
+        onStored += writer.storedBases([frame], 't').length;
         frames.push([seq, frame]);
         writer.add(seq, changed, frame.length, 't');
         deltas += decodeFrame(frame, 't').filter((e) => e[2]).length;
@@ -258,16 +285,18 @@ describe('PageLog against a model (what IndexedDB would hold)', () => {
         // A reader that follows: plans from the keys it finds, reads only what the plan says.
         const plan = follower.plan(frames.map(([k]) => k));
         if (plan.reset) follower.reset();
-        for (const k of plan.read) follower.apply(k, frames.find(([f]) => f === k)![1], 't');
+        for (const k of plan.read) follower.apply(k, frames.find(([f]) => f === k)![1], 't', (id) => stored.get(id));
         check(follower, 'follower');
       }
       if (rnd(25) === 0) {
         const fresh = new PageLog();
-        for (const [k, f] of frames) fresh.apply(k, f.slice(), 't');
+        const need = new Set(fresh.storedBases(frames.map(([, f]) => f), 't'));
+        for (const [k, f] of frames) fresh.apply(k, f.slice(), 't', (id) => (need.has(id) ? stored.get(id) : undefined));
         check(fresh, 'replay');
       }
     }
     expect(checkpoints).toBeGreaterThan(10);
     expect(deltas).toBeGreaterThan(150);
+    expect(onStored).toBeGreaterThan(50);
   });
 });

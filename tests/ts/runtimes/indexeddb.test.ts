@@ -399,10 +399,56 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
+  it("after a checkpoint a commit logs deltas against the pages' records ('ATL2' frames): a reader and a reopen read them back", async () => {
+    const page = await tab();
+    const r = await page.evaluate(async () => {
+      const frames = async (path: string) => {
+        const db = await idbReq(indexedDB.open('adaptree:' + path));
+        const all = (await idbReq(db.transaction('log').objectStore('log').getAll())) as Uint8Array[];
+        db.close();
+        return all.map((f) => ({ magic: new DataView(f.buffer, f.byteOffset).getUint32(0, true), bytes: f.byteLength }));
+      };
+      const key = (i: number) => `k${String(i).padStart(5, '0')}`;
+      // 3000 records are ~100 leaves of images: past the 64 KiB log, so that commit is a checkpoint.
+      const w = await api.BTreeStore.open<string, string>({ path: 'stored-deltas', storage: 'indexeddb', checkpointBytes: 64 << 10 });
+      await w.setManyAsync(Array.from({ length: 3000 }, (_, i) => [key(i), 'v'.repeat(60) + i] as [string, string]));
+      await w.commit();
+      const afterCheckpoint = (await frames('stored-deltas')).length;
+      // 40 records changed across the leaves: one frame of deltas against `pages`.
+      for (let i = 0; i < 40; i++) await w.setAsync(key(i * 73), 'changed' + i);
+      await w.commit();
+      const log = await frames('stored-deltas');
+      const reader = await api.BTreeStore.open<string, string>({ path: 'stored-deltas', storage: 'indexeddb', readOnly: true });
+      let readerOk = true;
+      for (let i = 0; i < 3000; i++) if ((await reader.getAsync(key(i))) !== (i % 73 === 0 && i / 73 < 40 ? 'changed' + i / 73 : 'v'.repeat(60) + i)) readerOk = false;
+      await reader.close();
+      return { afterCheckpoint, log, readerOk }; // the writer stays open: the tab closes under it
+    });
+    await page.close();
+    // A new tab recovers from the log as the closed one left it (close() would have folded it).
+    const page2 = await tab();
+    const reopenOk = await page2.evaluate(async () => {
+      const key = (i: number) => `k${String(i).padStart(5, '0')}`;
+      const again = await api.BTreeStore.open<string, string>({ path: 'stored-deltas', storage: 'indexeddb', create: false, wait: true });
+      let ok = (await again.stats()).storage === 'indexeddb';
+      for (let i = 0; i < 3000; i++) if ((await again.getAsync(key(i))) !== (i % 73 === 0 && i / 73 < 40 ? 'changed' + i / 73 : 'v'.repeat(60) + i)) ok = false;
+      await again.close();
+      return ok;
+    });
+    expect(r.afterCheckpoint).toBe(0);
+    expect(r.log.length).toBe(1);
+    expect(r.log[0]!.magic).toBe(0x324c5441); // 'ATL2'
+    expect(r.log[0]!.bytes).toBeLessThan(40 * 4096 / 4); // 40 changed pages would be 160 KiB as images
+    expect(r.readerOk).toBe(true);
+    expect(reopenOk).toBe(true);
+    await page2.close();
+    expect(errors).toEqual([]);
+  }, 60_000);
+
   it("a reader's concurrent page reads each see one commit, across new frames and a checkpoint", async () => {
     const page = await tab();
     const r = await page.evaluate(async () => {
-      const w = await api.BTreeStore.open<string, unknown>({ path: 'reader-race', storage: 'indexeddb', checkpointBytes: 20 << 10 });
+      const w = await api.BTreeStore.open<string, unknown>({ path: 'reader-race', storage: 'indexeddb', checkpointBytes: 6 << 10 });
       const logSizes: number[] = [];
       const logCount = async () => {
         const db = await idbReq(indexedDB.open('adaptree:reader-race'));
@@ -421,7 +467,7 @@ describe('indexeddb backend in headless Chromium', () => {
       const rounds: number[][] = [];
       let error = '';
       for (let c = 2; c <= 9 && !error; c++) {
-        await commit(c); // a new frame; some commits are checkpoints (a 20 KiB log)
+        await commit(c); // a new frame; some commits are checkpoints (a 6 KiB log: deltas against `pages` keep frames small)
         logSizes.push(await logCount());
         try {
           // Issued in one turn: their transactions read the log side by side.

@@ -9,7 +9,9 @@
  * database holds the state of the last completed transaction. Usually that transaction puts one
  * record, the commit's frame: every changed page image at once (Chromium's cost per put, not
  * per byte, made a record per page 11x slower; docs/DECISIONS.md). The newest image of each
- * page in the log stays in memory, so the pages of recent commits are read without IndexedDB.
+ * page in the log stays in memory, so the pages of recent commits are read without IndexedDB;
+ * so do, in the writer, the images its checkpoints wrote of the pages no frame holds since
+ * (the bases of 'ATL2' deltas, page-log.ts): at most one image of each page in all.
  * Once the log would pass `checkpointBytes` (default 64 MiB), the commit is a checkpoint
  * instead: one transaction writes the newest image of every logged page (and the commit's) into
  * `pages` and clears `log`. At open the log is read back in one transaction. Databases of
@@ -244,6 +246,11 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       };
 
       const log = new PageLog();
+      /** The writer: the images the checkpoints wrote into `pages` of the pages no frame since
+       * holds (a page leaves when a frame logs it). A commit logs a delta against them where the
+       * log has no image of the page ('ATL2' frames, page-log.ts). Together with the log's
+       * slots, at most one image of each page. */
+      const stored = new Map<number, Uint8Array>();
       const where = `indexeddb '${path}'`;
       /** Brings `log` up to the log's state in `tx` (a reader: only what changed). */
       const syncLog = async (tx: IdbTransaction): Promise<void> => {
@@ -256,8 +263,19 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         const frames = await result(from === present[0] || KeyRange === undefined ? st.getAll() : st.getAll(KeyRange.lowerBound(from)));
         const keys = from === present[0] || KeyRange === undefined ? present : plan.read;
         if (frames.length !== keys.length) throw new IoError(`${where}: the log changed while it was read`);
+        // The records of `pages` that deltas in the frames are against, read in this transaction.
+        const need = log.storedBases(frames, where);
+        const bases = new Map<number, Uint8Array>();
+        if (need.length > 0) {
+          const pst = tx.objectStore(PAGES);
+          const got = await Promise.all(need.map((id) => result(pst.get(id))));
+          need.forEach((id, i) => {
+            const b = copy(got[i]);
+            if (b !== undefined) bases.set(id, b);
+          });
+        }
         frames.forEach((f, i) => {
-          log.apply(keys[i]!, f, where);
+          log.apply(keys[i]!, f, where, (id) => bases.get(id));
           const seq = commitSequence(log.latest.get(0)!);
           if (seq !== keys[i]) throw new CorruptionError(`${where}: log frame ${keys[i]} holds the superblock of commit ${seq}`);
         });
@@ -302,13 +320,19 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           puts.push(result(tx.objectStore(LOG).clear()));
           await Promise.all(puts);
         });
+        // What `pages` now holds is the base of the next commits' deltas (copies: the views of
+        // the log's slots are used again after the reset).
+        if (deltas && !readOnly) {
+          for (const [id, image] of all) if (end === undefined || id < end) stored.set(id, image.slice());
+          if (end !== undefined) for (const id of stored.keys()) if (id >= end) stored.delete(id);
+        }
         log.reset();
       };
 
       // The writer reads the log back once; a reader does before every read.
       if (!readOnly) {
         try {
-          await transact([LOG], 'readonly', syncLog);
+          await transact([PAGES, LOG], 'readonly', syncLog);
         } catch (e) {
           conn.close();
           release();
@@ -341,7 +365,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
             // The usual commit: one record, with deltas against the pages' logged images.
             // (A frame cannot be smaller than its header and entry headers: past that, no diff.)
             const fits = log.bytes + 8 + 8 * pages.length <= checkpointBytes;
-            const frame = fits ? encodeFrame(pages, deltas ? (id) => log.latest.get(id) : undefined) : undefined;
+            const frame = fits ? encodeFrame(pages, deltas ? (id) => log.latest.get(id) : undefined, deltas ? (id) => stored.get(id) : undefined) : undefined;
             if (frame !== undefined && log.bytes + frame.length <= checkpointBytes) {
               const key = commitSequence(pages[0]![1]);
               const last = log.keys[log.keys.length - 1];
@@ -350,6 +374,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
                 await result(tx.objectStore(LOG).put(frame, key));
               });
               log.add(key, pages, frame.length, where);  // copies the images
+              for (const [id] of pages) stored.delete(id);
               return;
             }
             // Past checkpointBytes: a checkpoint instead.
