@@ -142,6 +142,9 @@ export interface LevelStoreFactory {
   readonly createIfMissing?: boolean;
   /** Called at every open (a closed db may be opened again). */
   open(wasm: AdaptreeWasm, options?: StoreOpenOptions): Awaitable<LevelStore>;
+  /** Releases what the factory keeps for a reopen (`AdaptreeLevel#free`): the in-memory
+   * store's wasm memory. The next open starts empty. */
+  free?(): void;
 }
 
 /** Whether BTreeStore opens `storage` synchronous here: 'indexeddb' and 'async-memory' never
