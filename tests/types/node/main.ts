@@ -58,8 +58,10 @@ const literal = new BTreeMap<'a' | 'b', number>(null, { keys: 'utf8' });
 const anyKey = new BTreeMap<unknown, unknown>(null, { keys: 'bigint' as 'utf8' | 'bigint' });
 // @ts-expect-error K defaults to string: 'number' keys need BTreeMap<number, ...>
 const noK = new BTreeMap(null, { keys: 'number' });
+// @ts-expect-error a key type wider than the encoding's: numbers cannot be stored as utf8 keys
+const unionK = new BTreeMap<string | number, number>(null, { keys: 'utf8' });
 // @ts-expect-error string keys cannot be stored with the number encoding
 const wrongK = new BTreeMap<string, number>(null, { keys: 'number' });
 // @ts-expect-error number values cannot be stored as utf8
 const wrongV = new BTreeMap<string, number>(null, { values: 'utf8' });
-void [byBuffer, byTuple, literal, anyKey, noK, wrongK, wrongV];
+void [byBuffer, byTuple, literal, anyKey, noK, unionK, wrongK, wrongV];

@@ -29,13 +29,18 @@ export interface ValueEncodingTypes {
 }
 /** One type lies within the other (not distributed over unions). */
 type Fits<A, B> = [A] extends [B] ? true : [B] extends [A] ? true : false;
+/** Every key of type A is one of B (not distributed over unions): a key type wider than the
+ * encoding's (`string | number` with 'utf8') compiled and threw InvalidKeyError at run time (a
+ * new-user probe, session 24). `unknown` (and `any`) still take any encoding: code that picks
+ * the encoding at run time says so with them. */
+type Within<A, B> = unknown extends A ? true : [A] extends [B] ? true : false;
 /**
  * The key encodings whose keys can be `K`: `new BTreeMap<number>(null, { keys: 'number' })`,
  * and `K` defaults to string, so `new BTreeMap(null, { keys: 'number' })` is a type error at
  * the option (it was one at every later `set(1, ...)`), and `BTreeMap<string>` with
  * `keys: 'number'` (an InvalidKeyError at every call) is one too.
  */
-export type KeyEncodingFor<K> = { [N in KeyEncodingName]: Fits<K, KeyEncodingTypes[N]> extends true ? N : never }[KeyEncodingName];
+export type KeyEncodingFor<K> = { [N in KeyEncodingName]: Within<K, KeyEncodingTypes[N]> extends true ? N : never }[KeyEncodingName];
 /** The value encodings whose values can be `V` ('json' takes any). */
 export type ValueEncodingFor<V> = { [N in ValueEncodingName]: Fits<V, ValueEncodingTypes[N]> extends true ? N : never }[ValueEncodingName];
 
