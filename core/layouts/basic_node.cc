@@ -1,5 +1,7 @@
 #include "core/layouts/basic_node.h"
 
+#include "core/layouts/heap_room.h"
+
 #include <algorithm>
 
 namespace adaptree {
@@ -25,144 +27,9 @@ void BasicNode::update_hints(unsigned pos) {
   for (unsigned i = begin; i < kHintCount; i++) store32(p + kHintsOffset + 4 * i, head(dist * (i + 1)));
 }
 
-void BasicNode::make_gap(unsigned bytes) {
-  // The live ranges (entries, then the two fences as n and n + 1) in a bitmap of the node's
-  // bytes; those that start below `floor` move to the tops of the highest free runs above it
-  // (planned first: nothing changes unless all of them find room).
-  const unsigned n = count(), slots_end = slot_base() + n * slot_size(), floor = slots_end + bytes;
-  if (floor > kNodeSize) return compact_bottom(bytes);
-  constexpr unsigned kWords = (kNodeSize + 63) / 64;
-  uint64_t used[kWords] = {};
-  auto mark = [&](unsigned off, unsigned len) {
-    for (unsigned end = off + len < kNodeSize ? off + len : kNodeSize; off < end;) {
-      unsigned b = off % 64, k = end - off < 64 - b ? end - off : 64 - b;
-      used[off / 64] |= (k == 64 ? ~uint64_t{0} : ((uint64_t{1} << k) - 1)) << b;
-      off += k;
-    }
-  };
-  auto range_of = [&](unsigned i, unsigned* off, unsigned* len) {
-    if (i < n) *off = load16(slot(i)), *len = load16(slot(i) + 2) + (value_field(i) & kValueLenMask);
-    else *off = load16(p + (i == n ? hdr::kLowerOff : hdr::kUpperOff)), *len = load16(p + (i == n ? hdr::kLowerLen : hdr::kUpperLen));
-  };
-  struct Move {
-    uint16_t who, from, to, len;
-  };
-  Move mv[kNodeSize / 6 + 3];
-  unsigned moves = 0, moving = 0;
-  for (unsigned i = 0; i < n + 2; i++) {
-    unsigned off, len;
-    range_of(i, &off, &len);
-    if (len == 0) continue;
-    mark(off, len);
-    if (off < floor) {
-      mv[moves++] = {static_cast<uint16_t>(i), static_cast<uint16_t>(off), 0, static_cast<uint16_t>(len)};
-      moving += len;
-    }
-  }
-  mark(0, floor);
-  // The free runs above floor, highest first (found downwards a word at a time).
-  struct Run {
-    uint16_t lo, hi;
-  };
-  Run runs[kNodeSize / 6 + 8];
-  unsigned nruns = 0;
-  for (unsigned end = kNodeSize; end > floor && nruns < sizeof runs / sizeof runs[0];) {
-    // the highest free byte below end, then the start of its run
-    unsigned hi = end, w = (hi - 1) / 64;
-    for (uint64_t bits = ~used[w] & (hi % 64 ? (uint64_t{1} << (hi % 64)) - 1 : ~uint64_t{0});; bits = ~used[--w]) {
-      if (bits) {
-        hi = w * 64 + 64 - static_cast<unsigned>(__builtin_clzll(bits));
-        break;
-      }
-      if (w == 0) {
-        hi = 0;
-        break;
-      }
-    }
-    if (hi <= floor) break;
-    unsigned lo = hi - 1;
-    w = lo / 64;
-    for (uint64_t bits = used[w] & ((uint64_t{1} << (lo % 64)) - 1);; bits = used[--w]) {
-      if (bits) {
-        lo = w * 64 + 64 - static_cast<unsigned>(__builtin_clzll(bits));
-        break;
-      }
-      if (w == 0) {
-        lo = 0;
-        break;
-      }
-    }
-    runs[nruns++] = {static_cast<uint16_t>(lo), static_cast<uint16_t>(hi)};
-    end = lo;
-  }
-  unsigned room = 0;
-  for (unsigned r = 0; r < nruns; r++) room += runs[r].hi - runs[r].lo;
-  bool placed = room >= moving;
-  for (unsigned k = 0; k < moves && placed; k++) {
-    placed = false;
-    for (unsigned r = 0; r < nruns && !placed; r++) {
-      if (unsigned{runs[r].hi} - runs[r].lo < mv[k].len) continue;
-      runs[r].hi = static_cast<uint16_t>(runs[r].hi - mv[k].len);
-      mv[k].to = runs[r].hi;
-      placed = true;
-    }
-  }
-  if (!placed) return compact_bottom(bytes);
-  // The destinations are free bytes: no source is overwritten.
-  unsigned hs = kNodeSize;
-  for (unsigned k = 0; k < moves; k++) {
-    memcpy(p + mv[k].to, p + mv[k].from, mv[k].len);
-    const unsigned w = mv[k].who;
-    store16(w < n ? slot(w) : p + (w == n ? hdr::kLowerOff : hdr::kUpperOff), mv[k].to);
-  }
-  for (unsigned i = 0; i < n + 2; i++) {
-    unsigned off, len;
-    range_of(i, &off, &len);
-    if (len != 0 && off < hs) hs = off;
-  }
-  // (zero-length entries and fences sit at the heap's start, as build() leaves them: an offset
-  // under the slots that grow later reads as outside the heap)
-  for (unsigned i = 0; i < n; i++)
-    if (load16(slot(i) + 2) + (value_field(i) & kValueLenMask) == 0) store16(slot(i), hs);
-  if (!load16(p + hdr::kLowerLen)) store16(p + hdr::kLowerOff, hs);
-  if (!load16(p + hdr::kUpperLen)) store16(p + hdr::kUpperOff, hs);
-  store16(p + hdr::kHeapStart, hs);
-}
+void BasicNode::make_gap(unsigned bytes) { make_heap_gap(p, slot_base(), slot_size(), count(), bytes); }
 
-void BasicNode::compact_bottom(unsigned bytes) {
-  // The live ranges (entries, then the two fences as slots n and n + 1) by offset.
-  const unsigned n = count(), slots_end = slot_base() + n * slot_size();
-  struct Range {
-    uint16_t off, len, who;
-  };
-  Range r[kNodeSize / 6 + 3];
-  unsigned m = 0;
-  for (unsigned i = 0; i < n + 2; i++) {
-    unsigned off, len;
-    if (i < n) off = load16(slot(i)), len = load16(slot(i) + 2) + (value_field(i) & kValueLenMask);
-    else off = load16(p + (i == n ? hdr::kLowerOff : hdr::kUpperOff)), len = load16(p + (i == n ? hdr::kLowerLen : hdr::kUpperLen));
-    if (len) r[m++] = {static_cast<uint16_t>(off), static_cast<uint16_t>(len), static_cast<uint16_t>(i)};
-  }
-  std::sort(r, r + m, [](const Range& a, const Range& b) { return a.off < b.off; });
-  // The fewest lowest ranges whose packing up to the next one frees `bytes` above the slots.
-  unsigned k = 0, live = 0;
-  while (k < m && r[k].off - slots_end - live < bytes) live += r[k++].len;
-  unsigned top = k < m ? r[k].off : kNodeSize;
-  for (unsigned i = k; i-- > 0;) {
-    top -= r[i].len;
-    memmove(p + top, p + r[i].off, r[i].len);
-    const unsigned w = r[i].who;
-    store16(w < n ? slot(w) : p + (w == n ? hdr::kLowerOff : hdr::kUpperOff), top);
-  }
-  unsigned hs = k > 0 ? top : m > 0 ? r[0].off : kNodeSize;
-  // (zero-length entries and fences sit at the heap's start, as build() leaves them: an offset
-  // under the slots that grow later reads as outside the heap)
-  for (unsigned i = 0; i < n; i++)
-    if (load16(slot(i) + 2) + (value_field(i) & kValueLenMask) == 0) store16(slot(i), hs);
-  if (!load16(p + hdr::kLowerLen)) store16(p + hdr::kLowerOff, hs);
-  if (!load16(p + hdr::kUpperLen)) store16(p + hdr::kUpperOff, hs);
-  store16(p + hdr::kHeapStart, hs);
-}
+void BasicNode::compact_bottom(unsigned bytes) { compact_heap_bottom(p, slot_base(), slot_size(), count(), bytes); }
 
 void BasicNode::compact() {
   unsigned ss = slot_size(), base = slot_base();
@@ -181,34 +48,15 @@ int BasicNode::find_hole(unsigned bytes) const {
   // ~100 entries on every insert into a leaf with garbage, 2.5% of a store's random inserts
   // in wasm.)
   if (bytes == 0) return static_cast<int>(heap_start());
-  constexpr unsigned kWords = (kNodeSize + 63) / 64;
-  uint64_t used[kWords] = {};
-  auto mark = [&](unsigned off, unsigned len) {
-    unsigned end = off + len < kNodeSize ? off + len : kNodeSize;
-    while (off < end) {
-      unsigned b = off % 64, k = end - off < 64 - b ? end - off : 64 - b;
-      used[off / 64] |= (k == 64 ? ~uint64_t{0} : ((uint64_t{1} << k) - 1)) << b;
-      off += k;
-    }
-  };
+  ByteMap used;
   unsigned n = count();
   for (unsigned i = 0; i < n; i++) {
     const uint8_t* s = slot(i);
-    mark(load16(s), load16(s + 2) + (load16(s + 4) & kValueLenMask));
+    used.mark(load16(s), load16(s + 2) + (load16(s + 4) & kValueLenMask));
   }
-  mark(load16(p + hdr::kLowerOff), load16(p + hdr::kLowerLen));
-  mark(load16(p + hdr::kUpperOff), load16(p + hdr::kUpperLen));
-  // The first bit at or after `from` that is set (want = true) or clear; kNodeSize if none.
-  auto next = [&](unsigned from, bool want) -> unsigned {
-    for (unsigned w = from / 64; w < kWords && from < kNodeSize; w++, from = w * 64) {
-      uint64_t bits = (want ? used[w] : ~used[w]) & (~uint64_t{0} << (from % 64));
-      if (bits) {
-        unsigned at = w * 64 + static_cast<unsigned>(__builtin_ctzll(bits));
-        return at < kNodeSize ? at : kNodeSize;
-      }
-    }
-    return kNodeSize;
-  };
+  used.mark(load16(p + hdr::kLowerOff), load16(p + hdr::kLowerLen));
+  used.mark(load16(p + hdr::kUpperOff), load16(p + hdr::kUpperLen));
+  auto next = [&](unsigned from, bool want) { return used.next(from, want); };
   for (unsigned at = next(heap_start(), false); at < kNodeSize;) {
     unsigned end = next(at, true);
     if (end - at >= bytes) return static_cast<int>(at);
@@ -314,21 +162,8 @@ bool BasicNode::rebase(const uint8_t* fresh, unsigned reserve) {
   if (floor > kNodeSize || base + on * ss > kNodeSize) return false;
   for (unsigned j = 0; j < on; j++)  // (a damaged image: nothing of it is read past the node)
     if (uint32_t{load16(slot(j))} + load16(slot(j) + 2) + (value_field(j) & kValueLenMask) > kNodeSize) return false;
-  constexpr unsigned kWords = (kNodeSize + 63) / 64;
   constexpr unsigned kNone = 0xffff;
-  uint64_t used[kWords] = {};
-  auto mark = [&](unsigned off, unsigned len) {
-    for (unsigned end = off + len; off < end;) {
-      unsigned b = off % 64, k = end - off < 64 - b ? end - off : 64 - b;
-      used[off / 64] |= (k == 64 ? ~uint64_t{0} : ((uint64_t{1} << k) - 1)) << b;
-      off += k;
-    }
-  };
-  auto free_at = [&](unsigned off, unsigned len) {
-    for (unsigned i = off; i < off + len; i++)
-      if (used[i / 64] >> (i % 64) & 1) return false;
-    return true;
-  };
+  ByteMap used;
   // 1. Entries this page holds with the same bytes, matched in key order (both sorted, the
   //    same prefix: suffixes compare as the keys do). An old entry inside the new slots moves.
   uint16_t at[kNodeSize / 6 + 1];
@@ -347,10 +182,10 @@ bool BasicNode::rebase(const uint8_t* fresh, unsigned reserve) {
       if (c < 0) continue;
       const unsigned off = load16(slot(j - 1));
       if (value_field(j - 1) == f.value_field(i) && k.len + vb > 0 && off >= floor && off + k.len + vb <= kNodeSize &&
-          memcmp(value(j - 1), f.value(i), vb) == 0 && free_at(off, k.len + vb)) {
+          memcmp(value(j - 1), f.value(i), vb) == 0 && used.is_free(off, k.len + vb)) {
         at[i] = static_cast<uint16_t>(off);
         kept[i] = true;
-        mark(off, k.len + vb);
+        used.mark(off, k.len + vb);
       }
       break;
     }
@@ -364,40 +199,17 @@ bool BasicNode::rebase(const uint8_t* fresh, unsigned reserve) {
     fence_at[u] = kNone;
     const unsigned old = load16(p + off_f);
     if (fence_len[u] == 0 || load16(p + len_f) != fence_len[u] || old < floor || old + fence_len[u] > kNodeSize ||
-        memcmp(p + old, fresh + load16(fresh + off_f), fence_len[u]) != 0 || !free_at(old, fence_len[u]))
+        memcmp(p + old, fresh + load16(fresh + off_f), fence_len[u]) != 0 || !used.is_free(old, fence_len[u]))
       continue;
     fence_at[u] = old;
     fence_kept[u] = true;
-    mark(old, fence_len[u]);
+    used.mark(old, fence_len[u]);
   }
   // 3. The rest into the free bytes above the slots: each at the top of the highest free
   //    run that takes it (the heap grows down: the room below it stays for slots and inserts).
-  //    The runs, highest first, from the bitmap a word at a time.
-  struct Run {
-    uint16_t lo, hi;
-  };
-  Run runs[kNodeSize / 6 + 8];
-  unsigned nruns = 0;
-  {
-    mark(0, floor);
-    auto next = [&](unsigned from, bool want) -> unsigned {  // first bit >= from that is `want`
-      for (unsigned w = from / 64; w < kWords && from < kNodeSize; w++, from = w * 64) {
-        uint64_t bits = (want ? used[w] : ~used[w]) & (~uint64_t{0} << (from % 64));
-        if (bits) {
-          unsigned a = w * 64 + static_cast<unsigned>(__builtin_ctzll(bits));
-          return a < kNodeSize ? a : kNodeSize;
-        }
-      }
-      return kNodeSize;
-    };
-    Run up[kNodeSize / 6 + 8];
-    for (unsigned a = next(floor, false); a < kNodeSize && nruns < sizeof up / sizeof up[0];) {
-      unsigned b = next(a, true);
-      up[nruns++] = {static_cast<uint16_t>(a), static_cast<uint16_t>(b)};
-      a = next(b, false);
-    }
-    for (unsigned r = 0; r < nruns; r++) runs[r] = up[nruns - 1 - r];
-  }
+  used.mark(0, floor);
+  ByteMap::Run runs[kNodeSize / 6 + 8];
+  const unsigned nruns = used.runs_down(floor, runs, sizeof runs / sizeof runs[0]);
   auto place = [&](unsigned len) -> unsigned {
     for (unsigned r = 0; r < nruns; r++) {
       if (unsigned{runs[r].hi} - runs[r].lo < len) continue;

@@ -1,5 +1,7 @@
 #include "core/layouts/fingerprint_leaf.h"
 
+#include "core/layouts/heap_room.h"
+
 #include <algorithm>
 
 #include "core/util/hash.h"
@@ -51,6 +53,8 @@ bool FingerprintLeaf::lookup(Slice key, ValueRef* out) const {
   return true;
 }
 
+void FingerprintLeaf::make_gap(unsigned bytes) { make_heap_gap(p, kFingerprints + fp_capacity(), kSlotSize, count(), bytes); }
+
 void FingerprintLeaf::compact() {
   unsigned cap = fp_capacity();
   compact_heap(
@@ -83,7 +87,7 @@ PutResult FingerprintLeaf::upsert(Slice key, const uint8_t* v, uint16_t field, O
       store16(s + 2, 0);
       store16(s + 4, 0);
       if (klen + vbytes > free_space()) {
-        compact();
+        make_gap(klen + vbytes);
         s = slot(i);
       }
       unsigned top = heap_start() - klen - vbytes;
@@ -101,7 +105,7 @@ PutResult FingerprintLeaf::upsert(Slice key, const uint8_t* v, uint16_t field, O
   unsigned n = count(), cap = fp_capacity();
   unsigned grow = n == cap ? kFpGrain : 0;
   if (kSlotSize + klen + vbytes + grow > free_space_after_compaction()) return PutResult::kNoSpace;
-  if (kSlotSize + klen + vbytes + grow > free_space()) compact();
+  if (kSlotSize + klen + vbytes + grow > free_space()) make_gap(kSlotSize + klen + vbytes + grow);
   if (grow) {
     uint8_t* slots = p + kFingerprints + cap;
     memmove(slots + grow, slots, n * kSlotSize);

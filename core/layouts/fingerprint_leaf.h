@@ -68,6 +68,9 @@ struct FingerprintLeaf {
     return {p + load16(s) + load16(s + 2), load16(s + 4)};
   }
   void compact();
+  // Makes free_space() at least `bytes` by moving only the entries in the way (heap_room.h);
+  // the caller checked free_space_after_compaction().
+  void make_gap(unsigned bytes);
   // Records in key order (sorts first).
   void extract(RecordRef* out);
   static bool build(uint8_t* page, const Fences& f, bool prefix_truncation, const RecordRef* r, unsigned n,
