@@ -3,8 +3,9 @@
 // errors are), and the map stays sound and usable. Found by a probe: getMany/setMany of a
 // non-iterable, setMany of non-entries and forEach without a callback threw plain TypeErrors.
 import { beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { BTreeMap, BTreeStore } from '../../ts/src/index.js';
-import { loadWasm, type AdaptreeWasm } from '../../ts/src/wasm.js';
+import { loadWasm, threadsAvailable, type AdaptreeWasm } from '../../ts/src/wasm.js';
 import { BUILDS, wasmFor } from './builds.js';
 
 const JUNK: unknown[] = [undefined, null, NaN, Infinity, 1.5, 2 ** 60, -1, 'x', '', '\ud800', 'b'.repeat(5000), 10n, {}, [], [1, 'a'],
@@ -81,5 +82,33 @@ describe('bad options to loadWasm, the wasm option, ranges', () => {
     expect(m.size).toBe(2);
     expect(await codeOf(() => new BTreeMap(null, { wasm: w, fill: { redistrbute: true } as never }))).toBe('INVALID_ARGUMENT');
     m.free();
+  });
+
+  // Found by a new-user probe (session 24): valid wasm that is not the build asked for was a
+  // bare Error ("not the st build"), and an empty module a TypeError from inside the loader
+  // (`raw._initialize is not a function`: the exports were checked after it ran).
+  it('a valid wasm module of the other build, or not of adaptree, is InvalidArgumentError', async () => {
+    const st = readFileSync(new URL('../../dist/wasm/adaptree-st.wasm', import.meta.url));
+    const mt = readFileSync(new URL('../../dist/wasm/adaptree-mt.wasm', import.meta.url));
+    const empty = new Uint8Array([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0]);
+    // The st build importing a host function adaptree does not supply (a LinkError).
+    const foreignImport = Uint8Array.from(st);
+    const at = st.indexOf('at_host_read');
+    expect(at).toBeGreaterThan(0);
+    foreignImport[at + 11] = 'X'.charCodeAt(0);
+    const cases: [object, RegExp][] = [
+      [{ wasm: mt }, /is the mt build .*threads: true/],
+      [{ wasm: empty }, /not an adaptree module: it has no function export at_abi_version/],
+      [{ wasm: await WebAssembly.compile(empty) }, /not an adaptree module/],
+      [{ wasm: foreignImport }, /not an adaptree module \(.*at_host_reaX/],
+    ];
+    if (threadsAvailable()) cases.push([{ wasm: st, threads: true }, /not the mt build/], [{ wasm: empty, threads: true }, /not the mt build/]);
+    for (const [options, message] of cases) {
+      const e = await loadWasm(options as never).then(() => undefined, (x: unknown) => x);
+      expect(e, `${Object.keys(options)} ${message}`).toMatchObject({ name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT', message: expect.stringMatching(message) });
+    }
+    // The right pairings load.
+    expect((await loadWasm({ wasm: st })).build).toBe('st');
+    if (threadsAvailable()) expect((await loadWasm({ wasm: mt, threads: true })).build).toBe('mt');
   });
 });

@@ -69,7 +69,9 @@ export interface AttachHandle {
 }
 
 export interface LoadOptions {
-  /** The wasm to load; defaults to the module shipped in the package. */
+  /** The wasm to load; defaults to the module shipped in the package. It must be the build
+   * loaded: adaptree-mt.wasm with `threads` where they are available, else adaptree-st.wasm
+   * (another module, or the other build, is InvalidArgumentError). */
   wasm?: WasmSource;
   /** Ask for the multi-threaded build. Granted only where SharedArrayBuffer works. */
   threads?: boolean;
@@ -464,16 +466,43 @@ class Loaded implements AdaptreeWasm {
   }
 }
 
-function check(exports: WebAssembly.Exports): AbiExports {
-  for (const name of ABI_FUNCTIONS) {
-    if (typeof exports[name] !== 'function') throw new Error(`adaptree: wasm module lacks export ${name}`);
+/**
+ * A module that is valid wasm but not the adaptree build `build` is InvalidArgumentError, told
+ * before anything of it runs: the mt build given without `threads` (or the st build with them)
+ * was a bare Error, and a module without the exports (an empty one) failed with `TypeError:
+ * raw._initialize is not a function` from inside the loader, since the exports were checked
+ * only after `_initialize` ran. The imports and exports a compiled module declares are known
+ * without instantiating it.
+ */
+function checkModule(module: WebAssembly.Module, build: WasmBuild, what: string, options: LoadOptions): void {
+  const importsMemory = WebAssembly.Module.imports(module).some((i) => i.kind === 'memory');
+  if (build === 'st' && importsMemory) {
+    throw new InvalidArgumentError(
+      options.threads
+        ? `adaptree: ${what} is the mt build (it imports a shared memory), but threads are not available here (no SharedArrayBuffer, or not cross-origin isolated): give the st build (adaptree-st.wasm)`
+        : `adaptree: ${what} is the mt build (it imports a shared memory): load it with threads: true, or give the st build (adaptree-st.wasm)`,
+    );
   }
-  const abi = exports as unknown as AbiExports;
+  if (build === 'mt' && !importsMemory) {
+    throw new InvalidArgumentError(`adaptree: ${what} is not the mt build that threads: true asks for (it imports no shared memory): give adaptree-mt.wasm, or leave threads out for the st build`);
+  }
+  const kinds = new Map(WebAssembly.Module.exports(module).map((e) => [e.name, e.kind] as const));
+  const needed: [string, string][] = ABI_FUNCTIONS.map((name) => [name, 'function']);
+  // What load() uses besides the ABI: an attached instance's stack pointer, the constructors
+  // the first instance on a memory runs, and the memory an st module owns.
+  if (build === 'mt' && options.attach) needed.push(['__stack_pointer', 'global']);
+  else needed.push(['_initialize', 'function']);
+  if (build === 'st') needed.push(['memory', 'memory']);
+  for (const [name, kind] of needed) {
+    if (kinds.get(name) !== kind) throw new InvalidArgumentError(`adaptree: ${what} is not an adaptree module: it has no ${kind} export ${name}`);
+  }
+}
+
+function checkVersion(abi: AbiExports, what: string): void {
   const version = abi.at_abi_version();
   if (version !== ABI_VERSION) {
-    throw new Error(`adaptree: wasm ABI version ${version}, this library expects ${ABI_VERSION}`);
+    throw new InvalidArgumentError(`adaptree: ${what} has wasm ABI version ${version}, this library expects ${ABI_VERSION} (a module of another adaptree version)`);
   }
-  return abi;
 }
 
 /**
@@ -482,7 +511,10 @@ function check(exports: WebAssembly.Exports): AbiExports {
  * instances in one page): that is an OutOfMemoryError to the caller, with the engine's error as
  * cause, not an untyped RangeError.
  */
-function instantiateError(e: unknown): unknown {
+function instantiateError(e: unknown, what: string): unknown {
+  // A module whose imports are not what adaptree supplies (another module's, or functions of
+  // other signatures) is the wrong module, as in checkModule.
+  if (e instanceof WebAssembly.LinkError) return new InvalidArgumentError(`adaptree: ${what} is not an adaptree module (${e.message})`, { cause: e });
   if (e instanceof RangeError && /out of memory|could not allocate|cannot allocate/i.test(e.message)) {
     return new OutOfMemoryError(`adaptree: the engine refused a new wasm instance (${e.message})`, { cause: e });
   }
@@ -562,11 +594,8 @@ async function load(options: LoadOptions): Promise<AdaptreeWasm> {
     // Asked for threads where they are impossible: fall back, as documented.
   }
   const module = attach?.module ?? (await compile(options.wasm ?? defaultUrl(build)));
-  const imports = WebAssembly.Module.imports(module);
-  const importsMemory = imports.some((i) => i.kind === 'memory');
-  if ((build === 'mt') !== importsMemory) {
-    throw new Error(`adaptree: the given wasm module is not the ${build} build`);
-  }
+  const what = attach ? "the attach handle's wasm module" : options.wasm !== undefined ? 'the wasm module given' : `the package's ${build} wasm module`;
+  checkModule(module, build, what, options);
   let memory: WebAssembly.Memory | undefined;
   const env: Record<string, WebAssembly.ImportValue> = hostImports(() => memory!);
   const importObject: WebAssembly.Imports = { env };
@@ -584,19 +613,22 @@ async function load(options: LoadOptions): Promise<AdaptreeWasm> {
     }
     instance = await WebAssembly.instantiate(module, importObject);
   } catch (e) {
-    throw instantiateError(e);
+    throw instantiateError(e, what);
   }
   const raw = instance.exports;
+  const abi = raw as unknown as AbiExports;
   if (build === 'mt' && attach) {
     // A new instance starts with the linked stack, which the first instance
     // uses: give it its own region before it runs any code that uses a stack.
     (raw.__stack_pointer as WebAssembly.Global).value = attach.stackBase + attach.stackSize;
+    checkVersion(abi, what);
   } else {
+    // The version before anything else of a module runs (at_abi_version returns a constant).
+    checkVersion(abi, what);
     // The first instance on a memory runs the static constructors, once.
     (raw._initialize as () => void)();
   }
   if (build === 'st') memory = raw.memory as WebAssembly.Memory;
-  const abi = check(raw);
   const poison = poisonOf(memory!, abi, build === 'mt');
   const exports = guard(abi, poison);
   if (budget !== undefined) exports.at_set_memory_limit(budget);
