@@ -84,6 +84,48 @@ describe('bad options to loadWasm, the wasm option, ranges', () => {
     m.free();
   });
 
+  // Found by a new-user probe (session 24): the options were read through the prototype chain,
+  // so `m.keys([])` scanned in reverse (Array.prototype.reverse is truthy), `deleteRange([])`
+  // emptied the map, and Object.create({ reverse: true, limit: 1 }) was taken as that range.
+  it('a range is a plain object read by its own properties: an array or an object with a prototype of its own is InvalidArgumentError', async () => {
+    const w = await wasmFor('st');
+    const m = new BTreeMap<string, number>([['a', 1], ['b', 2], ['c', 3]], { wasm: w });
+    class KeyRange {
+      gte = 'b';
+      get reverse() {
+        return true;
+      }
+    }
+    for (const bad of [[], ['a'], Object.create({ reverse: true, limit: 1 }), new Map([['gte', 'b']]), new KeyRange()]) {
+      expect(() => [...m.keys(bad)], String(bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/plain object/) }));
+      expect(() => m.deleteRange(bad), String(bad)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    }
+    expect(m.size).toBe(3);
+    // Plain objects (also with a null prototype, or from a spread) read as before; a getter runs once.
+    let reads = 0;
+    expect([...m.keys(Object.assign(Object.create(null), { reverse: true, limit: 2 }))]).toEqual(['c', 'b']);
+    expect([...m.keys({ ...new KeyRange() })]).toEqual(['b', 'c']);
+    expect([...m.keys({ get gte() { reads++; return 'b'; } })]).toEqual(['b', 'c']);
+    expect(reads).toBe(1);
+    // Nothing is read from Object.prototype either.
+    const proto = Object.prototype as { reverse?: boolean };
+    proto.reverse = true;
+    try {
+      expect([...m.keys({})]).toEqual(['a', 'b', 'c']);
+      expect([...m.keys()]).toEqual(['a', 'b', 'c']);
+    } finally {
+      delete proto.reverse;
+    }
+    m.free();
+    // A store's ranges go through the same check.
+    const s = await BTreeStore.open<string, number>({ path: 'range-plain', storage: 'memory', wasm: w });
+    s.set('a', 1).set('b', 2);
+    expect(() => [...s.keys([] as never)]).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => s.deleteRange([] as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect([...s.keys({ reverse: true })]).toEqual(['b', 'a']);
+    await s.close();
+  });
+
   // Found by a new-user probe (session 24): valid wasm that is not the build asked for was a
   // bare Error ("not the st build"), and an empty module a TypeError from inside the loader
   // (`raw._initialize is not a function`: the exports were checked after it ran).

@@ -20,16 +20,34 @@ export interface Bounds {
   limit: number;
 }
 
-const NO_RANGE: Range<never> = {};
+/** Every option an own property (undefined where not given): nothing is read from a prototype. */
+const NO_RANGE: Range<never> = Object.freeze({ gt: undefined, gte: undefined, lt: undefined, lte: undefined, reverse: undefined, limit: undefined });
 const RANGE_KEYS = new Set(['gt', 'gte', 'lt', 'lte', 'reverse', 'limit']);
 
+/**
+ * The range's options, copied from its own enumerable properties (those `{ ...range }` copies)
+ * into an object that has every option as an own property. They were read through the
+ * prototype chain: `m.keys([])` scanned in reverse, since `Array.prototype.reverse` is a
+ * function and so truthy, and `Object.create({ reverse: true, limit: 1 })` was taken as that
+ * range. A range must be a plain object, its prototype `Object.prototype` (of any realm: a vm
+ * context's or an iframe's too) or null: an array (a list of keys passed by mistake), a Map or
+ * an object whose options may come from its prototype (a class instance, Object.create(o)) is
+ * refused rather than read in part. The copy also runs a getter once, not once per read.
+ */
 export function checkRange(range: unknown, what: string): Range<unknown> {
   if (range === undefined || range === null) return NO_RANGE;
   if (typeof range !== 'object') throw new InvalidArgumentError(`${what}: the range must be an object like {gte, lt, reverse, limit}`);
-  const r = range as Range<unknown>;
-  // A misspelt bound ({ form: 5 }) iterated over everything.
-  for (const k in r) {
+  const proto = Object.getPrototypeOf(range) as object | null;
+  if (proto !== null && Object.getPrototypeOf(proto) !== null) {
+    throw new InvalidArgumentError(
+      `${what}: the range must be a plain object like {gte, lt, reverse, limit}, not ${Array.isArray(range) ? 'an array' : 'an object with a prototype of its own (a class instance, Object.create(o)): copy its options into one'}`,
+    );
+  }
+  const r: Range<unknown> = { gt: undefined, gte: undefined, lt: undefined, lte: undefined, reverse: undefined, limit: undefined };
+  for (const k of Object.keys(range)) {
+    // A misspelt bound ({ form: 5 }) iterated over everything.
     if (!RANGE_KEYS.has(k)) throw new InvalidArgumentError(`${what}: unknown range option '${k}' (gt, gte, lt, lte, reverse, limit)`);
+    (r as Record<string, unknown>)[k] = (range as Record<string, unknown>)[k];
   }
   if (r.gt !== undefined && r.gte !== undefined) throw new InvalidArgumentError(`${what}: give gt or gte, not both`);
   if (r.lt !== undefined && r.lte !== undefined) throw new InvalidArgumentError(`${what}: give lt or lte, not both`);

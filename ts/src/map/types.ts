@@ -77,7 +77,9 @@ export interface AttachTree {
   hooks?: { onFault?: () => void; where?: string };
 }
 
-/** A key range. At most one lower bound (`gt`/`gte`) and one upper bound (`lt`/`lte`). */
+/** A key range. At most one lower bound (`gt`/`gte`) and one upper bound (`lt`/`lte`). A plain
+ * object: its own properties are read, and an array or an object with a prototype of its own
+ * (a class instance, `Object.create(o)`) is InvalidArgumentError. */
 export interface Range<K> {
   gt?: K;
   gte?: K;
