@@ -164,8 +164,30 @@ describe('open progress (recovery)', () => {
     expect(r.seen.every((p) => p.phase === 'open')).toBe(true);
     for (let i = 1; i < r.seen.length; i++) expect(r.seen[i]!.done).toBeGreaterThanOrEqual(r.seen[i - 1]!.done);
     expect(r.seen.at(-1)!.done).toBe(r.seen.at(-1)!.total);
+    // One total for the whole open, never passed (the last call said 32 bytes more than the
+    // others, session 24).
+    expect(r.seen.every((p) => p.total === r.seen[0]!.total && p.done <= p.total)).toBe(true);
     expect(s.size).toBe(30000);
     await s.close();
+  });
+
+  // A new-user probe (session 24): a new store got one call, { done: 0, total: 0 }, and the
+  // README's `bar(p.done / p.total)` drew NaN.
+  it('a new store (nothing to read) reports nothing; a reopen reports a fraction from 0 to 1', async () => {
+    for (const storage of ['node', 'memory'] as const) {
+      const path = storage === 'node' ? join(tmp.dir, `${uniqueName('fresh')}.db`) : uniqueName('fresh');
+      const r = recorder();
+      let s = await BTreeStore.open<string, string>({ path, storage, onProgress: r.cb });
+      expect(r.seen, storage).toEqual([]);
+      s.set('a', 'b');
+      await s.close();
+      s = await BTreeStore.open<string, string>({ path, storage, create: false, onProgress: r.cb });
+      expect(r.seen.length, storage).toBeGreaterThan(0);
+      expect(r.seen.every((p) => p.total > 0 && p.done >= 0 && p.done <= p.total && p.total === r.seen[0]!.total), JSON.stringify(r.seen)).toBe(true);
+      expect(r.seen.at(-1)!.done).toBe(r.seen.at(-1)!.total);
+      expect(s.get('a')).toBe('b');
+      await s.close();
+    }
   });
 
   it('a throwing callback (mid-recovery or at the last call): AbortedError, the store closed and unlocked, its data intact', async () => {

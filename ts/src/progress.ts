@@ -7,8 +7,11 @@
  *   bulk loaded there, which takes a fraction of the encoding time). `setManyAsync` on an
  *   asynchronous backend re-runs the batch after a page fault, reporting from 0 again.
  * - `'open'`: `BTreeStore.open({ onProgress })` on a synchronous backend: `done` bytes read
- *   (superblock, log replay, pages recovery touches) of about `total` (data file + log). The
- *   last call has `done === total` (the bytes actually read): recovery rarely reads it all.
+ *   (superblock, log replay, pages recovery touches) of `total`, the log's size and the
+ *   superblock's as the open starts. `total` is the same in every call of one open and `done`
+ *   never passes it; the last call, when the store is open, has `done === total` (recovery
+ *   reads a little less or more than that). A store with nothing to read (a new one) reports
+ *   nothing, as `setMany` of no entries does, so `done / total` is never 0 / 0.
  *
  * The callback runs every `PROGRESS_EVERY` entries or `PROGRESS_BYTES` bytes, not per item, so
  * it costs nothing measurable. It must not call into adaptree (that throws ReentrancyError).
@@ -25,7 +28,8 @@ export interface Progress {
   readonly phase: ProgressPhase;
   /** Units done: entries (bulk-load) or bytes (open). */
   readonly done: number;
-  /** Units in all (for 'open' an estimate until the last call, which has done === total). */
+  /** Units in all: the same in every call of one piece of work, and never 0 (work with nothing
+   * to do reports nothing). The last call has done === total. */
   readonly total: number;
 }
 

@@ -660,11 +660,16 @@ export class BTreeStore<K = string, V = unknown> {
       let tree = 0;
       try {
         const onProgress = progressOption(options.onProgress, 'open');
-        let total = 0, read = 0, reported = 0;
-        if (onProgress !== undefined) {
-          // Recovery reads the log (and the superblock): the data file's pages are read later,
-          // as needed (total counted both: a bar went 6 % to 100 %, session 23).
-          total = files.log.size() + Math.min(files.data.size(), PAGE_SIZE);
+        // Recovery reads the log (and the superblock): the data file's pages are read later,
+        // as needed (total counted both: a bar went 6 % to 100 %, session 23). `total` stays
+        // what it is here for the whole open, and `done` never passes it (it went from 3806112
+        // to 3806144 at the last call when recovery read a few bytes more than the estimate,
+        // session 24). A store with nothing to read (a new one) reports nothing, as setMany of
+        // no entries: its one call, { done: 0, total: 0 }, made the README's
+        // `bar(p.done / p.total)` NaN.
+        const total = onProgress === undefined ? 0 : files.log.size() + Math.min(files.data.size(), PAGE_SIZE);
+        let read = 0, reported = 0;
+        if (total > 0) {
           const rt = runtimeOf(wasm);
           entry.onRead = (n) => {
             read += n;
@@ -675,7 +680,7 @@ export class BTreeStore<K = string, V = unknown> {
               // 59 nested setMany calls during recovery, session 23).
               rt.busy++;
               try {
-                report(onProgress, 'open', Math.min(read, total), total);
+                report(onProgress!, 'open', Math.min(read, total), total);
               } finally {
                 rt.busy--;
               }
@@ -696,10 +701,7 @@ export class BTreeStore<K = string, V = unknown> {
           }
           throw openError(st, options.path, entry.lastError);
         }
-        if (onProgress !== undefined) {
-          const end = Math.max(read, total);
-          report(onProgress, 'open', end, end);
-        }
+        if (total > 0) report(onProgress!, 'open', total, total);
         const checkpointBytes = cb ?? backend.checkpointBytes;
         if (checkpointBytes !== undefined && !readOnly) {
           if (typeof ex.at_store_set_checkpoint_bytes !== 'function') throw new AdaptreeError('this wasm build has no checkpointBytes (missing at_store_set_checkpoint_bytes)', 'INTERNAL');
