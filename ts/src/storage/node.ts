@@ -180,7 +180,7 @@ const BREAK_STALE_MS = 5_000;
  * one being written: the store stayed locked for good (a kill test hit it). Where the file
  * system has no hard links, the lock is created with O_EXCL as before; an empty lock older
  * than EMPTY_LOCK_STALE_MS counts as stale. */
-function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: string, storePath: string): void {
+function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: string, storePath: string, dir: string): void {
   // The pid, and the worker thread past the main one: `openPaths` is per thread (each worker
   // loads its own copy of this module), so a lock of this pid from another thread is held.
   const pidBytes = new TextEncoder().encode(threadId === 0 ? String(proc.pid) : `${proc.pid} thread ${threadId}`);
@@ -205,6 +205,10 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
     write(fs.openSync(own, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC, 0o644));
   } catch (e) {
     removeOwn(); // a full disk can fail the write after the create
+    // The first file the open creates: ENOENT here is the store's directory missing, which the
+    // message says, naming it (it was "cannot create the lock file …/x.db-lock.<pid>: ENOENT",
+    // for the README's own `open('data/index.db')` run where there is no data/).
+    if (errnoOf(e) === 'ENOENT') throw new IoError(`cannot open ${storePath}: its directory ${dir} does not exist (open creates the store's files, not directories)`, { cause: e });
     throw fileError(`cannot create the lock file ${own}`, e);
   }
   // Creates the lock: true, or false when it exists. The first failure other than EEXIST
@@ -440,7 +444,7 @@ export const nodeStorage: NodeStorage = {
     const fds: number[] = [];
     const created: string[] = []; // by this open: removed again if the store's open fails
     try {
-      takeLock(fs, proc, threadId, lockPath, abs);
+      takeLock(fs, proc, threadId, lockPath, abs, np.dirname(abs));
       locked = true;
       removeDeadOwnFiles(fs, np, proc, lockPath);
       const { O_RDWR, O_CREAT, O_EXCL } = fs.constants;
@@ -454,7 +458,7 @@ export const nodeStorage: NodeStorage = {
             fds.push(fs.openSync(p, O_RDWR | O_CREAT | O_EXCL, 0o644));
             created.push(p);
           } catch (e2) {
-            if (errnoOf(e2) === 'ENOENT') throw new IoError(`cannot create ${p}: its directory does not exist`, { cause: e2 });
+            if (errnoOf(e2) === 'ENOENT') throw new IoError(`cannot create ${p}: its directory ${np.dirname(abs)} does not exist`, { cause: e2 });
             throw new IoError(`cannot create ${p}: ${(e2 as Error).message}`, { cause: e2 });
           }
         }
