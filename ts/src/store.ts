@@ -1385,19 +1385,9 @@ export class BTreeStore<K = string, V = unknown> {
       return Promise.reject(e);
     }
     const tail = this.#writeTail;
-    const run = (): Promise<T> => {
-      this.#started++;
-      let p: Promise<T>;
-      try {
-        p = body();
-      } catch (e) {
-        p = Promise.reject(e);
-      }
-      return p.finally(() => {
-        if (--this.#started === 0 && this.#quiet.length > 0) for (const wake of this.#quiet.splice(0)) wake();
-        this.#end();
-      });
-    };
+    // (body counts itself in #started and calls #settle when it ends: a .finally() here cost
+    // every warm getAsync a promise more)
+    const run = body;
     if (this.#b.kind !== 'async') return run();
     let p: Promise<T>;
     if (!write) {
@@ -1412,6 +1402,17 @@ export class BTreeStore<K = string, V = unknown> {
     return p;
   }
 
+  /** A #sequence body begins... */
+  #starting(): void {
+    this.#started++;
+  }
+
+  /** ...and ends (settled or failed). */
+  #settle(): void {
+    if (--this.#started === 0 && this.#quiet.length > 0) for (const wake of this.#quiet.splice(0)) wake();
+    this.#end();
+  }
+
   /** Once `tail` and every call running by then have settled. */
   async #whenSettled(tail: Promise<void> | undefined): Promise<void> {
     if (tail !== undefined) await tail;
@@ -1424,7 +1425,8 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   async #retry<T>(f: () => T, readAhead: boolean): Promise<T> {
-    {
+    this.#starting();
+    try {
       for (;;) {
         if (this.#gate !== undefined) await this.#gate;
         this.#openAsync();
@@ -1440,6 +1442,8 @@ export class BTreeStore<K = string, V = unknown> {
           await this.#fault(this.#b, e.pageId, readAhead);
         }
       }
+    } finally {
+      this.#settle();
     }
   }
 
@@ -1612,6 +1616,8 @@ export class BTreeStore<K = string, V = unknown> {
     const list = listOf(keys, 'getManyAsync: keys');
     if (this.#b.kind !== 'async') return this.getMany(list);
     return this.#sequence(false, async () => {
+    this.#starting();
+    try {
     let out: (V | undefined)[] = [];
     let part: K[] = list;
     let gen = this.#gen;
@@ -1642,6 +1648,9 @@ export class BTreeStore<K = string, V = unknown> {
       }
       part = list.slice(out.length, out.length + ASYNC_BATCH);
     }
+    } finally {
+      this.#settle();
+    }
     });
   }
 
@@ -1655,6 +1664,8 @@ export class BTreeStore<K = string, V = unknown> {
     // pool cost O(faults x batch): over a minute for 8k entries on a 1 MiB pool). The first
     // attempt is the whole batch: a sorted batch into an empty store is bulk loaded.
     return this.#sequence(true, async () => {
+    this.#starting();
+    try {
     let done = 0;
     let part: (readonly [K, V])[] = list;
     for (;;) {
@@ -1676,6 +1687,9 @@ export class BTreeStore<K = string, V = unknown> {
         await this.#fault(this.#b, e.pageId, false);
       }
       part = list.slice(done, done + ASYNC_BATCH);
+    }
+    } finally {
+      this.#settle();
     }
     });
   }
