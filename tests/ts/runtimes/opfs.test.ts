@@ -19,6 +19,7 @@ declare const tryCall: (cmd: Record<string, unknown>) => Promise<{ result?: unkn
 declare const ready: Promise<void>;
 declare const mainThread: (path: string, ops: Op[]) => Promise<unknown>;
 declare const mainBurst: (path: string, ops: Op[]) => Promise<unknown>;
+declare const mainCommitAfterClose: (path: string) => Promise<unknown>;
 
 describe('opfs backend in headless Chromium', () => {
   const browser = browserOnFixture(repo, '/tests/ts/runtimes/opfs/', 'opfs');
@@ -296,6 +297,18 @@ describe('opfs backend in headless Chromium', () => {
     // the batch that cannot be cloned is sent in halves until the bad call is alone
     expect(r.postsForMixed as number).toBeGreaterThan(1);
     expect(r.postsForMixed as number).toBeLessThanOrEqual(1 + 2 * 3);
+    await page.close();
+    expect(errors).toEqual([]);
+  });
+
+  // STORE.md: commit() after close() began shares close's commit and resolves with it; the
+  // main-thread store rejected it with CLOSED (a new-user probe, session 24).
+  it('on the main thread, commit() made while close() commits resolves with that commit, as on the other backends', async () => {
+    const page = await tab();
+    await run(page, { op: 'remove', names: ['cac'] });
+    const r = (await page.evaluate((p) => mainCommitAfterClose(p), 'cac/store')) as Record<string, unknown>;
+    expect(r.true).toEqual({ during: { value: undefined }, after: 'CLOSED', a: 1 });
+    expect(r.false).toMatchObject({ during: { error: { name: 'ClosedError', code: 'CLOSED' } }, after: 'CLOSED', a: 1 });
     await page.close();
     expect(errors).toEqual([]);
   });

@@ -74,6 +74,9 @@ export class OpfsWorkerStore {
   #size = 0;
   #closed = false;
   #closing: Promise<void> | undefined;
+  /** close() commits (not close({ commit: false })); it has settled. */
+  #closeCommits = true;
+  #closeDone = false;
   /** Set when the worker died: every call rejects with it. */
   #dead: Error | undefined;
 
@@ -226,16 +229,26 @@ export class OpfsWorkerStore {
   }
 
   commit(): Promise<void> {
-    // (After close() it was sent to a worker that had ended: it never settled.)
-    if (this.#closed) return Promise.reject(new ClosedError('the store is closed'));
+    if (this.#closed) {
+      // As on every backend (docs/STORE.md): made while close() commits, it shares that commit
+      // and settles with it (it rejected CLOSED here, a new-user probe, session 24); after
+      // close({ commit: false }) or once close() is done, ClosedError. (Sent to the worker
+      // after close(), it never settled: the worker ends with its store.)
+      if (this.#closing !== undefined && this.#closeCommits && !this.#closeDone) return this.#closing;
+      return Promise.reject(new ClosedError('the store is closed'));
+    }
     return this.#send('commit', []) as Promise<void>;
   }
 
   close(options?: { commit?: boolean }): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
     this.#closed = true;
+    this.#closeCommits = options?.commit !== false;
     const o = options?.commit === undefined ? undefined : { commit: options.commit };
-    this.#closing = (this.#send('close', [o]) as Promise<void>).finally(() => this.#worker.terminate());
+    this.#closing = (this.#send('close', [o]) as Promise<void>).finally(() => {
+      this.#closeDone = true;
+      this.#worker.terminate();
+    });
     return this.#closing;
   }
 

@@ -186,4 +186,30 @@ window.mainBurst = async (path, ops) => {
   }
 };
 
+/** What a call gave: its result, or its error's name, code, message (and its cause's). */
+const outcome = (f) =>
+  (async () => f())().then(
+    (value) => ({ value }),
+    (e) => ({ error: { name: e?.name, code: e?.code, message: String(e?.message ?? e), ...(e?.cause !== undefined ? { cause: { name: e.cause?.name, message: String(e.cause?.message ?? e.cause) } } : {}) } }),
+  );
+
+/** commit() after close() on a main-thread store, as on every backend (docs/STORE.md): made
+ * while close() runs, it shares close's commit and resolves with it; after close({ commit:
+ * false }), or once close() is done, ClosedError. */
+window.mainCommitAfterClose = async (path) => {
+  const out = {};
+  for (const commit of [true, false]) {
+    const s = await api.BTreeStore.open({ path, storage: 'opfs' });
+    await s.setAsync('a', commit ? 1 : 2);
+    const closing = s.close({ commit });
+    const during = await Promise.race([outcome(() => s.commit()), new Promise((r) => setTimeout(() => r('pending after 3 s'), 3000))]);
+    await closing;
+    const after = await outcome(() => s.commit());
+    const t = await api.BTreeStore.open({ path, storage: 'opfs' });
+    out[commit] = { during, after: after.error?.code, a: await t.getAsync('a') };
+    await t.close();
+  }
+  return out;
+};
+
 window.ready = call({ op: 'ping' }).then(() => (document.getElementById('out').textContent = 'ready'));
