@@ -20,6 +20,7 @@ declare const ready: Promise<void>;
 declare const mainThread: (path: string, ops: Op[]) => Promise<unknown>;
 declare const mainBurst: (path: string, ops: Op[]) => Promise<unknown>;
 declare const mainCommitAfterClose: (path: string) => Promise<unknown>;
+declare const mainNoWorker: (path: string) => Promise<unknown>;
 
 describe('opfs backend in headless Chromium', () => {
   const browser = browserOnFixture(repo, '/tests/ts/runtimes/opfs/', 'opfs');
@@ -311,6 +312,24 @@ describe('opfs backend in headless Chromium', () => {
     expect(r.false).toMatchObject({ during: { error: { name: 'ClosedError', code: 'CLOSED' } }, after: 'CLOSED', a: 1 });
     await page.close();
     expect(errors).toEqual([]);
+  });
+
+  // The package's worker script missing from a deployment (404), or a page served in its place
+  // (an SPA fallback): the error said "failed: error", without the script or what went wrong.
+  it.each([
+    ['404', { status: 404, body: 'not found' }],
+    ['an HTML page', { status: 200, contentType: 'text/html', body: '<!doctype html><p>app</p>' }],
+  ] as const)('on the main thread, a worker script that cannot load (%s): open() says so, with its URL', async (_, answer) => {
+    const page = await tab();
+    await page.route('**/opfs-worker.js', (route) => route.fulfill(answer));
+    const r = (await page.evaluate((p) => mainNoWorker(p), 'noworker/store')) as { error?: CallError };
+    await page.unroute('**/opfs-worker.js');
+    expect(r.error).toMatchObject({ name: 'IoError', code: 'IO_ERROR' });
+    expect(r.error!.message).toContain(new URL('/dist/storage/opfs-worker.js', browser.url).href);
+    expect(r.error!.message).toMatch(/could not be loaded/);
+    await page.close();
+    expect(errors.filter((e) => !/opfs-worker\.js|Failed to load resource/.test(e))).toEqual([]);
+    errors.length = 0;
   });
 
   it('on the main thread, values far larger than the pool (20 MB bytes) go through the worker, commit and read back after a reload', async () => {

@@ -33,7 +33,7 @@ interface WorkerLike {
   postMessage(m: unknown): void;
   terminate(): void;
   onmessage: ((e: { data: Reply }) => void) | null;
-  onerror: ((e: { message?: string }) => void) | null;
+  onerror: ((e: { message?: string; preventDefault?(): void }) => void) | null;
 }
 /** A call as sent to the worker (opfs-worker.ts); a message is an array of them. */
 interface Call {
@@ -51,6 +51,33 @@ interface Reply {
 export function opfsRemoteAvailable(): boolean {
   const g = globalThis as { Worker?: unknown; navigator?: { storage?: { getDirectory?: unknown } } };
   return typeof g.Worker === 'function' && typeof g.navigator?.storage?.getDirectory === 'function';
+}
+
+/**
+ * Runs `start`, a `new Worker(new URL('./x.js', import.meta.url), ...)` written out as bundlers
+ * recognise it, with the global Worker wrapped for that one synchronous call, to learn the URL
+ * the worker was given (a bundler's own, once bundled: the package cannot compute it), so that
+ * the error of a worker whose script cannot load names it. Where the global cannot be
+ * replaced, the worker starts all the same and the URL is not known.
+ */
+function recordingWorkerUrl(start: () => WorkerLike): { worker: WorkerLike; url: string | undefined } {
+  const g = globalThis as unknown as { Worker: new (url: string | URL, options?: object) => WorkerLike };
+  const Native = g.Worker;
+  let url: string | undefined;
+  const Recording = function (u: string | URL, o?: object): WorkerLike {
+    url = String(u);
+    return new Native(u, o);
+  } as unknown as typeof Native;
+  try {
+    g.Worker = Recording;
+  } catch {
+    return { worker: start(), url };
+  }
+  try {
+    return { worker: start(), url };
+  } finally {
+    g.Worker = Native;
+  }
 }
 
 const ITER_BATCH = 256;
@@ -79,14 +106,17 @@ export class OpfsWorkerStore {
   #closeDone = false;
   /** Set when the worker died: every call rejects with it. */
   #dead: Error | undefined;
+  /** The worker has answered (its script loaded and ran). */
+  #heard = false;
 
-  private constructor(worker: WorkerLike, path: string, keys: string, values: string) {
+  private constructor(worker: WorkerLike, url: string | undefined, path: string, keys: string, values: string) {
     this.#worker = worker;
     this.#path = path;
     this.#keyEncoding = keys;
     this.#readOnly = false;
     this.#valueEncoding = values;
     worker.onmessage = (e) => {
+      this.#heard = true;
       const { results, size } = e.data;
       this.#size = size;
       for (const r of results) {
@@ -98,7 +128,15 @@ export class OpfsWorkerStore {
       }
     };
     worker.onerror = (e) => {
-      this.#dead = new IoError(`the worker of the opfs store '${path}' failed: ${e.message ?? 'error'}`);
+      const where = url ?? 'opfs-worker.js';
+      // A script that cannot be fetched or run as a module (a 404, an HTML page served in its
+      // place) fires a plain error event before the worker says anything; it said "failed:
+      // error" without the script (a new-user probe, session 24).
+      const message = typeof e.message === 'string' && e.message !== '' ? e.message : undefined;
+      this.#dead = message === undefined && !this.#heard
+        ? new IoError(`the worker of the opfs store '${path}' could not start: its script ${where} could not be loaded (missing, or not served as JavaScript): deploy the package's opfs-worker.js with the app, or open the store in your own dedicated worker`)
+        : new IoError(`the worker of the opfs store '${path}' (${where}) failed: ${message ?? 'error'}`);
+      e.preventDefault?.();
       for (const p of this.#pending.values()) p.reject(this.#dead);
       this.#pending.clear();
     };
@@ -116,8 +154,10 @@ export class OpfsWorkerStore {
       if (options[k] !== undefined) forwarded[k] = options[k];
     }
     // Written as bundlers recognise it (vite, webpack 5, ...): they bundle the worker with it.
-    const worker = new Worker(new URL('./opfs-worker.js', import.meta.url), { type: 'module', name: `adaptree opfs ${options.path}` }) as unknown as WorkerLike;
-    const s = new OpfsWorkerStore(worker, options.path, (options.keys as string) ?? 'utf8', (options.values as string) ?? 'json');
+    const { worker, url } = recordingWorkerUrl(
+      () => new Worker(new URL('./opfs-worker.js', import.meta.url), { type: 'module', name: `adaptree opfs ${options.path}` }) as unknown as WorkerLike,
+    );
+    const s = new OpfsWorkerStore(worker, url, options.path, (options.keys as string) ?? 'utf8', (options.values as string) ?? 'json');
     s.#readOnly = options.readOnly === true;
     try {
       await s.#send('open', [forwarded]);

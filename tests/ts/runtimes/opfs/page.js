@@ -212,4 +212,8 @@ window.mainCommitAfterClose = async (path) => {
   return out;
 };
 
+/** open() when the package's worker script cannot be loaded (the test answers its request
+ * with a 404 or an HTML page). */
+window.mainNoWorker = (path) => outcome(() => api.BTreeStore.open({ path, storage: 'opfs' }));
+
 window.ready = call({ op: 'ping' }).then(() => (document.getElementById('out').textContent = 'ready'));
