@@ -9,6 +9,7 @@ import {
   InvalidKeyError,
   InvalidValueError,
   KeyTooLargeError,
+  IoError,
   LockedError,
   NotInitializedError,
   QuotaExceededError,
@@ -162,6 +163,28 @@ describe('error classes', () => {
     odd.name = 'AbortError';
     expect(errorFromWire(errorToWire(odd)).name).toBe('AbortError');
     expect(errorFromWire(errorToWire('thrown string')).message).toBe('thrown string');
+  });
+
+  it('errors from the wire keep their cause (a DOMException as one), a few levels deep', () => {
+    // (The cause was dropped: a LockedError from a main-thread opfs store's worker lost the
+    // NoModificationAllowedError that said why, a new-user probe, session 24.)
+    const dom = new DOMException('the file is open elsewhere', 'NoModificationAllowedError');
+    const sent = new LockedError('locked', { cause: new IoError('io', { cause: dom }) });
+    const back = errorFromWire(structuredClone(errorToWire(sent))) as Error & { cause: Error & { cause: DOMException } };
+    expect(back).toBeInstanceOf(LockedError);
+    expect(back.cause).toBeInstanceOf(IoError);
+    expect(back.cause.message).toBe('io');
+    expect(back.cause.cause).toBeInstanceOf(DOMException);
+    expect(back.cause.cause).toMatchObject({ name: 'NoModificationAllowedError', message: 'the file is open elsewhere', code: dom.code });
+    const plain = errorFromWire(errorToWire(new TypeError('t', { cause: 'a string' }))) as Error & { cause: Error };
+    expect(plain.cause.message).toBe('a string');
+    expect(errorFromWire(errorToWire(new Error('none'))).cause).toBeUndefined();
+    // A cycle of causes ends.
+    const a = new Error('a'), b = new Error('b', { cause: a });
+    (a as { cause?: unknown }).cause = b;
+    let depth = 0;
+    for (let e: unknown = errorFromWire(errorToWire(a)); e instanceof Error; e = e.cause) depth++;
+    expect(depth).toBe(5);
   });
 });
 

@@ -318,50 +318,65 @@ export interface WireError {
   code?: AdaptreeErrorCode | string;
   message: string;
   pageId?: number;
+  /** The error's `cause`, in the same form (a few levels deep). */
+  cause?: WireError;
+  /** It was a DOMException (a cause from the browser: QuotaExceededError, ...). */
+  dom?: boolean;
 }
 
 /** What a worker posts for a thrown value (errorFromWire rebuilds it). */
-export function errorToWire(e: unknown): WireError {
+export function errorToWire(e: unknown, depth = 0): WireError {
   if (e !== null && typeof e === 'object') {
-    const x = e as { name?: unknown; code?: unknown; message?: unknown; pageId?: unknown };
+    const x = e as { name?: unknown; code?: unknown; message?: unknown; pageId?: unknown; cause?: unknown };
     const w: WireError = {
       name: typeof x.name === 'string' ? x.name : 'Error',
       message: typeof x.message === 'string' ? x.message : String(e),
     };
     if (typeof x.code === 'string') w.code = x.code;
     if (typeof x.pageId === 'number') w.pageId = x.pageId;
+    if (typeof DOMException === 'function' && e instanceof DOMException) w.dom = true;
+    // (The cause was dropped: a LockedError from a worker lost the NoModificationAllowedError
+    // that said why, a new-user probe, session 24.)
+    if (x.cause !== undefined && depth < 4) w.cause = errorToWire(x.cause, depth + 1);
     return w;
   }
   return { name: 'Error', message: String(e) };
 }
 
-/** The typed error (same class and code as on the worker's side) for one a worker reported. */
+/** The typed error (same class and code as on the worker's side) for one a worker reported,
+ * with its cause rebuilt the same way (a DOMException as a DOMException). */
 export function errorFromWire(e: WireError): Error {
   const m = e.message;
+  const o = e.cause !== undefined ? { cause: errorFromWire(e.cause) } : undefined;
+  if (e.dom === true && typeof DOMException === 'function') {
+    const d = new DOMException(m, e.name);
+    if (o !== undefined) Object.defineProperty(d, 'cause', { value: o.cause, configurable: true, writable: true });
+    return d;
+  }
   switch (e.code) {
-    case 'INVALID_KEY': return new InvalidKeyError(m);
-    case 'INVALID_VALUE': return new InvalidValueError(m);
-    case 'INVALID_ARGUMENT': return new InvalidArgumentError(m);
-    case 'KEY_TOO_LARGE': return new KeyTooLargeError(m);
-    case 'VALUE_TOO_LARGE': return new ValueTooLargeError(m);
-    case 'CLOSED': return new ClosedError(m);
-    case 'CORRUPT': return new CorruptionError(m);
-    case 'OUT_OF_MEMORY': return new OutOfMemoryError(m);
-    case 'INSTANCE_POISONED': return new InstanceUnusableError(m);
-    case 'QUOTA_EXCEEDED': return new QuotaExceededError(m);
-    case 'LOCKED': return new LockedError(m);
-    case 'IO_ERROR': return new IoError(m);
-    case 'READ_ONLY': return new ReadOnlyError(m);
-    case 'NEED_PAGE': return new PageFaultError(e.pageId ?? -1, m);
-    case 'NOT_INITIALIZED': return new NotInitializedError(m);
-    case 'REENTRANT': return new ReentrancyError(m);
-    case 'ABORTED': return new AbortedError(m);
-    case 'THREADS_UNSUPPORTED': return new ThreadsUnsupportedError(m);
+    case 'INVALID_KEY': return new InvalidKeyError(m, o);
+    case 'INVALID_VALUE': return new InvalidValueError(m, o);
+    case 'INVALID_ARGUMENT': return new InvalidArgumentError(m, o);
+    case 'KEY_TOO_LARGE': return new KeyTooLargeError(m, o);
+    case 'VALUE_TOO_LARGE': return new ValueTooLargeError(m, o);
+    case 'CLOSED': return new ClosedError(m, o);
+    case 'CORRUPT': return new CorruptionError(m, o);
+    case 'OUT_OF_MEMORY': return new OutOfMemoryError(m, o);
+    case 'INSTANCE_POISONED': return new InstanceUnusableError(m, o);
+    case 'QUOTA_EXCEEDED': return new QuotaExceededError(m, o);
+    case 'LOCKED': return new LockedError(m, o);
+    case 'IO_ERROR': return new IoError(m, o);
+    case 'READ_ONLY': return new ReadOnlyError(m, o);
+    case 'NEED_PAGE': return new PageFaultError(e.pageId ?? -1, m, o);
+    case 'NOT_INITIALIZED': return new NotInitializedError(m, o);
+    case 'REENTRANT': return new ReentrancyError(m, o);
+    case 'ABORTED': return new AbortedError(m, o);
+    case 'THREADS_UNSUPPORTED': return new ThreadsUnsupportedError(m, o);
     case undefined: {
-      const err = e.name === 'TypeError' ? new TypeError(m) : e.name === 'RangeError' ? new RangeError(m) : new Error(m);
+      const err = e.name === 'TypeError' ? new TypeError(m, o) : e.name === 'RangeError' ? new RangeError(m, o) : new Error(m, o);
       if (err.name !== e.name) Object.defineProperty(err, 'name', { value: e.name, configurable: true, writable: true });
       return err;
     }
-    default: return new AdaptreeError(m, e.code as AdaptreeErrorCode);
+    default: return new AdaptreeError(m, e.code as AdaptreeErrorCode, o);
   }
 }

@@ -19,6 +19,7 @@ declare const tryCall: (cmd: Record<string, unknown>) => Promise<{ result?: unkn
 declare const ready: Promise<void>;
 declare const mainThread: (path: string, ops: Op[]) => Promise<unknown>;
 declare const mainBurst: (path: string, ops: Op[]) => Promise<unknown>;
+declare const mainCause: (path: string) => Promise<unknown>;
 declare const mainCommitAfterClose: (path: string) => Promise<unknown>;
 declare const mainNoWorker: (path: string) => Promise<unknown>;
 
@@ -298,6 +299,18 @@ describe('opfs backend in headless Chromium', () => {
     // the batch that cannot be cloned is sent in halves until the bad call is alone
     expect(r.postsForMixed as number).toBeGreaterThan(1);
     expect(r.postsForMixed as number).toBeLessThanOrEqual(1 + 2 * 3);
+    await page.close();
+    expect(errors).toEqual([]);
+  });
+
+  // A LockedError from the worker lost the NoModificationAllowedError that said why (a
+  // new-user probe, session 24): errors crossed without their cause.
+  it('on the main thread, an error of the store\'s worker keeps its cause', async () => {
+    const page = await tab();
+    await run(page, { op: 'remove', names: ['cause'] });
+    const r = (await page.evaluate((p) => mainCause(p), 'cause/store')) as { error?: CallError & { cause?: { name: string; message: string } } };
+    expect(r.error).toMatchObject({ name: 'LockedError', code: 'LOCKED', cause: { name: 'NoModificationAllowedError' } });
+    expect(r.error!.cause!.message.length).toBeGreaterThan(0);
     await page.close();
     expect(errors).toEqual([]);
   });

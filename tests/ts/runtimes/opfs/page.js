@@ -193,6 +193,17 @@ const outcome = (f) =>
     (e) => ({ error: { name: e?.name, code: e?.code, message: String(e?.message ?? e), ...(e?.cause !== undefined ? { cause: { name: e.cause?.name, message: String(e.cause?.message ?? e.cause) } } : {}) } }),
   );
 
+/** An error of the store's worker keeps its cause: the main-thread store is opened on files a
+ * sync access handle holds without the lock (LockedError, caused by the DOMException). */
+window.mainCause = async (path) => {
+  await call({ op: 'hold', path: path + '-log' });
+  try {
+    return await outcome(() => api.BTreeStore.open({ path, storage: 'opfs' }));
+  } finally {
+    await call({ op: 'unhold', path: path + '-log' });
+  }
+};
+
 /** commit() after close() on a main-thread store, as on every backend (docs/STORE.md): made
  * while close() runs, it shares close's commit and resolves with it; after close({ commit:
  * false }), or once close() is done, ClosedError. */
