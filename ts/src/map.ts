@@ -41,7 +41,7 @@ import { numberKey } from './encoding/number.js';
 import { keyEncoderOf, valueEncoderOf } from './map/codecs.js';
 import { type Handle, fail, freeHandle, newCursor, stateError, treeRegistry } from './map/handle.js';
 import { putKey, putKeyA, prepareValue, preparedSize, putValue } from './map/put.js';
-import { boundsOf, checkRange } from './map/range.js';
+import { boundsOf, checkDeleteRange } from './map/range.js';
 import { BTreeIterator, MODE_ENTRIES, MODE_KEYS, MODE_VALUES, entry } from './map/iterator.js';
 import { PROGRESS_EVERY, progressOption, report, type ProgressCallback } from './progress.js';
 import { attachMap, shareMap, type AttachMapOptions, type SharedMapHandle } from './threads.js';
@@ -378,8 +378,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
   deleteRange(range: DeleteRange<K>): number {
     const h = this.#h, rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
-    const r = checkRange(range, 'deleteRange');
-    if (r.limit !== undefined) throw new InvalidArgumentError('deleteRange: limit is not supported');
+    const r = checkDeleteRange(range);
     const lo = r.gte !== undefined ? r.gte : r.gt;
     const hi = r.lte !== undefined ? r.lte : r.lt;
     let flags = 0;

@@ -145,6 +145,12 @@ export interface StoreOptions<K, V> {
   fill?: { redistribute?: boolean; xmerge?: boolean };
 }
 
+/** @internal A StoreOptions flag: the keys and values given to the store are already encoded
+ * (`bytes` in, `bytes` out), by the encodings that `keys` and `values` name ('custom' for a
+ * codec object), which the store records as any store with them does. The worker behind a
+ * main-thread opfs store (storage/opfs-worker.ts) opens its store so: the main thread encodes. */
+export const ENCODED_ELSEWHERE: unique symbol = Symbol('adaptree.encodedElsewhere') as never;
+
 const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'logDeltas', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError', 'fill']);
 
 /** at_tree_set_fill's flags for a store's `fill` option (undefined: the tree's defaults). */
@@ -629,8 +635,13 @@ export class BTreeStore<K = string, V = unknown> {
         if (st < 0) throw errorFromStatus(st, 'fill');
       }
       const o: BTreeMapOptions<K, V> & { [ATTACH_TREE]?: unknown } = { layout: layoutName, wasm, [ATTACH_TREE]: { tree, onFree, closed: 'the store is closed', hooks } };
-      if (options.keys !== undefined) o.keys = options.keys;
-      if (options.values !== undefined) o.values = options.values;
+      if ((options as { [ENCODED_ELSEWHERE]?: unknown })[ENCODED_ELSEWHERE] === true) {
+        o.keys = 'bytes' as never;
+        o.values = 'bytes' as never;
+      } else {
+        if (options.keys !== undefined) o.keys = options.keys;
+        if (options.values !== undefined) o.values = options.values;
+      }
       return o;
     };
     // A failed open puts its (negative) status in result.aux.

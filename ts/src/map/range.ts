@@ -71,6 +71,13 @@ function encodeBound<K>(h: Handle<K, unknown>, key: K): Uint8Array {
 }
 
 export function boundsOf<K>(h: Handle<K, unknown>, range: Range<K> | undefined, what: string): Bounds {
+  return boundsWith(range, what, (key) => encodeBound(h, key));
+}
+
+/** boundsOf with the bounds encoded by `encode` (the key codec; it throws InvalidKeyError and
+ * KeyTooLargeError as putKey does): for a map whose tree is not on this thread (an opfs store
+ * opened on a browser's main thread checks and encodes its ranges there, as a BTreeMap does). */
+export function boundsWith<K>(range: Range<K> | undefined, what: string, encode: (key: K) => Uint8Array): Bounds {
   const r = checkRange(range, what) as Range<K>;
   let limit = Infinity;
   if (r.limit !== undefined) {
@@ -81,14 +88,35 @@ export function boundsOf<K>(h: Handle<K, unknown>, range: Range<K> | undefined, 
   }
   const lo = r.gte !== undefined ? r.gte : r.gt;
   const hi = r.lte !== undefined ? r.lte : r.lt;
-  const loBytes = lo !== undefined ? encodeBound(h, lo) : null;
-  const hiBytes = hi !== undefined ? encodeBound(h, hi) : null;
+  const loBytes = lo !== undefined ? encode(lo) : null;
+  const hiBytes = hi !== undefined ? encode(hi) : null;
   const reverse = !!r.reverse;
   const stopKey = reverse ? lo : hi;
   const stopNumber = typeof stopKey === 'number' ? stopKey : NaN;
   return reverse
     ? { start: hiBytes, startExclusive: r.lt !== undefined, stop: loBytes, stopInclusive: r.gte !== undefined, stopNumber, reverse, limit }
     : { start: loBytes, startExclusive: r.gt !== undefined, stop: hiBytes, stopInclusive: r.lte !== undefined, stopNumber, reverse, limit };
+}
+
+/** The range of Bounds again, over the encoded keys (reverse a boolean, limit a number): what
+ * a map with `bytes` keys over the same encodings iterates as the original range. */
+export function rangeOfBounds(b: Bounds): Range<Uint8Array> {
+  const r: Range<Uint8Array> = {};
+  const lo = b.reverse ? b.stop : b.start, hi = b.reverse ? b.start : b.stop;
+  const loExclusive = b.reverse ? !b.stopInclusive : b.startExclusive;
+  const hiExclusive = b.reverse ? b.startExclusive : !b.stopInclusive;
+  if (lo !== null) r[loExclusive ? 'gt' : 'gte'] = lo;
+  if (hi !== null) r[hiExclusive ? 'lt' : 'lte'] = hi;
+  if (b.reverse) r.reverse = true;
+  if (b.limit !== Infinity) r.limit = b.limit;
+  return r;
+}
+
+/** checkRange for deleteRange, which takes bounds only. */
+export function checkDeleteRange(range: unknown): Range<unknown> {
+  const r = checkRange(range, 'deleteRange');
+  if (r.limit !== undefined) throw new InvalidArgumentError('deleteRange: limit is not supported');
+  return r;
 }
 
 /** Whether the key at u8[off, off+len) lies beyond the stop bound. */

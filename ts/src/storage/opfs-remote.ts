@@ -7,9 +7,14 @@
  * (the worker sends it with every reply), `path`, `storage` and `closed`. The sync methods
  * throw PageFaultError (NEED_PAGE, pageId -1): no page is ever on this thread.
  *
- * Keys and values cross the thread boundary by structured clone, so only named encodings
- * (`keys: 'utf8'`, `values: 'json'`, ...) can be used, not codec objects, and `wasm` is
- * ignored (the worker loads its own module).
+ * Keys, values and range bounds are encoded here, with the store's codecs (a name or a codec
+ * object, as for any store), and decoded here: the worker stores and returns bytes, packed
+ * into one buffer a message (opfs-wire.ts). So a value is what its encoding makes of it on
+ * this thread when the call is made, as a BTreeMap would have it (a toJSON, a Proxy, an object
+ * with methods: structured clone to the worker dropped the first and refused the others, a
+ * new-user probe, session 24), and a key or range the encoding refuses is the same
+ * InvalidKeyError / InvalidArgumentError, found here. `wasm` is ignored (the worker loads its
+ * own module).
  *
  * Calls go in batches: the calls made in one turn of the event loop (say the getAsync of a
  * `Promise.all`, or setAsync calls not awaited one by one) are sent as one message at the end
@@ -17,6 +22,9 @@
  * synchronous ones of a batch in one message. The order of the calls is kept. An awaited
  * call alone still costs a round trip to the worker.
  */
+import { encodeWith, MAX_KEY_SIZE, type KeyEncoder, type ValueEncoder } from '../encoding/codec.js';
+import { isWellFormed, writeUtf8 } from '../encoding/utf8.js';
+import { utf8Value } from '../encoding/values.js';
 import {
   ClosedError,
   errorFromWire,
@@ -25,27 +33,44 @@ import {
   IoError,
   listOf,
   PageFaultError,
+  ReentrancyError,
   ThreadsUnsupportedError,
   type WireError,
 } from '../errors.js';
+import { keyEncoderOf, valueEncoderOf } from '../map/codecs.js';
+import { boundsWith, checkDeleteRange, rangeOfBounds } from '../map/range.js';
+import type { Runtime } from '../map/runtime.js';
+import type { DeleteRange, Range } from '../map/types.js';
+import { BIG, PackReader, PackWriter, type Packed, type Ref } from './opfs-wire.js';
 
 interface WorkerLike {
-  postMessage(m: unknown): void;
+  postMessage(m: unknown, transfer?: Transferable[]): void;
   terminate(): void;
   onmessage: ((e: { data: Reply }) => void) | null;
   onerror: ((e: { message?: string; preventDefault?(): void }) => void) | null;
 }
-/** A call as sent to the worker (opfs-worker.ts); a message is an array of them. */
+/** A call as sent to the worker (opfs-worker.ts); a message is `{ calls, packed }`, its keys
+ * and values Refs to `packed`. */
 interface Call {
   seq: number;
   op: string;
   args: unknown[];
 }
-/** The worker's answer to some calls; `size` is the store's size when it was sent. */
+/** The worker's answer to some calls; `size` is the store's size when it was sent; the keys
+ * and values of the values are Refs to `packed`. */
 interface Reply {
   results: { seq: number; value?: unknown; error?: WireError }[];
   size: number;
+  packed?: Packed;
 }
+/** Turns the worker's answer to a call into the caller's keys and values. */
+type Decode = (value: never, msg: PackReader) => unknown;
+/** The codec wrappers' re-entrancy guard: no wasm instance is used on this thread (a codec may
+ * call into adaptree here; it cannot reach the worker's store mid-call). */
+const NO_RUNTIME = { busy: 0 } as Runtime;
+/** Strings of up to this many characters are written by hand, longer ones by TextEncoder. */
+const SHORT_STRING = 256;
+const encoder = new TextEncoder();
 
 /** True on a thread that can start a module worker over OPFS but has no sync handles itself. */
 export function opfsRemoteAvailable(): boolean {
@@ -87,17 +112,20 @@ const BATCH_MAX = 4096;
 
 export class OpfsWorkerStore {
   readonly #worker: WorkerLike;
-  readonly #pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void }>();
+  readonly #pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void; decode?: Decode }>();
   readonly #path: string;
-  readonly #keyEncoding: string;
+  readonly #kenc: KeyEncoder<unknown>;
+  readonly #venc: ValueEncoder<unknown>;
   #readOnly: boolean;
-  readonly #valueEncoding: string;
   #seq = 1;
   /** Writes sent so far: an iterator whose buffered batch is older drops it and reads on after
    * the last key it returned (as a BTreeMap iterator re-seeks after a change). */
   #mod = 0;
-  /** Calls made this turn, not sent yet (#flush sends them). */
+  /** Calls made this turn, not sent yet (#flush sends them), and their keys and values. */
   #queue: Call[] = [];
+  #out = new PackWriter();
+  /** A call's keys and values are being encoded (#call). */
+  #encoding = false;
   #size = 0;
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -109,22 +137,31 @@ export class OpfsWorkerStore {
   /** The worker has answered (its script loaded and ran). */
   #heard = false;
 
-  private constructor(worker: WorkerLike, url: string | undefined, path: string, keys: string, values: string) {
+  private constructor(worker: WorkerLike, url: string | undefined, path: string, kenc: KeyEncoder<unknown>, venc: ValueEncoder<unknown>) {
     this.#worker = worker;
     this.#path = path;
-    this.#keyEncoding = keys;
+    this.#kenc = kenc;
+    this.#venc = venc;
     this.#readOnly = false;
-    this.#valueEncoding = values;
     worker.onmessage = (e) => {
       this.#heard = true;
-      const { results, size } = e.data;
+      const { results, size, packed } = e.data;
       this.#size = size;
+      const msg = new PackReader(packed);
       for (const r of results) {
         const p = this.#pending.get(r.seq);
         if (p === undefined) continue;
         this.#pending.delete(r.seq);
         if (r.error !== undefined) p.reject(errorFromWire(r.error));
-        else p.resolve(r.value);
+        else if (p.decode === undefined) p.resolve(r.value);
+        else {
+          // (a custom codec's decode may throw: CorruptionError, as on a BTreeMap)
+          try {
+            p.resolve(p.decode(r.value as never, msg));
+          } catch (err) {
+            p.reject(err);
+          }
+        }
       }
     };
     worker.onerror = (e) => {
@@ -144,20 +181,19 @@ export class OpfsWorkerStore {
 
   /** Starts the worker and opens the store in it (its errors are this promise's). */
   static async open(options: Record<string, unknown> & { path: string }): Promise<OpfsWorkerStore> {
-    for (const k of ['keys', 'values'] as const) {
-      if (options[k] !== undefined && typeof options[k] !== 'string') {
-        throw new InvalidArgumentError(`an opfs store opened on the main thread runs in a worker: '${k}' must be an encoding name, not a codec object (or open the store in your own worker)`);
-      }
-    }
-    const forwarded: Record<string, unknown> = {};
-    for (const k of ['path', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'logDeltas', 'fill', 'autoCommit', 'create', 'wait', 'readOnly']) {
+    // The codecs work here (the same checks and errors as a BTreeMap's); the worker is told
+    // their names, 'custom' for a codec object, which its store records.
+    const kenc = keyEncoderOf<unknown>(options.keys as never, NO_RUNTIME);
+    const venc = valueEncoderOf<unknown>(options.values as never, NO_RUNTIME);
+    const forwarded: Record<string, unknown> = { keys: kenc.name, values: venc.name };
+    for (const k of ['path', 'layout', 'poolSize', 'checkpointBytes', 'logDeltas', 'fill', 'autoCommit', 'create', 'wait', 'readOnly']) {
       if (options[k] !== undefined) forwarded[k] = options[k];
     }
     // Written as bundlers recognise it (vite, webpack 5, ...): they bundle the worker with it.
     const { worker, url } = recordingWorkerUrl(
       () => new Worker(new URL('./opfs-worker.js', import.meta.url), { type: 'module', name: `adaptree opfs ${options.path}` }) as unknown as WorkerLike,
     );
-    const s = new OpfsWorkerStore(worker, url, options.path, (options.keys as string) ?? 'utf8', (options.values as string) ?? 'json');
+    const s = new OpfsWorkerStore(worker, url, options.path, kenc, venc);
     s.#readOnly = options.readOnly === true;
     try {
       await s.#send('open', [forwarded]);
@@ -168,43 +204,54 @@ export class OpfsWorkerStore {
     return s;
   }
 
-  #send(op: string, args: unknown[]): Promise<unknown> {
+  /** Queues a call (its keys and values are in #out already); `decode` makes its answer's. */
+  #send(op: string, args: unknown[], decode?: Decode): Promise<unknown> {
     if (this.#dead !== undefined) return Promise.reject(this.#dead);
+    // (From a codec or toJSON while a call is encoded, see #call: a message it filled would go
+    // without that call's keys and values.)
+    if (this.#encoding) return Promise.reject(new ReentrancyError());
     return new Promise((resolve, reject) => {
       const seq = this.#seq++;
-      this.#pending.set(seq, { resolve, reject });
+      this.#pending.set(seq, { resolve, reject, decode });
       const n = this.#queue.push({ seq, op, args });
       if (n === 1) queueMicrotask(() => this.#flush());
       else if (n >= BATCH_MAX) this.#flush();
     });
   }
 
-  /** Sends the calls queued this turn as one message. */
+  /** Sends the calls queued this turn as one message, with their keys and values. */
   #flush(): void {
     const calls = this.#queue;
+    const { packed, transfer } = this.#out.take();
     if (calls.length === 0) return;
     this.#queue = [];
     if (this.#dead !== undefined) {
       for (const c of calls) this.#settle(c.seq, this.#dead);
       return;
     }
-    this.#post(calls);
+    try {
+      this.#worker.postMessage({ calls, packed }, transfer);
+    } catch {
+      // Keys and values go encoded, so structured clone copies them all; should it fail on some
+      // other argument, the calls go in halves, down to those that cannot be sent (a clone that
+      // fails transfers nothing).
+      this.#post(calls, packed);
+    }
   }
 
-  /** Posts calls as one message. Where structured clone cannot copy a key or value of them (a
-   * function, a symbol, ...), the two halves in turn, down to the calls that cannot be sent:
-   * those fail, as if sent alone, and the others go in order. */
-  #post(calls: Call[]): void {
+  /** Posts calls as one message or, where structured clone fails, the two halves in turn: the
+   * calls that cannot be sent fail, as if sent alone, and the others go in order. */
+  #post(calls: Call[], packed: Packed | undefined): void {
     try {
-      this.#worker.postMessage(calls);
+      this.#worker.postMessage({ calls, packed });
     } catch (e) {
       if (calls.length === 1) {
         this.#settle(calls[0]!.seq, new InvalidValueError(`cannot send to the store's worker: ${(e as Error).message}`, { cause: e }));
         return;
       }
       const half = calls.length >> 1;
-      this.#post(calls.slice(0, half));
-      this.#post(calls.slice(half));
+      this.#post(calls.slice(0, half), packed);
+      this.#post(calls.slice(half), packed);
     }
   }
 
@@ -215,15 +262,74 @@ export class OpfsWorkerStore {
     p?.reject(error);
   }
 
-  #call<T>(method: string, ...args: unknown[]): Promise<T> {
+  /**
+   * Calls `method` of the worker's store with the arguments `args()` encodes into #out (run
+   * now: a key, value or range it refuses rejects the call, which is not sent; what it wrote
+   * goes unused); `decode` turns the answer back into keys and values. `write`: the call
+   * changes the store (iterators then read on afresh, see #mod).
+   */
+  #call<T>(method: string, args: () => unknown[], decode?: Decode, write = false): Promise<T> {
     if (this.#closed) return Promise.reject(new ClosedError('the store is closed'));
-    return this.#send('call', [method, ...args]) as Promise<T>;
+    // A codec or toJSON calling this store while a call's keys and values are being encoded
+    // (a BTreeMap refuses it too): its items would go in the middle of the other call's, and
+    // a message it filled would be sent without that call.
+    if (this.#encoding) return Promise.reject(new ReentrancyError());
+    let a: unknown[];
+    this.#encoding = true;
+    try {
+      a = args();
+    } catch (e) {
+      return Promise.reject(e);
+    } finally {
+      this.#encoding = false;
+    }
+    if (write) this.#mod++;
+    return this.#send('call', [method, ...a], decode) as Promise<T>;
   }
 
-  /** A call that changes the store (iterators then read on afresh, see #mod). */
-  #write<T>(method: string, ...args: unknown[]): Promise<T> {
-    this.#mod++;
-    return this.#call<T>(method, ...args);
+  /** A key in the next message: its encoding (InvalidKeyError, KeyTooLargeError), made now. */
+  #key(key: unknown): Ref {
+    const out = this.#out;
+    out.reserve(MAX_KEY_SIZE);
+    return out.end(this.#kenc.encodeInto(key, out.u8, out.dv, out.used, out.used + MAX_KEY_SIZE));
+  }
+
+  /** A value in the next message: its encoding, made now (the caller's object or array may
+   * change before the message goes, as after a BTreeMap's set). */
+  #value(value: unknown): Ref {
+    const p = this.#venc.prepare(value);
+    const out = this.#out;
+    if (typeof p !== 'string') return out.add(p.length >= BIG ? new Uint8Array(p) : p); // (a large one: a copy to transfer)
+    // A string: what json and utf8 give, written as UTF-8; a lone surrogate is refused as the
+    // map refuses it (json never has one).
+    if (3 * p.length >= BIG) return out.add(utf8Value.encode(p));
+    out.reserve(3 * p.length);
+    if (p.length <= SHORT_STRING) {
+      const end = writeUtf8(p, out.u8, out.used, out.used + 3 * p.length, false);
+      if (end < 0) throw new InvalidValueError('utf8 value contains a lone surrogate (not valid Unicode)');
+      return out.end(end);
+    }
+    if (this.#venc.name !== 'json' && !isWellFormed(p)) throw new InvalidValueError('utf8 value contains a lone surrogate (not valid Unicode)');
+    const { written } = encoder.encodeInto(p, out.u8.subarray(out.used, out.used + 3 * p.length));
+    return out.end(out.used + written);
+  }
+
+  /** The key at `ref` of an answer (a `bytes` key: a copy of its own, as a BTreeMap's). */
+  #keyOf(ref: Ref, msg: PackReader): unknown {
+    if (typeof ref !== 'number') return this.#kenc.decodeFrom(ref, new DataView(ref.buffer, ref.byteOffset, ref.byteLength), 0, ref.length, false);
+    return this.#kenc.decodeFrom(msg.bytes, msg.dv, msg.start(ref), msg.end(ref), false);
+  }
+
+  /** The value at `ref` of an answer (a large `bytes` one is the array the worker sent). */
+  #valueOf(ref: Ref | undefined, msg: PackReader): unknown {
+    if (ref === undefined) return undefined;
+    if (typeof ref !== 'number') return this.#venc.name === 'bytes' ? ref : this.#venc.decodeFrom(ref, 0, ref.length, false);
+    const s = msg.start(ref);
+    return this.#venc.decodeFrom(msg.bytes, s, msg.end(ref) - s, false);
+  }
+
+  #entryOf(e: [Ref, Ref] | undefined, msg: PackReader): [unknown, unknown] | undefined {
+    return e === undefined ? undefined : [this.#keyOf(e[0], msg), this.#valueOf(e[1], msg)];
   }
 
   get path(): string {
@@ -253,10 +359,10 @@ export class OpfsWorkerStore {
     return this.#size;
   }
   get keyEncoding(): string {
-    return this.#keyEncoding;
+    return this.#kenc.name;
   }
   get valueEncoding(): string {
-    return this.#valueEncoding;
+    return this.#venc.name;
   }
   get [Symbol.toStringTag](): string {
     return 'BTreeStore';
@@ -282,6 +388,7 @@ export class OpfsWorkerStore {
 
   close(options?: { commit?: boolean }): Promise<void> {
     if (this.#closing !== undefined) return this.#closing;
+    if (this.#encoding) return Promise.reject(new ReentrancyError()); // (see #call)
     this.#closed = true;
     this.#closeCommits = options?.commit !== false;
     const o = options?.commit === undefined ? undefined : { commit: options.commit };
@@ -297,66 +404,91 @@ export class OpfsWorkerStore {
   }
 
   getAsync(key: unknown): Promise<unknown> {
-    return this.#call('get', key);
+    return this.#call('get', () => [this.#key(key)], (v: Ref | undefined, msg) => this.#valueOf(v, msg));
   }
   hasAsync(key: unknown): Promise<boolean> {
-    return this.#call('has', key);
+    return this.#call('has', () => [this.#key(key)]);
   }
   async setAsync(key: unknown, value: unknown): Promise<this> {
-    await this.#write('set', key, value);
+    // (the value first, as BTreeMap.set encodes it)
+    await this.#call('set', () => {
+      const v = this.#value(value);
+      return [this.#key(key), v];
+    }, undefined, true);
     return this;
   }
   deleteAsync(key: unknown): Promise<boolean> {
-    return this.#write('delete', key);
+    return this.#call('delete', () => [this.#key(key)], undefined, true);
   }
   clearAsync(): Promise<void> {
-    return this.#write('clear');
+    return this.#call('clear', () => [], undefined, true);
   }
   firstAsync(): Promise<unknown> {
-    return this.#call('first');
+    return this.#call('first', () => [], (e: [Ref, Ref] | undefined, msg) => this.#entryOf(e, msg));
   }
   lastAsync(): Promise<unknown> {
-    return this.#call('last');
+    return this.#call('last', () => [], (e: [Ref, Ref] | undefined, msg) => this.#entryOf(e, msg));
   }
   nextHigherAsync(key: unknown): Promise<unknown> {
-    return this.#call('nextHigher', key);
+    return this.#call('nextHigher', () => [this.#key(key)], (e: [Ref, Ref] | undefined, msg) => this.#entryOf(e, msg));
   }
   nextLowerAsync(key: unknown): Promise<unknown> {
-    return this.#call('nextLower', key);
+    return this.#call('nextLower', () => [this.#key(key)], (e: [Ref, Ref] | undefined, msg) => this.#entryOf(e, msg));
   }
   // (Checked here, as BTreeStore checks them: Array.from(5) was [], and of null a TypeError
   // thrown, not a rejection.)
   async getManyAsync(keys: Iterable<unknown>): Promise<unknown[]> {
-    return this.#call('getMany', listOf(keys, 'getManyAsync: keys'));
+    const list = listOf(keys, 'getManyAsync: keys');
+    return this.#call('getMany', () => [list.map((k) => this.#key(k))], (vs: (Ref | undefined)[], msg) => vs.map((v) => this.#valueOf(v, msg)));
   }
   async setManyAsync(entries: Iterable<readonly [unknown, unknown]>): Promise<this> {
-    await this.#write('setMany', listOf(entries, 'setManyAsync: entries'));
+    const list = listOf(entries, 'setManyAsync: entries');
+    await this.#call('setMany', () => {
+      // [k0, v0, k1, v1, ...]; BTreeMap.setMany's checks, in its order: the entry, its value, its key
+      const flat: Ref[] = [];
+      for (let i = 0; i < list.length; i++) {
+        const e = list[i];
+        if (e === null || typeof e !== 'object') throw new InvalidArgumentError(`setMany: entry ${i} is not an entry object`);
+        const v = this.#value(e[1]);
+        flat.push(this.#key(e[0]), v);
+      }
+      return [flat];
+    }, undefined, true);
     return this;
   }
-  deleteRangeAsync(range: object): Promise<number> {
-    return this.#write('deleteRange', range);
+  deleteRangeAsync(range: DeleteRange<unknown>): Promise<number> {
+    return this.#call('deleteRange', () => {
+      const r = checkDeleteRange(range);
+      const b: Record<string, Ref> = {};
+      // (the lower bound first, as BTreeMap.deleteRange encodes them)
+      if (r.gt !== undefined) b.gt = this.#key(r.gt);
+      else if (r.gte !== undefined) b.gte = this.#key(r.gte);
+      if (r.lt !== undefined) b.lt = this.#key(r.lt);
+      else if (r.lte !== undefined) b.lte = this.#key(r.lte);
+      return [b];
+    }, undefined, true);
   }
   checkInvariantsAsync(): Promise<void> {
-    return this.#call('checkInvariants');
+    return this.#call('checkInvariants', () => []);
   }
   treeStatsAsync(): Promise<unknown> {
-    return this.#call('treeStats');
+    return this.#call('treeStats', () => []);
   }
   statsAsync(): Promise<unknown> {
-    return this.#call('stats');
+    return this.#call('stats', () => []);
   }
   /** BTreeStore.compact, in the worker: the pages freed. */
   compactAsync(): Promise<number> {
-    return this.#write('compact');
+    return this.#call('compact', () => [], undefined, true);
   }
 
-  entriesAsync(range?: object): AsyncIterableIterator<unknown> {
+  entriesAsync(range?: Range<unknown>): AsyncIterableIterator<unknown> {
     return this.#iter('entries', range);
   }
-  keysAsync(range?: object): AsyncIterableIterator<unknown> {
+  keysAsync(range?: Range<unknown>): AsyncIterableIterator<unknown> {
     return this.#iter('keys', range);
   }
-  valuesAsync(range?: object): AsyncIterableIterator<unknown> {
+  valuesAsync(range?: Range<unknown>): AsyncIterableIterator<unknown> {
     return this.#iter('values', range);
   }
   [Symbol.asyncIterator](): AsyncIterableIterator<unknown> {
@@ -369,54 +501,67 @@ export class OpfsWorkerStore {
    * iterator dropped unfinished costs only this side's objects (the worker kept every one
    * until return(), ~62 KB each). A write through this store meanwhile makes the iterator drop
    * what it has buffered and read on after the last key it returned, as a BTreeMap iterator
-   * re-seeks (it handed out a batch read before a delete, deleted entries included). The
-   * worker sends each key a second time, as an object of its own (`keys`): the one handed out
-   * is the caller's to change.
+   * re-seeks (it handed out a batch read before a delete, deleted entries included).
+   *
+   * The range is checked and its bounds encoded here, now, by the code a BTreeMap runs
+   * (boundsWith): the same errors, thrown by keysAsync() as BTreeStore's, and the worker gets
+   * it normalised (encoded bounds, `reverse` a boolean; the limit is counted here). The worker
+   * took `reverse: 1` as reverse and read on forward after the first batch (duplicates,
+   * skipped keys), and ignored a limit of '3' or null (a new-user probe, session 24). Keys and
+   * values are decoded as they are handed out.
    */
-  #iter(kind: 'entries' | 'keys' | 'values', range: object | undefined): AsyncIterableIterator<unknown> {
-    const limit = (range as { limit?: unknown } | undefined)?.limit;
-    let left = typeof limit === 'number' ? limit : Infinity;
-    let items: unknown[] = [];
-    let keys: unknown[] = [];
+  #iter(kind: 'entries' | 'keys' | 'values', range: Range<unknown> | undefined): AsyncIterableIterator<unknown> {
+    if (this.#closed) throw new ClosedError('the store is closed');
+    const b = boundsWith(range, kind, (key) => encodeWith(this.#kenc, key));
+    const bounds = rangeOfBounds({ ...b, limit: Infinity });
+    let left = b.limit;
+    const per = kind === 'keys' ? 1 : 2; // refs an entry
+    let refs: Ref[] = [];
+    let msg: PackReader | undefined; // the answer `refs` are of
     let at = 0;
-    let after: { key: unknown } | undefined; // the last key returned
+    let after: Uint8Array | undefined; // the last key returned, encoded
     let mod = -1;
     let ended = false; // the worker's last batch held the rest (as of `mod`)
     let finished = false;
     const done = { done: true, value: undefined } as IteratorReturnResult<undefined>;
+    const scan = (count: number) =>
+      this.#send('scan', [kind, this.#refsOf(bounds), after === undefined ? undefined : this.#out.add(after), count], (r: { refs: Ref[]; done: boolean }, m) => ({ ...r, msg: m }));
     const ai: AsyncIterableIterator<unknown> = {
       next: async () => {
         if (finished) return done;
         if (this.#closed) throw new ClosedError('the store is closed');
         if (mod !== this.#mod) {
-          items = keys = [];
+          refs = [];
           at = 0;
           ended = false;
         }
-        if (at === items.length) {
+        if (at === refs.length) {
           if (ended || left === 0) {
             finished = true;
-            items = keys = [];
+            refs = [];
             return done;
           }
           mod = this.#mod;
-          const r = (await this.#send('scan', [kind, range, after, Math.min(ITER_BATCH, left)])) as { items: unknown[]; keys: unknown[]; done: boolean };
-          items = r.items;
-          keys = r.keys;
+          const r = (await scan(Math.min(ITER_BATCH, left))) as { refs: Ref[]; done: boolean; msg: PackReader };
+          refs = r.refs;
+          msg = r.msg;
           at = 0;
           ended = r.done;
-          if (items.length === 0) {
+          if (refs.length === 0) {
             finished = true;
             return done;
           }
         }
-        after = { key: keys[at] };
+        const k = refs[at]!, v = refs[at + 1];
+        at += per;
+        after = msg!.view(k);
         left--;
-        return { done: false, value: items[at++] };
+        const value = kind === 'keys' ? this.#keyOf(k, msg!) : kind === 'values' ? this.#valueOf(v, msg!) : [this.#keyOf(k, msg!), this.#valueOf(v, msg!)];
+        return { done: false, value };
       },
       return: async () => {
         finished = true;
-        items = keys = [];
+        refs = [];
         return done;
       },
       [Symbol.asyncIterator]() {
@@ -424,6 +569,14 @@ export class OpfsWorkerStore {
       },
     };
     return ai;
+  }
+
+  /** A range of encoded bounds in the next message (its bounds as Refs). */
+  #refsOf(r: Range<Uint8Array>): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const k of ['gt', 'gte', 'lt', 'lte'] as const) if (r[k] !== undefined) out[k] = this.#out.add(r[k]);
+    if (r.reverse === true) out.reverse = true;
+    return out;
   }
 }
 
