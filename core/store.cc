@@ -68,6 +68,9 @@ Status Store::open_async(const uint8_t* superblock, const StoreOptions& o, std::
   if (s != Status::kOk) return s;
   s = st->adopt(meta, st->async_.get(), o.pool_bytes);
   if (s != Status::kOk) return s;
+  // An async store's commit costs by its bytes (an IndexedDB transaction ~2.8 ms + 5.5 ms/MB):
+  // leaves keep their entries in place where they can (Room).
+  st->tree_->set_room(Room::kMoveFew);
   if (meta.free_head != kInvalidPageId && meta.free_head >= meta.page_count) return Status::kCorrupt;
   if (meta.root == kInvalidPageId) {
     // Nothing committed: the tree starts in the pool (its first commit

@@ -66,7 +66,7 @@ int BasicNode::find_hole(unsigned bytes) const {
 }
 
 void BasicNode::insert_at(unsigned pos, const uint8_t* suffix, unsigned suffix_len, const uint8_t* value,
-                          uint16_t value_field) {
+                          uint16_t value_field, Room room) {
   unsigned vbytes = value_field & kValueLenMask;
   unsigned need = entry_space(suffix_len, vbytes), ss = slot_size();
   // Short of contiguous room: a gap the heap has (entries that moved out or
@@ -74,7 +74,7 @@ void BasicNode::insert_at(unsigned pos, const uint8_t* suffix, unsigned suffix_l
   // the page where a compaction would move the whole heap (and a commit would
   // then log the page whole).
   int hole = -1;
-  if (need > free_space() && (free_space() < ss || (hole = find_hole(suffix_len + vbytes)) < 0)) make_gap(need);
+  if (need > free_space() && (free_space() < ss || (hole = find_hole(suffix_len + vbytes)) < 0)) make_room(need, room);
   unsigned n = count();
   uint8_t* s = slot(pos);
   memmove(s + ss, s, (n - pos) * ss);
@@ -100,7 +100,7 @@ void BasicNode::remove_at(unsigned pos) {
   make_hints();
 }
 
-bool BasicNode::replace_value(unsigned pos, const uint8_t* value, uint16_t value_field) {
+bool BasicNode::replace_value(unsigned pos, const uint8_t* value, uint16_t value_field, Room room) {
   uint8_t* s = slot(pos);
   unsigned old_bytes = load16(s + 4) & kValueLenMask, new_bytes = value_field & kValueLenMask;
   unsigned klen = load16(s + 2);
@@ -117,7 +117,7 @@ bool BasicNode::replace_value(unsigned pos, const uint8_t* value, uint16_t value
   memcpy(key_copy, p + load16(s), klen);
   store16(s + 2, 0);
   if (klen + new_bytes > free_space()) {
-    make_gap(klen + new_bytes);
+    make_room(klen + new_bytes, room);
     s = slot(pos);
   }
   unsigned top = heap_start() - klen - new_bytes;

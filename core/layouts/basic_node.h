@@ -122,13 +122,13 @@ struct BasicNode {
   // Inserts (suffix, value) at pos; the caller checked entry_space() against
   // free_space_after_compaction(). Compacts the heap when needed.
   void insert_at(unsigned pos, const uint8_t* suffix, unsigned suffix_len, const uint8_t* value,
-                 uint16_t value_field);
+                 uint16_t value_field, Room room = Room::kCompact);
   void remove_at(unsigned pos);
   // Offset of the lowest gap in the heap (between heap_start and the page
   // end) that takes bytes, or -1.
   int find_hole(unsigned bytes) const;
   // Replaces the value of slot pos if the new one fits; false otherwise (node unchanged).
-  bool replace_value(unsigned pos, const uint8_t* value, uint16_t value_field);
+  bool replace_value(unsigned pos, const uint8_t* value, uint16_t value_field, Room room = Room::kCompact);
   void compact();
   void make_hints();
   void update_hints(unsigned pos);
@@ -152,6 +152,11 @@ struct BasicNode {
   // or, where the gaps do not take them, the heap is compacted. A compaction moved every
   // entry, and a commit then logged the whole page.
   void make_gap(unsigned bytes);
+  // free_space() at least `bytes`, the way `room` says.
+  void make_room(unsigned bytes, Room room) {
+    if (room == Room::kMoveFew) make_gap(bytes);
+    else compact();
+  }
   // make_gap's way when the gaps do not take the entries: the lowest entries, as few as
   // give `bytes` of room above the slots, packed up against the next one (a compaction of
   // the bottom of the heap only; the whole heap when that is what it takes).

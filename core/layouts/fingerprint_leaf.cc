@@ -65,7 +65,7 @@ void FingerprintLeaf::compact() {
       });
 }
 
-PutResult FingerprintLeaf::upsert(Slice key, const uint8_t* v, uint16_t field, OldValue* old) {
+PutResult FingerprintLeaf::upsert(Slice key, const uint8_t* v, uint16_t field, OldValue* old, Room room) {
   unsigned vbytes = field & kValueLenMask;
   int i = find(key);
   unsigned plen = prefix_len();
@@ -87,7 +87,8 @@ PutResult FingerprintLeaf::upsert(Slice key, const uint8_t* v, uint16_t field, O
       store16(s + 2, 0);
       store16(s + 4, 0);
       if (klen + vbytes > free_space()) {
-        make_gap(klen + vbytes);
+        if (room == Room::kMoveFew) make_gap(klen + vbytes);
+        else compact();
         s = slot(i);
       }
       unsigned top = heap_start() - klen - vbytes;
@@ -105,7 +106,10 @@ PutResult FingerprintLeaf::upsert(Slice key, const uint8_t* v, uint16_t field, O
   unsigned n = count(), cap = fp_capacity();
   unsigned grow = n == cap ? kFpGrain : 0;
   if (kSlotSize + klen + vbytes + grow > free_space_after_compaction()) return PutResult::kNoSpace;
-  if (kSlotSize + klen + vbytes + grow > free_space()) make_gap(kSlotSize + klen + vbytes + grow);
+  if (kSlotSize + klen + vbytes + grow > free_space()) {
+    if (room == Room::kMoveFew) make_gap(kSlotSize + klen + vbytes + grow);
+    else compact();
+  }
   if (grow) {
     uint8_t* slots = p + kFingerprints + cap;
     memmove(slots + grow, slots, n * kSlotSize);

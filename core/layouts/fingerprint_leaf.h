@@ -55,7 +55,7 @@ struct FingerprintLeaf {
   template <bool kChecked = false>
   int find(Slice key) const;
   bool lookup(Slice key, ValueRef* out) const;
-  PutResult upsert(Slice key, const uint8_t* v, uint16_t field, OldValue* old);
+  PutResult upsert(Slice key, const uint8_t* v, uint16_t field, OldValue* old, Room room = Room::kCompact);
   bool remove(Slice key, OldValue* old);
   // Sorts the unsorted range into the sorted one (before scans and splits).
   void sort();

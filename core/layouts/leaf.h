@@ -34,14 +34,14 @@ inline bool basic_lookup(uint8_t* p, Slice key, ValueRef* out) {
   return true;
 }
 
-inline PutResult basic_upsert(uint8_t* p, Slice key, const uint8_t* v, uint16_t field, OldValue* old) {
+inline PutResult basic_upsert(uint8_t* p, Slice key, const uint8_t* v, uint16_t field, OldValue* old, Room room) {
   BasicNode n{p};
   bool exact;
   unsigned pos = n.lower_bound(key.data, key.len, &exact);
   if (exact) {
     OldValue o;
     read_old(n.value(pos), n.value_field(pos), &o);
-    if (!n.replace_value(pos, v, field)) return PutResult::kNoSpace;
+    if (!n.replace_value(pos, v, field, room)) return PutResult::kNoSpace;
     *old = o;
     return PutResult::kUpdated;
   }
@@ -49,7 +49,7 @@ inline PutResult basic_upsert(uint8_t* p, Slice key, const uint8_t* v, uint16_t 
   if (plen > key.len) [[unlikely]] return PutResult::kNoSpace;  // (BTree::set refuses such a key first)
   if (n.entry_space(key.len - plen, field & kValueLenMask) > n.free_space_after_compaction())
     return PutResult::kNoSpace;
-  n.insert_at(pos, key.data + plen, key.len - plen, v, field);
+  n.insert_at(pos, key.data + plen, key.len - plen, v, field, room);
   return PutResult::kInserted;
 }
 
@@ -112,10 +112,10 @@ inline Probe lookup_checked(uint8_t* p, Slice key, ValueRef* out) {
   }
 }
 
-inline PutResult upsert(uint8_t* p, Slice key, const uint8_t* v, uint16_t field, OldValue* old) {
+inline PutResult upsert(uint8_t* p, Slice key, const uint8_t* v, uint16_t field, OldValue* old, Room room = Room::kCompact) {
   switch (tag(p)) {
-    case PageTag::kBasicLeaf: return basic_upsert(p, key, v, field, old);
-    case PageTag::kFingerprintLeaf: return FingerprintLeaf{p}.upsert(key, v, field, old);
+    case PageTag::kBasicLeaf: return basic_upsert(p, key, v, field, old, room);
+    case PageTag::kFingerprintLeaf: return FingerprintLeaf{p}.upsert(key, v, field, old, room);
     case PageTag::kSemiDenseLeaf: return SemiDenseLeaf{p}.upsert(key, v, field, old);
     case PageTag::kFullyDenseLeaf: return FullyDenseLeaf{p}.upsert(key, v, field, old);
     default: return PutResult::kNoSpace;

@@ -28,6 +28,7 @@ inline bool value_in_node(unsigned off, uint16_t field) {
 // Result of an insert into one leaf.
 enum class PutResult : uint8_t { kInserted, kUpdated, kNoSpace };
 
+
 // The value a put or remove displaced (to free its overflow chain).
 struct OldValue {
   bool overflow = false;

@@ -320,7 +320,7 @@ Status BTree::set_attempt(Slice key, Slice value, ReadMode* mode) {
       if (chain != kInvalidPageId) free_chain(chain);
       return Status::kCorrupt;
     }
-    PutResult r = leaf::upsert(lp, key, vptr, field, &old);
+    PutResult r = leaf::upsert(lp, key, vptr, field, &old, room_);
     if (r != PutResult::kNoSpace) {
       if (r == PutResult::kInserted) count_++;
       if (old.overflow) {
@@ -894,10 +894,10 @@ Status BTree::install_split(PageId parent, PageId node, Slice sep) {
   Status s = store_.allocate(&left);
   if (s != Status::kOk) return s;
   memcpy(page_mut(left), scratch_[1], kPageSize);
-  // The upper half stays in the node's page. On a store it is rebased there: its records
-  // keep their bytes, and a commit logs a delta of the page (BasicNode::rebase).
+  // The upper half stays in the node's page. With Room::kMoveFew it is rebased there: its
+  // records keep their bytes, and a commit logs a delta of the page (BasicNode::rebase).
   uint8_t* np = page_mut(node);
-  if (!store_.backed() || !is_basic_tag(np[0]) || !BasicNode{np}.rebase(scratch_[2])) memcpy(np, scratch_[2], kPageSize);
+  if (room_ != Room::kMoveFew || !is_basic_tag(np[0]) || !BasicNode{np}.rebase(scratch_[2])) memcpy(np, scratch_[2], kPageSize);
   insert_separator(parent, sep, left);
   version_++;
   return Status::kOk;

@@ -144,6 +144,11 @@ class BTree {
   // whose updates keep finding it taken splits between the two positions last
   // written. Off by default; set under the exclusive latch.
   void set_contention_split(bool on) { csplit_ = on; }
+  // Room::kMoveFew: leaves short of room move only the entries in the way, and splits and
+  // regroups rebase the pages they rewrite (BasicNode::rebase), so commits log small deltas of
+  // them: for stores whose commits cost by their bytes (async stores). Before any write.
+  void set_room(Room r) { room_ = r; }
+  Room room() const { return room_; }
   bool contention_split() const { return csplit_; }
   uint64_t contention_splits() const { return csplits_; }
   // Leaf splits a shared map made under the shared tree latch (phase 2c).
@@ -431,6 +436,9 @@ class BTree {
   Status broken_ = Status::kOk;
   Status read_only_ = Status::kOk;
   bool csplit_ = false;
+  // How full leaves make room, and whether splits and regroups rebase the pages they rewrite
+  // (Room; set_room): kMoveFew on async stores.
+  Room room_ = Room::kCompact;
   uint64_t csplits_ = 0;  // contention splits done (exclusive)
   bool held_ = false;
   XorShift32 rng_;

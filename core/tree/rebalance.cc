@@ -274,9 +274,9 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   // The parent pointer again: an allocation may have moved nothing (frames
   // of this operation stay put), but read it fresh for the change.
   pn = BasicNode{write(parent)};
-  // On a store, a page that held a leaf before takes its new one rebased (BasicNode::rebase):
-  // the records it keeps keep their bytes, and a commit logs a delta of it, not the page.
-  const bool rebase = t.store_.backed();
+  // With Room::kMoveFew a page that held a leaf before takes its new one rebased
+  // (BasicNode::rebase): the records it keeps keep their bytes, and a commit logs a delta of it.
+  const bool rebase = t.room_ == Room::kMoveFew;
   for (unsigned q = 0; q < m_out; q++) {
     uint8_t* d = write(out_ids[q]);
     const uint8_t* img = dst_.data() + size_t{q} * kPageSize;
@@ -306,9 +306,9 @@ namespace {
 // Sets a basic node's lower (upper) fence to f, a finite key: written at the
 // top of the heap (compacted first if needed), the old one becomes garbage.
 // The caller checked that the prefix length stays and that the bytes fit.
-void set_fence(BasicNode n, bool upper, Slice f) {
+void set_fence(BasicNode n, bool upper, Slice f, Room room) {
   unsigned off_at = upper ? hdr::kUpperOff : hdr::kLowerOff, len_at = upper ? hdr::kUpperLen : hdr::kLowerLen;
-  if (n.free_space() < f.len) n.make_gap(f.len);
+  if (n.free_space() < f.len) n.make_room(f.len, room);
   unsigned top = n.heap_start() - f.len;
   memcpy(n.p + top, f.data, f.len);
   store16(n.p + hdr::kHeapUsed, n.heap_used() - load16(n.p + len_at) + f.len);
@@ -337,7 +337,7 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield,
     i->r->write(i->rid);
   };
   if (!shift_pages(pn.p, left, read(lid), read(rid), key, vfield, with_key, t.cfg_.prefix_truncation, recs_, nullptr,
-                   mark, &ids))
+                   mark, &ids, t.room_))
     return false;
   bump_version();
   stats_.shifts++;
@@ -346,7 +346,7 @@ bool Rebalancer::shift(PageId parent, unsigned left, Slice key, uint16_t vfield,
 
 bool Rebalancer::shift_pages(uint8_t* pp, unsigned left, uint8_t* lp, uint8_t* rp, Slice key, uint16_t vfield,
                              bool with_key, bool trunc, std::vector<RecordRef>& recs_, bool* key_left,
-                             void (*before_change)(void*), void* arg) {
+                             void (*before_change)(void*), void* arg, Room room) {
   BasicNode pn{pp}, L{lp}, R{rp};
   if (left >= pn.count()) return false;
   const PageId lid = pn.child(left);
@@ -427,7 +427,7 @@ bool Rebalancer::shift_pages(uint8_t* pp, unsigned left, uint8_t* lp, uint8_t* r
   if (before_change) before_change(arg);
   BasicNode dst = to_right ? R : L, src = to_right ? L : R;
   unsigned k = to - from, dn = dst.count();
-  if (dst.free_space() < moved + s.len) dst.make_gap(moved + s.len);  // the records refer to src only
+  if (dst.free_space() < moved + s.len) dst.make_room(moved + s.len, room);  // the records refer to src only
   // Receiver: the slots open at its front (to the right) or its end (to the left).
   unsigned at = to_right ? 0 : dn;
   if (to_right) memmove(dst.slot(k), dst.slot(0), dn * ss);
@@ -458,8 +458,8 @@ bool Rebalancer::shift_pages(uint8_t* pp, unsigned left, uint8_t* lp, uint8_t* r
   if (!to_right) memmove(src.slot(0), src.slot(k), (sn - k) * ss);
   store16(src.p + hdr::kHeapUsed, src.heap_used() - gone);
   store16(src.p + hdr::kCount, sn - k);
-  set_fence(L, true, s);
-  set_fence(R, false, s);
+  set_fence(L, true, s, room);
+  set_fence(R, false, s, room);
   L.make_hints();
   R.make_hints();
   uint8_t child[4];

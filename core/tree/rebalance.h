@@ -140,7 +140,7 @@ class Rebalancer {
   // leaf.
   static bool shift_pages(uint8_t* pp, unsigned left, uint8_t* lp, uint8_t* rp, Slice key, uint16_t vfield,
                           bool with_key, bool trunc, std::vector<RecordRef>& recs, bool* key_left,
-                          void (*before_change)(void*), void* arg);
+                          void (*before_change)(void*), void* arg, Room room = Room::kCompact);
   // Bytes a leaf's content needs (without its fences): merge and fill decisions.
   static unsigned leaf_content(const uint8_t* p);
   // A group of k leaves is redistributed only while it stays at most this full after

@@ -281,7 +281,7 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
       return Status::kRestart;
     }
     OldValue old;
-    PutResult r = leaf::upsert(p, key, value.data ? value.data : kEmpty, static_cast<uint16_t>(value.len), &old);
+    PutResult r = leaf::upsert(p, key, value.data ? value.data : kEmpty, static_cast<uint16_t>(value.len), &old, room_);
     if (r == PutResult::kNoSpace) {
       // Neighbours may take records, or two leaves become three (a store), or the leaf
       // splits (a map): phase 2c. Else a conversion or a split: exclusive (the counter
@@ -389,7 +389,7 @@ BTree::SharedRoom BTree::make_room_shared(const SharedLeaf& l, Slice key, Slice 
       const SharedGroup& fresh = rb.allocated();
       for (unsigned i = 0; i < fresh.n && !kp; i++)
         if (key_in_fences(fences_of(fresh.pages[i]), key)) kp = fresh.pages[i];
-      *r = kp ? leaf::upsert(kp, key, value.data ? value.data : kEmpty, vfield, old) : PutResult::kNoSpace;
+      *r = kp ? leaf::upsert(kp, key, value.data ? value.data : kEmpty, vfield, old, room_) : PutResult::kNoSpace;
     }
     rb.absorb_into(*rebalance_);
   }
@@ -450,7 +450,7 @@ BTree::SharedRoom BTree::split_shared(const SharedLeaf& l, Slice key, Slice valu
   memcpy(lp, upper, kPageSize);
   *store_.contention_word(id) = 0;
   insert_separator(l.parent.id, sep.slice(), id);  // (memory mode: page_mut is the page)
-  *r = leaf::upsert(compare(key, sep.slice()) <= 0 ? np : lp, key, value.data ? value.data : kEmpty, vfield, old);
+  *r = leaf::upsert(compare(key, sep.slice()) <= 0 ? np : lp, key, value.data ? value.data : kEmpty, vfield, old, room_);
   parent.unlock_exclusive();
   shared_splits_.fetch_add(1, std::memory_order_relaxed);
   return *r == PutResult::kNoSpace ? SharedRoom::kMoved : SharedRoom::kInserted;
