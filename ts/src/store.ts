@@ -610,6 +610,9 @@ export class BTreeStore<K = string, V = unknown> {
     if (options.logDeltas !== undefined && typeof options.logDeltas !== 'boolean') throw new InvalidArgumentError('logDeltas must be a boolean');
     const cb = options.checkpointBytes;
     if (cb !== undefined && (typeof cb !== 'number' || !(cb >= 0) || !Number.isFinite(cb))) throw new InvalidArgumentError('checkpointBytes must be a number of bytes >= 0');
+    // (checked before the main-thread opfs store takes the options: a fill it cannot send was
+    // INVALID_VALUE "cannot send to the store's worker"; a new-user probe, session 24)
+    const fill = fillFlags(options.fill);
     const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
     if (backend === opfsStorage && !opfsSyncAvailable() && opfsRemoteAvailable()) {
       // A browser's main thread: the store lives in a worker (storage/opfs-remote.ts).
@@ -624,7 +627,6 @@ export class BTreeStore<K = string, V = unknown> {
     }
     const create = (options.create ?? true) && !readOnly;
     const storageOptions = { create, wait: options.wait === true, readOnly, ...(cb !== undefined ? { checkpointBytes: cb } : {}), ...(options.logDeltas !== undefined ? { logDeltas: options.logDeltas } : {}) };
-    const fill = fillFlags(options.fill);
     // The store sets onFault once it exists (a fault outside its async loops drops kept reads).
     // `where` names the store in the errors of the map's calls (a corrupt page: which store?).
     const hooks: { onFault?: () => void; where?: string } = { where: String(options.path) };
