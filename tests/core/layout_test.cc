@@ -454,6 +454,26 @@ TEST(BasicNode, InsertFillsAHeapGapBeforeCompacting) {
   }
 }
 
+namespace {
+// One random change to a basic leaf: a third remove a record, the rest insert one whose
+// value is up to max_value bytes (where it fits): the heap fills with gaps of every size.
+void random_op(BasicNode n, XorShift32& rng, unsigned max_value) {
+  uint32_t r = rng.next();
+  if (n.count() > 0 && r % 3 == 0) {
+    n.remove_at(r / 3 % n.count());
+    return;
+  }
+  std::string k = "m" + std::to_string(r % 100000);
+  std::string v(r / 100000 % max_value, static_cast<char>('a' + r % 26));
+  bool exact;
+  unsigned pos = n.lower_bound(sl(k).data, static_cast<uint32_t>(k.size()), &exact);
+  if (exact || n.free_space_after_compaction() < n.entry_space(static_cast<unsigned>(k.size()), static_cast<unsigned>(v.size())))
+    return;
+  n.insert_at(pos, sl(k).data, static_cast<unsigned>(k.size()), reinterpret_cast<const uint8_t*>(v.data()),
+              static_cast<uint16_t>(v.size()));
+}
+}  // namespace
+
 // find_hole walks a bitmap of the node's bytes: it answers what the sort of the live ranges
 // by offset answered (the reference below, the code it replaced) on basic leaves with
 // garbage of every size, for every request size.
@@ -489,19 +509,7 @@ TEST(BasicNode, FindHoleAnswersAsTheSortOfRanges) {
     BasicNode n{pg.b};
     // Inserts and removes of random sizes: the heap fills with gaps, until it is full.
     for (int op = 0; op < 400; op++) {
-      uint32_t r = rng.next();
-      if (n.count() > 0 && r % 3 == 0) {
-        n.remove_at(r / 3 % n.count());
-      } else {
-        std::string k = "m" + std::to_string(r % 100000);
-        std::string v(r / 100000 % 90, 'v');
-        bool exact;
-        unsigned pos = n.lower_bound(sl(k).data, static_cast<uint32_t>(k.size()), &exact);
-        if (exact || n.free_space_after_compaction() < n.entry_space(static_cast<unsigned>(k.size()), static_cast<unsigned>(v.size())))
-          continue;
-        n.insert_at(pos, sl(k).data, static_cast<unsigned>(k.size()), reinterpret_cast<const uint8_t*>(v.data()),
-                    static_cast<uint16_t>(v.size()));
-      }
+      random_op(n, rng, 90);
       if (op % 7 == 0)
         for (unsigned bytes : {0u, 1u, 2u, 7u, 13u, 40u, 100u, 300u, 1000u, 5000u}) {
           int want = find_hole_by_sort(n, bytes), got = n.find_hole(bytes);
@@ -542,25 +550,11 @@ NodeView view_of(const uint8_t* p) {
   v.hints.assign(p + BasicNode::kHintsOffset, p + BasicNode::kHintsOffset + (n.has_hints() ? 64 : 0));
   return v;
 }
-// A leaf with gaps in its heap: `count` random records inserted, a third of them removed again.
+// A leaf with gaps in its heap: `ops` random_op()s.
 void leaf_with_gaps(Page* pg, XorShift32& rng, uint8_t flags, const std::string& lo, const std::string& hi, int ops) {
   ASSERT_TRUE(BasicNode::build(pg->b, PageTag::kBasicLeaf, flags, fences(&lo, &hi), false, nullptr, 0, 0, kCounterDisabled));
   BasicNode n{pg->b};
-  for (int op = 0; op < ops; op++) {
-    uint32_t r = rng.next();
-    if (n.count() > 0 && r % 3 == 0) {
-      n.remove_at(r / 3 % n.count());
-      continue;
-    }
-    std::string k = "m" + std::to_string(r % 100000);
-    std::string v(r / 100000 % 120, static_cast<char>('a' + r % 26));
-    bool exact;
-    unsigned pos = n.lower_bound(sl(k).data, static_cast<uint32_t>(k.size()), &exact);
-    if (exact || n.free_space_after_compaction() < n.entry_space(static_cast<unsigned>(k.size()), static_cast<unsigned>(v.size())))
-      continue;
-    n.insert_at(pos, sl(k).data, static_cast<unsigned>(k.size()), reinterpret_cast<const uint8_t*>(v.data()),
-                static_cast<uint16_t>(v.size()));
-  }
+  for (int op = 0; op < ops; op++) random_op(n, rng, 120);
 }
 }  // namespace
 

@@ -1315,21 +1315,7 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
     // for ever with the pool at its size).
     const storage = createAsyncMemoryStorage({ delayMs: 1 });
     const o = { storage, path: 'busy', values: 'bytes' as const, poolSize: 1 << 20 };
-    const big = (seed: number) => {
-      const b = new Uint8Array(6e6);
-      for (let i = 0; i < b.length; i++) b[i] = (i * seed + seed) & 0xff;
-      return b;
-    };
-    const b1 = big(7), b2 = big(13), b3 = big(29);
-    let s = await BTreeStore.open<string, Uint8Array>(o);
-    await s.setAsync('a', new Uint8Array(10).fill(42));
-    await s.setAsync('b1', b1);
-    await s.setAsync('b2', b2);
-    await s.setAsync('b3', b3);
-    await s.commit();
-    await s.close();
-    s = await BTreeStore.open<string, Uint8Array>(o);
-    await s.getAsync('a');
+    let s = await bigValuesReopened(o);
     let stop = false, noise = 0;
     const busy = (async () => {
       while (!stop) {
@@ -1339,26 +1325,13 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
         noise++;
       }
     })();
-    const [v1, vs, it] = await Promise.all([
-      s.getAsync('b1'),
-      s.getManyAsync(['b2', 'a']),
-      (async () => {
-        const out: Uint8Array[] = [];
-        for await (const v of s.valuesAsync({ gte: 'b3', lt: 'b4' })) out.push(v);
-        return out;
-      })(),
-    ]);
+    await readBigValues(s);
     stop = true;
     await busy;
     // (Since session 24 a setAsync waits for the reads made before it: the loop's first one
     // waits for the three big reads; its getManyAsync and commits still run between their
     // faults. A commit made while they wait for pages: the next test.)
     expect(noise).toBeGreaterThan(0);
-    const same = (x: Uint8Array | undefined, y: Uint8Array) => x !== undefined && x.length === y.length && x.every((b, i) => b === y[i]);
-    expect(same(v1, b1)).toBe(true);
-    expect(same(vs[0], b2)).toBe(true);
-    expect(it.length).toBe(1);
-    expect(same(it[0], b3)).toBe(true);
     expect((s.stats().frames_allocated as number) * 4096).toBeLessThanOrEqual(4 << 20);
     await s.close();
   });
@@ -1373,21 +1346,7 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
     // the commit end while the three reads are kept across their faults, and the reads end.
     const storage = createAsyncMemoryStorage({ delayMs: 1 });
     const o = { storage, path: 'commit-kept', values: 'bytes' as const, poolSize: 1 << 20 };
-    const big = (seed: number) => {
-      const b = new Uint8Array(6e6);
-      for (let i = 0; i < b.length; i++) b[i] = (i * seed + seed) & 0xff;
-      return b;
-    };
-    const b1 = big(7), b2 = big(13), b3 = big(29);
-    let s = await BTreeStore.open<string, Uint8Array>(o);
-    await s.setAsync('a', new Uint8Array(10).fill(42));
-    await s.setAsync('b1', b1);
-    await s.setAsync('b2', b2);
-    await s.setAsync('b3', b3);
-    await s.commit();
-    await s.close();
-    s = await BTreeStore.open<string, Uint8Array>(o);
-    await s.getAsync('a');
+    let s = await bigValuesReopened(o);
     await s.setAsync('n', new Uint8Array([1])); // not committed before the big reads begin
     let stop = false, commits = 0, keptAtCommit = 0;
     const busy = (async () => {
@@ -1401,24 +1360,11 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
         await new Promise((r) => setTimeout(r, 0));
       }
     })();
-    const [v1, vs, it] = await Promise.all([
-      s.getAsync('b1'),
-      s.getManyAsync(['b2', 'a']),
-      (async () => {
-        const out: Uint8Array[] = [];
-        for await (const v of s.valuesAsync({ gte: 'b3', lt: 'b4' })) out.push(v);
-        return out;
-      })(),
-    ]);
+    await readBigValues(s);
     stop = true;
     await busy;
     expect(commits).toBe(1);
     expect(keptAtCommit).toBeGreaterThan(0); // the commit ended while the reads were kept
-    const same = (x: Uint8Array | undefined, y: Uint8Array) => x !== undefined && x.length === y.length && x.every((b, i) => b === y[i]);
-    expect(same(v1, b1)).toBe(true);
-    expect(same(vs[0], b2)).toBe(true);
-    expect(it.length).toBe(1);
-    expect(same(it[0], b3)).toBe(true);
     expect(s.stats().kept_read_bytes).toBe(0);
     await s.close({ commit: false });
     s = await BTreeStore.open<string, Uint8Array>(o);
@@ -1467,6 +1413,41 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
 // Async calls in program order (a new-user probe, session 24, IndexedDB in Chromium; the same
 // on the async test backend): each ran as soon as it was made and waited only for its own
 // page faults. Each check below failed before.
+/** A store on `o` (an async test backend, a 1 MiB pool) holding 'a' and three 6 MB values
+ * b1..b3, reopened cold with only 'a' read: the big reads that follow fault page by page. */
+const bigValue = (seed: number) => {
+  const b = new Uint8Array(6e6);
+  for (let i = 0; i < b.length; i++) b[i] = (i * seed + seed) & 0xff;
+  return b;
+};
+async function bigValuesReopened(o: { storage: AsyncBackend; path: string; values: 'bytes'; poolSize: number }): Promise<BTreeStore<string, Uint8Array>> {
+  let s = await BTreeStore.open<string, Uint8Array>(o);
+  await s.setAsync('a', new Uint8Array(10).fill(42));
+  for (const [k, seed] of [['b1', 7], ['b2', 13], ['b3', 29]] as const) await s.setAsync(k, bigValue(seed));
+  await s.commit();
+  await s.close();
+  s = await BTreeStore.open<string, Uint8Array>(o);
+  await s.getAsync('a');
+  return s;
+}
+/** The three big values read at once (a get, a getMany, an iterator), each checked whole. */
+async function readBigValues(s: BTreeStore<string, Uint8Array>): Promise<void> {
+  const [v1, vs, it] = await Promise.all([
+    s.getAsync('b1'),
+    s.getManyAsync(['b2', 'a']),
+    (async () => {
+      const out: Uint8Array[] = [];
+      for await (const v of s.valuesAsync({ gte: 'b3', lt: 'b4' })) out.push(v);
+      return out;
+    })(),
+  ]);
+  const same = (x: Uint8Array | undefined, y: Uint8Array) => x !== undefined && x.length === y.length && x.every((b, i) => b === y[i]);
+  expect(same(v1, bigValue(7))).toBe(true);
+  expect(same(vs[0], bigValue(13))).toBe(true);
+  expect(it.length).toBe(1);
+  expect(same(it[0], bigValue(29))).toBe(true);
+}
+
 describe('BTreeStore async calls in the order they were made', () => {
   const key = (i: number) => 'k' + String(i).padStart(6, '0');
   const cold = async (path: string, storage: AsyncBackend) => {
