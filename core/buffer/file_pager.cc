@@ -3,7 +3,9 @@
 #include "core/util/checked.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
+#include <chrono>
 #include <cstdlib>
 
 #include "core/buffer/log_format.h"
@@ -40,9 +42,15 @@ uint64_t mix(uint64_t x) {
 
 uint64_t new_salt(uint64_t previous, uint64_t seq) {
   // Distinct from the previous generation's salt (a log is cut back to its
-  // header at every reset, so only the last generation's frames can linger).
+  // header at every reset, so only the last generation's frames can linger), and
+  // from other stores' in this process and elsewhere: a stack address alone gave
+  // every store of a wasm instance (no address randomization there) the same salts,
+  // so another store's frames left in memory or in a copied file read as this one's.
+  static std::atomic<uint64_t> stores{0};
   uint64_t local;
-  return mix(previous + 0x9E3779B97F4A7C15ull + mix(seq) + reinterpret_cast<uintptr_t>(&local)) | 1;
+  uint64_t when = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  return mix(previous + 0x9E3779B97F4A7C15ull + mix(seq) + reinterpret_cast<uintptr_t>(&local) +
+             mix(when + mix(stores.fetch_add(1, std::memory_order_relaxed)))) | 1;
 }
 
 PagerStats FilePager::stats() const {

@@ -498,8 +498,9 @@ class BTree {
   // The walk this write completed (free_chain frees by its ids); begin_write clears it.
   PageId ready_chain_ = kInvalidPageId;
 
-  // Scratch space for structure modifications (no allocation per operation).
-  alignas(16) uint8_t scratch_[3][kPageSize];
+  // Scratch space for structure modifications (no allocation per operation). Zeroed: a node
+  // built here goes to a page whole, unused bytes and all, and from there to the store's files.
+  alignas(16) uint8_t scratch_[3][kPageSize] = {};
   std::vector<RecordRef> recs_, recs2_;
   std::vector<uint8_t> arena_[3];
   KeyBuffer sep_;
