@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cassert>
+#ifndef __wasm__
 #include <chrono>
+#endif
 #include <cstdlib>
 
 #include "core/buffer/log_format.h"
@@ -43,12 +45,15 @@ uint64_t mix(uint64_t x) {
 uint64_t new_salt(uint64_t previous, uint64_t seq) {
   // Distinct from the previous generation's salt (a log is cut back to its
   // header at every reset, so only the last generation's frames can linger), and
-  // from other stores' in this process and elsewhere: a stack address alone gave
-  // every store of a wasm instance (no address randomization there) the same salts,
-  // so another store's frames left in memory or in a copied file read as this one's.
+  // from other stores' of this process: a stack address alone gave every store of
+  // a process the same salts (of a wasm instance too, which has no address
+  // randomization, nor a clock: the module imports nothing).
   static std::atomic<uint64_t> stores{0};
   uint64_t local;
-  uint64_t when = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  uint64_t when = 0;
+#ifndef __wasm__
+  when = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+#endif
   return mix(previous + 0x9E3779B97F4A7C15ull + mix(seq) + reinterpret_cast<uintptr_t>(&local) +
              mix(when + mix(stores.fetch_add(1, std::memory_order_relaxed)))) | 1;
 }
