@@ -1372,6 +1372,54 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
     await s.close();
   });
 
+  it('sync calls that fault while large-value reads wait for pages do not make those reads start over', async () => {
+    // A sync call's fault on an async store dropped every read the core kept across faults,
+    // also those of the async calls then waiting for a page (not counted as "in async" while
+    // they wait): each read started over at every such fault. A sync get that faulted every
+    // 200 ms kept the three reads (2 s alone) from ever ending, with 28x their page reads in
+    // 60 s. The faulted sync read itself is still dropped, once no async call is under way.
+    const storage = createAsyncMemoryStorage({ delayMs: 1 });
+    const o = { storage, path: 'sync-faults', values: 'bytes' as const, poolSize: 1 << 20 };
+    let s = await bigValuesReopened(o);
+    await s.setAsync('c', bigValue(3)); // a chain of its own, that only sync calls read
+    await s.close();
+    s = await BTreeStore.open<string, Uint8Array>(o);
+    await s.getAsync('a');
+    let before = storage.counters.reads;
+    await readBigValues(s);
+    const alone = storage.counters.reads - before;
+    await s.close();
+    s = await BTreeStore.open<string, Uint8Array>(o);
+    await s.getAsync('a');
+    before = storage.counters.reads;
+    // Sync gets every turn of the event loop: of 'c' (faults, keeps a read no one goes on
+    // with) and of 'b1' (the chain getAsync reads: goes on with its kept read, then faults).
+    // They stop at 2x the reads needed alone, so that the old code ends too.
+    let stop = false, faults = 0, keptDuring = 0;
+    const sync = (async () => {
+      for (let i = 0; !stop && storage.counters.reads - before < 2 * alone; i++) {
+        await new Promise((r) => setTimeout(r, 0));
+        try {
+          const v = s.get(i % 2 === 0 ? 'c' : 'b1');
+          expect(v).toEqual(i % 2 === 0 ? bigValue(3) : bigValue(7)); // (a whole value, if any)
+        } catch (e) {
+          if (!(e instanceof PageFaultError)) throw e;
+          faults++;
+          keptDuring = Math.max(keptDuring, s.stats().kept_read_bytes as number);
+        }
+      }
+    })();
+    await readBigValues(s); // (their values are whole)
+    stop = true;
+    await sync;
+    expect(faults).toBeGreaterThan(10);
+    expect(storage.counters.reads - before).toBeLessThanOrEqual(alone * 1.2); // (the same, measured)
+    expect(keptDuring).toBeGreaterThan(0);
+    // Nothing is under way now: the read the sync gets of 'c' kept is gone.
+    expect(s.stats().kept_read_bytes).toBe(0);
+    await s.close();
+  });
+
   it('a transaction larger than the pool: changed pages stay in memory (no-steal) until the commit', async () => {
     const storage = createAsyncMemoryStorage();
     const s = await BTreeStore.open<number, string>({ storage, path: 'big-tx', keys: 'number', values: 'utf8', poolSize: 1 << 20 });

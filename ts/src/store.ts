@@ -439,6 +439,9 @@ export class BTreeStore<K = string, V = unknown> {
   #writeTail: Promise<void> | undefined;
   #started = 0;
   #quiet: (() => void)[] = [];
+  /** A sync call's fault kept a read while async calls were under way: the core's kept reads
+   * are dropped once none is (#faultOutside). */
+  #dropWhenIdle = false;
   /** That commit's error: later commits and close() reject with it as the cause. */
   #failure: unknown;
   /** Async: a 4 KiB area in wasm memory for at_store_supply. */
@@ -1422,7 +1425,13 @@ export class BTreeStore<K = string, V = unknown> {
 
   /** ...and ends (settled or failed). */
   #settle(): void {
-    if (--this.#started === 0 && this.#quiet.length > 0) for (const wake of this.#quiet.splice(0)) wake();
+    if (--this.#started === 0) {
+      if (this.#dropWhenIdle) {
+        this.#dropWhenIdle = false;
+        this.#dropKept();
+      }
+      if (this.#quiet.length > 0) for (const wake of this.#quiet.splice(0)) wake();
+    }
     this.#end();
   }
 
@@ -1461,10 +1470,16 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   /** A page fault that became a PageFaultError outside the async twins (a sync call on an
-   * async store, which nothing retries): the large-value reads the core kept across faults
-   * (each holds its value's whole length) have no operation to go on with; they go. */
+   * async store, which nothing retries): the large-value read it kept (which holds its
+   * value's whole length) has no operation to go on with. The core drops every kept read at
+   * once, so this waits until no async call is under way (#settle): async calls waiting for
+   * a page (not counted in #inAsync meanwhile) go on with theirs. Dropping them at once made
+   * those reads start over at each such fault: a sync get that faulted every 200 ms kept
+   * three 6 MB getAsync reads (2 s alone) from ever ending. */
   #faultOutside(): void {
-    if (this.#inAsync === 0) this.#dropKept();
+    if (this.#inAsync > 0) return;
+    if (this.#started > 0) this.#dropWhenIdle = true;
+    else this.#dropKept();
   }
 
   #dropKept(): void {
