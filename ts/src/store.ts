@@ -172,6 +172,8 @@ function checkFields(o: object, what: string, fields: Record<string, 'boolean' |
 }
 const DEFAULT_POOL = 64 << 20;
 const PAGE_SIZE = 4096;
+/** The largest copy of a commit's pages an async store keeps for its next commits (#flushAsync). */
+const COMMIT_BLOCK_KEPT = 16 << 20;
 /** Entries per core call when setManyAsync resumes after a page fault. */
 const ASYNC_BATCH = 512;
 /** Pages read ahead (by id) when a scan faults on an async backend. */
@@ -442,6 +444,9 @@ export class BTreeStore<K = string, V = unknown> {
   /** A sync call's fault kept a read while async calls were under way: the core's kept reads
    * are dropped once none is (#faultOutside). */
   #dropWhenIdle = false;
+  /** Async, viewsOfOneCopy: the copy of a commit's pages, kept for the next commits when it
+   * is at most COMMIT_BLOCK_KEPT bytes. */
+  #commitBlock: Uint8Array | undefined;
   /** That commit's error: later commits and close() reject with it as the cause. */
   #failure: unknown;
   /** Async: a 4 KiB area in wasm memory for at_store_supply. */
@@ -1049,8 +1054,17 @@ export class BTreeStore<K = string, V = unknown> {
       if (b.pages.viewsOfOneCopy === true) {
         // One copy of the whole output, and views of it: a slice() per page (a new
         // ArrayBuffer each) was ~2.6 us a page in a Chromium worker, 2.7 ms of a 1000-record
-        // commit on IndexedDB (bench/browser/diagnose.mjs idbload).
-        const block = u8.slice(p, p + count * (4 + PAGE_SIZE));
+        // commit on IndexedDB (bench/browser/diagnose.mjs idbload). The copy goes into a block
+        // the store keeps for its next commits (the backend copies what it keeps, and the
+        // next commit begins once this one has settled): a new 4 MB ArrayBuffer per commit
+        // of a 100k-record load was a sixth of its commit time in garbage collection.
+        const n = count * (4 + PAGE_SIZE);
+        let block = this.#commitBlock;
+        if (block === undefined || block.length < n) {
+          block = new Uint8Array(n);
+          this.#commitBlock = n <= COMMIT_BLOCK_KEPT ? block : undefined;
+        }
+        block.set(u8.subarray(p, p + n));
         const bdv = new DataView(block.buffer);
         for (let i = 0, q = 0; i < count; i++, q += 4 + PAGE_SIZE) images.push([bdv.getUint32(q, true), block.subarray(q + 4, q + 4 + PAGE_SIZE)]);
       } else {

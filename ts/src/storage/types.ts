@@ -112,13 +112,16 @@ export interface AsyncStorePages {
   readPages?(ids: readonly number[]): Promise<(Uint8Array | undefined)[]>;
   /** Writes every image given, all or nothing (the superblock, page 0, comes first). After the
    * promise resolves they are durable; if it rejects, none of them is visible on reopen. The
-   * arrays are the backend's to keep (the store makes them for this call and never reuses them). */
+   * arrays are the backend's to keep (the store makes them for this call and never reuses them),
+   * unless viewsOfOneCopy says otherwise. */
   writePages(pages: readonly (readonly [id: number, image: Uint8Array])[]): Promise<void>;
   /**
    * Optional: true when writePages copies what it keeps of the images and never stores an
    * image array as it is. The store then hands views into one copy of the commit's pages
    * instead of an ArrayBuffer per page (structured clone, as IndexedDB's put, stores a view
    * with its whole buffer: a backend that stores the arrays themselves must leave this unset).
+   * The views are valid until writePages settles: the store writes the next commit's pages
+   * into the same copy.
    */
   readonly viewsOfOneCopy?: boolean;
   /** Releases the lock. Called once. `abandoned`: the store was dropped without close() and
