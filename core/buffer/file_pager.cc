@@ -481,50 +481,11 @@ void FilePager::will_change(PageId id, const uint8_t* frame, bool lossy) {
   } else {
     assert(page_intact(frame, id, sum_) && "a clean frame changed through page() without BufferPool::note_lossy");
   }
-  // A page keeps its slot for the whole commit (a spill marks the copy stale, depth 0).
-  const LogRef* have = bases_.find(id);
-  uint64_t idx = have ? have->off : bases_used_;
-  if (have) {
-    LogRef r = *have;
-    r.depth = 1;
-    bases_.update(id, r);
-  } else {
-    if (bases_used_ >= base_limit_) return;
-    if (idx / kBaseChunk >= base_chunks_.size()) {
-      size_t bytes = size_t{kBaseChunk} * kPageSize;
-      if (!reserve_checked(base_chunks_, base_chunks_.size() + 1) || !can_allocate(bytes + (size_t{1} << 20))) return;
-      uint8_t* chunk = static_cast<uint8_t*>(malloc(bytes));
-      if (!chunk) return;
-      base_chunks_.push_back(chunk);  // reserved above
-    }
-    LogRef r;
-    r.off = idx;
-    r.depth = 1;  // valid
-    if (!bases_.put(id, r)) return;  // no memory: this page is logged as an image
-    bases_used_++;
-  }
-  memcpy(base_chunks_[idx / kBaseChunk] + (idx % kBaseChunk) * kPageSize, frame, kPageSize);
+  bases_.keep(id, frame);
 }
 
-const uint8_t* FilePager::base_of(PageId id) const {
-  const LogRef* r = bases_.find(id);
-  if (!r || r->depth == 0) return nullptr;
-  return base_chunks_[r->off / kBaseChunk] + (r->off % kBaseChunk) * kPageSize;
-}
+FilePager::~FilePager() = default;
 
-void FilePager::drop_bases() {
-  bases_.clear();
-  bases_used_ = 0;
-  // Keep 1 MiB of copies for the next commit; give back the rest.
-  while (base_chunks_.size() > 4) {
-    free(base_chunks_.back());
-    base_chunks_.pop_back();
-  }
-}
-
-FilePager::~FilePager() {
-  for (uint8_t* c : base_chunks_) free(c);
-}
 
 Status FilePager::append_image(PageId id, const uint8_t* image, LogRef* ref, uint64_t seq) {
   uint8_t h[kPageFrameHeader];
@@ -538,7 +499,7 @@ Status FilePager::append_image(PageId id, const uint8_t* image, LogRef* ref, uin
 }
 
 Status FilePager::append_page(PageId id, const uint8_t* image, bool may_delta, LogRef* ref) {
-  const uint8_t* base = may_delta && log_deltas() ? base_of(id) : nullptr;
+  const uint8_t* base = may_delta && log_deltas() ? bases_.find(id) : nullptr;
   if (base) {
     // The version the delta applies to: a spilled image of this commit, else
     // the newest committed frame, else the data file's page.
@@ -674,11 +635,7 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
   pending_.put(id, at);  // reserved above: cannot fail
   // Its newest version is this image now: a base kept for it is stale (it
   // is kept again, from this image, when the page changes next).
-  if (const LogRef* b = bases_.find(id)) {
-    LogRef stale = *b;
-    stale.depth = 0;
-    bases_.update(id, stale);
-  }
+  bases_.stale(id);
   frames_since_commit_++;
   return Status::kOk;
 }
@@ -704,7 +661,7 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
     // Version 1, from its delta base where it has one (the stored version): the CRC of the
     // bytes that changed instead of a pass over the page (that pass was 13% of a batched load).
     // Version 2: page_hash costs a seventh of that CRC pass in wasm; no base needed.
-    const uint8_t* base = sum_ == PageSum::kCrc32c && log_deltas() ? base_of(id) : nullptr;
+    const uint8_t* base = sum_ == PageSum::kCrc32c && log_deltas() ? bases_.find(id) : nullptr;
     if (base) {
       seal_page_from(image, id, base);
       assert(page_intact(image, id, sum_) && "seal_page_from on a base that is not the stored version");
@@ -748,7 +705,7 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   if (s != Status::kOk) return s;
   // Durable.
   stats_.commit_log_bytes += log_end_ - before;
-  drop_bases();
+  bases_.clear();
   seq_++;
   stats_.commits++;
   meta_ = meta;

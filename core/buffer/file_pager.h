@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include "core/buffer/offset_map.h"
+#include "core/buffer/page_bases.h"
 #include <vector>
 
 #include "core/buffer/buffer_pool.h"
@@ -85,7 +86,7 @@ class FilePager : public PageBackend {
   // writes logs of version 1, as before deltas existed.
   void set_log_deltas(bool on) { deltas_ = on; }
   // At most this many pages of a commit keep their unchanged bytes for a delta.
-  void set_base_limit(uint32_t pages) { base_limit_ = pages; }
+  void set_base_limit(uint32_t pages) { bases_.set_limit(pages); }
   ~FilePager() override;
 
   // Recovers the store. *meta is the newest committed state (root 0: a new
@@ -145,8 +146,6 @@ class FilePager : public PageBackend {
   Status append_page(PageId id, const uint8_t* image, bool may_delta, LogRef* ref);
   // seq: of the commit the image belongs to (0: the coming one).
   Status append_image(PageId id, const uint8_t* image, LogRef* ref, uint64_t seq = 0);
-  const uint8_t* base_of(PageId id) const;
-  void drop_bases();
   Status read_free_list(const StoreMeta& m, std::vector<PageId>* out);
   // Appends to the write buffer; flushes it to the log when large.
   Status append(const uint8_t* p, uint32_t n);
@@ -189,18 +188,9 @@ class FilePager : public PageBackend {
   uint32_t log_version_ = 1;  // of the current log (log_format.h): deltas in versions 2 and 3
   PageSum sum_ = PageSum::kHash;      // the store's format version
   PageSum new_sum_ = PageSum::kHash;  // a new store's
-  // Bases of deltas: the bytes of each dirty page before its first change,
-  // while they equal the page's newest logged (or data file) version. Their
-  // LogRef::off is the index of the copy, depth 1 while it is valid (0: stale,
-  // the page was spilled since; its slot is reused when it changes again).
-  // Copies live in chunks of kBaseChunk pages, at most base_limit_ pages in all
-  // (later pages of a commit are logged as images), each chunk allocated only
-  // while 1 MiB of the heap stays free beside it (as the pool's own frames).
-  static constexpr uint32_t kBaseChunk = 64;
-  OffsetMap bases_;
-  std::vector<uint8_t*> base_chunks_;
-  uint32_t bases_used_ = 0;
-  uint32_t base_limit_ = 4096;
+  // Bases of deltas: the bytes of each dirty page before its first change, while they
+  // equal the page's newest logged (or data file) version (stale once the page is spilled).
+  PageBases bases_;
   std::vector<uint8_t> delta_buf_, chain_buf_;
   std::vector<uint8_t> frame_buf_;  // a log page frame read whole (read_log_image)
   mutable PagerStats stats_;
