@@ -1371,6 +1371,14 @@ int32_t at_store_set_log_reuse(at_tree* t, uint32_t on) {
   return st(t->store->set_reuse_log(on != 0));
 }
 
+int32_t at_store_set_log_deltas(at_tree* t, uint32_t on) {
+  if (!t) return st(Status::kClosed);
+  StoreHeld h(t);
+  if (!h.ok()) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  return st(t->store->set_log_deltas(on != 0));
+}
+
 int32_t at_store_encodings(at_tree* t) {
   if (!t) return st(Status::kClosed);
   StoreHeld h(t);

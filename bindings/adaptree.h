@@ -230,6 +230,13 @@ int32_t at_store_close_writes(at_tree* t);
  *   result.aux (count) times [u32 page id][4096-byte image] at result.value (page 0, the
  *   superblock, first; then changed pages and the free-page list chain). Valid until the
  *   next call with c. The host must write all of them or none.
+ *   With at_store_set_log_deltas on, the images are followed by one entry per image, in
+ *   their order: [u32 size] and, unless size is 0xFFFFFFFF (no delta: page 0, new pages,
+ *   pages past the copies' limit), [8 bytes: the trailer (page id, checksum) of the image
+ *   the delta applies to][size bytes: runs of (u16 offset, u16 length, bytes), each run
+ *   starting and ending on a 4-byte boundary, at most 2048 bytes in all] that turn the
+ *   page's previous committed image into this one. result.value_len covers the entries; it
+ *   is the images' length alone when memory for them was short (no entries at all).
  *   Between begin and end, writes (at_set, at_remove, at_clear, at_set_many,
  *   at_delete_range) return BUSY (-11) and change nothing; reads work.
  * - at_store_commit_end: host_status 0 = every image is durable: the commit is current.
@@ -263,6 +270,11 @@ int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes);
  * truncation gives space back and whose writes reuse no blocks, as a Durable Object's rows).
  * INVALID_ARGUMENT on an async store. */
 int32_t at_store_set_log_reuse(at_tree* t, uint32_t on);
+/* Async stores: whether at_store_commit_begin adds each changed page's delta against its
+ * previous committed image (off by default: 1 for a host that logs deltas, as IndexedDB's
+ * frames; the pager then keeps a copy of each page as it was before the commit changed
+ * it, up to a quarter of the pool). INVALID_ARGUMENT on a sync store. */
+int32_t at_store_set_log_deltas(at_tree* t, uint32_t on);
 /* The host's key and value encodings as the store records them (StoreMeta bytes 29, 30;
  * the core does not interpret them): key | value << 8, 0 for each that was never recorded
  * (a new store, or one written before they were); negative: a status. */

@@ -17,7 +17,9 @@ Status Store::adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_b
   if (frames > (1u << 30)) frames = 1u << 30;
   frames_ = frames;
   // The unchanged bytes of dirty pages (deltas' bases): up to a quarter of the pool.
-  if (file_) file_->set_base_limit(static_cast<uint32_t>(frames / 4 > 256 ? frames / 4 : 256));
+  const uint32_t bases = static_cast<uint32_t>(frames / 4 > 256 ? frames / 4 : 256);
+  if (file_) file_->set_base_limit(bases);
+  if (async_) async_->set_base_limit(bases);
   tree_->store().attach(backend, static_cast<uint32_t>(frames), meta.page_count, {});
   return Status::kOk;
 }

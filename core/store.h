@@ -73,6 +73,12 @@ class Store {
     file_->set_checkpoint_bytes(bytes);
     return Status::kOk;
   }
+  // Async: commit_begin adds each changed page's delta (AsyncPager::set_log_deltas).
+  Status set_log_deltas(bool on) {
+    if (!async_) return Status::kInvalidArgument;
+    async_->set_log_deltas(on);
+    return Status::kOk;
+  }
   // Sync: StoreOptions::reuse_log.
   Status set_reuse_log(bool on) {
     if (!file_) return Status::kInvalidArgument;

@@ -3,6 +3,7 @@
 #include <cassert>
 #include <cstring>
 
+#include "core/buffer/page_delta.h"
 #include "core/buffer/page_trailer.h"
 #include "core/util/checked.h"
 
@@ -45,6 +46,18 @@ Status AsyncPager::spill(PageId, uint8_t*) {
   return Status::kOk;
 }
 
+void AsyncPager::will_change(PageId id, const uint8_t* frame, bool lossy) {
+  if (!deltas_ || read_only_) return;
+  // As FilePager::will_change: a frame changed through page() is the committed image only
+  // if its trailer says so; one that was not is (Debug builds check it).
+  if (lossy) {
+    if (!page_intact(frame, id, sum_)) return;
+  } else {
+    assert(page_intact(frame, id, sum_) && "a clean frame changed through page() without BufferPool::note_lossy");
+  }
+  bases_.keep(id, frame);
+}
+
 Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<uint8_t>* out, uint32_t* count) {
   if (read_only_) return Status::kReadOnly;
   if (committing_) return Status::kInvalidArgument;
@@ -57,6 +70,25 @@ Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<ui
   if (!reserve_checked(*out, most * (4 + kPageSize))) return Status::kOutOfMemory;
   out->resize(4 + kPageSize);  // page 0 goes first, filled in below
   uint32_t n = 1;
+  // The delta entries (set_log_deltas): page 0 has none. Memory short for them: no entries
+  // at all (the host diffs the pages itself), never a failed commit.
+  constexpr uint32_t kNoDelta = 0xFFFFFFFF, kMaxDelta = 2048;
+  bool entries = deltas_ && reserve_checked(delta_out_, most * 12);
+  delta_out_.clear();
+  auto entry = [&](PageId id, const uint8_t* image) {
+    const uint8_t* base = image ? bases_.find(id) : nullptr;
+    size_t at = delta_out_.size();
+    uint32_t size = kNoDelta;
+    if (base && resize_checked(delta_out_, at + 12 + kMaxDelta)) {
+      size = encode_delta(base, image, delta_out_.data() + at + 12, kMaxDelta, true);
+      memcpy(delta_out_.data() + at + 4, base + kNodeSize, 8);
+    }
+    if (size == kNoDelta && !resize_checked(delta_out_, at + 4)) return false;
+    store32(delta_out_.data() + at, size);
+    delta_out_.resize(at + (size == kNoDelta ? 4 : 12 + size));
+    return true;
+  };
+  if (entries) entries = entry(0, nullptr);  // page 0
   auto put = [&](PageId id, uint8_t* image) {
     seal_page(image, id, sum_);
     size_t at = out->size();
@@ -65,6 +97,7 @@ Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<ui
     store32(out->data() + at, id);
     memcpy(out->data() + at + 4, image, kPageSize);
     n++;
+    if (entries) entries = entry(id, image);
   };
   // Free pages at the end leave the store (as FilePager::commit does): the host drops the
   // records past page_count at its next checkpoint (indexeddb).
@@ -94,6 +127,8 @@ Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<ui
   encode_superblock(pending_page0_ + kSuperblockSlot, seq_ + 1, meta, static_cast<uint32_t>(sum_));
   store32(out->data(), 0);
   memcpy(out->data() + 4, pending_page0_, kPageSize);
+  if (entries && reserve_checked(*out, out->size() + delta_out_.size()))
+    out->insert(out->end(), delta_out_.begin(), delta_out_.end());
   pending_meta_ = meta;
   pool.begin_writing();
   committing_ = true;
@@ -112,6 +147,7 @@ Status AsyncPager::commit_end(BufferPool& pool, Status host) {
   }
   pool.end_writing(true);
   pool.shrink_to_target();  // no-steal growth is over: its pages are clean now
+  bases_.clear();           // (a failed commit keeps them: they are still the committed images)
   memcpy(page0_, pending_page0_, kPageSize);
   seq_++;
   meta_ = pending_meta_;

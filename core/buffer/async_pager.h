@@ -25,6 +25,7 @@
 
 #include "core/buffer/buffer_pool.h"
 #include "core/buffer/file_pager.h"
+#include "core/buffer/page_bases.h"
 #include "core/buffer/page_backend.h"
 #include "core/buffer/superblock.h"
 
@@ -40,6 +41,8 @@ class AsyncPager : public PageBackend {
 
   Status load(PageId id, uint8_t* frame) override;
   Status spill(PageId id, uint8_t* frame) override;
+  // Keeps the page's committed image as the base of its delta (set_log_deltas).
+  void will_change(PageId id, const uint8_t* frame, bool lossy) override;
   bool asynchronous() const override { return true; }
   PageSum page_sum() const override { return sum_; }
 
@@ -52,9 +55,20 @@ class AsyncPager : public PageBackend {
   }
   bool read_only() const { return read_only_; }
 
+  // Whether commit_begin follows the images with each page's delta against its
+  // previous committed image (a host that logs deltas: IndexedDB's frames). The bases
+  // are copies made as a commit first changes each page (PageBases), at most
+  // set_base_limit pages.
+  void set_log_deltas(bool on) {
+    deltas_ = on;
+    if (!on) bases_.clear();
+  }
+  void set_base_limit(uint32_t pages) { bases_.set_limit(pages); }
+
   // The images of a commit of meta into *out, `*count` times [u32 page id]
-  // [kPageSize image], page 0 first. Until commit_end the emitted frames are
-  // not evicted. kInvalidArgument if a commit is already in flight.
+  // [kPageSize image], page 0 first; with set_log_deltas, then an entry per image
+  // (bindings/adaptree.h, at_store_commit_begin). Until commit_end the emitted frames
+  // are not evicted. kInvalidArgument if a commit is already in flight.
   Status commit_begin(BufferPool& pool, StoreMeta meta, std::vector<uint8_t>* out, uint32_t* count);
   // host: kOk if the host stored every image durably, else why not (then
   // none of them counts: the pages are dirty again and the state stays at
@@ -82,6 +96,9 @@ class AsyncPager : public PageBackend {
   StoreMeta pending_meta_;
   alignas(16) uint8_t pending_page0_[kPageSize] = {};
   bool pending_free_written_ = false;
+  bool deltas_ = false;
+  PageBases bases_;                  // (set_log_deltas)
+  std::vector<uint8_t> delta_out_;   // a commit's delta entries, then appended to its output
   PagerStats stats_;
 };
 

@@ -8,7 +8,7 @@
 
 namespace adaptree {
 
-uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uint32_t limit) {
+uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uint32_t limit, bool words) {
   // 8 bytes at a time (a byte loop over an insert's shifted slots cost 12% of a batched load):
   // a run is a stretch of differing 8-byte words, trimmed to its first and last differing
   // byte, and ends at the next equal word (so it may hold up to 14 equal bytes inside, where
@@ -18,7 +18,7 @@ uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uin
   uint32_t n = 0, i = 0;
   while ((i = next_diff_word(base, img, i, kPageSize)) < kPageSize) {
     uint64_t x = load64(base + i) ^ load64(img + i);
-    const uint32_t start = i + (static_cast<uint32_t>(__builtin_ctzll(x)) >> 3);
+    uint32_t start = i + (static_cast<uint32_t>(__builtin_ctzll(x)) >> 3);
     uint64_t last = x;
     uint32_t last_at = i;
     for (i += 8; i < kPageSize; i += 8) {
@@ -27,7 +27,11 @@ uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uin
       last = y;
       last_at = i;
     }
-    const uint32_t end = last_at + 8 - (static_cast<uint32_t>(__builtin_clzll(last)) >> 3);
+    uint32_t end = last_at + 8 - (static_cast<uint32_t>(__builtin_clzll(last)) >> 3);
+    if (words) {  // (within the 8-byte words the run began and ended in: runs never meet)
+      start &= ~3u;
+      end = (end + 3) & ~3u;
+    }
     const uint32_t len = end - start;
     if (n + 4 + len > limit) return ~0u;
     store16(out + n, start);

@@ -29,8 +29,9 @@ inline uint32_t next_diff_word(const uint8_t* a, const uint8_t* b, uint32_t from
 }
 
 // The runs where img differs from base (both kPageSize bytes) into out; the payload's size,
-// or ~0u when it would pass limit.
-uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uint32_t limit);
+// or ~0u when it would pass limit. words: every run starts and ends on a 4-byte boundary
+// (IndexedDB's frames copy their runs a word at a time, docs/FORMAT.md).
+uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uint32_t limit, bool words = false);
 
 // Applies runs [p, p + n) to page; false when they are malformed (a run out of the page,
 // a zero length, a cut run).

@@ -104,6 +104,41 @@ describe('page log frames', () => {
     expect(changedRuns(holder.subarray(1), changed)).toEqual([100, 104]);
   });
 
+  it("the core's delta of a page is used as it is when its base's trailer is the log's image's; else the delta is found here", () => {
+    const base = image(3), next = base.slice();
+    next.fill(7, 200, 240);
+    base.fill(9, 4088); // the trailer: page id and checksum
+    next.fill(8, 4092);
+    // The core's runs (u16 offset, u16 length, bytes), here covering more than changed
+    // (any runs that turn the base into the image are a valid delta).
+    const runs = new Uint8Array(4 + 48 + 4 + 8);
+    const dv = new DataView(runs.buffer);
+    dv.setUint16(0, 196, true);
+    dv.setUint16(2, 48, true);
+    runs.set(next.subarray(196, 244), 4);
+    dv.setUint16(52, 4088, true);
+    dv.setUint16(54, 8, true);
+    runs.set(next.subarray(4088), 56);
+    const given = { base: base.slice(4088), runs };
+    const frame = encodeFrame([[0, page0(1)], [9, next]], (id) => (id === 9 ? base : undefined), undefined, [undefined, given]);
+    const [, [, bytes, delta]] = decodeFrame(frame, 't');
+    expect(delta).toBe(true);
+    expect(bytes).toEqual(runs); // the core's, not the 40 + 4 changed bytes found here
+    expect(applyDelta(base, bytes, 't')).toEqual(next);
+    // Against another image of the page (another trailer): found here, from the log's image.
+    const other = base.slice();
+    other[4095] = 1;
+    other[500] = 2;
+    const f2 = encodeFrame([[0, page0(1)], [9, next]], (id) => (id === 9 ? other : undefined), undefined, [undefined, given]);
+    const [, [, b2, d2]] = decodeFrame(f2, 't');
+    expect(d2).toBe(true);
+    expect(b2).not.toEqual(runs);
+    expect(applyDelta(other, b2, 't')).toEqual(next);
+    // No image in the log or in `pages`: the page is logged whole, whatever the core says.
+    const [, [, b3, d3]] = decodeFrame(encodeFrame([[0, page0(1)], [9, next]], undefined, undefined, [undefined, given]), 't');
+    expect([d3, b3]).toEqual([false, next]);
+  });
+
   it('a delta with no base in the log, or a run off the page, is CORRUPT', () => {
     const base = image(1), next = base.slice();
     next[10] = 9;

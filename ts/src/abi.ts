@@ -119,6 +119,7 @@ export interface AbiExports {
   at_store_set_checkpoint_bytes?(tree: Ptr, bytes: number): number;
   /** 1 (default): a commit's checkpoint writes the next log over the old one in place; 0: cuts it first. */
   at_store_set_log_reuse?(tree: Ptr, on: number): number;
+  at_store_set_log_deltas?(tree: Ptr, on: number): number;
   /** The key and value encodings the store recorded: key | value << 8 (0: none); ts/src/store-encodings.ts. */
   at_store_encodings?(tree: Ptr): number;
   at_store_set_encodings?(tree: Ptr, key: number, value: number): number;

@@ -73,7 +73,7 @@ import { TREE_OF, detachInstance, trackAttached, untrackAttached, type AttachMap
 import { checkStoreEncodings } from './store-encodings.js';
 import { registerHost, statusOfError, unregisterHost, type HostEntry } from './storage/host.js';
 import { runtimeOf } from './map/runtime.js';
-import type { AsyncStorePages, StorageBackend, SyncStoreFiles } from './storage/types.js';
+import type { AsyncStorePages, PageDelta, StorageBackend, SyncStoreFiles } from './storage/types.js';
 import { memoryStorage } from './storage/memory.js';
 import { nodeStorage } from './storage/node.js';
 import { denoStorage } from './storage/deno.js';
@@ -174,6 +174,8 @@ const DEFAULT_POOL = 64 << 20;
 const PAGE_SIZE = 4096;
 /** The largest copy of a commit's pages an async store keeps for its next commits (#flushAsync). */
 const COMMIT_BLOCK_KEPT = 16 << 20;
+/** A page without a delta entry (at_store_commit_begin). */
+const NO_DELTA = 0xffffffff;
 /** Entries per core call when setManyAsync resumes after a page fault. */
 const ASYNC_BATCH = 512;
 /** Pages read ahead (by id) when a scan faults on an async backend. */
@@ -791,6 +793,8 @@ export class BTreeStore<K = string, V = unknown> {
         reader = { page0: sb.slice() };
       }
       checkStoreEncodings(ex, tree, options, options.path, readOnly);
+      // (a build without it: the backend diffs the pages itself)
+      if (pages.wantsDeltas === true && !readOnly) ex.at_store_set_log_deltas?.(tree, 1);
       const buf = pageBuf;
       const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
       const store = new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages, reader, closed }, storage: backend.name, path: options.path, options, pageBuf: buf });
@@ -1051,6 +1055,7 @@ export class BTreeStore<K = string, V = unknown> {
       const count = dv.getUint32(w.result + Result.AUX, true);
       let p = dv.getUint32(w.result + Result.VALUE_PTR, true);
       const images: [number, Uint8Array][] = [];
+      let deltas: (PageDelta | undefined)[] | undefined;
       if (b.pages.viewsOfOneCopy === true) {
         // One copy of the whole output, and views of it: a slice() per page (a new
         // ArrayBuffer each) was ~2.6 us a page in a Chromium worker, 2.7 ms of a 1000-record
@@ -1058,7 +1063,9 @@ export class BTreeStore<K = string, V = unknown> {
         // the store keeps for its next commits (the backend copies what it keeps, and the
         // next commit begins once this one has settled): a new 4 MB ArrayBuffer per commit
         // of a 100k-record load was a sixth of its commit time in garbage collection.
-        const n = count * (4 + PAGE_SIZE);
+        // The pages' delta entries follow them when the backend wants deltas (they are in
+        // the block too).
+        const n = dv.getUint32(w.result + Result.VALUE_LEN, true);
         let block = this.#commitBlock;
         if (block === undefined || block.length < n) {
           block = new Uint8Array(n);
@@ -1067,6 +1074,19 @@ export class BTreeStore<K = string, V = unknown> {
         block.set(u8.subarray(p, p + n));
         const bdv = new DataView(block.buffer);
         for (let i = 0, q = 0; i < count; i++, q += 4 + PAGE_SIZE) images.push([bdv.getUint32(q, true), block.subarray(q + 4, q + 4 + PAGE_SIZE)]);
+        if (n > count * (4 + PAGE_SIZE)) {
+          deltas = [];
+          for (let i = 0, q = count * (4 + PAGE_SIZE); i < count; i++) {
+            const size = bdv.getUint32(q, true);
+            if (size === NO_DELTA) {
+              deltas.push(undefined);
+              q += 4;
+            } else {
+              deltas.push({ base: block.subarray(q + 4, q + 12), runs: block.subarray(q + 12, q + 12 + size) });
+              q += 12 + size;
+            }
+          }
+        }
       } else {
         for (let i = 0; i < count; i++) {
           images.push([dv.getUint32(p, true), u8.slice(p + 4, p + 4 + PAGE_SIZE)]);
@@ -1078,7 +1098,7 @@ export class BTreeStore<K = string, V = unknown> {
       let hostStatus = 0;
       let hostError: unknown;
       try {
-        await b.pages.writePages(images);
+        await b.pages.writePages(images, deltas);
       } catch (e) {
         hostError = e;
         hostStatus = statusOfError(e);

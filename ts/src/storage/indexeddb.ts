@@ -358,14 +358,15 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
             throw idbError(e, `reading pages ${ids[0]}..`, path);
           }
         },
-        async writePages(pages): Promise<void> {
+        wantsDeltas: deltas,
+        async writePages(pages, given): Promise<void> {
           if (readOnly) throw new IoError(`indexeddb: '${path}' is open read-only`);
           if (pages.length === 0 || pages[0]![0] !== 0) throw new InvalidArgumentError('indexeddb: a commit hands page 0 first');
           try {
             // The usual commit: one record, with deltas against the pages' logged images.
             // (A frame cannot be smaller than its header and entry headers: past that, no diff.)
             const fits = log.bytes + 8 + 8 * pages.length <= checkpointBytes;
-            const frame = fits ? encodeFrame(pages, deltas ? (id) => log.latest.get(id) : undefined, deltas ? (id) => stored.get(id) : undefined) : undefined;
+            const frame = fits ? encodeFrame(pages, deltas ? (id) => log.latest.get(id) : undefined, deltas ? (id) => stored.get(id) : undefined, deltas ? given : undefined) : undefined;
             if (frame !== undefined && log.bytes + frame.length <= checkpointBytes) {
               const key = commitSequence(pages[0]![1]);
               const last = log.keys[log.keys.length - 1];

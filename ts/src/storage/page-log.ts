@@ -30,6 +30,7 @@
  * ran in between (its logged pages are now in `pages`) and starts over from {9}.
  */
 import { CorruptionError } from '../errors.js';
+import type { PageDelta } from './types.js';
 
 export const PAGE_BYTES = 4096;
 /** 'ATL1': adaptree log frame, version 1. */
@@ -84,26 +85,33 @@ export function changedRuns(base: Uint8Array, next: Uint8Array): number[] | unde
 
 /** One frame holding `pages` (page 0 first, as a commit hands them); a page whose image in
  * the log so far is `base(id)`, or, when the log has none, whose record in `pages` is
- * `stored(id)`, is logged as a delta against it where that is small. */
+ * `stored(id)`, is logged as a delta against it where that is small. `given[i]`: page i's
+ * delta as the core made it (types.ts PageDelta), used as it is when it applies to that same
+ * image (the trailers match); else the delta is found here. */
 export function encodeFrame(
   pages: readonly (readonly [id: number, image: Uint8Array])[],
   base: (id: number) => Uint8Array | undefined = () => undefined,
   stored: (id: number) => Uint8Array | undefined = () => undefined,
+  given?: readonly (PageDelta | undefined)[],
 ): Uint8Array {
-  const parts: (number[] | undefined)[] = [];
+  const parts: (number[] | Uint8Array | undefined)[] = [];
   let bytes = HEADER;
   let onStored = false;
-  for (const [id, image] of pages) {
+  pages.forEach(([id, image], i) => {
     if (image.length !== PAGE_BYTES) throw new RangeError(`page ${id}: an image of ${image.length} bytes`);
     let b = base(id);
     const fromStored = b === undefined && (b = stored(id)) !== undefined;
-    const runs = b === undefined ? undefined : changedRuns(b, image);
+    const g = b === undefined ? undefined : given?.[i];
+    const runs = b === undefined ? undefined : g !== undefined && sameTrailer(b, g.base) ? g.runs : changedRuns(b, image);
     if (runs !== undefined && fromStored) onStored = true;
     parts.push(runs);
     if (runs === undefined) bytes += 8 + PAGE_BYTES;
-    else for (let r = 0; r < runs.length; r += 2) bytes += 4 + runs[r + 1]! - runs[r]!;
-    if (runs !== undefined) bytes += 8;
-  }
+    else if (runs instanceof Uint8Array) bytes += 8 + runs.length;
+    else {
+      for (let r = 0; r < runs.length; r += 2) bytes += 4 + runs[r + 1]! - runs[r]!;
+      bytes += 8;
+    }
+  });
   const out = new Uint8Array(bytes);
   const dv = new DataView(out.buffer);
   // Runs start and end on 4-byte words, and so does every entry of the frame: their bytes are
@@ -121,6 +129,13 @@ export function encodeFrame(
       at += 8 + PAGE_BYTES;
       return;
     }
+    if (runs instanceof Uint8Array) {
+      // The core's: runs on words already, copied as they are.
+      dv.setUint32(at + 4, runs.length, true);
+      out.set(runs, at + 8);
+      at += 8 + runs.length;
+      return;
+    }
     const sizeAt = at + 4;
     at += 8;
     const from = at;
@@ -135,6 +150,12 @@ export function encodeFrame(
     dv.setUint32(sizeAt, at - from, true);
   });
   return out;
+}
+
+/** Whether `image`'s trailer (its last 8 bytes: page id and checksum) is `trailer`. */
+function sameTrailer(image: Uint8Array, trailer: Uint8Array): boolean {
+  for (let k = 0; k < 8; k++) if (image[PAGE_BYTES - 8 + k] !== trailer[k]) return false;
+  return true;
 }
 
 /** An 'ATL2' frame (deltas against `pages` records); false for anything else. */

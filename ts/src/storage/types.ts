@@ -102,6 +102,15 @@ export interface SyncBackend {
   attach?(shared: unknown): SyncStoreFiles | Promise<SyncStoreFiles>;
 }
 
+/** What a commit's page changed since its previous committed image: runs of (u16 offset,
+ * u16 length, bytes) on 4-byte words, at most 2048 bytes, that turn the image whose last 8
+ * bytes (the trailer: page id, checksum) are `base` into the new one (bindings/adaptree.h,
+ * at_store_commit_begin). */
+export interface PageDelta {
+  readonly base: Uint8Array;
+  readonly runs: Uint8Array;
+}
+
 /** An open store on an asynchronous backend: 4 KiB page images by page id. */
 export interface AsyncStorePages {
   /** The stored image of page `id`, or undefined if there is none (a new store has no page 0). */
@@ -114,7 +123,10 @@ export interface AsyncStorePages {
    * promise resolves they are durable; if it rejects, none of them is visible on reopen. The
    * arrays are the backend's to keep (the store makes them for this call and never reuses them),
    * unless viewsOfOneCopy says otherwise. */
-  writePages(pages: readonly (readonly [id: number, image: Uint8Array])[]): Promise<void>;
+  writePages(pages: readonly (readonly [id: number, image: Uint8Array])[], deltas?: readonly (PageDelta | undefined)[]): Promise<void>;
+  /** Optional: true when writePages takes `deltas` (the core then keeps a copy of each page a
+   * commit changes, as it was before, and diffs the two). */
+  readonly wantsDeltas?: boolean;
   /**
    * Optional: true when writePages copies what it keeps of the images and never stores an
    * image array as it is. The store then hands views into one copy of the commit's pages
