@@ -289,7 +289,7 @@ Status BTree::set_attempt(Slice key, Slice value, ReadMode* mode) {
   if (value_is_inline(key.len, value.len)) {
     field = static_cast<uint16_t>(value.len);
   } else {
-    Status s = overflow_write(store_, value.data, value.len, &chain);
+    Status s = write_chain(key, value, &chain);
     if (s != Status::kOk) return s;
     store32(ref, chain);
     store32(ref + 4, value.len);
@@ -381,15 +381,44 @@ Status BTree::begin_write(Slice key, uint64_t new_pages) {
   // the whole path and a new root, a regroup's new leaf, the value's overflow chain):
   // nothing can miss or be evicted, so the prefetch would only walk the path twice.
   if (store_.all_resident_with_room(2 * height_ + 8 + new_pages)) return Status::kOk;
-  s = prefetch_for_write(key);
+  return prepare_change(key);
+}
+
+Status BTree::prepare_change(Slice key) {
+  Status s = prefetch_for_write(key);
   if (s != Status::kOk) return s;
   // Frames for what the change may allocate (a split up the path, a regroup's leaf), freed now:
   // a dirty page that cannot be spilled (a full disk) then fails the write before it changes
   // anything. Spilled in the middle of the change, the failure left the tree half changed and
   // every later call, reads too, failed for good, even once there was room again (a new-user
   // probe, session 23). (An overflow chain's pages are not counted: a value's pages may be more
-  // than the pool.)
+  // than the pool. write_chain calls this again once the chain is written.)
   return store_.make_room(static_cast<uint32_t>(std::min<uint64_t>(2 * height_ + 8, store_.target_frames() / 2)));
+}
+
+// A new value's overflow chain, written before the leaf changes. Each of its pages takes a frame:
+// the frames begin_write freed, then (a synchronous store, the pool full) the clock's victims,
+// dirty ones spilled, among them the write's path (the chain gives up its pages' protection as it
+// goes: it may be longer than the pool). So a failure here changes nothing in the tree, and is the
+// write's, not the tree's: the chain's pages are freed and the pool's failure (a spill that failed
+// on a full disk) cleared, or end_write marked the tree broken. A new-user probe (session 25: a
+// 100 KB value on a full disk) found every later call, reads of committed keys too, failing with
+// QUOTA_EXCEEDED for good, and the writes since the last commit lost. Once the chain is written,
+// the path and the frames for the change are made ready again, so the change itself neither misses
+// nor spills.
+Status BTree::write_chain(Slice key, Slice value, PageId* chain) {
+  const uint64_t live = store_.live_pages();
+  Status s = overflow_write(store_, value.data, value.len, chain);
+  if (s == Status::kOk && store_.backed() && !store_.asynchronous() && !store_.all_resident_with_room(2 * height_ + 8)) {
+    s = prepare_change(key);
+    if (s != Status::kOk) {
+      free_chain(*chain);
+      *chain = kInvalidPageId;
+    }
+  }
+  // (Pages of the chain that could not be freed, an unreadable page: the failure stays the tree's.)
+  if (s != Status::kOk && store_.live_pages() == live) store_.clear_failure();
+  return s;
 }
 
 Status BTree::end_write(Status s) {

@@ -329,6 +329,12 @@ class BTree {
   Status begin_write(Slice key, uint64_t new_pages = 0);
   Status end_write(Status s);
   Status prefetch_for_write(Slice key);
+  // prefetch_for_write, then (a synchronous store) frames freed for what the change may
+  // allocate. A failure (a spill on a full disk) changed nothing.
+  Status prepare_change(Slice key);
+  // Writes value's overflow chain into *chain; a failure leaves the tree as it was and the pool
+  // without a failure (BTree::write_chain).
+  Status write_chain(Slice key, Slice value, PageId* chain);
   // Collects the page ids of the chain at first (of `pages` pages) into walks_ (going on
   // from where a fault stopped the last walk of it), reading each page through view().
   Status walk_chain(PageId first, uint64_t pages);

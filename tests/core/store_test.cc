@@ -905,6 +905,78 @@ TEST(Store, ASpillThatFailsOnAFullDiskFailsTheWriteCleanly) {
   }
 }
 
+// The same for a value that goes to overflow pages: its chain is written page by page before the
+// leaf changes, each new page taking a frame, and with the pool full of dirty pages each frame
+// is a spill. A new-user probe (session 25, a 100 KB value on a full 8 MiB tmpfs): the spill
+// that failed in the middle of the chain marked the tree broken, so every later call (a read of a
+// committed key too) answered kQuotaExceeded for good, even once there was room, and the writes
+// since the last commit were lost. Budgets of 0 to 60 pages, so that the failure falls before the
+// write (make_room), in the chain (budget 5 failed so), or in the change after it, a split that
+// found the frames begin_write freed taken by the chain (budget 36, once the chain failed cleanly).
+TEST(Store, AnOverflowValueThatFailsOnAFullDiskFailsTheWriteCleanly) {
+  for (uint64_t budget_pages = 0; budget_pages <= 60; budget_pages++) {
+    FaultStorage fs;
+    StoreOptions o;
+    o.pool_bytes = 64 * kPageSize;
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&fs, o, &st), Status::kOk);
+    Model m;
+    auto put = [&](const std::string& k, const std::string& v) {
+      Status s = st->tree().set(sl(k), sl(v));
+      if (s == Status::kOk) m[k] = v;
+      return s;
+    };
+    for (int i = 0; i < 100; i++) ASSERT_EQ(put("base" + std::to_string(i), std::string(100, 'b')), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);
+    // Uncommitted writes past the pool (spilled while there is room), overflow values last: the
+    // pool is full of dirty pages.
+    for (int i = 0; i < 1000; i++) ASSERT_EQ(put("u" + std::to_string(i * 7919 % 10007), std::string(100, 'u')), Status::kOk);
+    for (int i = 0; i < 20; i++) ASSERT_EQ(put("o" + std::to_string(i), std::string(20000, 'o')), Status::kOk);
+    ASSERT_GE(st->tree().store().dirty_count(), 40u);
+    fs.set_growth_budget(budget_pages * kPageSize + budget_pages * 1000);
+    // Values of 25 overflow pages under long random keys (a leaf splits every few of them) until
+    // one fails: in the chain, or in the change after it.
+    std::mt19937 rng(static_cast<uint32_t>(budget_pages));
+    Status s = Status::kOk;
+    int j = 0;
+    for (; j < 100 && s == Status::kOk; j++) {
+      std::string k(300, ' ');
+      for (char& c : k) c = static_cast<char>('a' + rng() % 26);
+      s = put(k, std::string(100000, static_cast<char>('A' + j % 26)));
+    }
+    SCOPED_TRACE("budget " + std::to_string(budget_pages) + " pages, set " + std::to_string(j));
+    ASSERT_EQ(s, Status::kQuotaExceeded);
+    EXPECT_EQ(st->tree().broken(), Status::kOk) << "the failed write broke the tree";
+    // Still full: reads work (the committed keys and the uncommitted ones that were written).
+    for (const char* k : {"base7", "u7919"}) {
+      ValueRef ref;
+      std::vector<uint8_t> buf;
+      Slice val;
+      Status r = st->tree().get(sl(k), &ref);
+      if (r == Status::kOk) r = st->tree().read_value(ref, &buf, &val);
+      EXPECT_EQ(r, Status::kOk) << k;
+      if (r == Status::kOk) EXPECT_EQ(std::string(reinterpret_cast<const char*>(val.data), val.len), m[k]) << k;
+    }
+    // Room again: everything the successful writes did is there, and goes on.
+    fs.set_growth_budget(~uint64_t{0});
+    Model got;
+    ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+    EXPECT_TRUE(got == m) << got.size() << " keys, not " << m.size();
+    EXPECT_EQ(st->tree().check(), "");
+    ASSERT_EQ(put("big2", std::string(70000, 'W')), Status::kOk);
+    ASSERT_EQ(put("after", "x"), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);
+    st.reset();
+    MemoryStorage after;
+    fs.crashed(&after, 5, false);
+    ASSERT_EQ(Store::open(&after, o, &st), Status::kOk);
+    got.clear();
+    ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+    EXPECT_TRUE(got == m) << got.size() << " keys, not " << m.size();
+    EXPECT_EQ(st->tree().check(), "");
+  }
+}
+
 TEST(Store, PosixFilesAndLocking) {
   char tmpl[] = "/tmp/adaptree-store-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
