@@ -175,12 +175,18 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
     }
     if (dsize >= kPageSize) return Status::kCorrupt;  // foreign file, or both superblocks damaged
     // An empty data file and a log whose header is damaged but holds commits: the store,
-    // damaged (it was taken for a new one and reset: every commit lost).
+    // damaged (it was taken for a new one and reset: every commit lost). A log that is no
+    // header of ours, even a torn one: another file of that name (a new store 'app' beside a
+    // user's 'app-log' wrote its header over the user's 800 KB: a new-user probe, session 25).
     if (!log_ok) {
       uint64_t lsize = 0;
       s = s_->size(FileId::kLog, &lsize);
       if (s != Status::kOk) return s;
       if (later_commits_intact(kLogHeaderSize - 32, lsize, 0, true) || log_is_a_data_file(lsize)) return Status::kCorrupt;
+      bool ours = false;
+      s = log_may_be_a_torn_header(lsize, &ours);
+      if (s != Status::kOk) return s;
+      if (!ours) return Status::kCorrupt;
     }
     if (!create) return Status::kNotFound;
     s = create_files(layout);
@@ -198,6 +204,36 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
   if (s != Status::kOk) return s;
   *meta = meta_;
   return read_free_list(meta_, free_ids);
+}
+
+Status FilePager::log_may_be_a_torn_header(uint64_t lsize, bool* ours) {
+  // What a crash can leave of a header we write (log_format.h): creation writes it into a new,
+  // empty log (cut to kLogHeaderSize, then written) and syncs it before any frame; a
+  // checkpoint writes its new header over the old one, whose magic is the same. So our header,
+  // torn, starts with the whole magic, or is a file of at most kLogHeaderSize bytes holding a
+  // prefix of the magic and then zeros (the write did not reach past it). Nothing else is
+  // ours to reset.
+  *ours = true;
+  if (lsize == 0) return Status::kOk;
+  uint8_t h[kLogHeaderSize];
+  const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(lsize, kLogHeaderSize));
+  Status s = s_->read_exact(FileId::kLog, 0, h, n);
+  stats_.reads++;
+  if (s != Status::kOk) return s;
+  uint32_t magic = 0;
+  while (magic < n && magic < 8 && h[magic] == static_cast<uint8_t>(kLogMagic[magic])) magic++;
+  if (magic == 8) return Status::kOk;
+  if (lsize > kLogHeaderSize) {
+    *ours = false;
+    return Status::kOk;
+  }
+  for (uint32_t i = magic; i < n; i++) {
+    if (h[i] != 0) {
+      *ours = false;
+      break;
+    }
+  }
+  return Status::kOk;
 }
 
 bool FilePager::log_is_a_data_file(uint64_t lsize) {
@@ -268,6 +304,12 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
   if (!header_ok) {
     if (later_commits_intact(kLogHeaderSize - 32, lsize, sb_seq, true)) return Status::kCorrupt;
     if (log_is_a_data_file(lsize)) return Status::kCorrupt;
+    // Another file where the log should be (the store's log replaced by a user's file of that
+    // name): not ours to reset (it was, silently).
+    bool ours = false;
+    s = log_may_be_a_torn_header(lsize, &ours);
+    if (s != Status::kOk) return s;
+    if (!ours) return Status::kCorrupt;
     if (!read_only_) return reset_log();
     log_end_ = buf_start_ = lsize;  // a reader never appends
     return Status::kOk;

@@ -26,6 +26,9 @@
 //   data file shorter than a page that is not empty is damaged or foreign
 //   (kCorrupt), and one without a valid superblock is read from the log
 //   alone if the log names checkpoint 0.
+// - a log without a valid header is reset only when its bytes can be our own
+//   header cut short by a crash (log_may_be_a_torn_header); any other file
+//   where the log goes is kCorrupt and left as it is.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -128,6 +131,9 @@ class FilePager : public PageBackend {
   // them, or one two ahead; with any_salt, for a log whose header is damaged: any one).
   bool later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq, bool any_salt = false);
   bool log_is_a_data_file(uint64_t lsize);
+  // A log without a valid header: *ours when its bytes can be a header of ours that a crash cut
+  // short (reset then), false when they are some other file's.
+  Status log_may_be_a_torn_header(uint64_t lsize, bool* ours);
   Status reset_log(bool keep_file = false);
   // A log kept across a checkpoint (reset_log keep_file) ends in an older generation's frames:
   // cut them (at log_end_).

@@ -545,6 +545,77 @@ TEST(Store, AStoresDataFileAsTheLogIsCorruptAndUntouched) {
   }
 }
 
+// A file of the user's where the log should be (a new store 'app' beside an application's text
+// log 'app-log': a new-user probe, session 25, found the 800 KB file cut to a 64-byte log
+// header): kCorrupt, nothing written, for a new store and for one whose data file holds a
+// checkpoint alike. What a crash leaves of our own header (a prefix of it, then zeros, from
+// creation; the whole magic from a checkpoint) still opens.
+TEST(Store, AForeignFileWhereTheLogShouldBeIsCorruptAndUntouched) {
+  MemoryStorage checkpointed;
+  {
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&checkpointed, StoreOptions{}, &st), Status::kOk);
+    ASSERT_EQ(st->tree().set(sl("k"), sl("v")), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);
+    ASSERT_EQ(st->checkpoint(), Status::kOk);
+  }
+  ASSERT_GE(checkpointed.file(FileId::kData).size(), kPageSize);
+  MemoryStorage fresh;  // a new store's log: its header (naming checkpoint 0)
+  {
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&fresh, StoreOptions{}, &st), Status::kOk);
+  }
+  const std::vector<uint8_t> header(fresh.file(FileId::kLog).begin(), fresh.file(FileId::kLog).begin() + kLogHeaderSize);
+  std::string text;
+  for (int i = 0; i < 2000; i++) text += "2025-11-27 10:00:00 INFO server started\n";
+  const std::string foreign[] = {text, "garbage that is not a log", "x", std::string(8, '\0') + "!", std::string(100, '\0')};
+  for (const std::string& f : foreign) {
+    for (bool existing : {false, true}) {
+      for (bool read_only : {false, true}) {
+        MemoryStorage ms;
+        if (existing) ms.file(FileId::kData) = checkpointed.file(FileId::kData);
+        ms.file(FileId::kLog).assign(f.begin(), f.end());
+        MemoryStorage before = ms;
+        StoreOptions o;
+        o.read_only = read_only;
+        o.create = !read_only;
+        std::unique_ptr<Store> st;
+        EXPECT_EQ(Store::open(&ms, o, &st), Status::kCorrupt) << f.size() << " bytes" << (existing ? ", existing store" : "") << (read_only ? ", read-only" : "");
+        EXPECT_EQ(ms.file(FileId::kLog), before.file(FileId::kLog));
+        EXPECT_EQ(ms.file(FileId::kData), before.file(FileId::kData));
+      }
+    }
+  }
+  // Our header torn at every length: alone, or followed by the zeros of the file's cut to the
+  // header's size (creation); a new store opens (and the log is reset).
+  for (size_t n = 0; n <= kLogHeaderSize; n++) {
+    for (bool padded : {false, true}) {
+      MemoryStorage ms;
+      ms.file(FileId::kLog).assign(header.begin(), header.begin() + static_cast<long>(n));
+      if (padded) ms.file(FileId::kLog).resize(kLogHeaderSize, 0);
+      std::unique_ptr<Store> st;
+      ASSERT_EQ(Store::open(&ms, StoreOptions{}, &st), Status::kOk) << "header torn at " << n << (padded ? ", padded" : "");
+      EXPECT_EQ(st->tree().count(), 0u);
+    }
+  }
+  // A checkpoint's header torn over the previous one: the magic stays; the store opens at its
+  // checkpoint.
+  for (size_t n = 8; n < kLogHeaderSize; n++) {
+    MemoryStorage ms = checkpointed;
+    for (size_t i = n; i < kLogHeaderSize; i++) ms.file(FileId::kLog)[i] ^= 0x5a;
+    std::unique_ptr<Store> st;
+    Status s = Store::open(&ms, StoreOptions{}, &st);
+    if (n >= 36) {  // (bytes past the checksum: the header is still valid)
+      ASSERT_EQ(s, Status::kOk) << n;
+      continue;
+    }
+    ASSERT_EQ(s, Status::kOk) << "checkpoint header torn at " << n;
+    Model got;
+    ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+    EXPECT_EQ(got, (Model{{"k", "v"}}));
+  }
+}
+
 TEST(Store, ForeignAndTruncatedFilesAreCorrupt) {
   MemoryStorage ms;
   std::string junk = "this is not an adaptree store, but a text file of some length................";

@@ -134,3 +134,25 @@ it('Node and Deno exclude each other through the lock file, and take over a kill
   expect(await denoTry(path, false)).toEqual({ result: 'ok', seen: 'deno' });
   expect(existsSync(path + '-lock')).toBe(false);
 }, 120_000);
+
+// A new-user probe (session 25): a reader opened both files for writing (Deno: `write: true`,
+// which needs --allow-write for them, though docs/STORE.md says a reader needs it only for the
+// lock file), and a data file copied without its log (a backup of a closed store) was "no store
+// at ... (create: false)" to a reader.
+it('Deno: a reader needs write permission only for the lock file, and reads a data file copied without its log', async () => {
+  const path = join(tmp.dir, 'reader.db');
+  const s = await BTreeStore.open<string, string>({ path, storage: 'node', keys: 'utf8', values: 'json' });
+  s.set('from', 'node');
+  await s.close();
+  const read = async (p: string) => {
+    const args = ['run', '--quiet', `--allow-read=${repo},${tmp.dir}`, `--allow-write=${p}-lock`, join(here, 'store-deno-lock.mjs'), 'read', p];
+    const { stdout } = await promisify(execFile)(denoBin, args, { cwd: repo, env: denoEnv });
+    return JSON.parse(stdout);
+  };
+  expect(await read(path)).toEqual({ result: 'ok', seen: 'node', size: 1 });
+  const copy = join(tmp.dir, 'reader-copy.db');
+  writeFileSync(copy, readFileSync(path));
+  expect(await read(copy)).toEqual({ result: 'ok', seen: 'node', size: 1 });
+  expect(existsSync(copy + '-log')).toBe(false);
+  expect(existsSync(copy + '-lock')).toBe(false);
+}, 60_000);

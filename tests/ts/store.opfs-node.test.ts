@@ -200,4 +200,20 @@ describe('opfs backend over a fake OPFS', () => {
     expect(r.get('k1234')).toBe(1234);
     await r.close();
   });
+
+  // A new-user probe (session 25, on node files; opfs had the same rule): a reader of a data
+  // file without its log (a closed store's data file copied alone) said "no store".
+  it('a reader reads a data file without its log, and creates nothing', async () => {
+    const { root } = fakeOpfs();
+    const s = await BTreeStore.open<string, number>({ path: 'db/y', storage: 'opfs' });
+    for (let i = 0; i < 500; i++) s.set(`k${i}`, i);
+    await s.close();
+    const dir = root.entries.get('db') as FakeDir;
+    dir.entries.delete('y-log');
+    const r = await BTreeStore.open<string, number>({ path: 'db/y', storage: 'opfs', readOnly: true });
+    expect(r.size).toBe(500);
+    expect(r.get('k499')).toBe(499);
+    await r.close();
+    expect([...dir.entries.keys()]).toEqual(['y']);
+  });
 });

@@ -6,14 +6,17 @@
 //   IndexedDB): every read sees exactly one commit while the writer keeps committing; the
 //   reader follows newer commits (on a page fault or refresh()).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, existsSync, readFileSync, writeFileSync, appendFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync, appendFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { BTreeStore, InvalidArgumentError, ReadOnlyError, init } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
 import { REAL_BUILDS, wasmFor } from './builds.js';
 import { sortedEntries, tempDir, uniqueName } from './store-helpers.js';
 import { SplitMix } from './store-rng.js';
 
+const repo = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 const tmp = tempDir('readers');
 afterAll(() => tmp.cleanup());
 beforeAll(async () => {
@@ -87,6 +90,79 @@ describe.each(REAL_BUILDS)('readers on files (%s)', (build) => {
     await expect(BTreeStore.open({ path: p, wasm, readOnly: true })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     expect(readFileSync(p).length).toBe(0);
     await expect(BTreeStore.open({ path: p, wasm, readOnly: 'yes' as unknown as boolean })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});
+
+// A new-user probe (session 25): a store closed cleanly whose data file alone was copied (its
+// log is only a header then: a typical backup) opened for the writer but was INVALID_ARGUMENT
+// "no store at ... (create: false)" to a reader, which also said that of a foreign file (the
+// writer: CORRUPT "not an adaptree store").
+describe('a reader of a data file without its log', () => {
+  it('reads the store; a foreign file is CORRUPT; a missing one is no store, without a word of create: false', async () => {
+    const src = join(tmp.dir, 'backup-src.db');
+    const w = await BTreeStore.open<string, number>({ path: src });
+    for (let i = 0; i < 1000; i++) w.set(`k${i}`, i);
+    await w.close();
+    const copy = join(tmp.dir, 'backup-copy.db');
+    copyFileSync(src, copy);
+    const before = readFileSync(copy);
+    const r = await BTreeStore.open<string, number>({ path: copy, readOnly: true });
+    expect(r.size).toBe(1000);
+    expect(r.get('k999')).toBe(999);
+    await r.close();
+    expect(readFileSync(copy).equals(before)).toBe(true);
+    expect(existsSync(copy + '-log')).toBe(false); // nothing created
+    expect(existsSync(copy + '-lock')).toBe(false);
+    // A writer opens it with create: false as well (it creates the log; it said "no store").
+    const w2 = await BTreeStore.open<string, number>({ path: copy, create: false });
+    expect(w2.size).toBe(1000);
+    await w2.close();
+
+    const foreign = join(tmp.dir, 'foreign-for-reader');
+    writeFileSync(foreign, 'not a store at all\n'.repeat(500));
+    for (const readOnly of [true, false]) {
+      await expect(BTreeStore.open({ path: foreign, readOnly }), `readOnly ${readOnly}`).rejects.toMatchObject({ code: 'CORRUPT' });
+      expect(existsSync(foreign + '-log')).toBe(false);
+    }
+    const e = await BTreeStore.open({ path: join(tmp.dir, 'nothing-here'), readOnly: true }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(InvalidArgumentError);
+    expect((e as Error).message).toMatch(/^no store at .*nothing-here/);
+    expect((e as Error).message).not.toContain('create: false');
+  });
+
+  // A new-user probe (session 25): a reader opened the store's files for writing (O_RDWR), so
+  // files it may only read (chmod 0444) were IO_ERROR EACCES, though docs/STORE.md says a node
+  // reader needs write permission only for the lock file. Run in a child process as a user other
+  // than root when the test runs as root (root ignores file modes).
+  it('opens store files that are read-only (0444)', async () => {
+    const dir = join(tmp.dir, 'read-only-files');
+    mkdirSync(dir);
+    const path = join(dir, 'db');
+    const w = await BTreeStore.open<string, number>({ path });
+    w.set('a', 1);
+    w.set('b', 2);
+    await w.commit(); // (no close: the log holds the commit, the data file is empty)
+    copyFileSync(path, path + '.copy');
+    copyFileSync(path + '-log', path + '.copy-log');
+    await w.close({ commit: false });
+    for (const p of [path, path + '-log']) {
+      copyFileSync(p.replace('db', 'db.copy'), p); // (back to the crashed state: the log holds the commit)
+      chmodSync(p, 0o444);
+    }
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) {
+      chmodSync(tmp.dir, 0o755);
+      chownSync(dir, 65534, 65534); // the lock file is created here
+    }
+    const script = `import { BTreeStore } from ${JSON.stringify(join(repo, 'dist/index.js'))};
+      try {
+        const r = await BTreeStore.open({ path: ${JSON.stringify(path)}, readOnly: true });
+        console.log(JSON.stringify({ a: r.get('a'), b: r.get('b'), size: r.size }));
+        await r.close();
+      } catch (e) { console.log(JSON.stringify({ error: e.code, message: e.message })); }`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', ...(asRoot ? { uid: 65534, gid: 65534 } : {}) });
+    expect(JSON.parse(out)).toEqual({ a: 1, b: 2, size: 2 });
+    expect(readdirSync(dir).sort()).toEqual(['db', 'db-log', 'db.copy', 'db.copy-log']);
   });
 });
 

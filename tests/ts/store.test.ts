@@ -796,6 +796,56 @@ describe('BTreeStore on sync backends', () => {
     expect(existsSync(gone)).toBe(false); // and the data file that open created is gone again
   });
 
+  // A new-user probe (session 25): a new store 'app' beside an application's text log 'app-log'
+  // cut that 800 KB file to a 64-byte log header, silently; a stray 'db-log' of garbage opened
+  // as an empty store 'db' and was overwritten; a store whose log was replaced by another file
+  // reset it. Now CORRUPT, naming the file, and nothing is changed (the data file a new store's
+  // open created goes again).
+  it("another program's file where the log goes is CORRUPT and left as it is; a torn log header of a new store still opens", async () => {
+    const dir = join(tmp.dir, 'foreign-log');
+    mkdirSync(dir);
+    const text = Buffer.from('2025-11-27 10:00:00 INFO server started\n'.repeat(20000));
+    const existing = join(dir, 'existing');
+    const e0 = await BTreeStore.open<string, number>({ path: existing });
+    e0.set('k', 1);
+    await e0.close();
+    const data = readFileSync(existing);
+    expect(data.length).toBeGreaterThanOrEqual(4096); // checkpointed at close: the store is in the data file
+    for (const [label, log] of [['text', text], ['garbage', Buffer.from('garbage that is not a log')]] as const) {
+      for (const readOnly of [false, true]) {
+        const what = `${label}${readOnly ? ', reader' : ''}`;
+        // a new store (a reader: no data file, no store)
+        const app = join(dir, 'app');
+        writeFileSync(app + '-log', log);
+        const e = await caught(BTreeStore.open({ path: app, readOnly }));
+        expect(e, what).toBeInstanceOf(readOnly ? InvalidArgumentError : CorruptionError);
+        if (!readOnly) expect((e as Error).message, what).toContain(`'${app}-log', the file it would use as its log, is not an adaptree log`);
+        expect(readFileSync(app + '-log').equals(log), what).toBe(true);
+        expect(readdirSync(dir).filter((n) => n.startsWith('app')), what).toEqual(['app-log']);
+        // an existing store whose log was replaced
+        writeFileSync(existing + '-log', log);
+        const e2 = await caught(BTreeStore.open({ path: existing, readOnly }));
+        expect(e2, what).toBeInstanceOf(CorruptionError);
+        expect((e2 as Error).message, what).toContain(`'${existing}-log', the file it would use as its log`);
+        expect(readFileSync(existing + '-log').equals(log), what).toBe(true);
+        expect(readFileSync(existing).equals(data), what).toBe(true);
+      }
+    }
+    // What a crash in a new store's creation leaves of its log (the header cut short, or
+    // nothing of it yet in the file's 64 bytes): the store opens, as a new one.
+    for (const torn of [Buffer.alloc(0), Buffer.alloc(64), Buffer.concat([Buffer.from('ADTR'), Buffer.alloc(60)]), Buffer.from('ADTRELOG\x03')]) {
+      const p = join(dir, `torn-${torn.length}-${torn[0] ?? 0}`);
+      writeFileSync(p + '-log', torn);
+      const s = await BTreeStore.open<string, number>({ path: p });
+      expect(s.size).toBe(0);
+      s.set('a', 1);
+      await s.close();
+      const again = await BTreeStore.open<string, number>({ path: p });
+      expect(again.get('a')).toBe(1);
+      await again.close();
+    }
+  });
+
   // A new-user probe (session 23): one flipped byte in the log's header (bytes 0..35) of a store
   // never checkpointed opened it as a new, empty store and reset the log (1000 commits gone);
   // a reader said there was no store.

@@ -717,12 +717,20 @@ export class BTreeStore<K = string, V = unknown> {
           // A throwing callback failed the read it was called from: its AbortedError, as is.
           if (entry.lastError instanceof AbortedError) throw entry.lastError;
           const st = aux();
+          if (st === Status.CORRUPT && logIsForeign(files)) {
+            // (a new store 'app' beside a user's 'app-log' wrote its log header over that file,
+            // session 25: the core now refuses it, and this says which file and why)
+            const log = ['node', 'deno', 'opfs'].includes(backend.name) ? `'${options.path}-log', the file it would use as its log,` : 'its log';
+            throw new CorruptionError(
+              `'${options.path}': ${log} is not an adaptree log (another program's file of that name?); it was left as it is: move it, or give the store another name`,
+            );
+          }
           if (st === Status.CORRUPT && dataFileMissing(files)) {
             throw new CorruptionError(
               `'${options.path}': the data file is empty and the store's log cannot be recovered without it (was the data file deleted or truncated? restore it, or delete the log too to start a new store)`,
             );
           }
-          throw openError(st, options.path, entry.lastError);
+          throw openError(st, options.path, entry.lastError, readOnly);
         }
         if (total > 0) report(onProgress!, 'open', total, total);
         const checkpointBytes = cb ?? backend.checkpointBytes;
@@ -777,7 +785,7 @@ export class BTreeStore<K = string, V = unknown> {
         // (a backend's own error was the open's, untyped: session 23)
         throw isAdaptreeError(e) ? e : storeError(statusOfError(e), `reading the superblock of '${options.path}'`, e);
       }
-      if (sb === undefined && !create) throw new InvalidArgumentError(`no store at '${options.path}' (${readOnly ? 'readOnly' : 'create: false'})`);
+      if (sb === undefined && !create) throw new InvalidArgumentError(`no store at '${options.path}' (${readOnly ? 'readOnly: true creates nothing' : 'create: false'})`);
       pageBuf = ex.at_alloc(PAGE_SIZE);
       if (pageBuf === 0) throw errorFromStatus(Status.OUT_OF_MEMORY, 'open');
       if (sb !== undefined) {
@@ -1842,9 +1850,28 @@ function dataFileMissing(files: SyncStoreFiles): boolean {
   }
 }
 
-function openError(st: number, path: string, cause: unknown): Error {
+/** The log's first bytes are no header of ours, not even a torn one (the core's rule,
+ * FilePager::log_may_be_a_torn_header: the whole magic, or a prefix of it and then zeros in at
+ * most a header's 64 bytes): another file where the log goes. For the error's message only. */
+function logIsForeign(files: SyncStoreFiles): boolean {
+  try {
+    const size = files.log.size();
+    if (size === 0) return false;
+    const h = new Uint8Array(Math.min(size, 64));
+    const n = files.log.read(h, 0);
+    let m = 0;
+    while (m < n && m < LOG_MAGIC.length && h[m] === LOG_MAGIC.charCodeAt(m)) m++;
+    if (m === LOG_MAGIC.length) return false;
+    return size > 64 || h.subarray(m, n).some((b) => b !== 0);
+  } catch {
+    return false;
+  }
+}
+const LOG_MAGIC = 'ADTRELOG';
+
+function openError(st: number, path: string, cause: unknown, readOnly = false): Error {
   if (st === Status.CORRUPT) return new CorruptionError(`'${path}' is not an adaptree store, or it is damaged beyond what recovery can repair`, cause !== undefined ? { cause } : undefined);
-  if (st === Status.NOT_FOUND) return new InvalidArgumentError(`no store at '${path}' (create: false)`);
+  if (st === Status.NOT_FOUND) return new InvalidArgumentError(`no store at '${path}' (${readOnly ? 'readOnly: true creates nothing' : 'create: false'})`);
   if (st === Status.QUOTA_EXCEEDED) return new QuotaExceededError(`opening '${path}': storage full`, { cause });
   if (st === Status.IO_ERROR) return new IoError(`opening '${path}': ${cause instanceof Error ? cause.message : 'I/O error'}`, { cause });
   if (st >= 0) return new AdaptreeError(`opening '${path}' failed with unexpected status ${st}`, 'INTERNAL');

@@ -41,7 +41,7 @@ export function createAsyncMemoryStorage(options: { delayMs?: number } = {}): As
       let v = volumes.get(path);
       const reader = opts.readOnly === true;
       if (v === undefined) {
-        if (!opts.create || reader) throw new InvalidArgumentError(`no store at '${path}' (async-memory storage, create: false)`);
+        if (!opts.create || reader) throw new InvalidArgumentError(`no store at '${path}' (async-memory storage, ${reader ? 'readOnly: true creates nothing' : 'create: false'})`);
         v = { pages: new Map(), open: false };
         volumes.set(path, v);
       }

@@ -15,8 +15,8 @@
  * store. A second open of the same path in this process is refused first (LockedError).
  */
 import { InvalidArgumentError, IoError, LockedError } from '../errors.js';
-import { refuseNamesOfAnotherStore } from './names.js';
-import type { SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
+import { absentLog, refuseNamesOfAnotherStore } from './names.js';
+import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
 /** The part of the Deno namespace this backend uses. */
 interface DenoFsFile {
@@ -227,12 +227,15 @@ export const denoStorage: SyncBackend = {
    * SyncStoreFiles#share): opened again here (an FsFile belongs to its worker), without the
    * lock (the owner holds it); close() closes these two. */
   attach(shared: unknown): SyncStoreFiles {
-    const abs = (shared as { path?: unknown } | null)?.path;
+    const desc = shared as { path?: unknown; readOnly?: unknown; logAbsent?: unknown } | null;
+    const abs = desc?.path;
     if (typeof abs !== 'string' || abs === '') throw new InvalidArgumentError('deno: not a description of shared store files');
+    // (a reader's files: read-only, and its log only if it has one)
+    const readOnly = desc?.readOnly === true, logAbsent = readOnly && desc?.logAbsent === true;
     const d = deno();
     const files: DenoFsFile[] = [];
     try {
-      for (const p of [abs, abs + '-log']) files.push(d.openSync(p, { read: true, write: true }));
+      for (const p of logAbsent ? [abs] : [abs, abs + '-log']) files.push(d.openSync(p, { read: true, write: !readOnly }));
     } catch (e) {
       for (const f of files) f.close();
       throw new IoError(`cannot open the shared store ${abs}: ${(e as Error).message}`, { cause: e });
@@ -240,7 +243,7 @@ export const denoStorage: SyncBackend = {
     let closed = false;
     return {
       data: new DenoFile(files[0]!),
-      log: new DenoFile(files[1]!),
+      log: logAbsent ? absentLog() : new DenoFile(files[1]!),
       close() {
         if (closed) return;
         closed = true;
@@ -248,21 +251,31 @@ export const denoStorage: SyncBackend = {
       },
     };
   },
-  open(path: string, options: { create: boolean }): SyncStoreFiles {
+  open(path: string, options: OpenStorageOptions): SyncStoreFiles {
     const d = deno();
     const abs = canonical(d, path);
     if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
     refuseNamesOfAnotherStore(abs, (p) => d.statSync(p));
     const files: DenoFsFile[] = [];
     const created: string[] = []; // by this open: removed again if the store's open fails
+    const readOnly = options.readOnly === true;
+    let logAbsent = false;
     openPaths.add(abs);
     try {
       for (const p of [abs, abs + '-log']) {
         try {
-          files.push(d.openSync(p, { read: true, write: true }));
+          // A reader's files read-only: it writes nothing to them, and read-only files (chmod
+          // 0444) are then readable. (The flock below works on a read-only file.)
+          files.push(d.openSync(p, { read: true, write: !readOnly }));
         } catch (e) {
           if (!(e instanceof d.errors.NotFound)) throw new IoError(`cannot open ${p}: ${(e as Error).message}`, { cause: e });
-          if (!options.create) throw new InvalidArgumentError(`no store at ${abs} (create: false)`, { cause: e });
+          // A data file without its log (copied alone, as a backup of a closed store is): the
+          // store. A writer creates the log, create: false or not; a reader reads it without.
+          if (p !== abs && readOnly) {
+            logAbsent = true;
+            continue;
+          }
+          if (!options.create && p === abs) throw new InvalidArgumentError(`no store at ${abs} (${readOnly ? 'readOnly: true creates nothing' : 'create: false'})`, { cause: e });
           try {
             files.push(d.openSync(p, { read: true, write: true, createNew: true }));
             created.push(p);
@@ -279,7 +292,7 @@ export const denoStorage: SyncBackend = {
       if (!data.tryLockSync(true)) throw new LockedError(`the store ${abs} is open in another process`);
       // Locked: the paths must still name the files opened (a process whose open failed
       // removes the files it created, and another may have opened them in between).
-      if (!sameFile(d, abs, files[0]!) || !sameFile(d, abs + '-log', files[1]!)) {
+      if (!sameFile(d, abs, files[0]!) || (!logAbsent && !sameFile(d, abs + '-log', files[1]!))) {
         throw new LockedError(`the store ${abs} was being created by another process whose open failed; open it again`);
       }
       takeLockFile(d, abs + '-lock', abs);
@@ -294,9 +307,9 @@ export const denoStorage: SyncBackend = {
     let closed = false;
     return {
       data: new DenoFile(files[0]!),
-      log: new DenoFile(files[1]!),
-      // Another worker opens the same two paths (denoStorage.attach).
-      share: () => ({ path: abs }),
+      log: logAbsent ? absentLog() : new DenoFile(files[1]!),
+      // Another worker opens the same paths (denoStorage.attach).
+      share: () => ({ path: abs, readOnly, logAbsent }),
       close(discardCreated?: boolean) {
         if (closed) return;
         closed = true;

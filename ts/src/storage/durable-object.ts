@@ -328,7 +328,7 @@ export function durableObjectStorage(storage: DurableObjectStorageLike, options:
       const rows = sql.exec('open', 'SELECT file, size, chunk FROM adaptree_files WHERE store = ? ORDER BY file', path);
       let sizes = [0, 0], chunk = chunkSize;
       if (rows.length === 0) {
-        if (!options.create) throw new InvalidArgumentError(`no store at '${path}' (durable object storage, create: false)`);
+        if (!options.create) throw new InvalidArgumentError(`no store at '${path}' (durable object storage, ${options.readOnly === true ? 'readOnly: true creates nothing' : 'create: false'})`);
         sql.atomically(() => {
           for (const f of [DATA, LOG]) sql.exec('create', 'INSERT INTO adaptree_files (store, file, size, chunk) VALUES (?, ?, 0, ?)', path, f, chunk);
         });

@@ -192,7 +192,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       }
       if (db === undefined) {
         release();
-        throw new InvalidArgumentError(`no store at '${path}' (indexeddb, create: false)`);
+        throw new InvalidArgumentError(`no store at '${path}' (indexeddb, ${readOnly ? 'readOnly: true creates nothing' : 'create: false'})`);
       }
       const conn = db;
       let lost: unknown;

@@ -83,7 +83,7 @@ export const memoryStorage: MemoryStorage = {
   open(path: string, options: OpenStorageOptions) {
     let v = volumes.get(path);
     if (v === undefined) {
-      if (!options.create) throw new InvalidArgumentError(`no store at '${path}' (memory storage, create: false)`);
+      if (!options.create) throw new InvalidArgumentError(`no store at '${path}' (memory storage, ${options.readOnly === true ? 'readOnly: true creates nothing' : 'create: false'})`);
       v = { data: new MemoryFile(), log: new MemoryFile(), open: false };
       volumes.set(path, v);
     }

@@ -3,6 +3,7 @@
  * log `path-log`, and (node, deno) the lock `path-lock`.
  */
 import { InvalidArgumentError } from '../errors.js';
+import type { SyncFile } from './types.js';
 
 /**
  * A store's log is `path-log` and (Node, Deno) its lock `path-lock`: names another store's data
@@ -29,3 +30,16 @@ export function refuseNamesOfAnotherStore(abs: string, stat: (path: string) => u
   }
 }
 
+/**
+ * A reader's log where the store has none: a store closed cleanly keeps only a log header, so a
+ * copy of its data file alone (a typical backup) is the whole store, and the writer opens it
+ * (creating a new log). The reader, which creates nothing, reads it with this empty log (it
+ * said "no store at ... (create: false)", session 25). The core writes nothing through a
+ * reader's files; these throw if it ever did.
+ */
+export function absentLog(): SyncFile {
+  const refuse = (): never => {
+    throw new Error('a reader has no log file to write');
+  };
+  return { read: () => 0, write: refuse, sync: () => {}, size: () => 0, truncate: refuse };
+}

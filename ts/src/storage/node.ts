@@ -14,7 +14,7 @@
  * protected). A stale lock is removed under `path + '-lock.break'` (see takeLock).
  */
 import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
-import { refuseNamesOfAnotherStore } from './names.js';
+import { absentLog, refuseNamesOfAnotherStore } from './names.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
 /** The part of node:fs this backend uses (the package builds without @types/node). */
@@ -403,16 +403,17 @@ export const nodeStorage: NodeStorage = {
    * the process had since given to other files (a probe's commit landed in an unrelated file).
    * The files opened here must be the ones the owner opened (device and inode). */
   async attach(shared: unknown): Promise<SyncStoreFiles> {
-    const d = shared as { path?: unknown; ids?: unknown } | null;
-    const abs = d?.path, ids = d?.ids;
-    if (typeof abs !== 'string' || abs === '' || !Array.isArray(ids) || ids.length !== 4 || !ids.every((x) => typeof x === 'number')) {
+    const d = shared as { path?: unknown; ids?: unknown; readOnly?: unknown } | null;
+    const abs = d?.path, ids = d?.ids, readOnly = d?.readOnly === true;
+    // (ids: dev and inode of the data file, then of the log; a reader without a log has none)
+    if (typeof abs !== 'string' || abs === '' || !Array.isArray(ids) || !(ids.length === 4 || (readOnly && ids.length === 2)) || !ids.every((x) => typeof x === 'number')) {
       throw new InvalidArgumentError('node: not a description of shared store files');
     }
     const { fs } = await nodeModules();
     const fds: number[] = [];
     try {
-      for (const [i, p] of [abs, abs + '-log'].entries()) {
-        const fd = fs.openSync(p, fs.constants.O_RDWR);
+      for (const [i, p] of [abs, abs + '-log'].slice(0, ids.length / 2).entries()) {
+        const fd = fs.openSync(p, readOnly ? fs.constants.O_RDONLY : fs.constants.O_RDWR);
         fds.push(fd);
         const st = fs.fstatSync(fd);
         if (st.dev !== ids[2 * i] || st.ino !== ids[2 * i + 1]) throw new Error('it is not the file the store was opened on (replaced or moved since)');
@@ -424,7 +425,7 @@ export const nodeStorage: NodeStorage = {
     let closed = false;
     return {
       data: new NodeFile(fs, fds[0]!),
-      log: new NodeFile(fs, fds[1]!),
+      log: fds.length === 1 ? absentLog() : new NodeFile(fs, fds[1]!),
       close() {
         if (closed) return;
         closed = true;
@@ -433,7 +434,7 @@ export const nodeStorage: NodeStorage = {
       },
     };
   },
-  async open(path: string, options: { create: boolean }): Promise<SyncStoreFiles> {
+  async open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles> {
     const { fs, path: np, proc, threadId } = await nodeModules();
     const abs = canonical(fs, np, path);
     if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
@@ -443,17 +444,27 @@ export const nodeStorage: NodeStorage = {
     let locked = false;
     const fds: number[] = [];
     const created: string[] = []; // by this open: removed again if the store's open fails
+    const readOnly = options.readOnly === true;
+    let logAbsent = false;
     try {
       takeLock(fs, proc, threadId, lockPath, abs, np.dirname(abs));
       locked = true;
       removeDeadOwnFiles(fs, np, proc, lockPath);
-      const { O_RDWR, O_CREAT, O_EXCL } = fs.constants;
+      const { O_RDWR, O_RDONLY, O_CREAT, O_EXCL } = fs.constants;
       for (const p of [abs, abs + '-log']) {
         try {
-          fds.push(fs.openSync(p, O_RDWR));
+          // A reader's files read-only: it writes nothing to them, and a store whose files are
+          // read-only (chmod 0444) is then readable (O_RDWR failed with EACCES, session 25).
+          fds.push(fs.openSync(p, readOnly ? O_RDONLY : O_RDWR));
         } catch (e) {
           if (errnoOf(e) !== 'ENOENT') throw new IoError(`cannot open ${p}: ${(e as Error).message}`, { cause: e });
-          if (!options.create) throw new InvalidArgumentError(`no store at ${abs} (create: false)`, { cause: e });
+          // A data file without its log (copied alone, as a backup of a closed store is): the
+          // store. A writer creates the log, create: false or not; a reader reads it without.
+          if (p !== abs && readOnly) {
+            logAbsent = true;
+            continue;
+          }
+          if (!options.create && p === abs) throw new InvalidArgumentError(`no store at ${abs} (${readOnly ? 'readOnly: true creates nothing' : 'create: false'})`, { cause: e });
           try {
             fds.push(fs.openSync(p, O_RDWR | O_CREAT | O_EXCL, 0o644));
             created.push(p);
@@ -480,16 +491,16 @@ export const nodeStorage: NodeStorage = {
     const atExit = { shared: false, close: () => files.close() };
     const files: SyncStoreFiles = {
       data: new NodeFile(fs, fds[0]!),
-      log: new NodeFile(fs, fds[1]!),
-      // Another thread opens the two files again (nodeStorage.attach), and checks that they
-      // are these.
+      log: logAbsent ? absentLog() : new NodeFile(fs, fds[1]!),
+      // Another thread opens the files again (nodeStorage.attach), and checks that they are
+      // these (a reader's: read-only, the log only if it has one).
       share: () => {
         atExit.shared = true;
         const ids = fds.flatMap((fd) => {
           const st = fs.fstatSync(fd);
           return [st.dev, st.ino];
         });
-        return { path: abs, ids };
+        return { path: abs, ids, readOnly };
       },
       close(discardCreated?: boolean) {
         if (closed) return;

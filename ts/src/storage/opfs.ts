@@ -30,7 +30,7 @@
  */
 import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
 import { isWellFormed } from '../encoding/utf8.js';
-import { refuseNamesOfAnotherStore } from './names.js';
+import { absentLog, refuseNamesOfAnotherStore } from './names.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 import { takeLock, type LockManager } from './web-locks.js';
 export { webLocksReleased as opfsLocksReleased } from './web-locks.js';
@@ -205,7 +205,7 @@ async function openHandle(dir: DirHandle, name: string, create: boolean, path: s
     if (create && created !== undefined && !(await hasFile(dir, name))) created.push(name);
     fh = await dir.getFileHandle(name, { create });
   } catch (e) {
-    if (nameOf(e) === 'NotFoundError') throw new InvalidArgumentError(`no store at '${path}' (opfs, create: false)`, { cause: e });
+    if (nameOf(e) === 'NotFoundError') throw new InvalidArgumentError(`no store at '${path}' (opfs)`, { cause: e });
     if (nameOf(e) === 'TypeMismatchError') throw new InvalidArgumentError(`opfs: '${name}' in '${path}' is a directory`, { cause: e });
     throw new IoError(`opfs: cannot open '${name}' of '${path}': ${(e as Error).message}`, { cause: e });
   }
@@ -302,7 +302,7 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
         dir = await n.storage.getDirectory();
         for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p, { create });
       } catch (e) {
-        if (nameOf(e) === 'NotFoundError') throw new InvalidArgumentError(`no store at '${path}' (opfs, create: false)`, { cause: e });
+        if (nameOf(e) === 'NotFoundError') throw new InvalidArgumentError(`no store at '${path}' (opfs, ${readOnly ? 'readOnly: true creates nothing' : 'create: false'})`, { cause: e });
         if (nameOf(e) === 'TypeMismatchError') throw new InvalidArgumentError(`opfs: a part of '${path}' is a file, not a directory`, { cause: e });
         throw new IoError(`opfs: cannot open the directory of '${path}': ${(e as Error).message}`, { cause: e });
       }
@@ -311,7 +311,9 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
       dirOf = dir;
       if (await hasFile(dir, base + '-log-log')) refuseNamesOfAnotherStore(path, () => undefined); // (found: its log is there)
       handles.push(await openHandle(dir, base, create, path, mode, created));
-      handles.push(await openHandle(dir, base + '-log', create, path, mode, created));
+      // A data file without its log (copied alone, as a backup of a closed store is): the
+      // store. A writer creates the log, create: false or not; a reader reads it without.
+      if (!readOnly || (await hasFile(dir, base + '-log'))) handles.push(await openHandle(dir, base + '-log', !readOnly, path, mode, created));
     } catch (e) {
       for (const h of handles) h.close();
       await removeCreated();
@@ -322,7 +324,7 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
     const shareable = handles.every((h) => h.mode === 'readwrite-unsafe');
     return {
       data: new OpfsFile(handles[0]!, `'${path}'`),
-      log: new OpfsFile(handles[1]!, `'${path}-log'`),
+      log: handles.length > 1 ? new OpfsFile(handles[1]!, `'${path}-log'`) : absentLog(),
       // Another worker of this origin opens its own 'readwrite-unsafe' handles (opfsStorage.attach).
       share: shareable ? () => ({ parts }) : undefined,
       close(discardCreated?: boolean) {
