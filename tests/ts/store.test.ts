@@ -846,6 +846,28 @@ describe('BTreeStore on sync backends', () => {
     }
   });
 
+  // A new-user probe (session 25): a page that failed its checksum was "get of '<path>':
+  // corrupt" to get, but "iterate: corrupt" to an iteration, which named no store.
+  it('a damaged page is a CorruptionError naming the store, from iteration as from get', async () => {
+    const path = join(tmp.dir, 'damaged-page.db');
+    const s = await BTreeStore.open<string, string>({ path });
+    for (let i = 0; i < 5000; i++) s.set(`k${i}`, 'v'.repeat(100));
+    await s.close();
+    const img = readFileSync(path);
+    img.fill(0xab, 4096 * 20 + 100, 4096 * 20 + 164);
+    writeFileSync(path, img);
+    for (const how of ['entries', 'keys', 'entriesAsync'] as const) {
+      const t = await BTreeStore.open<string, string>({ path });
+      const e = await caught(async () => {
+        if (how === 'entriesAsync') for await (const _ of t.entriesAsync()) void _;
+        else for (const _ of t[how]()) void _;
+      });
+      expect(e, how).toBeInstanceOf(CorruptionError);
+      expect((e as Error).message, how).toBe(`iterate of '${path}': corrupt`);
+      await t.close({ commit: false });
+    }
+  });
+
   // A new-user probe (session 23): one flipped byte in the log's header (bytes 0..35) of a store
   // never checkpointed opened it as a new, empty store and reset the log (1000 commits gone);
   // a reader said there was no store.

@@ -3,7 +3,7 @@
  * batches, each batch through a core cursor borrowed for that one call, and resumes by key.
  */
 import { BatchFlags, SeekFlags, Result } from '../abi.js';
-import { Status, errorFromStatus } from '../errors.js';
+import { Status } from '../errors.js';
 import { type Handle, borrowCursor, returnCursor, fail, stateError } from './handle.js';
 import { putKeyA } from './put.js';
 import type { Bounds } from './range.js';
@@ -225,7 +225,8 @@ export class BTreeIterator<K, V, T> {
       }
       this.#finish();
       if (st === Status.NOT_FOUND) return false;
-      throw errorFromStatus(st, 'iterate');
+      // (fail: a store's iteration names the store, as its get does; it said "iterate: corrupt")
+      throw fail(h as Handle<unknown, unknown>, st, 'iterate');
     }
     rt.refresh();
     const dv = rt.dv;
