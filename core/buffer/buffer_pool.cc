@@ -143,6 +143,12 @@ FrameId BufferPool::take_frame(uint32_t keep_epochs) {
     return f;
   }
   pressure_ = true;  // full: a page freed by XMerge would have saved this eviction
+  // A spill the storage refused (a full disk): the page stays dirty and resident, and the
+  // clock goes on to a clean frame, trying no other spill. Only without one does the call
+  // fail. (Failing at the first refused spill, a read on a full disk failed with
+  // QUOTA_EXCEEDED while clean frames were there to take: session 25.)
+  Status refused = Status::kOk;
+  PageId refused_pid = kInvalidPageId;
   // Clock: two sweeps give every referenced frame its second chance.
   for (uint64_t step = 0; step < 2 * uint64_t{frame_count_} + 1; step++) {
     FrameId f = hand_;
@@ -156,12 +162,14 @@ FrameId BufferPool::take_frame(uint32_t keep_epochs) {
       continue;
     }
     if (m.dirty) {
+      if (refused != Status::kOk) continue;
       uint8_t* d = data_of(f);
       Status s = backend_->spill(m.pid, d);
       if (s == Status::kNeedPage) continue;  // no-steal backend: keep it
       if (s != Status::kOk) {
-        poison(s, m.pid);
-        return kNoFrame;
+        refused = s;
+        refused_pid = m.pid;
+        continue;
       }
       stats_.spills++;
       m.dirty = false;
@@ -171,6 +179,10 @@ FrameId BufferPool::take_frame(uint32_t keep_epochs) {
     m.bump();
     stats_.evictions++;
     return f;
+  }
+  if (refused != Status::kOk) {
+    poison(refused, refused_pid);
+    return kNoFrame;
   }
   // Everything is protected or dirty on a no-steal backend: grow past the
   // target for now.

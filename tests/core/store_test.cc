@@ -933,6 +933,55 @@ TEST(Store, AFailedCheckpointAfterACommitLeavesTheCommitDurableAndTheStoreWritab
 // reads, writes and the commit go on. A new-user probe (session 23): the spill failed in the
 // middle of a split, and every later call, reads of committed keys too, answered
 // kQuotaExceeded for good, even with room again.
+// Reads while the disk is full: a read that needs a frame takes a clean one, never fails
+// because the clock met a dirty page first whose spill the full disk refused (docs/STORE.md:
+// "reads work"). Session 25: a get of a committed key failed with QUOTA_EXCEEDED after a
+// failed write on a full disk, while clean frames were there to take.
+TEST(Store, ReadsOnAFullDiskTakeCleanFramesAndSucceed) {
+  FaultStorage fs;
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&fs, o, &st), Status::kOk);
+  Model m;
+  auto key = [](int i) {
+    char b[16];
+    snprintf(b, sizeof b, "k%06d", i);
+    return std::string(b);
+  };
+  for (int i = 0; i < 20000; i++) {  // ~10x the pool
+    ASSERT_EQ(st->tree().set(sl(key(i)), sl(std::string(100, 'a' + i % 26))), Status::kOk);
+    m[key(i)] = std::string(100, 'a' + i % 26);
+  }
+  ASSERT_EQ(st->commit(), Status::kOk);
+  // Half the pool dirty, spread over it: writes to every other of 64 leaves far apart.
+  for (int i = 0; i < 32; i++) {
+    const std::string k = key(i * 600);
+    ASSERT_EQ(st->tree().set(sl(k), sl("changed")), Status::kOk);
+    m[k] = "changed";
+  }
+  fs.set_growth_budget(0);  // the disk is full
+  std::mt19937 rng(4);
+  int reads = 0;
+  for (; reads < 3000; reads++) {
+    const std::string k = key(static_cast<int>(rng() % 20000));
+    ValueRef ref;
+    Status s = st->tree().get(sl(k), &ref);
+    ASSERT_EQ(s, Status::kOk) << "read " << reads << " of " << k;
+    std::vector<uint8_t> buf;
+    Slice v;
+    ASSERT_EQ(st->tree().read_value(ref, &buf, &v), Status::kOk);
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(v.data), v.len), m[k]);
+  }
+  EXPECT_EQ(st->tree().broken(), Status::kOk);
+  // Room again: the uncommitted writes are there and commit.
+  fs.set_growth_budget(~uint64_t{0});
+  ASSERT_EQ(st->commit(), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+  EXPECT_TRUE(got == m);
+}
+
 TEST(Store, ASpillThatFailsOnAFullDiskFailsTheWriteCleanly) {
   for (uint64_t budget : {64 * 1024, 150 * 1024, 400 * 1024}) {
     FaultStorage fs;
