@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, renameSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readlinkSync, renameSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { BTreeStore, loadWasm, memoryStorage, threadsAvailable, type SharedStoreHandle } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
@@ -19,6 +19,18 @@ import { tempDir } from './store-helpers.js';
 
 const WORKER = new URL('./fixtures/store-threads-worker.mjs', import.meta.url);
 const FAULT_WORKER = new URL('./fixtures/store-fault-worker.mjs', import.meta.url);
+const ATTACHED_WORKER = new URL('./fixtures/store-attached-worker.mjs', import.meta.url);
+
+/** How many descriptors this process has open on the store `path` (its data file and log). */
+function descriptorsOn(path: string): number {
+  return readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`).startsWith(path);
+    } catch {
+      return false;
+    }
+  }).length;
+}
 const tmp = tempDir('store-threads');
 afterAll(() => tmp.cleanup());
 
@@ -272,7 +284,9 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     for (const call of [() => attached.get('a'), () => attached.set('d', 4), () => attached.size, () => attached.setMany([])]) {
       expect(call).toThrow(expect.objectContaining({ code: 'CLOSED' }));
     }
-    expect(() => attached.setMany(Array.from({ length: 20 }, (_, i) => [`k${i}`, i]))).toThrow(expect.objectContaining({ code: 'CLOSED', message: expect.stringMatching(/ 0 of 20 entries were applied/) }));
+    // (Since session 25 the attached store let go of its instance when the owner closed: the
+    // call is refused before any entry is tried, and never counts another call's entries.)
+    expect(() => attached.setMany(Array.from({ length: 20 }, (_, i) => [`k${i}`, i]))).toThrow(expect.objectContaining({ code: 'CLOSED', message: expect.not.stringMatching(/[1-9]\d* of 20/) }));
     await expect(attached.commit()).rejects.toMatchObject({ code: 'CLOSED' });
     await attached.close();
     const again = await BTreeStore.open<string, number>({ path });
@@ -289,6 +303,65 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     const third = await BTreeStore.open<string, number>({ path });
     expect([...third.keys()]).toEqual(['a', 'b', 'c', 'd']);
     await third.close();
+  });
+
+  // A new-user probe (session 25): after the owner's close() an attached store said closed
+  // but kept its two descriptors until its own close() (a long-lived worker that attached
+  // again and again had 20, 40, 60 open), and on OPFS its handles kept readers out.
+  it.runIf(existsSync('/proc/self/fd'))('an attached store lets go of its files once the owner closed, without a call of its own', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const path = join(tmp.dir, 'let-go.db');
+    const store = await BTreeStore.open({ path, wasm });
+    store.set('a', 1);
+    const worker = new Worker(ATTACHED_WORKER, { workerData: { handle: store.share() } });
+    const next = () => new Promise<unknown>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    try {
+      expect(await next()).toEqual({ readOnly: false });
+      expect(descriptorsOn(path)).toBe(4);
+      await store.close();
+      for (const t0 = Date.now(); descriptorsOn(path) > 0 && Date.now() - t0 < 5000; ) await new Promise((r) => setTimeout(r, 10));
+      expect(descriptorsOn(path)).toBe(0);
+      worker.postMessage('state');
+      expect(await next()).toEqual({ closed: true, readOnly: false, set: 'CLOSED' });
+      worker.postMessage('close');
+      expect(await next()).toBe('closed');
+    } finally {
+      await worker.terminate();
+    }
+    const again = await BTreeStore.open({ path });
+    expect([...again.keys()]).toEqual(['a']);
+    await again.close();
+  });
+
+  // The same probe: a reader's attached store said readOnly === false (its writes were refused).
+  it('the attached store of a reader is a reader', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const path = join(tmp.dir, 'reader-shared.db');
+    const w = await BTreeStore.open({ path });
+    w.set('a', 1);
+    await w.close();
+    const reader = await BTreeStore.open({ path, wasm, readOnly: true });
+    const worker = new Worker(ATTACHED_WORKER, { workerData: { handle: reader.share() } });
+    const next = () => new Promise<unknown>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    try {
+      expect(await next()).toEqual({ readOnly: true });
+      worker.postMessage('state');
+      expect(await next()).toEqual({ closed: false, readOnly: true, set: 'READ_ONLY' });
+      worker.postMessage('close');
+      expect(await next()).toBe('closed');
+    } finally {
+      await worker.terminate();
+    }
+    const inThread = await BTreeStore.attach(reader.share());
+    expect(inThread.readOnly).toBe(true);
+    await inThread.close();
+    await reader.close();
   });
 
   it('an attached store detaches on close: the owner and the files go on', async () => {

@@ -377,6 +377,11 @@ export interface SharedStoreHandle extends Omit<SharedMapHandle, 'kind'> {
   readonly storage: string;
   readonly files: unknown;
   readonly path: string;
+  /** The owner is a reader: so is every attached store. */
+  readonly readOnly?: boolean;
+  /** The BroadcastChannel the owner's close() posts on: attached stores then let go of their
+   * files at once (#ownerClosed). */
+  readonly closedChannel?: string;
 }
 
 /** Options of `BTreeStore.attach`: a map's (the codecs of a store shared with custom
@@ -404,6 +409,10 @@ export class BTreeStore<K = string, V = unknown> {
   readonly #attached: boolean;
   /** share() was called: other workers may write too (close commits whatever is pending). */
   #shared = false;
+  /** The owner, once shared: the channel its close() tells the attached stores on. */
+  #closedChannel: string | undefined;
+  /** Attached: the owner closed the store and this one let go of its files and instance. */
+  #released = false;
   #closed = false;
   #closing: Promise<void> | undefined;
   /** Writes since the last commit began. */
@@ -482,9 +491,12 @@ export class BTreeStore<K = string, V = unknown> {
   /**
    * Threads (docs/THREADS.md, "Stores"): a handle for `BTreeStore.attach()` in a worker of this
    * process, which then works on this same store: the same tree and buffer pool in the shared
-   * memory, the same files (each worker reaches them through its own host functions). Every
-   * call on a store holds the tree latch exclusive, so calls run one at a time whichever
-   * worker makes them. Needs the mt build (`await init({ threads: true })` before opening)
+   * memory, the same files (each worker reaches them through its own host functions). Point
+   * reads and writes (get, has, getMany, set, delete, setMany entry by entry) of a shared store
+   * run side by side in several workers, each holding only its leaf; what changes the tree's
+   * structure or reads through the pool (page faults, splits, merges, cursors, commits,
+   * deleteRange, clear) holds the tree latch exclusive and runs alone (docs/THREADS.md,
+   * "Stores"). Needs the mt build (`await init({ threads: true })` before opening)
    * and a backend whose files other threads can reach: `node` (file descriptors are the
    * process's), `deno` and `opfs` in a dedicated worker (each attaching worker opens its own
    * handles). Others throw ThreadsUnsupportedError: IndexedDB and Durable Objects (pages come
@@ -494,7 +506,8 @@ export class BTreeStore<K = string, V = unknown> {
    * A commit in any worker makes durable what that worker wrote, and everything any worker
    * wrote before it (one tree). This store stays the owner: its close() commits what any worker
    * left pending (unless `{ commit: false }`) and ends the store for every worker (their calls
-   * then throw ClosedError). Each call reserves one stack (1 MiB by default) for one attach.
+   * then throw ClosedError, and they let go of their files at once). Each call reserves one
+   * stack (1 MiB by default) for one attach. An attached store of a reader is a reader.
    */
   share(stackSize?: number): SharedStoreHandle {
     this.#open();
@@ -512,8 +525,11 @@ export class BTreeStore<K = string, V = unknown> {
     const st = w.exports.at_tree_share(this.#tree);
     if (st !== Status.OK) throw errorFromStatus(st, 'share');
     this.#shared = true;
+    this.#closedChannel ??= `adaptree:store-closed:${randomToken()}`;
     return {
       kind: STORE_HANDLE,
+      readOnly: this.#readOnly,
+      closedChannel: this.#closedChannel,
       instance: w.attachHandle(stackSize),
       tree: this.#tree,
       io: b.io,
@@ -553,8 +569,17 @@ export class BTreeStore<K = string, V = unknown> {
       throw e;
     }
     let entry: HostEntry | undefined;
+    // The owner's close() says so on this channel: this store then lets go of its files (they
+    // stayed open until its own close(), 2 descriptors per attach in a worker that attached
+    // again and again, and on OPFS its access handles kept readers in other tabs out; a
+    // new-user probe, session 25).
+    let store: BTreeStore<K, V> | undefined;
+    const watch = watchChannel(handle.closedChannel, () => {
+      if (store !== undefined) store.#ownerClosed();
+    });
     const detach = (): void => {
       untrackAttached(detach);
+      watch?.close();
       unregisterHost(wasm.memory, handle.io);
       try {
         files.close();
@@ -567,9 +592,14 @@ export class BTreeStore<K = string, V = unknown> {
       const opts = { wasm, keys, values, [ATTACH_TREE]: { tree: handle.tree, borrowed: true, onFree: detach, closed: 'the store is closed' } } as unknown as BTreeMapOptions<K, V>;
       const map = new BTreeMap<K, V>(null, opts);
       trackAttached(detach);
-      const storeOptions = { path: handle.path, autoCommit: options.autoCommit, onError: options.onError } as StoreOptions<K, V>;
-      return new BTreeStore<K, V>({ map, wasm, tree: handle.tree, b: { kind: 'sync', files, io: handle.io, entry }, storage: handle.storage, path: handle.path, options: storeOptions, pageBuf: 0, attached: true });
+      // (readOnly: the attached store of a reader said readOnly === false; a probe, session 25)
+      const storeOptions = { path: handle.path, autoCommit: options.autoCommit, onError: options.onError, readOnly: handle.readOnly === true } as StoreOptions<K, V>;
+      store = new BTreeStore<K, V>({ map, wasm, tree: handle.tree, b: { kind: 'sync', files, io: handle.io, entry }, storage: handle.storage, path: handle.path, options: storeOptions, pageBuf: 0, attached: true });
+      // Closed before the channel was listened to: the message went by.
+      if (map.closed) store.#ownerClosed();
+      return store;
     } catch (e) {
+      watch?.close();
       if (entry !== undefined) unregisterHost(wasm.memory, handle.io);
       detachInstance(wasm);
       files.close();
@@ -842,7 +872,26 @@ export class BTreeStore<K = string, V = unknown> {
 
   /** True once close() has begun, and for an attached store once its owner closed it. */
   get closed(): boolean {
-    return this.#closed || this.#map.closed;
+    if (this.#closed) return true;
+    if (!this.#map.closed) return false;
+    this.#ownerClosed();
+    return true;
+  }
+
+  /** An attached store whose owner closed the store: its files and instance go now (the
+   * owner's close() ended the store for every worker), not at its own close(). */
+  #ownerClosed(): void {
+    if (!this.#attached || this.#released || !this.#map.closed) return;
+    this.#released = true;
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    try {
+      this.#map.free(); // detaches (attach(): files, host entry, instance)
+    } catch (e) {
+      this.#onError?.(e as Error);
+    }
   }
 
   /** True for a store opened with `readOnly: true`. */
@@ -894,6 +943,8 @@ export class BTreeStore<K = string, V = unknown> {
   #open(): void {
     // (inside an async call that close() waits for, its own sync steps go on)
     if (this.#closed && !(this.#draining && this.#inAsync > 0)) throw new ClosedError('the store is closed');
+    // (its instance is gone: no call may reach it)
+    if (this.#released) throw new ClosedError('the store was closed by its owner');
   }
 
   /** Between the steps of an async call: refused once closed, unless close() waits for it. */
@@ -951,7 +1002,10 @@ export class BTreeStore<K = string, V = unknown> {
    * commit after that rejects with ReadOnlyError (its cause: that failure) until reopened.
    */
   commit(): Promise<void> {
-    if (this.#map.closed || (this.#closed && this.#closing === undefined)) return Promise.reject(new ClosedError('the store is closed'));
+    if (this.#map.closed || (this.#closed && this.#closing === undefined)) {
+      this.#ownerClosed();
+      return Promise.reject(new ClosedError('the store is closed'));
+    }
     return this.#requestCommit();
   }
 
@@ -1196,6 +1250,8 @@ export class BTreeStore<K = string, V = unknown> {
       } catch (e) {
         err ??= e;
       }
+      // The attached stores let go of their files now (BTreeStore.attach), not at their close().
+      if (this.#closedChannel !== undefined) postClosed(this.#closedChannel);
       // An async backend's close may still write (indexeddb folds its log): a failure there
       // loses nothing committed and goes to onError, as a file store's checkpoint at close.
       if (this.#b.kind === 'async') {
@@ -1885,3 +1941,44 @@ if (typeof Symbol.asyncDispose !== 'symbol') {
 // An opfs store opened on a browser's main thread is an OpfsWorkerStore: a BTreeStore whose
 // sync methods throw PageFaultError (its pages are in a worker).
 linkOpfsWorkerStore(BTreeStore);
+
+/** A random name part (crypto.randomUUID where there is one). */
+function randomToken(): string {
+  const c = (globalThis as { crypto?: { randomUUID?(): string } }).crypto;
+  return c?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}-${Math.random().toString(36).slice(2)}`;
+}
+
+/** The part of BroadcastChannel used here (Node 18+, browsers, Deno; Node's has unref). */
+interface Channel {
+  onmessage: ((ev: unknown) => void) | null;
+  postMessage(m: unknown): void;
+  close(): void;
+  unref?(): void;
+}
+const Broadcast = (globalThis as { BroadcastChannel?: new (name: string) => Channel }).BroadcastChannel;
+
+/** Listens on `name`; keeps no Node thread alive (unref). Undefined where there are no
+ * BroadcastChannels, and in Deno (whether a listening one keeps a Deno thread alive was not
+ * checked, and it has no unref): the store then lets go of its files when its `closed` or
+ * `commit()` finds the store closed, or at its close(). */
+function watchChannel(name: string | undefined, onMessage: () => void): Channel | undefined {
+  if (typeof name !== 'string' || Broadcast === undefined) return undefined;
+  const ch = new Broadcast(name);
+  if (typeof ch.unref !== 'function' && (globalThis as { Deno?: unknown }).Deno !== undefined) {
+    ch.close();
+    return undefined;
+  }
+  ch.onmessage = onMessage;
+  ch.unref?.();
+  return ch;
+}
+
+function postClosed(name: string): void {
+  if (Broadcast === undefined) return;
+  const ch = new Broadcast(name);
+  try {
+    ch.postMessage('closed');
+  } finally {
+    ch.close();
+  }
+}

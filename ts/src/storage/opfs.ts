@@ -17,7 +17,9 @@
  * are exclusive too ('readwrite-unsafe' ones, so that workers the store is shared with can
  * open their own: no 'readwrite' or 'read-only' handle can be open beside them); a
  * NoModificationAllowedError from createSyncAccessHandle (a handle open by code that does not
- * take the lock) is also a LockedError.
+ * take the lock) is also a LockedError. Workers a store is shared with hold the lock
+ * `adaptree:opfs-attached:<path>` (shared) while attached, and an open waits for it to be free
+ * (docs/THREADS.md, "Stores": their lock outlives an owner worker that is terminated).
  *
  * Readers (`readOnly: true`) take the same Web Lock in 'shared' mode and open 'read-only'
  * access handles: any number of readers, or one writer. A reader while the writer is open
@@ -28,11 +30,11 @@
  * asynchronous read of bytes the writer keeps changing (no page faults inside a wasm call,
  * no consistent view across the data file and the log).
  */
-import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
+import { ClosedError, InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
 import { isWellFormed } from '../encoding/utf8.js';
 import { absentLog, refuseNamesOfAnotherStore } from './names.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
-import { takeLock, type LockManager } from './web-locks.js';
+import { lockFree, lockHeld, takeLock, type LockManager } from './web-locks.js';
 export { webLocksReleased as opfsLocksReleased } from './web-locks.js';
 
 /** The part of FileSystemSyncAccessHandle used here (the package builds with the DOM lib only). */
@@ -239,6 +241,17 @@ function handleError(e: unknown, name: string, path: string): Error {
   return new IoError(`opfs: cannot open '${name}' of '${path}': ${(e as Error).message}`, { cause: e });
 }
 
+/** The Web Lock that workers a store is shared with hold (shared) while attached. */
+const usersLock = (parts: readonly string[]) => 'adaptree:opfs-attached:' + parts.join('/');
+
+/** Handles other workers can open beside (Chromium's 'readwrite-unsafe'): the store can be shared. */
+const shareable = (handles: OpfsAccessHandle[]) => handles.length === 2 && handles.every((h) => h.mode === 'readwrite-unsafe');
+
+function token(): string {
+  const c = (globalThis as { crypto?: { randomUUID?(): string } }).crypto;
+  return c?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+}
+
 export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles> } = {
   kind: 'sync',
   name: 'opfs',
@@ -252,8 +265,22 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
     }
     if (!opfsSyncAvailable()) throw new InvalidArgumentError("the 'opfs' storage works in a dedicated worker only: attach the store in a Worker");
     const path = parts.join('/');
+    const locks = nav()!.locks!;
+    // The store's users lock, shared, for as long as this worker is attached: an open anywhere
+    // in the origin waits for it (open() below), also after the owner's worker ended. Not to be
+    // had: an open is waiting for it, so the owner is gone.
+    const release = await takeLock(locks, usersLock(parts), false, path, 'shared').catch((e: unknown) => {
+      throw e instanceof LockedError ? new ClosedError(`the store '${path}' is no longer open by the worker that shared it`, { cause: e }) : e;
+    });
     const handles: OpfsAccessHandle[] = [];
     try {
+      // The owner must still be there (its lock, named in the description): once it is gone
+      // (closed, or its worker ended before this attach took the users lock) another open may
+      // be writing the files already.
+      const owner = (shared as { owner?: unknown }).owner;
+      if (typeof owner === 'string' && (await lockHeld(locks, owner)) === false) {
+        throw new ClosedError(`the store '${path}' is no longer open by the worker that shared it (closed, or its worker ended)`);
+      }
       let dir = await nav()!.storage!.getDirectory!();
       for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p as string);
       const base = parts[parts.length - 1] as string;
@@ -261,6 +288,7 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
       handles.push(await openHandle(dir, base + '-log', false, path, 'readwrite-unsafe'));
     } catch (e) {
       for (const h of handles) h.close();
+      release();
       throw e;
     }
     let closed = false;
@@ -270,7 +298,11 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
       close() {
         if (closed) return;
         closed = true;
-        for (const h of handles) h.close();
+        try {
+          for (const h of handles) h.close();
+        } finally {
+          release();
+        }
       },
     };
   },
@@ -284,9 +316,15 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
     const readOnly = options.readOnly === true;
     const create = options.create && !readOnly;
     const release = await takeLock(n.locks, lockName, options.wait === true, path, readOnly ? 'shared' : 'exclusive');
+    let releaseOwner: (() => void) | undefined;
+    const releaseAll = () => {
+      releaseOwner?.();
+      release();
+    };
     const handles: OpfsAccessHandle[] = [];
     const created: string[] = [];
     let dirOf: DirHandle | undefined;
+    let ownerLock: string | undefined;
     const removeCreated = async () => {
       for (const name of created) {
         try {
@@ -297,6 +335,14 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
       }
     };
     try {
+      // Workers a store was shared with hold its users lock while attached, and write through
+      // 'readwrite-unsafe' handles that do not keep ours out. The owner's lock (this one) goes
+      // when its worker is terminated, theirs stay: an open then was a second writer beside
+      // them, and every key they committed was lost (a new-user probe, session 25). Wait for
+      // them to close (as for a handle going away, below; with wait: true as long as it takes).
+      if (!(await lockFree(n.locks, usersLock(parts), options.wait === true ? undefined : HANDLE_RETRY_MS))) {
+        throw new LockedError(`the store '${path}' is still used by workers it was shared with (its owner is gone: they hold it until they close it)`);
+      }
       let dir: DirHandle;
       try {
         dir = await n.storage.getDirectory();
@@ -314,19 +360,25 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
       // A data file without its log (copied alone, as a backup of a closed store is): the
       // store. A writer creates the log, create: false or not; a reader reads it without.
       if (!readOnly || (await hasFile(dir, base + '-log'))) handles.push(await openHandle(dir, base + '-log', !readOnly, path, mode, created));
+      // A lock of this open's own while it is open, which a worker attaching later checks for
+      // (the description names it): the owner is still there, nobody else writes.
+      if (shareable(handles)) {
+        const owner = `adaptree:opfs-owner:${parts.join('/')}:${token()}`;
+        releaseOwner = await takeLock(n.locks, owner, false, path);
+        ownerLock = owner;
+      }
     } catch (e) {
       for (const h of handles) h.close();
       await removeCreated();
-      release();
+      releaseAll();
       throw e;
     }
     let closed = false;
-    const shareable = handles.every((h) => h.mode === 'readwrite-unsafe');
     return {
       data: new OpfsFile(handles[0]!, `'${path}'`),
       log: handles.length > 1 ? new OpfsFile(handles[1]!, `'${path}-log'`) : absentLog(),
       // Another worker of this origin opens its own 'readwrite-unsafe' handles (opfsStorage.attach).
-      share: shareable ? () => ({ parts }) : undefined,
+      share: ownerLock !== undefined ? () => ({ parts, owner: ownerLock }) : undefined,
       close(discardCreated?: boolean) {
         if (closed) return;
         closed = true;
@@ -340,8 +392,8 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
         }
         // A failed open (the core refused the files, or a full origin): the files it created go,
         // and then the lock.
-        if (discardCreated === true && created.length > 0) void removeCreated().finally(release);
-        else release();
+        if (discardCreated === true && created.length > 0) void removeCreated().finally(releaseAll);
+        else releaseAll();
         if (err !== undefined) throw new IoError(`closing '${path}': ${(err as Error).message}`, { cause: err });
       },
     };

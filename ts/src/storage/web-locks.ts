@@ -8,7 +8,9 @@ import { LockedError } from '../errors.js';
 
 /** The part of the LockManager used here (the package builds without the DOM lib). */
 export interface LockManager {
-  request(name: string, options: { ifAvailable?: boolean; mode?: 'exclusive' | 'shared' }, callback: (lock: unknown) => Promise<void>): Promise<void>;
+  request(name: string, options: { ifAvailable?: boolean; mode?: 'exclusive' | 'shared'; signal?: AbortSignal }, callback: (lock: unknown) => Promise<void>): Promise<void>;
+  /** The locks held and requested in the origin (not in every browser). */
+  query?(): Promise<{ held?: { name?: string }[] }>;
 }
 
 /** navigator.locks, where there is one. */
@@ -62,3 +64,26 @@ export async function takeLock(locks: LockManager, name: string, wait: boolean, 
   };
 }
 
+
+/** Whether anyone in the origin holds the lock `name` (undefined: the browser cannot say). */
+export async function lockHeld(locks: LockManager, name: string): Promise<boolean | undefined> {
+  if (typeof locks.query !== 'function') return undefined;
+  const { held } = await locks.query();
+  return held?.some((l) => l.name === name) ?? false;
+}
+
+/** Waits until nobody holds the lock `name` (takes it exclusive and lets go at once): true,
+ * or false once `ms` passed first (undefined: waits as long as it takes). */
+export async function lockFree(locks: LockManager, name: string, ms?: number): Promise<boolean> {
+  const abort = ms === undefined ? undefined : new AbortController();
+  const timer = abort === undefined ? undefined : setTimeout(() => abort.abort(), ms);
+  try {
+    await locks.request(name, { mode: 'exclusive', signal: abort?.signal }, async () => undefined);
+    return true;
+  } catch (e) {
+    if (abort?.signal.aborted === true) return false;
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+}
