@@ -7,7 +7,7 @@
 //   reader follows newer commits (on a page fault or refresh()).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync, appendFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync, appendFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BTreeStore, InvalidArgumentError, ReadOnlyError, init } from '../../ts/src/index.js';
@@ -150,11 +150,16 @@ describe('a reader of a data file without its log', () => {
       chmodSync(p, 0o444);
     }
     const asRoot = process.getuid?.() === 0;
+    let dist = join(repo, 'dist');
     if (asRoot) {
       chmodSync(tmp.dir, 0o755);
       chownSync(dir, 65534, 65534); // the lock file is created here
+      // A copy of the build the other user can read: a checkout may be private to root (a
+      // clone in a `mktemp -d` directory is 0700, and CI failed there on reading dist).
+      dist = join(tmp.dir, 'dist');
+      cpSync(join(repo, 'dist'), dist, { recursive: true });
     }
-    const script = `import { BTreeStore } from ${JSON.stringify(join(repo, 'dist/index.js'))};
+    const script = `import { BTreeStore } from ${JSON.stringify(join(dist, 'index.js'))};
       try {
         const r = await BTreeStore.open({ path: ${JSON.stringify(path)}, readOnly: true });
         console.log(JSON.stringify({ a: r.get('a'), b: r.get('b'), size: r.size }));

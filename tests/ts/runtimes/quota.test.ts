@@ -39,7 +39,7 @@ describe('opfs under a real quota (CDP Storage.overrideQuotaForOrigin)', () => {
     const path = 'quota-real/store';
     const { id } = await run<{ id: number }>(page, { op: 'open', path, poolSize: 1 << 20 });
     const model = new Map<string, unknown>();
-    let failure: CallError | undefined, commits = 0;
+    let failure: CallError | undefined, commits = 0, inCommit = false;
     for (let b = 0; b < 200 && failure === undefined; b++) {
       // 400 values of 1 KiB of random hex per batch (the files do not compress).
       const ops = Array.from({ length: 400 }, (_, i) => [`b${String(b).padStart(4, '0')}:${i}`, randomBytes(512).toString('hex')] as [string, string]);
@@ -51,6 +51,7 @@ describe('opfs under a real quota (CDP Storage.overrideQuotaForOrigin)', () => {
       const committed = await attempt(page, { op: 'commit', id });
       if (committed.error !== undefined) {
         failure = committed.error;
+        inCommit = true;
         break;
       }
       for (const [k, v] of ops) model.set(k, v);
@@ -58,10 +59,14 @@ describe('opfs under a real quota (CDP Storage.overrideQuotaForOrigin)', () => {
     }
     expect(failure).toMatchObject({ name: 'QuotaExceededError', code: 'QUOTA_EXCEEDED' });
     expect(commits).toBeGreaterThan(2);
-    // The store refuses writes now (or, if a spill met the quota, its tree is unusable): typed either way.
+    // A failed commit leaves the store refusing writes (READ_ONLY). A write that met the quota
+    // (a spill of a dirty page) failed alone: the store goes on, and a write that needs no
+    // room succeeds (docs/STORE.md; session 25 made such failures leave the tree usable).
     const after = await attempt(page, { op: 'set', id, key: 'after', value: 1 });
-    expect(['READ_ONLY', 'QUOTA_EXCEEDED', 'IO_ERROR']).toContain(after.error?.code);
-    await attempt(page, { op: 'close', id });
+    if (inCommit) expect(after.error?.code).toBe('READ_ONLY');
+    else if (after.error !== undefined) expect(['QUOTA_EXCEEDED', 'IO_ERROR']).toContain(after.error.code);
+    // Without a commit: what reopens is the last commit (a commit at close could still fit).
+    await attempt(page, { op: 'close', id, commit: false });
     const again = await run<{ id: number; size: number }>(page, { op: 'open', path, create: false, poolSize: 1 << 20 });
     expect(again.size).toBe(model.size);
     expect(await run(page, { op: 'dump', id: again.id })).toEqual(sorted(model));
