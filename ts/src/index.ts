@@ -72,6 +72,7 @@ export type {
   AsyncBackend,
   AsyncStorePages,
   OpenStorageOptions,
+  PageDelta,
   StorageBackend,
   SyncBackend,
   SyncFile,
