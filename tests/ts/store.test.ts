@@ -866,6 +866,17 @@ describe('BTreeStore on sync backends', () => {
       expect((e as Error).message, how).toBe(`iterate of '${path}': corrupt`);
       await t.close({ commit: false });
     }
+    // deleteRange and compact over the damaged page too (they said "deleteRange: corrupt").
+    for (const how of ['deleteRange', 'compact'] as const) {
+      const t = await BTreeStore.open<string, string>({ path });
+      const e = await caught(async () => {
+        if (how === 'deleteRange') t.deleteRange({});
+        else t.compact();
+      });
+      expect(e, how).toBeInstanceOf(CorruptionError);
+      expect((e as Error).message, how).toBe(`${how} of '${path}': corrupt`);
+      await t.close({ commit: false });
+    }
   });
 
   // A new-user probe (session 23): one flipped byte in the log's header (bytes 0..35) of a store

@@ -402,7 +402,8 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       if (rt.ex.at_count(h.tree) !== before) h.mod++;
       throw fail(h as Handle<unknown, unknown>, Status.NEED_PAGE, 'deleteRange');
     }
-    if (n < 0) throw errorFromStatus(n, 'deleteRange');
+    // (fail: a store's map names the store, as get does; it said "deleteRange: corrupt")
+    if (n < 0) throw fail(h as Handle<unknown, unknown>, n, 'deleteRange');
     if (n > 0) h.mod++;
     return n;
   }
@@ -416,7 +417,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const compact = rt.ex.at_tree_compact;
     if (compact === undefined) throw new AdaptreeError('this wasm build has no compact (missing at_tree_compact)', 'INTERNAL');
     const st = compact(h.tree, rt.ctx);
-    if (st < 0) throw errorFromStatus(st, 'compact');
+    if (st < 0) throw fail(h as Handle<unknown, unknown>, st, 'compact');
     rt.refresh();
     const freed = rt.dv.getUint32(rt.res + Result.AUX, true);
     if (freed > 0) h.mod++;

@@ -1433,7 +1433,8 @@ export class BTreeStore<K = string, V = unknown> {
     const ex = this.#wasm.exports;
     if (typeof ex.at_tree_compact !== 'function') throw new AdaptreeError('this wasm build has no compact (missing at_tree_compact)', 'INTERNAL');
     const st = ex.at_tree_compact(this.#tree, this.#wasm.ctx);
-    if (st < 0) throw errorFromStatus(st, 'compact');
+    // (named as get's errors are: it said "compact: corrupt")
+    if (st < 0) throw errorFromStatus(st, `compact of '${this.#path}'`);
     const freed = this.#wasm.dv().getUint32(this.#wasm.result + Result.AUX, true);
     if (freed > 0) this.#wrote();
     return freed;
