@@ -48,14 +48,7 @@ Status AsyncPager::spill(PageId, uint8_t*) {
 
 void AsyncPager::will_change(PageId id, const uint8_t* frame, bool lossy) {
   if (!deltas_ || read_only_) return;
-  // As FilePager::will_change: a frame changed through page() is the committed image only
-  // if its trailer says so; one that was not is (Debug builds check it).
-  if (lossy) {
-    if (!page_intact(frame, id, sum_)) return;
-  } else {
-    assert(page_intact(frame, id, sum_) && "a clean frame changed through page() without BufferPool::note_lossy");
-  }
-  bases_.keep(id, frame);
+  bases_.keep_stored(id, frame, lossy, sum_);
 }
 
 Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<uint8_t>* out, uint32_t* count) {

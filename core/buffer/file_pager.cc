@@ -512,18 +512,7 @@ Status FilePager::load(PageId id, uint8_t* frame) {
 
 void FilePager::will_change(PageId id, const uint8_t* frame, bool lossy) {
   if (read_only_ || !deltas_ || !log_deltas()) return;
-  // A clean frame changed through BufferPool::page() (changes that may be lost) may no
-  // longer match its trailer: not the stored version unless its checksum says so. One that
-  // was not is the stored image: no checksum pass (a CRC of every page a commit changed was
-  // 13% of a batched load). Debug builds check that claim, so that a write through page()
-  // without BufferPool::note_lossy fails the tests instead of logging a delta against a base
-  // that recovery would not find.
-  if (lossy) {
-    if (!page_intact(frame, id, sum_)) return;
-  } else {
-    assert(page_intact(frame, id, sum_) && "a clean frame changed through page() without BufferPool::note_lossy");
-  }
-  bases_.keep(id, frame);
+  bases_.keep_stored(id, frame, lossy, sum_);
 }
 
 FilePager::~FilePager() = default;

@@ -1,5 +1,6 @@
 #include "core/buffer/page_bases.h"
 
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 
@@ -34,6 +35,15 @@ void PageBases::keep(PageId id, const uint8_t* frame) {
     used_++;
   }
   memcpy(chunks_[idx / kChunk] + (idx % kChunk) * kPageSize, frame, kPageSize);
+}
+
+void PageBases::keep_stored(PageId id, const uint8_t* frame, bool lossy, PageSum sum) {
+  if (lossy) {
+    if (!page_intact(frame, id, sum)) return;
+  } else {
+    assert(page_intact(frame, id, sum) && "a clean frame changed through page() without BufferPool::note_lossy");
+  }
+  keep(id, frame);
 }
 
 const uint8_t* PageBases::find(PageId id) const {

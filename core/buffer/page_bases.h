@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/buffer/offset_map.h"
+#include "core/buffer/page_trailer.h"
 #include "core/page.h"
 
 namespace adaptree {
@@ -27,6 +28,13 @@ class PageBases {
   // Copies frame as id's base (into its slot if it has one). No copy (and no error) when
   // the limit is reached or memory is short: the page then has no base.
   void keep(PageId id, const uint8_t* frame);
+  // keep(), for a clean frame about to change (PageBackend::will_change): a frame changed
+  // through BufferPool::page() since (lossy) is the stored version only if its trailer says
+  // so; one that was not is (Debug builds check it, so that a write through page() without
+  // BufferPool::note_lossy fails the tests instead of giving a delta a base that a reader
+  // would not find). No checksum pass otherwise: a CRC of every page a commit changed was 13%
+  // of a batched load.
+  void keep_stored(PageId id, const uint8_t* frame, bool lossy, PageSum sum);
   // id's base, or null (none kept, or stale).
   const uint8_t* find(PageId id) const;
   // id's base is no longer its stored version (its slot stays id's).

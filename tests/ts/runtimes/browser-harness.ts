@@ -203,6 +203,16 @@ export function browserOnFixture(root: string, fixture: string, tag: string): { 
   return state;
 }
 
+/** A new page of the fixture, its page errors collected into `errors`, once the page's
+ * `ready` promise has settled. */
+export async function fixtureTab(browser: { readonly url: string; readonly context: BrowserContext }, errors: string[]): Promise<Page> {
+  const page = await browser.context.newPage();
+  page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
+  await page.goto(browser.url);
+  await page.evaluate(() => (globalThis as unknown as { ready: Promise<void> }).ready);
+  return page;
+}
+
 /** An error as the opfs fixture's page reports it (opfs/page.js, tryCall). */
 export interface CallError {
   name: string;

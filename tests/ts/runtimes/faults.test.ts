@@ -13,11 +13,10 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { browserOnFixture } from './browser-harness.js';
+import { browserOnFixture, fixtureTab } from './browser-harness.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const repo = resolve(here, '../../..');
-declare const ready: Promise<void>;
 declare const idbFaults: { run(cmd: Record<string, unknown>): Promise<unknown> };
 
 interface Outcome {
@@ -64,13 +63,7 @@ describe('fault injection over the browser backends in headless Chromium', () =>
   const errors: string[] = [];
   let page: Page;
 
-  async function tab(): Promise<Page> {
-    const p = await browser.context.newPage();
-    p.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
-    await p.goto(browser.url);
-    await p.evaluate(() => ready);
-    return p;
-  }
+  const tab = (): Promise<Page> => fixtureTab(browser, errors);
 
   const opfs = (cmd: Record<string, unknown>) =>
     page.evaluate(async (c) => {

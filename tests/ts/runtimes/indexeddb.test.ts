@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { applyModel, browserOnFixture, killMidWorkload, launchKillable, randomOps, servedFixture, sorted, type Op } from './browser-harness.js';
+import { applyModel, browserOnFixture, fixtureTab, killMidWorkload, launchKillable, randomOps, servedFixture, sorted, type Op } from './browser-harness.js';
 
 
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -27,13 +27,7 @@ describe('indexeddb backend in headless Chromium', () => {
   const browser = browserOnFixture(repo, '/tests/ts/runtimes/idb/', 'idb');
   const errors: string[] = [];
 
-  async function tab(): Promise<Page> {
-    const page = await browser.context.newPage();
-    page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
-    await page.goto(browser.url);
-    await page.evaluate(() => ready);
-    return page;
-  }
+  const tab = (): Promise<Page> => fixtureTab(browser, errors);
 
   /** Opens `path` (storage 'indexeddb', small pool), applies ops with the async twins, commits
    * after every `commitEvery` ops; returns nothing. The store stays open unless `close`. */

@@ -6,11 +6,10 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { browserOnFixture } from './browser-harness.js';
+import { browserOnFixture, fixtureTab } from './browser-harness.js';
 
 const repo = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../..');
 type Answer = { done?: unknown; threw?: { name: string; code?: string; message: string } };
-declare const ready: Promise<void>;
 declare const mkWorker: () => Promise<number>;
 declare const wrun: (i: number, code: string, data?: unknown) => Promise<Answer>;
 declare const wkill: (i: number) => void;
@@ -19,13 +18,7 @@ describe('an opfs store shared between workers (Chromium)', () => {
   const browser = browserOnFixture(repo, '/tests/ts/runtimes/opfs-shared/', 'opfs-shared');
   const errors: string[] = [];
 
-  async function tab(): Promise<Page> {
-    const page = await browser.context.newPage();
-    page.on('pageerror', (e) => errors.push(`pageerror: ${String(e)}`));
-    await page.goto(browser.url);
-    await page.evaluate(() => ready);
-    return page;
-  }
+  const tab = (): Promise<Page> => fixtureTab(browser, errors);
   const worker = (page: Page) => page.evaluate(() => mkWorker());
   const run = (page: Page, i: number, code: string, data?: unknown) => page.evaluate(([i, code, data]) => wrun(i as number, code as string, data), [i, code, data] as const);
   /** Opens the store `path` in worker i on the mt build, writes 'base', shares it, and attaches
