@@ -57,7 +57,13 @@ Status BTree::bulk_load(const Slice* keys, const Slice* values, size_t n) {
     page(root_);
     if (store_.failure() != Status::kOk) return store_.failure();
   }
-  return end_write(bulk_load_attempt(keys, values, n));
+  // A failed load released every page it allocated and left the tree as it was (the root moves
+  // only at the end): a spill that failed on a full disk is the load's failure, not the tree's
+  // (as in write_chain), so the pool's failure is cleared when nothing stayed allocated.
+  const uint64_t live = store_.live_pages();
+  Status s = bulk_load_attempt(keys, values, n);
+  if (s != Status::kOk && store_.live_pages() == live) store_.clear_failure();
+  return end_write(s);
 }
 
 Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n) {

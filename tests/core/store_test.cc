@@ -1097,6 +1097,59 @@ TEST(Store, AnOverflowValueThatFailsOnAFullDiskFailsTheWriteCleanly) {
   }
 }
 
+// A sorted batch into an empty tree is bulk loaded (at_set_many). A bulk load whose spill met a
+// full disk released its pages and left the tree as it was, but the pool's failure stayed and
+// end_write marked the tree broken: every later call, reads of committed keys too, failed with
+// QUOTA_EXCEEDED until reopened, and the writes since the last commit were lost (session 25's
+// helper found it beside write_chain's case). Now the load fails alone, as a write does.
+TEST(Store, ABulkLoadThatFailsOnAFullDiskFailsAlone) {
+  for (uint64_t budget_pages = 0; budget_pages <= 40; budget_pages += 4) {
+    SCOPED_TRACE("budget " + std::to_string(budget_pages) + " pages");
+    FaultStorage fs;
+    StoreOptions o;
+    o.pool_bytes = 64 * kPageSize;
+    std::unique_ptr<Store> st;
+    ASSERT_EQ(Store::open(&fs, o, &st), Status::kOk);
+    ASSERT_EQ(st->tree().set(sl("committed"), sl("yes")), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);
+    ASSERT_EQ(st->tree().remove(sl("committed")), Status::kOk);  // empty again, uncommitted
+    ASSERT_EQ(st->tree().count(), 0u);
+    // Records for ~300 pages (and a few overflow chains) into a pool of 64: it spills.
+    std::vector<std::string> ks, vs;
+    for (int i = 0; i < 20000; i++) {
+      char k[16];
+      snprintf(k, sizeof k, "k%08d", i);
+      ks.push_back(k);
+      vs.push_back(i % 2000 == 0 ? std::string(30000, 'o') : std::string(50, 'v'));
+    }
+    std::vector<Slice> kss, vss;
+    for (size_t i = 0; i < ks.size(); i++) {
+      kss.push_back(sl(ks[i]));
+      vss.push_back(sl(vs[i]));
+    }
+    fs.set_growth_budget(budget_pages * kPageSize);
+    ASSERT_EQ(st->tree().bulk_load(kss.data(), vss.data(), kss.size()), Status::kQuotaExceeded);
+    EXPECT_EQ(st->tree().broken(), Status::kOk) << "the failed bulk load broke the tree";
+    EXPECT_EQ(st->tree().count(), 0u);
+    EXPECT_EQ(st->tree().check(), "");
+    // Room again: the store goes on, the load with it, and the commit holds it.
+    fs.set_growth_budget(~uint64_t{0});
+    ASSERT_EQ(st->tree().bulk_load(kss.data(), vss.data(), kss.size()), Status::kOk);
+    ASSERT_EQ(st->commit(), Status::kOk);
+    st.reset();
+    MemoryStorage after;
+    fs.crashed(&after, 3, false);
+    ASSERT_EQ(Store::open(&after, o, &st), Status::kOk);
+    Model got;
+    ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+    ASSERT_EQ(got.size(), ks.size());
+    EXPECT_EQ(got[ks[0]], vs[0]);
+    EXPECT_EQ(got[ks[12345]], vs[12345]);
+    EXPECT_EQ(got.count("committed"), 0u);
+    EXPECT_EQ(st->tree().check(), "");
+  }
+}
+
 TEST(Store, PosixFilesAndLocking) {
   char tmpl[] = "/tmp/adaptree-store-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);

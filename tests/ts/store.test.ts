@@ -534,6 +534,39 @@ describe('BTreeStore on sync backends', () => {
     }
   });
 
+  // A sorted setMany into an empty store is a bulk load in the core. One that met a full disk
+  // while spilling (a load larger than the pool) left the store broken: every later call, reads
+  // too, threw QUOTA_EXCEEDED until reopened. Now only the setMany fails (session 25's helper).
+  it('disk full during a setMany into an empty store: the setMany fails alone', async () => {
+    const budget = { bytes: Infinity };
+    const path = uniqueName('quota-bulk');
+    const s = await BTreeStore.open<number, string>({ storage: quotaBackend(memoryStorage, budget), path, keys: 'number', values: 'utf8', poolSize: 1 << 20 });
+    s.set(1, 'committed');
+    await s.commit();
+    s.delete(1); // empty again, uncommitted
+    const batch: [number, string][] = Array.from({ length: 40000 }, (_, i) => [i, 'v'.repeat(100)]); // ~5 MiB, pool 1 MiB
+    budget.bytes = s.stats().fileBytes + 64 * 1024;
+    const err = await caught(() => s.setMany(batch));
+    expect(isAdaptreeError(err) && err.code).toBe('QUOTA_EXCEEDED');
+    // The load failed whole; the entries then go one by one (as any setMany that fails) and
+    // the error says how many were applied: those are there, the rest not.
+    const applied = Number(/(\d+) of 40000 entries were applied/.exec((err as Error).message)?.[1]);
+    expect(applied).toBeLessThan(40000);
+    expect(s.size).toBe(applied); // reads work (this threw QUOTA_EXCEEDED)
+    if (applied > 0) expect(s.get(applied - 1)).toBe('v'.repeat(100));
+    expect(s.get(applied)).toBeUndefined();
+    budget.bytes = Infinity;
+    s.set(-1, 'after');
+    s.setMany(batch.slice(0, 100));
+    await s.commit();
+    await s.close();
+    const r = await BTreeStore.open<number, string>({ storage: memoryStorage, path, keys: 'number', values: 'utf8' });
+    expect(r.get(-1)).toBe('after');
+    expect(r.size).toBe(Math.max(applied, 100) + 1);
+    expect(r.get(99)).toBe('v'.repeat(100));
+    await r.close();
+  });
+
   // A new-user probe (session 23, a 2 MiB tmpfs): a commit whose automatic checkpoint found the
   // disk full rejected with QUOTA_EXCEEDED and turned the store read-only, yet it was durable
   // (there after reopening). The commit now resolves, the checkpoint's failure goes to onError,
