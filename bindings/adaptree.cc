@@ -1339,6 +1339,14 @@ int32_t at_store_close_writes(at_tree* t) {
   return st(Status::kOk);
 }
 
+int32_t at_store_pending(at_tree* t) {
+  if (!t) return st(Status::kClosed);
+  StoreHeld h(t);
+  if (!h.ok()) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  return t->store->pending() ? 1 : 0;
+}
+
 int32_t at_store_checkpoint_failure(at_tree* t) {
   if (!t) return st(Status::kClosed);
   StoreHeld h(t);

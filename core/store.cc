@@ -133,6 +133,12 @@ Status Store::follow(const uint8_t* superblock) {
   return Status::kOk;
 }
 
+bool Store::pending() const {
+  BufferPool& pool = tree_->store();
+  if (pool.dirty_count() > 0 || pool.free_list_changed()) return true;
+  return file_ && file_->frames_since_commit() > 0;
+}
+
 Status Store::checkpoint() { return file_ ? file_->checkpoint(&tree_->store()) : Status::kOk; }
 
 Status Store::supply(PageId id, const uint8_t* image) {

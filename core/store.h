@@ -100,6 +100,10 @@ class Store {
   // The store's format: the checksum its pages carry (format version 1 or 2).
   PageSum page_sum() const { return async_ ? async_->page_sum() : file_->page_sum(); }
   uint64_t sequence() const { return async_ ? async_->sequence() : file_->sequence(); }
+  // Whether a commit now would make anything durable: dirty pages in the pool, pages a sync
+  // store spilled into its log since its last commit, or a changed free-page list. (For a
+  // store shared with workers, whose JavaScript objects each count only their own writes.)
+  bool pending() const;
 
  private:
   Store() = default;

@@ -79,6 +79,8 @@ class FilePager : public PageBackend {
     discard_version_ = version;
   }
   bool read_only() const { return read_only_; }
+  // Pages spilled into the log since the last commit (Store::pending).
+  uint32_t frames_since_commit() const { return frames_since_commit_; }
   // Checkpoint when the log passes this many bytes (after a commit).
   void set_checkpoint_bytes(uint64_t bytes) { checkpoint_bytes_ = bytes; }
   // Whether a commit's checkpoint writes the next log generation over the old one in place

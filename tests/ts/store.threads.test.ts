@@ -68,6 +68,46 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     })();
   });
 
+  // A new-user probe (session 26): the owner's commit() counted only its own writes, so after
+  // `await pool.setMany(...)` (the workers' writes) `await store.commit()` resolved without
+  // committing anything, as THREADS.md shows it used, and a crash then lost all 1000 keys.
+  it("the owner's commit() makes the workers' writes durable: a crash after it keeps them", async () => {
+    const path = join(tmp.dir, 'pool-crash.db');
+    const out = execFileSync(process.execPath, [fileURLToPath(new URL('./fixtures/store-pool-crash.mjs', import.meta.url)), path], { encoding: 'utf8' });
+    const r = JSON.parse(out) as { before: number; after: number; uncommitted: number };
+    expect(r.after).toBeGreaterThan(r.before);
+    const s = await BTreeStore.open({ path, keys: 'utf8', values: 'utf8' });
+    expect(s.size).toBe(1000);
+    expect(s.get('k0999')).toBe('v999');
+    await s.close();
+  });
+
+  // The counts of uncommitted writes were each object's own, and stayed after another thread's
+  // commit covered them (the owner reported 5 after an attached store committed everything).
+  it("uncommittedWrites: 0 once a commit from any thread covered this object's writes", async () => {
+    const wasm = await loadWasm({ threads: true });
+    const owner = await BTreeStore.open<string, number>({ path: join(tmp.dir, 'counts.db'), wasm });
+    for (let i = 0; i < 5; i++) owner.set(`o${i}`, i);
+    const a = await BTreeStore.attach<string, number>(owner.share());
+    a.set('a', 1);
+    expect(owner.stats().uncommittedWrites).toBe(5);
+    expect(a.stats().uncommittedWrites).toBe(1);
+    await a.commit();
+    expect(owner.stats().uncommittedWrites).toBe(0);
+    expect(a.stats().uncommittedWrites).toBe(0);
+    a.set('b', 2);
+    expect(owner.stats().uncommittedWrites).toBe(0); // its own: none (the attached store's write is pending)
+    expect(a.stats().uncommittedWrites).toBe(1);
+    const seq = owner.stats().commit_sequence as number;
+    await owner.commit(); // covers the attached store's write
+    expect(owner.stats().commit_sequence).toBe(seq + 1);
+    expect(a.stats().uncommittedWrites).toBe(0);
+    await owner.commit(); // nothing pending anywhere: no commit
+    expect(owner.stats().commit_sequence).toBe(seq + 1);
+    await a.close();
+    await owner.close();
+  });
+
   it('an attach refuses files that replaced the shared ones', async () => {
     const wasm = await loadWasm({ threads: true });
     const path = join(tmp.dir, 'replaced.db');

@@ -110,6 +110,8 @@ export interface AbiExports {
   at_store_checkpoint_failure?(tree: Ptr): number;
   /** A shared store's owner closing: later writes from any thread are CLOSED. */
   at_store_close_writes?(tree: Ptr): number;
+  /** 1: a commit now would make something durable (any thread's writes); 0: nothing; < 0 a status. */
+  at_store_pending?(tree: Ptr): number;
   at_store_stats?(tree: Ptr, ctx: Ptr): number;
   at_store_supply?(tree: Ptr, pageId: number, image: Ptr): number;
   at_store_drop_kept?(tree: Ptr): number;

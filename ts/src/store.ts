@@ -234,7 +234,9 @@ export interface StoreStats {
   xmerge_attempts?: number;
   /** data_bytes + log_bytes. */
   fileBytes: number;
-  /** Writes since the last commit (counted by the TypeScript side). */
+  /** Writes since the last commit (counted by the TypeScript side). A store shared with workers:
+   * this object's writes only, set back to 0 when stats() finds nothing pending in the store
+   * (another thread's commit covered them). */
   uncommittedWrites: number;
   [field: string]: unknown;
 }
@@ -1038,7 +1040,7 @@ export class BTreeStore<K = string, V = unknown> {
       d.reject(this.#failure === undefined ? new ClosedError('commit: the store was closed under a commit') : this.#failedError());
       return;
     }
-    if (this.#uncommitted === 0) {
+    if (this.#uncommitted === 0 && !this.#othersPending()) {
       d.resolve(); // nothing written since the last commit
       return;
     }
@@ -1072,6 +1074,14 @@ export class BTreeStore<K = string, V = unknown> {
       this.#flushing = undefined;
       if (this.#next !== undefined) this.#startFlush();
     });
+  }
+
+  /** The owner of a store shared with workers: whether their writes wait for a commit. Its own
+   * count sees only its own writes, so `await pool.setMany(...); await store.commit()`
+   * resolved without committing anything, and a crash then lost every write of the workers
+   * (session 26). */
+  #othersPending(): boolean {
+    return this.#shared && !this.#map.closed && this.#wasm.exports.at_store_pending?.(this.#tree) === 1;
   }
 
   #fail(e: unknown): void {
@@ -1289,6 +1299,10 @@ export class BTreeStore<K = string, V = unknown> {
         /* keep the core's figure */
       }
     }
+    // Shared with workers: this object's count goes back to 0 once nothing is pending in the
+    // store (a worker's commit left the owner's count standing for ever, and the owner's a
+    // worker's).
+    if (this.#uncommitted > 0 && (this.#shared || this.#attached) && w.exports.at_store_pending?.(this.#tree) === 0) this.#uncommitted = 0;
     return { ...core, storage: this.#storage, path: this.#path, fileBytes, uncommittedWrites: this.#uncommitted } as StoreStats;
   }
 
