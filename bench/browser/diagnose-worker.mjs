@@ -12,6 +12,11 @@
 //           fixes per record, image and delta frames
 //   idbload put_tx1000 on an IndexedDB store (--durability strict|relaxed): setManyAsync vs
 //           commit, the readwrite transactions' time in a commit, puts and bytes per commit
+//   idbcommit one-commit writes (put_autocommit) on an IndexedDB store (--durability) against a
+//           raw IndexedDB put in a readwrite transaction of the same durability, alternating
+//           rounds; the store's commit taken apart (before, during, after its transaction)
+//   idbtx   the cost of creating a readwrite IndexedDB transaction and of a whole one-put
+//           transaction, by database shape and arguments (no store)
 //   alloc   copying values out of wasm memory: slice() per size, per value vs per batch; the
 //           cost of a view, a subarray, a copy into a slab, a new array
 //   scan    50-record scans with entries() vs keys()
@@ -237,6 +242,66 @@ async function idbLoadMode(n, durability) {
   await s.close();
 }
 
+/**
+ * idbcommit: put_autocommit on an IndexedDB store (setAsync + commit per record) against a raw
+ * put in its own readwrite transaction, both of `durability`, in alternating rounds.
+ */
+async function idbCommitMode(n, durability) {
+  const { indexedDBStorage } = await import('../../dist/index.js');
+  await init();
+  const { keys, value } = makeRecords(n + 20000, 1);
+  const vals = keys.map((_, i) => value(i));
+  const path = 'diagnose-idbc';
+  const del = (name) => new Promise((r) => { const q = indexedDB.deleteDatabase(name); q.onsuccess = q.onerror = r; });
+  await del('adaptree:' + path); await del('diagnose-raw');
+  const raw = await new Promise((res, rej) => {
+    const q = indexedDB.open('diagnose-raw', 1);
+    q.onupgradeneeded = () => q.result.createObjectStore('kv');
+    q.onsuccess = () => res(q.result); q.onerror = () => rej(q.error);
+  });
+  const t = { on: false, tx: 0, before: 0, after: 0, txStart: 0, txEnd: 0, bytes: 0, puts: 0 };
+  const origTx = IDBDatabase.prototype.transaction;
+  IDBDatabase.prototype.transaction = function (names, mode, opts) {
+    t.c0 = now();
+    const tx = origTx.call(this, names, mode, opts);
+    if (t.on && mode === 'readwrite') {
+      const a = now();
+      t.txStart = a;
+      t.create = (t.create ?? 0) + a - t.c0;
+      tx.addEventListener('complete', () => { t.tx += now() - a; t.txEnd = now(); });
+    }
+    return tx;
+  };
+  const origPut = IDBObjectStore.prototype.put;
+  IDBObjectStore.prototype.put = function (v, k) {
+    if (t.on) { t.puts++; t.bytes += v?.byteLength ?? 0; }
+    return origPut.call(this, v, k);
+  };
+  const storage = indexedDBStorage({ durability });
+  const s = await BTreeStore.open({ path, storage, keys: 'utf8', values: 'bytes' });
+  for (let i = 0; i < n; i += 1000) { await s.setManyAsync(keys.slice(i, i + 1000).map((k, j) => [k, vals[i + j]])); await s.commit(); }
+  const txDone = (tx) => new Promise((r, j) => { tx.oncomplete = r; tx.onabort = tx.onerror = () => j(tx.error); });
+  let k = n, ta = 0, tr = 0, tset = 0, tcom = 0, ops = 0;
+  for (let round = 0; round < 20; round++) {
+    let a = now();
+    for (let i = 0; i < 25; i++) { const c0 = now(); const tx = origTx.call(raw, 'kv', 'readwrite', { durability }); const c1 = now(); tx.objectStore('kv').put(vals[k + i], keys[k + i]); await txDone(tx); t.rawCreate = (t.rawCreate ?? 0) + c1 - c0; t.rawTx = (t.rawTx ?? 0) + now() - c1; }
+    tr += now() - a;
+    t.on = true;
+    a = now();
+    for (let i = 0; i < 25; i++, k++) {
+      const b = now(); await s.setAsync(keys[k], vals[k]); const c = now(); await s.commit(); const d = now();
+      tset += c - b; tcom += d - c; t.before += t.txStart - c; t.after += d - t.txEnd; ops++;
+    }
+    ta += now() - a;
+    t.on = false;
+  }
+  log(`idbcommit (${durability}): adaptree setAsync+commit ${rate(ta, ops)} (${us(ta, ops)}), raw put in a transaction ${rate(tr, ops)} (${us(tr, ops)}); ratio ${(tr / ta).toFixed(2)}`);
+  log(`  per op: setAsync ${us(tset, ops)}, commit ${us(tcom, ops)}: before the transaction ${us(t.before, ops)}, the transaction ${us(t.tx, ops)}, after it ${us(t.after, ops)}; ${(t.puts / ops).toFixed(2)} puts, ${Math.round(t.bytes / ops)} B put`);
+  log(`  transaction creation: adaptree ${us(t.create, ops)}, raw ${us(t.rawCreate, ops)}; creation to complete: raw ${us(t.rawTx, ops)}`);
+  await s.close();
+  raw.close();
+}
+
 self.onmessage = async (e) => {
   const { mode, records: n } = e.data;
   try {
@@ -246,6 +311,46 @@ self.onmessage = async (e) => {
       return;
     }
     log(`worker '${self.name}': setImmediate ${typeof globalThis.setImmediate}, mode ${mode}, ${n} records`);
+    if (mode === 'idbtx') {
+      const open = (name, stores) => new Promise((res, rej) => {
+        const q = indexedDB.open(name, 1);
+        q.onupgradeneeded = () => { for (const st of stores) q.result.createObjectStore(st); };
+        q.onsuccess = () => res(q.result); q.onerror = () => rej(q.error);
+      });
+      for (const name of ['t1', 't2']) await new Promise((r) => { const q = indexedDB.deleteDatabase(name); q.onsuccess = q.onerror = r; });
+      const d1 = await open('t1', ['kv']), d2 = await open('t2', ['pages', 'log']);
+      const v = new Uint8Array(1041).fill(7);
+      const cases = {
+        'one store, string': () => d1.transaction('kv', 'readwrite', { durability: 'relaxed' }),
+        'one store, array': () => d1.transaction(['kv'], 'readwrite', { durability: 'relaxed' }),
+        'two-store db, [log]': () => d2.transaction(['log'], 'readwrite', { durability: 'relaxed' }),
+        'one store, no options': () => d1.transaction('kv', 'readwrite'),
+      };
+      const best = {}, sum = {};
+      let key = 0;
+      for (let round = 0; round < 20; round++) {
+        for (const [name, mk] of Object.entries(cases)) {
+          let c = 0, all = 0;
+          for (let i = 0; i < 25; i++) {
+            const a = now(); const tx = mk(); const b = now();
+            tx.objectStore(tx.objectStoreNames[tx.objectStoreNames.length - 1]).put(v, key++);
+            await new Promise((r, j) => { tx.oncomplete = r; tx.onabort = () => j(tx.error); });
+            c += b - a; all += now() - a;
+          }
+          sum[name] = (sum[name] ?? 0) + c;
+          best[name] = Math.min(best[name] ?? Infinity, all);
+        }
+      }
+      for (const name of Object.keys(cases)) log(`idbtx ${name}: creation ${us(sum[name], 500)} mean, whole transaction least ${us(best[name], 25)}`);
+      d1.close(); d2.close();
+      self.postMessage({ done: true });
+      return;
+    }
+    if (mode === 'idbcommit') {
+      await idbCommitMode(n, e.data.durability ?? 'strict');
+      self.postMessage({ done: true });
+      return;
+    }
     if (mode === 'idbload') {
       await idbLoadMode(n, e.data.durability ?? 'strict');
       self.postMessage({ done: true });

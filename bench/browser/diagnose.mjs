@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Where adaptree-opfs's time goes, in headless Chromium (the browser suite's page, bundle and
 // flags; worker: bench/browser/diagnose-worker.mjs, which lists the modes). Prints text.
-//   node bench/browser/diagnose.mjs commit|cold|split|load|idbload|alloc|scan|warm|awaited|crc|suiteget|getloop [--records N] [--immediate] [--many] [--base DIR]
+//   node bench/browser/diagnose.mjs commit|cold|split|load|idbload|idbcommit|alloc|scan|warm|awaited|crc|suiteget|getloop [--records N] [--immediate] [--many] [--base DIR]
 // crc: the page checksum alone in the worker: at_checksum of 4092 and 4096 bytes from this
 // checkout's dist/wasm modules (st, mt) and, with --base DIR (another build's dist/wasm, say
 // main's), from those too, in alternating rounds; the builds must agree on every value.
@@ -14,14 +14,14 @@ import { bundle, serve, CHROMIUM, CHROMIUM_ARGS } from './run-browser.mjs';
 
 const args = process.argv.slice(2);
 const mode = args[0];
-if (!['commit', 'cold', 'split', 'load', 'idbload', 'alloc', 'scan', 'warm', 'awaited', 'crc', 'suiteget', 'getloop'].includes(mode)) {
-  process.stderr.write('usage: node bench/browser/diagnose.mjs commit|cold|split|load|idbload|alloc|scan|warm|awaited|crc|suiteget|getloop [--records N] [--immediate] [--many] [--base DIR]\n');
+if (!['commit', 'cold', 'split', 'load', 'idbload', 'idbcommit', 'idbtx', 'alloc', 'scan', 'warm', 'awaited', 'crc', 'suiteget', 'getloop'].includes(mode)) {
+  process.stderr.write('usage: node bench/browser/diagnose.mjs commit|cold|split|load|idbload|idbcommit|alloc|scan|warm|awaited|crc|suiteget|getloop [--records N] [--immediate] [--many] [--base DIR]\n');
   process.exit(2);
 }
 const ri = args.indexOf('--records');
 const records = ri >= 0 ? Number(args[ri + 1]) : 100_000;
 const di = args.indexOf('--durability');
-const durability = di >= 0 ? args[di + 1] : 'strict';  // idbload
+const durability = di >= 0 ? args[di + 1] : 'strict';  // idbload, idbcommit
 const name = (args.includes('--immediate') ? 'immediate' : 'plain') + (args.includes('--many') ? '-many' : '');
 const bi = args.indexOf('--base');
 const base = bi >= 0 ? args[bi + 1] : null;
