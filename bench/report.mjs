@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SCHEMA } from './lib/schema.mjs';
-import { browserAims, inmemAims, aimsTable } from './lib/aims.mjs';
+import { browserAims, inmemAims, aimsTable, idbContext, contextTable } from './lib/aims.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..');
@@ -467,6 +467,8 @@ function main() {
       if (suite === 'browser') {
         const aims = browserAims(sr.filter((r) => r.dataset === d));
         if (aims.length) P('Aims (issue 10), as ratios of rows of this run:', '', aimsTable(aims), '');
+        const ctx = idbContext(sr.filter((r) => r.dataset === d));
+        if (ctx.length) P('IndexedDB itself in this run (context for the IndexedDB rows above, no targets): its own one-put transactions bound any store built on it.', '', contextTable(ctx), '');
       }
       P(svg(`${suite}.svg`, barChart({ title: `${suite}: ops/s`, groups: wls, series: impls, values: wls.map((w) => impls.map((i) => sr.find((x) => x.dataset === d && x.impl === i && x.workload === w)?.ops_per_sec ?? null)), yLabel: 'ops/s', log: true })), '');
     }

@@ -78,6 +78,39 @@ export function inmemAims(rows) {
 
 const num = (x) => (x >= 100 ? Math.round(x).toString() : x >= 10 ? x.toFixed(1) : x.toFixed(2));
 
+// Context for the IndexedDB rows of the aims above, no targets: what IndexedDB itself does in the
+// same run. Its own one-put transactions against raw OPFS write+flush bound any store built on
+// it (0.48x in the run at f92cb6e, under the 0.5x aim); adaptree-indexeddb against raw IndexedDB
+// (default durability: relaxed since Chrome 121) says how much of that floor the store keeps.
+// [what, impl, workload, reference impl, reference workload]
+const IDB_CONTEXT = [
+  ['one-put transactions: raw IndexedDB vs raw OPFS write+flush', 'indexeddb', 'put_autocommit', 'raw-opfs', 'write_flush'],
+  ['one-commit writes vs raw IndexedDB one-put transactions', 'adaptree-indexeddb-relaxed', 'put_autocommit', 'indexeddb', 'put_autocommit'],
+  ['one-commit writes vs raw IndexedDB one-put transactions', 'adaptree-indexeddb', 'put_autocommit', 'indexeddb', 'put_autocommit'],
+  ['batched writes vs raw IndexedDB (1000 puts a transaction)', 'adaptree-indexeddb-relaxed', 'put_tx1000', 'indexeddb', 'put_tx1000'],
+  ['batched writes vs raw IndexedDB (1000 puts a transaction)', 'adaptree-indexeddb', 'put_tx1000', 'indexeddb', 'put_tx1000'],
+  ['cold reads vs raw IndexedDB warm gets', 'adaptree-indexeddb', 'get_cold', 'indexeddb', 'get'],
+];
+
+/** The IndexedDB context rows whose two rows exist: { what, impl, workload, ref, ours, theirs, ratio }. */
+export function idbContext(rows) {
+  const find = (impl, workload) => rows.find((r) => r.suite === 'browser' && r.impl === impl && r.workload === workload);
+  const out = [];
+  for (const [what, impl, wl, refImpl, refWl] of IDB_CONTEXT) {
+    const a = find(impl, wl), b = find(refImpl, refWl);
+    if (!(a?.ops_per_sec > 0) || !(b?.ops_per_sec > 0)) continue;
+    out.push({ what, impl, workload: wl, ref: `${refImpl} ${refWl}`, ours: a.ops_per_sec, theirs: b.ops_per_sec, ratio: a.ops_per_sec / b.ops_per_sec });
+  }
+  return out;
+}
+
+/** Markdown table of idbContext(rows). */
+export function contextTable(ctx) {
+  const head = ['what', 'impl', 'ops/s', 'reference', 'theirs', 'ratio'];
+  const body = ctx.map((c) => [c.what, `${c.impl} ${c.workload}`, num(c.ours), c.ref, num(c.theirs), c.ratio.toFixed(2) + '×']);
+  return [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...body.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
 /** Markdown table of browserAims(rows). */
 export function aimsTable(aims) {
   const head = ['aim', 'impl', 'ours', 'reference', 'theirs', 'ratio', 'target', 'met'];
@@ -91,6 +124,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const rows = JSON.parse(fs.readFileSync(file, 'utf8')).results;
   const aims = browserAims(rows), inmem = inmemAims(rows);
   if (aims.length) process.stdout.write('Issue 10 (browser):\n\n' + aimsTable(aims) + '\n\n');
+  const ctx = idbContext(rows);
+  if (ctx.length) process.stdout.write('IndexedDB itself in the same run (context, no targets):\n\n' + contextTable(ctx) + '\n\n');
   if (inmem.length) process.stdout.write('Issue 13 (inmem):\n\n' + aimsTable(inmem) + '\n');
   if (!aims.length && !inmem.length) process.stdout.write('no browser or inmem rows with both sides of an aim\n');
 }

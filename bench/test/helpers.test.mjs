@@ -11,7 +11,7 @@ import { Zipfian, zeta, scramble, mulmod } from '../lib/zipf.mjs';
 import { zipfIndexes, scanOps, ycsbOps, OP } from '../lib/workloads.mjs';
 import { checkRow, writeResult, SCHEMA } from '../lib/schema.mjs';
 import { writeKeyFile, readKeyFile, decodeKeys } from '../lib/keyfile.mjs';
-import { browserAims, inmemAims, aimsTable } from '../lib/aims.mjs';
+import { browserAims, inmemAims, aimsTable, idbContext, contextTable } from '../lib/aims.mjs';
 
 const M64 = (1n << 64n) - 1n;
 function refSplitMix(seed) {
@@ -180,6 +180,15 @@ const browserRows = [
   brow('raw-opfs', 'write_flush', 400), brow('raw-opfs', 'read_random', 10000, { file_bytes: 10 << 20 }),
   brow('adaptree-indexeddb', 'get', 15000, { bytes_per_record: 120, usage_bytes_per_record: 300 }),
 ];
+
+test('IndexedDB context: raw IndexedDB against raw OPFS, adaptree-indexeddb against raw IndexedDB', () => {
+  const rows = [...browserRows, brow('indexeddb', 'put_autocommit', 200), brow('adaptree-indexeddb', 'put_autocommit', 100)];
+  const ctx = idbContext(rows);
+  assert.deepEqual(ctx.map((c) => [c.impl, c.workload, c.ratio]), [
+    ['indexeddb', 'put_autocommit', 0.5], ['adaptree-indexeddb', 'put_autocommit', 0.5], ['adaptree-indexeddb', 'get_cold', undefined],
+  ].filter((r) => r[2] !== undefined), 'rows missing on either side are left out');
+  assert.match(contextTable(ctx), /\| one-put transactions: raw IndexedDB vs raw OPFS write\+flush \| indexeddb put_autocommit \| 200 \| raw-opfs write_flush \| 400 \| 0\.50× \|/);
+});
 
 test('browser aims are ratios of rows of one run, each against its target', () => {
   for (const r of browserRows) assert.deepEqual(checkRow(r), [], JSON.stringify(r));
