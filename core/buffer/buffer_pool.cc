@@ -143,32 +143,48 @@ FrameId BufferPool::take_frame(uint32_t keep_epochs) {
     return f;
   }
   pressure_ = true;  // full: a page freed by XMerge would have saved this eviction
-  // A spill the storage refused (a full disk): the page stays dirty and resident, and the
-  // clock goes on to a clean frame, trying no other spill. Only without one does the call
-  // fail. (Failing at the first refused spill, a read on a full disk failed with
-  // QUOTA_EXCEEDED while clean frames were there to take: session 25.)
   Status refused = Status::kOk;
   PageId refused_pid = kInvalidPageId;
+  FrameId f = evict_one(keep_epochs, true, &refused, &refused_pid);
+  if (f != kNoFrame) return f;
+  // Only without a clean frame does a refused spill fail the call. (Failing at the first
+  // refused spill, a read on a full disk failed with QUOTA_EXCEEDED while clean frames were
+  // there to take: session 25.)
+  if (refused != Status::kOk) {
+    poison(refused, refused_pid);
+    return kNoFrame;
+  }
+  // Everything is protected or dirty on a no-steal backend: grow past the
+  // target for now.
+  if (!grow()) return kNoFrame;
+  f = free_frames_.back();
+  free_frames_.pop_back();
+  return f;
+}
+
+FrameId BufferPool::evict_one(uint32_t keep_epochs, bool take_empty, Status* refused, PageId* refused_pid) {
   // Clock: two sweeps give every referenced frame its second chance.
   for (uint64_t step = 0; step < 2 * uint64_t{frame_count_} + 1; step++) {
     FrameId f = hand_;
     hand_ = hand_ + 1 >= frame_count_ ? 0 : hand_ + 1;
     FrameMeta& m = frames_[f];
-    if (m.pid == kInvalidPageId) return f;
+    if (m.pid == kInvalidPageId) {
+      if (take_empty) return f;
+      continue;
+    }
     if (epoch_ - m.epoch < keep_epochs) continue;  // in use by this operation (or the one before)
-    if (m.writing) continue;          // an async commit is writing its image
+    if (m.writing) continue;                        // an async commit is writing its image
     if (m.referenced) {
       m.referenced = false;
       continue;
     }
     if (m.dirty) {
-      if (refused != Status::kOk) continue;
-      uint8_t* d = data_of(f);
-      Status s = backend_->spill(m.pid, d);
+      if (*refused != Status::kOk) continue;
+      Status s = backend_->spill(m.pid, data_of(f));
       if (s == Status::kNeedPage) continue;  // no-steal backend: keep it
       if (s != Status::kOk) {
-        refused = s;
-        refused_pid = m.pid;
+        *refused = s;
+        *refused_pid = m.pid;
         continue;
       }
       stats_.spills++;
@@ -180,50 +196,20 @@ FrameId BufferPool::take_frame(uint32_t keep_epochs) {
     stats_.evictions++;
     return f;
   }
-  if (refused != Status::kOk) {
-    poison(refused, refused_pid);
-    return kNoFrame;
-  }
-  // Everything is protected or dirty on a no-steal backend: grow past the
-  // target for now.
-  if (!grow()) return kNoFrame;
-  FrameId f = free_frames_.back();
-  free_frames_.pop_back();
-  return f;
+  return kNoFrame;
 }
 
 Status BufferPool::make_room(uint32_t frames) {
   if (!backend_ || async_) return Status::kOk;
+  Status refused = Status::kOk;
+  PageId refused_pid = kInvalidPageId;
   while (free_frames_.size() < frames) {
     if (frame_count_ < target_frames_ && grow()) continue;
-    // One eviction by the clock, as take_frame's, into free_frames_ (frames already free, or
-    // fixed by this operation, are passed over).
-    bool freed = false;
-    for (uint64_t step = 0; step < 2 * uint64_t{frame_count_} + 1 && !freed; step++) {
-      FrameId f = hand_;
-      hand_ = hand_ + 1 >= frame_count_ ? 0 : hand_ + 1;
-      FrameMeta& m = frames_[f];
-      if (m.pid == kInvalidPageId || epoch_ - m.epoch < 1 || m.writing) continue;
-      if (m.referenced) {
-        m.referenced = false;
-        continue;
-      }
-      if (m.dirty) {
-        Status s = backend_->spill(m.pid, data_of(f));
-        if (s == Status::kNeedPage) continue;
-        if (s != Status::kOk) return s;  // nothing changed: the page stays dirty and resident
-        stats_.spills++;
-        m.dirty = false;
-      }
-      pressure_ = true;
-      table_.erase(m.pid);
-      m.pid = kInvalidPageId;
-      m.bump();
-      stats_.evictions++;
-      free_frames_.push_back(f);  // (room reserved by grow)
-      freed = true;
-    }
-    if (!freed) break;
+    // (frames already free, or fixed by this operation, are passed over)
+    FrameId f = evict_one(1, false, &refused, &refused_pid);
+    if (f == kNoFrame) return refused;  // kOk: the pool holds no more it may take from
+    pressure_ = true;
+    free_frames_.push_back(f);  // (room reserved by grow)
   }
   return Status::kOk;
 }

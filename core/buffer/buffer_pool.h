@@ -107,8 +107,9 @@ class BufferPool {
 
   // Frees frames (evicting, and spilling dirty pages, as a miss would) until `frames` are free
   // or the pool holds no more it may take from (pages this operation fixed stay): a write then
-  // makes its change without evicting in the middle of it. kOk, or the spill's failure (a full
-  // disk) with nothing changed; the failure is not recorded as the operation's.
+  // makes its change without evicting in the middle of it. kOk, or, when a spill was refused
+  // (a full disk) and no clean frame was left to take, that failure, with nothing changed (the
+  // page stays dirty and resident); it is not recorded as the operation's.
   Status make_room(uint32_t frames);
 
   // The page's bytes for reading (or for changes that may be lost, such as
@@ -359,6 +360,13 @@ class BufferPool {
   // in the last keep_epochs operations (1: this one), else a new one past the target;
   // kNoFrame when memory cannot grow.
   FrameId take_frame(uint32_t keep_epochs = 1);
+  // One eviction by the clock (take_frame's and make_room's): the frame it emptied (dirty pages
+  // spilled first), or kNoFrame when every frame is fixed in the last keep_epochs operations,
+  // being written, or dirty on a no-steal backend. An empty frame the sweep meets is returned
+  // with take_empty (take_frame: none is listed free then), else passed over (make_room: it is
+  // listed). A spill the storage refuses (a full disk) leaves its page dirty and resident; the
+  // sweep goes on to a clean frame, trying no other spill, and *refused / *refused_pid say which.
+  FrameId evict_one(uint32_t keep_epochs, bool take_empty, Status* refused, PageId* refused_pid);
   bool grow();  // one more chunk of frames
   void free_memory();
 

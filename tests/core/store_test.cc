@@ -982,6 +982,54 @@ TEST(Store, ReadsOnAFullDiskTakeCleanFramesAndSucceed) {
   EXPECT_TRUE(got == m);
 }
 
+// Writes on a full disk take clean frames too: every write on a store past its pool first frees
+// frames for its change (make_room), and make_room failed at the first dirty victim whose spill
+// the disk refused, while clean frames were there to take (take_frame's session 25 fix, which
+// make_room's copy of the clock loop lacked). Writes into leaves that are already dirty need no
+// spill: they succeed; the store goes on once there is room.
+TEST(Store, WritesOnAFullDiskTakeCleanFramesAndSucceed) {
+  FaultStorage fs;
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&fs, o, &st), Status::kOk);
+  Model m;
+  auto key = [](int i) {
+    char b[16];
+    snprintf(b, sizeof b, "k%06d", i);
+    return std::string(b);
+  };
+  for (int i = 0; i < 20000; i++) {  // ~10x the pool
+    ASSERT_EQ(st->tree().set(sl(key(i)), sl(std::string(100, 'a' + i % 26))), Status::kOk);
+    m[key(i)] = std::string(100, 'a' + i % 26);
+  }
+  ASSERT_EQ(st->commit(), Status::kOk);
+  for (int i = 0; i < 32; i++) {  // half the pool dirty, spread over it
+    const std::string k = key(i * 600);
+    ASSERT_EQ(st->tree().set(sl(k), sl(std::string(100, 'C'))), Status::kOk);
+    m[k] = std::string(100, 'C');
+  }
+  fs.set_growth_budget(0);  // the disk is full
+  std::mt19937 rng(5);
+  for (int w = 0; w < 500; w++) {
+    // a read elsewhere (a clean frame taken), then a same-size write into a dirty leaf
+    const std::string r = key(static_cast<int>(rng() % 20000));
+    ValueRef ref;
+    ASSERT_EQ(st->tree().get(sl(r), &ref), Status::kOk) << r;
+    const std::string k = key(static_cast<int>(rng() % 32) * 600);
+    const std::string v(100, static_cast<char>('D' + w % 20));
+    ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk) << "write " << w << " of " << k;
+    m[k] = v;
+  }
+  EXPECT_EQ(st->tree().broken(), Status::kOk);
+  fs.set_growth_budget(~uint64_t{0});
+  ASSERT_EQ(st->commit(), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+  EXPECT_TRUE(got == m);
+  EXPECT_EQ(st->tree().check(), "");
+}
+
 TEST(Store, ASpillThatFailsOnAFullDiskFailsTheWriteCleanly) {
   for (uint64_t budget : {64 * 1024, 150 * 1024, 400 * 1024}) {
     FaultStorage fs;
