@@ -1009,7 +1009,7 @@ static bool decode_number(const uint8_t* k, uint32_t len, double* out) {
 // [values]. No second pass over the batch. A key that is not a number encoding comes as NaN.
 constexpr uint32_t kNumbersMaxRecords = 4096;
 static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& w, uint32_t max_records, uint32_t max_bytes,
-                     bool values, uint32_t* count) {
+                     bool values, uint32_t* count, bool* more) {
   const uint32_t cap = std::min(max_records, kNumbersMaxRecords);
   const size_t keys = 16 + 4 * size_t{cap}, vals = keys + 8 * size_t{cap};
   if (!w.room(vals)) return Status::kOutOfMemory;
@@ -1025,6 +1025,7 @@ static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& 
         return false;
       }
       len = static_cast<uint32_t>(v.length());
+      const size_t mark = w.used;
       uint8_t* p = w.room(len);
       if (!p) {
         err = Status::kOutOfMemory;
@@ -1033,6 +1034,7 @@ static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& 
       if (!v.is_overflow()) {
         adaptree::copy_small(p, v.ptr, len);
       } else if ((err = t.read_overflow(v, p)) != Status::kOk) {
+        if (err == Status::kNeedPage) w.used = mark;  // (the batch may end before this record)
         return false;
       }
     }
@@ -1046,6 +1048,8 @@ static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& 
   while ((s = cur.for_each(visit)) == Status::kRestart)
     if (!h.upgrade()) return Status::kClosed;
   *count = n;
+  *more = n > 0 && (err == Status::kNeedPage || s == Status::kNeedPage);  // (AT_BATCH_MORE)
+  if (*more) err = s = Status::kOk;
   if (err != Status::kOk) return err;
   if (s != Status::kOk && s != Status::kNotFound) return s;
   const uint32_t head[4] = {n, static_cast<uint32_t>(keys), static_cast<uint32_t>(vals), 0};
@@ -1067,9 +1071,10 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     return st(Status::kNotFound);
   }
   if ((want_value & (AT_BATCH_COLUMNS | AT_BATCH_NUMBERS)) == (AT_BATCH_COLUMNS | AT_BATCH_NUMBERS)) {
-    Status s = numbers_batch(cur->cur, h, t, w, max_records, max_bytes, want_value & AT_BATCH_VALUES, &n);
+    bool more = false;
+    Status s = numbers_batch(cur->cur, h, t, w, max_records, max_bytes, want_value & AT_BATCH_VALUES, &n, &more);
     if (s != Status::kOk) return s == Status::kClosed ? st(s) : ret(cur->owner, c, s);
-    set_result(c, nullptr, 2, c->buf.data(), static_cast<uint32_t>(w.used), n);
+    set_result(c, nullptr, more ? 2 | AT_BATCH_MORE : 2, c->buf.data(), static_cast<uint32_t>(w.used), n);
     return st(n ? Status::kOk : Status::kNotFound);
   }
   Status err = Status::kOk;
@@ -1092,6 +1097,7 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
       n++;
       return n < max_records && w.used < max_bytes;
     }
+    const size_t mark = w.used;
     uint8_t* p = w.room(4 + k.len);
     if (!p) {
       err = Status::kOutOfMemory;
@@ -1102,6 +1108,7 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
     adaptree::copy_small(p + 4, k.data, k.len);
     if (want_value & AT_BATCH_VALUES) {
       err = append_value(t, w, v);
+      if (err == Status::kNeedPage) w.used = mark;  // (the batch may end before this record)
       if (err != Status::kOk) return false;
     } else if (!w.u32(0)) {
       err = Status::kOutOfMemory;
@@ -1115,13 +1122,16 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   Status s;
   while ((s = cur->cur.for_each(visit)) == Status::kRestart)
     if (!h.upgrade()) return st(Status::kClosed);
+  // A page an asynchronous store must fetch, after records: they go out (AT_BATCH_MORE).
+  const uint32_t more = n > 0 && (err == Status::kNeedPage || s == Status::kNeedPage) ? AT_BATCH_MORE : 0;
+  if (more) err = s = Status::kOk;
   if (err != Status::kOk) return ret(cur->owner, c, err);
   if (s != Status::kOk && s != Status::kNotFound) return ret(cur->owner, c, s);
   // Columns need a second copy of the batch: not for a large one (big values), nor when memory
   // for it is short; then the batch stays as it is and result.key_len (1: columns) says so.
   size_t at = 0, len = 0;
   if (columns && n > 0 && w.used <= kColumnsMax && batch_to_columns(c->buf, w.used, n, &at, &len)) {
-    set_result(c, nullptr, 1, c->buf.data() + at, static_cast<uint32_t>(len), n);
+    set_result(c, nullptr, 1 | more, c->buf.data() + at, static_cast<uint32_t>(len), n);
     return st(Status::kOk);
   }
   if (columns) {
@@ -1136,7 +1146,7 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
       p += 8 + size_t{kl} + vl;
     }
   }
-  set_result(c, nullptr, 0, c->buf.data(), static_cast<uint32_t>(w.used), n);
+  set_result(c, nullptr, more, c->buf.data(), static_cast<uint32_t>(w.used), n);
   return st(n ? Status::kOk : Status::kNotFound);
 }
 

@@ -144,8 +144,16 @@ int32_t at_cursor_next(at_cursor* cur, at_ctx* c, uint32_t want_value);
  * doubles (f64) at the keys offset and the values back to back at the values offset (offsets from
  * result.value; little-endian, unaligned); result.key_len is 2. A key that is not such an encoding
  * comes as NaN. Such a batch ends after max_bytes of 12 bytes a record plus the values, and after
- * 4096 records at most. */
+ * 4096 records at most.
+ * An asynchronous store whose page for the next record (its leaf, or its value's overflow
+ * page) is not in the pool ends the batch before that record once it holds one: OK, with
+ * AT_BATCH_MORE (4) added to result.key_len (more records may follow; the cursor then stands
+ * past the ones written: seek again after the last key written). With none written, NEED_PAGE
+ * as any call. (A NEED_PAGE for the whole batch made each retry need every page of the batch
+ * at once; a batch of large values needed more than a small pool holds, and the iteration
+ * never ended.) */
 #define AT_BATCH_NUMBERS 4u
+#define AT_BATCH_MORE 4u
 int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, uint32_t max_bytes,
                              uint32_t want_value);
 /* at_cursor_seek(cur, key, key_len, seek_flags), then on OK at_cursor_next_batch(cur, c, max_records,

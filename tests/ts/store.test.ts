@@ -1552,6 +1552,39 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
     await s.close();
   });
 
+  // A new-user probe (session 26, IndexedDB in Chromium, the same here): with the pool nearly
+  // full of a transaction's pages (no-steal), iterating values of 30 KB each never ended. A
+  // page fault failed the whole batch, and each retry needed every value's pages of the batch
+  // at once, more than the frames left (the clock evicted a retry's pages while the next one was
+  // fetched). A batch now ends before the missing page once it holds a record (AT_BATCH_MORE).
+  // Number keys (the core writes their columns as it goes) and utf8
+  // keys (records, then columns), forward and reverse, each value checked.
+  it('iterating large values with the pool nearly full of uncommitted pages ends, every value whole', async () => {
+    for (const keys of ['number', 'utf8'] as const) {
+      const s = await BTreeStore.open<number | string, Uint8Array>({ storage: createAsyncMemoryStorage(), path: 'tight-' + keys, keys, values: 'bytes', poolSize: 1 << 20 });
+      const k = (i: number) => (keys === 'number' ? i : `k${String(i).padStart(6, '0')}`);
+      for (let i = 0; i < 6; i++) await s.setAsync(k(i), new Uint8Array(30000).fill(i + 1));
+      await s.commit();
+      await s.setAsync(k(999999), new Uint8Array(940000).fill(9)); // uncommitted: ~232 of 256 frames
+      for (const reverse of [false, true]) {
+        const got: [number | string, Uint8Array][] = [];
+        const walk = (async () => {
+          for await (const e of s.entriesAsync({ reverse })) got.push(e);
+        })();
+        const timeout = new Promise<string>((r) => setTimeout(() => r('timeout'), 10000));
+        expect(await Promise.race([walk.then(() => 'done'), timeout]), `${keys}, reverse ${reverse}`).toBe('done');
+        expect(got.length).toBe(7);
+        if (reverse) got.reverse();
+        for (let i = 0; i < 6; i++) {
+          expect(got[i]![0]).toBe(k(i));
+          expect(got[i]![1].length === 30000 && got[i]![1].every((b) => b === i + 1)).toBe(true);
+        }
+        expect(got[6]![1].length).toBe(940000);
+      }
+      await s.close({ commit: false });
+    }
+  }, 60000);
+
   it('a failed page write keeps the last commit (all or nothing) and makes the store read-only', async () => {
     const inner = createAsyncMemoryStorage();
     let fail = false;

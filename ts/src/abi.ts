@@ -26,6 +26,9 @@ export const SeekFlags = { REVERSE: 1, EXCLUSIVE: 2, EDGE: 4 } as const;
 /** at_cursor_next_batch flags (its last argument): read values too; give the batch in columns;
  * with COLUMNS, `number` keys as doubles (result.key_len 2). */
 export const BatchFlags = { VALUES: 1, COLUMNS: 2, NUMBERS: 4 } as const;
+/** Added to a batch's result.key_len (its form): an async store's page for the next record was
+ * missing, so the batch ended early and more records may follow (bindings/adaptree.h). */
+export const BATCH_MORE = 4;
 export const RangeFlags = { LO_NONE: 1, LO_EXCLUSIVE: 2, HI_NONE: 4, HI_EXCLUSIVE: 8 } as const;
 /** at_delete_range on an async store: a page fault (page id in result.aux); keys removed
  * before it stay removed (the count tells how many). */

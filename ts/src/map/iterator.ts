@@ -2,7 +2,7 @@
  * Iterators over a key range that stay correct while the map changes: each pulls records in
  * batches, each batch through a core cursor borrowed for that one call, and resumes by key.
  */
-import { BatchFlags, SeekFlags, Result } from '../abi.js';
+import { BATCH_MORE, BatchFlags, SeekFlags, Result } from '../abi.js';
 import { Status } from '../errors.js';
 import { type Handle, borrowCursor, returnCursor, fail, stateError } from './handle.js';
 import { putKeyA } from './put.js';
@@ -231,8 +231,10 @@ export class BTreeIterator<K, V, T> {
     rt.refresh();
     const dv = rt.dv;
     const p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
-    // result.key_len: 0 records, 1 columns, 2 columns with number keys as doubles.
-    const form = dv.getUint32(rt.res + Result.KEY_LEN, true);
+    // result.key_len: 0 records, 1 columns, 2 columns with number keys as doubles; + BATCH_MORE
+    // when an async store's page for the next record was missing (the batch ended before it).
+    const word = dv.getUint32(rt.res + Result.KEY_LEN, true);
+    const form = word & ~BATCH_MORE, more = (word & BATCH_MORE) !== 0;
     const count = dv.getUint32(rt.res + Result.AUX, true);
     // The batch's bytes as the core's max_bytes counts them (number columns: 12 a record, and the
     // values, which start at the offset in the header's third word).
@@ -250,8 +252,9 @@ export class BTreeIterator<K, V, T> {
     this.#i = 0;
     this.#n = n;
     if (this.#batchRecords < MAX_BATCH_RECORDS) this.#batchRecords *= 4;
-    // Does this batch hold the rest of the range? The core ends a batch early only at the end.
-    this.#drained = pastStop || (count < max && used < MAX_BATCH_BYTES) || this.#remaining <= n;
+    // Does this batch hold the rest of the range? The core ends a batch early only at the end,
+    // or (more) before a page an async store must fetch: the next batch faults on it.
+    this.#drained = pastStop || this.#remaining <= n || (!more && count < max && used < MAX_BATCH_BYTES);
     if (n === 0) {
       this.#finish();
       return false;
