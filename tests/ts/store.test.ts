@@ -1585,6 +1585,31 @@ describe.runIf(ASYNC_ABI)('BTreeStore on the async test backend', () => {
     }
   }, 60000);
 
+  // A new-user probe (session 26): an async store stores nothing before its first commit, and
+  // one opened and closed without a write was never stored: reopened with other encodings, it
+  // opened (as a new store) where a file store refuses them. Its close() now stores it.
+  it('a new store closed without a write is stored with its encodings; close({ commit: false }) leaves none', async () => {
+    const storage = createAsyncMemoryStorage();
+    const a = await BTreeStore.open<number, Uint8Array>({ storage, path: 'enc-empty', keys: 'number', values: 'bytes' });
+    expect(a.stats().uncommittedWrites).toBe(0);
+    await a.close();
+    const err = await caught(BTreeStore.open({ storage, path: 'enc-empty', keys: 'utf8', values: 'json' }));
+    expect(isAdaptreeError(err) && err.code).toBe('INVALID_ARGUMENT');
+    const b = await BTreeStore.open<number, Uint8Array>({ storage, path: 'enc-empty', keys: 'number', values: 'bytes', create: false });
+    expect(b.size).toBe(0);
+    await b.close();
+    // commit() stores a new store too
+    const c = await BTreeStore.open<number, Uint8Array>({ storage, path: 'enc-commit', keys: 'number', values: 'bytes' });
+    await c.commit();
+    await c.close({ commit: false });
+    expect(isAdaptreeError(await caught(BTreeStore.open({ storage, path: 'enc-commit', keys: 'utf8' }))) ).toBe(true);
+    // discarded: nothing stored
+    const d = await BTreeStore.open<number, Uint8Array>({ storage, path: 'enc-discarded', keys: 'number', values: 'bytes' });
+    await d.close({ commit: false });
+    const none = await caught(BTreeStore.open({ storage, path: 'enc-discarded', create: false }));
+    expect(isAdaptreeError(none) && none.code).toBe('INVALID_ARGUMENT');
+  });
+
   it('a failed page write keeps the last commit (all or nothing) and makes the store read-only', async () => {
     const inner = createAsyncMemoryStorage();
     let fail = false;

@@ -419,6 +419,11 @@ export class BTreeStore<K = string, V = unknown> {
   #closing: Promise<void> | undefined;
   /** Writes since the last commit began. */
   #uncommitted = 0;
+  /** A new store on an async backend, which stores nothing before its first commit: that
+   * commit (or close()) stores it even with nothing written, so that its encodings and layout
+   * are recorded (opened and closed without a write, it was gone, and a reopen with other
+   * encodings created it anew: a new-user probe, session 26). */
+  #unstored = false;
   /** The commit that the next flush will complete, if one was requested. */
   #next: Deferred | undefined;
   /** The asynchronous flush in progress. */
@@ -838,6 +843,7 @@ export class BTreeStore<K = string, V = unknown> {
       const buf = pageBuf;
       const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
       const store = new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages, reader, closed }, storage: backend.name, path: options.path, options, pageBuf: buf });
+      if (sb === undefined && !readOnly) store.#unstored = true;
       // Through a WeakRef: the hooks hang off the tree handle, which the map's finalizer holds,
       // so a strong reference kept every async store dropped without close() alive, with its
       // memory and its lock (a new-user probe, session 23: 40 dropped stores, 290 MiB, none
@@ -1040,7 +1046,7 @@ export class BTreeStore<K = string, V = unknown> {
       d.reject(this.#failure === undefined ? new ClosedError('commit: the store was closed under a commit') : this.#failedError());
       return;
     }
-    if (this.#uncommitted === 0 && !this.#othersPending()) {
+    if (this.#uncommitted === 0 && !this.#unstored && !this.#othersPending()) {
       d.resolve(); // nothing written since the last commit
       return;
     }
@@ -1061,7 +1067,10 @@ export class BTreeStore<K = string, V = unknown> {
     }
     const b = this.#b;
     this.#flushing = this.#flushAsync(b).then(
-      () => d.resolve(),
+      () => {
+        this.#unstored = false;
+        d.resolve();
+      },
       (e: unknown) => {
         // Out of memory for the commit's images, before anything was handed to the backend:
         // as on a synchronous backend, the writes stay pending and the store writable.
@@ -1235,7 +1244,7 @@ export class BTreeStore<K = string, V = unknown> {
         // new-user probe, session 23, OPFS shared with workers in Chromium).
         if (this.#shared && !this.#attached && !this.#map.closed) this.#wasm.exports.at_store_close_writes?.(this.#tree);
         // After a failed commit, close() with commit rejects: those writes are lost.
-        if (this.#next !== undefined || (commit && (this.#uncommitted > 0 || this.#failure !== undefined))) await this.#requestCommit();
+        if (this.#next !== undefined || (commit && (this.#uncommitted > 0 || this.#unstored || this.#failure !== undefined))) await this.#requestCommit();
         while (this.#flushing !== undefined) await this.#flushing;
       } catch (e) {
         // An attached store whose owner closed first: nothing left to commit into.
