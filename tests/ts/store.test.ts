@@ -314,7 +314,15 @@ describe.each(KINDS)('BTreeStore on %s', (kind) => {
     // A sync iterator begun before the close (on a sync backend: it read its first batch).
     const it2 = s.isAsync ? undefined : s.keys();
     it2?.next();
+    // Iterators that had finished answer done after the close, sync and async alike (an async
+    // one threw ClosedError: a new-user probe, session 26).
+    const over = s.entriesAsync({ gt: 1 });
+    expect(await over.next()).toEqual({ done: true, value: undefined });
+    const overSync = s.isAsync ? undefined : s.keys({ gt: 1 });
+    expect(overSync?.next().done ?? true).toBe(true);
     await s.close();
+    expect(await over.next()).toEqual({ done: true, value: undefined });
+    expect(overSync?.next().done ?? true).toBe(true);
     await s.close();
     expect(s.closed).toBe(true);
     for (const f of [() => s.get(1), () => s.set(1, 2), () => s.size, () => s.stats(), () => [...s.keys()], () => s.first()]) {

@@ -1895,10 +1895,20 @@ export class BTreeStore<K = string, V = unknown> {
     // by side, two calls waiting for the same page came back in the wrong order (a new-user
     // probe, session 24).
     let last: Promise<unknown> | undefined;
+    // A finished iteration answers done, also after close(), as a sync iterator does (it threw
+    // ClosedError on async stores only: a new-user probe, session 26).
+    let finished = false;
+    const step = (): Promise<IteratorResult<T>> =>
+      finished
+        ? Promise.resolve(done as IteratorResult<T>)
+        : (run(() => it.next()) as Promise<IteratorResult<T>>).then((r) => {
+            if (r.done === true) finished = true;
+            return r;
+          });
     const ai: AsyncIterableIterator<T> = {
       next: () => {
         const prev = last;
-        const p = (prev === undefined ? run(() => it.next()) : prev.then(() => run(() => it.next()), () => run(() => it.next()))) as Promise<IteratorResult<T>>;
+        const p = prev === undefined ? step() : prev.then(step, step);
         const mine: Promise<unknown> = p.then(noop, noop).then(() => {
           if (last === mine) last = undefined;
         });
@@ -1906,6 +1916,7 @@ export class BTreeStore<K = string, V = unknown> {
         return p;
       },
       return: async () => {
+        finished = true;
         it.return?.();
         return done as IteratorResult<T>;
       },
