@@ -1898,13 +1898,12 @@ export class BTreeStore<K = string, V = unknown> {
     // A finished iteration answers done, also after close(), as a sync iterator does (it threw
     // ClosedError on async stores only: a new-user probe, session 26).
     let finished = false;
-    const step = (): Promise<IteratorResult<T>> =>
-      finished
-        ? Promise.resolve(done as IteratorResult<T>)
-        : (run(() => it.next()) as Promise<IteratorResult<T>>).then((r) => {
-            if (r.done === true) finished = true;
-            return r;
-          });
+    const inner = (): IteratorResult<T> => {
+      const r = it.next();
+      if (r.done === true) finished = true;
+      return r;
+    };
+    const step = (): Promise<IteratorResult<T>> => (finished ? Promise.resolve(done as IteratorResult<T>) : run(inner));
     const ai: AsyncIterableIterator<T> = {
       next: () => {
         const prev = last;
