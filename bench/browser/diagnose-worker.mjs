@@ -182,6 +182,31 @@ async function splitMode({ w, dir, path, keys, n, raw, page, rng, t }) {
   for (const h of handles) h.close();
 }
 
+/** Times IndexedDB's readwrite transactions while `on` (for a breakdown): how many (txs), from
+ * creation to 'complete' (tx, summed), the last one's start and end, their creation (create),
+ * and the puts and bytes put. `origTx` is the unpatched transaction(). */
+function idbTimer() {
+  const t = { on: false, tx: 0, txs: 0, create: 0, txStart: 0, txEnd: 0, bytes: 0, puts: 0, origTx: IDBDatabase.prototype.transaction };
+  IDBDatabase.prototype.transaction = function (names, mode, opts) {
+    const c0 = now();
+    const tx = t.origTx.call(this, names, mode, opts);
+    if (t.on && mode === 'readwrite') {
+      const a = now();
+      t.txs++;
+      t.txStart = a;
+      t.create += a - c0;
+      tx.addEventListener('complete', () => { t.tx += now() - a; t.txEnd = now(); });
+    }
+    return tx;
+  };
+  const origPut = IDBObjectStore.prototype.put;
+  IDBObjectStore.prototype.put = function (v, k) {
+    if (t.on) { t.puts++; t.bytes += v?.byteLength ?? 0; }
+    return origPut.call(this, v, k);
+  };
+  return t;
+}
+
 /**
  * idbload: put_tx1000 on an IndexedDB store taken apart: setManyAsync, then the commit, and in
  * it the readwrite transactions (from transaction() to 'complete') and the bytes put.
@@ -193,23 +218,7 @@ async function idbLoadMode(n, durability) {
   const vals = keys.map((_, i) => value(i));
   const path = 'diagnose-idb';
   await new Promise((r) => { const q = indexedDB.deleteDatabase('adaptree:' + path); q.onsuccess = q.onerror = r; });
-  const t = { on: false, tx: 0, txs: 0, bytes: 0, puts: 0 };
-  const origTx = IDBDatabase.prototype.transaction;
-  IDBDatabase.prototype.transaction = function (names, mode, opts) {
-    const tx = origTx.call(this, names, mode, opts);
-    if (t.on && mode === 'readwrite') {
-      const a = now();
-      t.txs++;
-      t.txStart = a;
-      tx.addEventListener('complete', () => { t.tx += now() - a; t.txEnd = now(); });
-    }
-    return tx;
-  };
-  const origPut = IDBObjectStore.prototype.put;
-  IDBObjectStore.prototype.put = function (v, k) {
-    if (t.on) { t.puts++; t.bytes += v?.byteLength ?? 0; }
-    return origPut.call(this, v, k);
-  };
+  const t = idbTimer();
   const storage = durability === 'strict' ? 'indexeddb' : indexedDBStorage({ durability });
   const s = await BTreeStore.open({ path, storage, keys: 'utf8', values: 'bytes' });
   let tset = 0, tcommit = 0;
@@ -259,24 +268,8 @@ async function idbCommitMode(n, durability) {
     q.onupgradeneeded = () => q.result.createObjectStore('kv');
     q.onsuccess = () => res(q.result); q.onerror = () => rej(q.error);
   });
-  const t = { on: false, tx: 0, before: 0, after: 0, txStart: 0, txEnd: 0, bytes: 0, puts: 0 };
-  const origTx = IDBDatabase.prototype.transaction;
-  IDBDatabase.prototype.transaction = function (names, mode, opts) {
-    t.c0 = now();
-    const tx = origTx.call(this, names, mode, opts);
-    if (t.on && mode === 'readwrite') {
-      const a = now();
-      t.txStart = a;
-      t.create = (t.create ?? 0) + a - t.c0;
-      tx.addEventListener('complete', () => { t.tx += now() - a; t.txEnd = now(); });
-    }
-    return tx;
-  };
-  const origPut = IDBObjectStore.prototype.put;
-  IDBObjectStore.prototype.put = function (v, k) {
-    if (t.on) { t.puts++; t.bytes += v?.byteLength ?? 0; }
-    return origPut.call(this, v, k);
-  };
+  const t = Object.assign(idbTimer(), { before: 0, after: 0 });
+  const origTx = t.origTx;
   const storage = indexedDBStorage({ durability });
   const s = await BTreeStore.open({ path, storage, keys: 'utf8', values: 'bytes' });
   for (let i = 0; i < n; i += 1000) { await s.setManyAsync(keys.slice(i, i + 1000).map((k, j) => [k, vals[i + j]])); await s.commit(); }

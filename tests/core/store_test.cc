@@ -937,49 +937,60 @@ TEST(Store, AFailedCheckpointAfterACommitLeavesTheCommitDurableAndTheStoreWritab
 // because the clock met a dirty page first whose spill the full disk refused (docs/STORE.md:
 // "reads work"). Session 25: a get of a committed key failed with QUOTA_EXCEEDED after a
 // failed write on a full disk, while clean frames were there to take.
-TEST(Store, ReadsOnAFullDiskTakeCleanFramesAndSucceed) {
+// A store ~10x its 64-frame pool (20000 committed records), half the pool dirty and spread
+// over it (one same-size write into every other of 64 leaves far apart), on a disk then full.
+struct FullDiskStore {
   FaultStorage fs;
   StoreOptions o;
-  o.pool_bytes = 64 * kPageSize;
   std::unique_ptr<Store> st;
-  ASSERT_EQ(Store::open(&fs, o, &st), Status::kOk);
   Model m;
-  auto key = [](int i) {
+  static std::string key(int i) {
     char b[16];
     snprintf(b, sizeof b, "k%06d", i);
     return std::string(b);
-  };
-  for (int i = 0; i < 20000; i++) {  // ~10x the pool
-    ASSERT_EQ(st->tree().set(sl(key(i)), sl(std::string(100, 'a' + i % 26))), Status::kOk);
-    m[key(i)] = std::string(100, 'a' + i % 26);
   }
-  ASSERT_EQ(st->commit(), Status::kOk);
-  // Half the pool dirty, spread over it: writes to every other of 64 leaves far apart.
-  for (int i = 0; i < 32; i++) {
-    const std::string k = key(i * 600);
-    ASSERT_EQ(st->tree().set(sl(k), sl("changed")), Status::kOk);
-    m[k] = "changed";
+  void open() {
+    o.pool_bytes = 64 * kPageSize;
+    ASSERT_EQ(Store::open(&fs, o, &st), Status::kOk);
+    for (int i = 0; i < 20000; i++) {
+      ASSERT_EQ(st->tree().set(sl(key(i)), sl(std::string(100, 'a' + i % 26))), Status::kOk);
+      m[key(i)] = std::string(100, 'a' + i % 26);
+    }
+    ASSERT_EQ(st->commit(), Status::kOk);
+    for (int i = 0; i < 32; i++) {
+      const std::string k = key(i * 600);
+      ASSERT_EQ(st->tree().set(sl(k), sl(std::string(100, 'C'))), Status::kOk);
+      m[k] = std::string(100, 'C');
+    }
+    fs.set_growth_budget(0);
   }
-  fs.set_growth_budget(0);  // the disk is full
+  // Room again: the tree is whole, the writes are there and commit.
+  void room_again() {
+    EXPECT_EQ(st->tree().broken(), Status::kOk);
+    fs.set_growth_budget(~uint64_t{0});
+    ASSERT_EQ(st->commit(), Status::kOk);
+    Model got;
+    ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+    EXPECT_TRUE(got == m);
+    EXPECT_EQ(st->tree().check(), "");
+  }
+};
+
+TEST(Store, ReadsOnAFullDiskTakeCleanFramesAndSucceed) {
+  FullDiskStore d;
+  ASSERT_NO_FATAL_FAILURE(d.open());
   std::mt19937 rng(4);
-  int reads = 0;
-  for (; reads < 3000; reads++) {
-    const std::string k = key(static_cast<int>(rng() % 20000));
+  for (int reads = 0; reads < 3000; reads++) {
+    const std::string k = FullDiskStore::key(static_cast<int>(rng() % 20000));
     ValueRef ref;
-    Status s = st->tree().get(sl(k), &ref);
+    Status s = d.st->tree().get(sl(k), &ref);
     ASSERT_EQ(s, Status::kOk) << "read " << reads << " of " << k;
     std::vector<uint8_t> buf;
     Slice v;
-    ASSERT_EQ(st->tree().read_value(ref, &buf, &v), Status::kOk);
-    ASSERT_EQ(std::string(reinterpret_cast<const char*>(v.data), v.len), m[k]);
+    ASSERT_EQ(d.st->tree().read_value(ref, &buf, &v), Status::kOk);
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(v.data), v.len), d.m[k]);
   }
-  EXPECT_EQ(st->tree().broken(), Status::kOk);
-  // Room again: the uncommitted writes are there and commit.
-  fs.set_growth_budget(~uint64_t{0});
-  ASSERT_EQ(st->commit(), Status::kOk);
-  Model got;
-  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
-  EXPECT_TRUE(got == m);
+  d.room_again();
 }
 
 // Writes on a full disk take clean frames too: every write on a store past its pool first frees
@@ -988,46 +999,20 @@ TEST(Store, ReadsOnAFullDiskTakeCleanFramesAndSucceed) {
 // make_room's copy of the clock loop lacked). Writes into leaves that are already dirty need no
 // spill: they succeed; the store goes on once there is room.
 TEST(Store, WritesOnAFullDiskTakeCleanFramesAndSucceed) {
-  FaultStorage fs;
-  StoreOptions o;
-  o.pool_bytes = 64 * kPageSize;
-  std::unique_ptr<Store> st;
-  ASSERT_EQ(Store::open(&fs, o, &st), Status::kOk);
-  Model m;
-  auto key = [](int i) {
-    char b[16];
-    snprintf(b, sizeof b, "k%06d", i);
-    return std::string(b);
-  };
-  for (int i = 0; i < 20000; i++) {  // ~10x the pool
-    ASSERT_EQ(st->tree().set(sl(key(i)), sl(std::string(100, 'a' + i % 26))), Status::kOk);
-    m[key(i)] = std::string(100, 'a' + i % 26);
-  }
-  ASSERT_EQ(st->commit(), Status::kOk);
-  for (int i = 0; i < 32; i++) {  // half the pool dirty, spread over it
-    const std::string k = key(i * 600);
-    ASSERT_EQ(st->tree().set(sl(k), sl(std::string(100, 'C'))), Status::kOk);
-    m[k] = std::string(100, 'C');
-  }
-  fs.set_growth_budget(0);  // the disk is full
+  FullDiskStore d;
+  ASSERT_NO_FATAL_FAILURE(d.open());
   std::mt19937 rng(5);
   for (int w = 0; w < 500; w++) {
     // a read elsewhere (a clean frame taken), then a same-size write into a dirty leaf
-    const std::string r = key(static_cast<int>(rng() % 20000));
+    const std::string r = FullDiskStore::key(static_cast<int>(rng() % 20000));
     ValueRef ref;
-    ASSERT_EQ(st->tree().get(sl(r), &ref), Status::kOk) << r;
-    const std::string k = key(static_cast<int>(rng() % 32) * 600);
+    ASSERT_EQ(d.st->tree().get(sl(r), &ref), Status::kOk) << r;
+    const std::string k = FullDiskStore::key(static_cast<int>(rng() % 32) * 600);
     const std::string v(100, static_cast<char>('D' + w % 20));
-    ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk) << "write " << w << " of " << k;
-    m[k] = v;
+    ASSERT_EQ(d.st->tree().set(sl(k), sl(v)), Status::kOk) << "write " << w << " of " << k;
+    d.m[k] = v;
   }
-  EXPECT_EQ(st->tree().broken(), Status::kOk);
-  fs.set_growth_budget(~uint64_t{0});
-  ASSERT_EQ(st->commit(), Status::kOk);
-  Model got;
-  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
-  EXPECT_TRUE(got == m);
-  EXPECT_EQ(st->tree().check(), "");
+  d.room_again();
 }
 
 TEST(Store, ASpillThatFailsOnAFullDiskFailsTheWriteCleanly) {
