@@ -1183,6 +1183,30 @@ TEST(Store, ABulkLoadThatFailsOnAFullDiskFailsAlone) {
   }
 }
 
+// Store::pending (at_store_pending: whether the owner of a shared store commits what its workers
+// wrote) counts writes whose pages the pool already spilled into the log: with every dirty page
+// evicted by reads, a commit still has something to make durable.
+TEST(Store, PendingCountsWritesSpilledBeforeTheCommit) {
+  FullDiskStore d;  // (its disk is never made full here)
+  d.o.pool_bytes = 64 * kPageSize;
+  ASSERT_EQ(Store::open(&d.fs, d.o, &d.st), Status::kOk);
+  EXPECT_FALSE(d.st->pending());
+  for (int i = 0; i < 20000; i++) ASSERT_EQ(d.st->tree().set(sl(FullDiskStore::key(i)), sl(std::string(100, 'a'))), Status::kOk);
+  ASSERT_EQ(d.st->commit(), Status::kOk);
+  EXPECT_FALSE(d.st->pending());
+  ASSERT_EQ(d.st->tree().set(sl(FullDiskStore::key(7)), sl(std::string(100, 'b'))), Status::kOk);
+  EXPECT_TRUE(d.st->pending());
+  // Reads all over the store until the changed leaf was evicted (spilled into the log).
+  for (int i = 0; i < 20000 && d.st->tree().store().dirty_count() > 0; i += 3) {
+    ValueRef ref;
+    ASSERT_EQ(d.st->tree().get(sl(FullDiskStore::key(i)), &ref), Status::kOk);
+  }
+  ASSERT_EQ(d.st->tree().store().dirty_count(), 0u);
+  EXPECT_TRUE(d.st->pending()) << "a spilled write is pending until the commit";
+  ASSERT_EQ(d.st->commit(), Status::kOk);
+  EXPECT_FALSE(d.st->pending());
+}
+
 TEST(Store, PosixFilesAndLocking) {
   char tmpl[] = "/tmp/adaptree-store-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
