@@ -8,6 +8,7 @@
 //   node     lib es2022 + @types/node, no DOM          tsc --noEmit
 //   node10   the same with moduleResolution node10      tsc --noEmit
 //   dom      lib es2022 + DOM, no @types/node           tsc --noEmit
+//   bare     lib es2022 only: no DOM, no @types/node     tsc --noEmit
 //   workers  lib es2022 + @cloudflare/workers-types     tsc --noEmit
 //   deno     Deno's own libs, package from node_modules deno check
 // It also checks the tarball's source maps: each one must carry the text of every source it
@@ -66,6 +67,7 @@ const envs = {
   // adaptree/level before session 23)
   node10: { from: 'node', devDependencies: { typescript: version('typescript'), '@types/node': version('@types/node') }, check: ['npx', ['tsc', '-p', 'tsconfig.node10.json']] },
   dom: { devDependencies: { typescript: version('typescript') }, check: ['npx', ['tsc', '-p', '.']] },
+  bare: { devDependencies: { typescript: version('typescript') }, check: ['npx', ['tsc', '-p', '.']] },
   workers: {
     devDependencies: { typescript: version('typescript'), '@cloudflare/workers-types': WORKERS_TYPES },
     check: ['npx', ['tsc', '-p', '.']],

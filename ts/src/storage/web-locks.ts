@@ -8,7 +8,7 @@ import { LockedError } from '../errors.js';
 
 /** The part of the LockManager used here (the package builds without the DOM lib). */
 export interface LockManager {
-  request(name: string, options: { ifAvailable?: boolean; mode?: 'exclusive' | 'shared'; signal?: AbortSignal }, callback: (lock: unknown) => Promise<void>): Promise<void>;
+  request(name: string, options: { ifAvailable?: boolean; mode?: 'exclusive' | 'shared'; signal?: { readonly aborted: boolean } }, callback: (lock: unknown) => Promise<void>): Promise<void>;
   /** The locks held and requested in the origin (not in every browser). */
   query?(): Promise<{ held?: { name?: string }[] }>;
 }
