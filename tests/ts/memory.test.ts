@@ -175,10 +175,11 @@ describe.each(REAL_BUILDS)('%s build: out of memory inside each call path', (bui
     const e = expectOom(() => m.setMany(batch));
     expect(e.message).toMatch(/of 1500 entries were applied/);
     release(w, held);
-    // The applied entries are a prefix of the batch.
+    // The applied entries are a prefix of the batch, as long as the error's `applied` says.
     let applied = 0;
     while (applied < batch.length && m.has(batch[applied]![0])) applied++;
     expect(applied).toBeLessThan(batch.length);
+    expect(e.applied).toBe(applied);
     for (let i = 0; i < applied; i++) model.set(batch[i]![0], batch[i]![1]);
     expectModel(m, model);
     m.setMany(batch);
@@ -383,6 +384,60 @@ describe.each(REAL_BUILDS)('%s build: out of memory inside each call path', (bui
     expect([(await t.getAsync('big'))?.length, await t.getAsync('small'), await t.getAsync('after')]).toEqual([big.length, 'x', 'y']);
     await t.close();
   });
+
+  // setManyAsync on a cold async store goes on in parts after each page fault; an error in a
+  // later part must count the parts before it (the typed `applied`, session 27: the message
+  // only had the count inside the failing part).
+  it('setManyAsync that runs out of memory in a later part: `applied` counts every part, those entries are in', async () => {
+    const w = await fresh(build);
+    const base = createAsyncMemoryStorage();
+    // The heap is filled (under a budget) at the 300th page read of the batch (of ~420) of the batch: a part after the
+    // first then finds no memory.
+    let reads = 0, armed = false;
+    const held: number[] = [];
+    const onRead = () => {
+      if (armed && ++reads === 300) {
+        w.setMaxMemory(w.memory.buffer.byteLength);
+        held.push(...exhaust(w));
+      }
+    };
+    const storage = {
+      ...base,
+      async open(path: string, opts: { create: boolean; readOnly?: boolean }) {
+        const pages = await base.open(path, opts);
+        return {
+          ...pages,
+          readPage: (id: number) => { onRead(); return pages.readPage(id); },
+          readPages: (ids: readonly number[]) => { onRead(); return pages.readPages!(ids); },
+          writePages: pages.writePages.bind(pages),
+          close: pages.close.bind(pages),
+        };
+      },
+    };
+    const path = uniqueName('oom-parts');
+    const open = () => BTreeStore.open<number, Uint8Array>({ storage, path, poolSize: 1 * MiB, wasm: w, keys: 'number', values: 'bytes' });
+    let s = await open();
+    await s.setManyAsync(Array.from({ length: 3000 }, (_, i) => [2 * i, blob(300, i)] as [number, Uint8Array]));
+    await s.commit();
+    await s.close();
+    s = await open(); // a cold pool: the batch faults, then goes on in parts
+    const batch: [number, Uint8Array][] = [];
+    for (let i = 0; i < 6000; i++) batch.push([2 * ((i * 7919) % 6000) + 1, blob(600, i)]);
+    armed = true;
+    const e = await expectOomAsync(() => s.setManyAsync(batch));
+    console.log(`setManyAsync: ${e.applied} of ${batch.length} applied before OUT_OF_MEMORY (${e.message})`);
+    armed = false;
+    release(w, held);
+    w.setMaxMemory(Infinity);
+    // A part after the first failed: the count is more than the failing part's own.
+    const inPart = Number(/(\d+) of \d+ entries were applied/.exec(e.message)?.[1]);
+    expect(e.applied).toBeGreaterThan(inPart);
+    expect(e.message).toContain(`${e.applied} of ${batch.length} entries of the batch are in`);
+    for (let i = 0; i < e.applied!; i += 97) expect(sameBytes(await s.getAsync(batch[i]![0]), batch[i]![1])).toBe(true);
+    expect(sameBytes(await s.getAsync(batch[e.applied! - 1]![0]), batch[e.applied! - 1]![1])).toBe(true);
+    expect(await s.getAsync(batch[e.applied!]![0])).toBeUndefined();
+    await s.close({ commit: false });
+  }, 60_000);
 
   // A new-user probe (session 22): memory grew by what the allocator asked (256 KiB at a time),
   // and in V8 each growth of a WebAssembly.Memory can cost a full GC of the JS heap: 2M sets

@@ -560,6 +560,7 @@ describe('BTreeStore on sync backends', () => {
     // the error says how many were applied: those are there, the rest not.
     const applied = Number(/(\d+) of 40000 entries were applied/.exec((err as Error).message)?.[1]);
     expect(applied).toBeLessThan(40000);
+    expect(isAdaptreeError(err) && err.applied).toBe(applied);
     expect(s.size).toBe(applied); // reads work (this threw QUOTA_EXCEEDED)
     if (applied > 0) expect(s.get(applied - 1)).toBe('v'.repeat(100));
     expect(s.get(applied)).toBeUndefined();

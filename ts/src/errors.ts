@@ -79,6 +79,17 @@ export function isAdaptreeError(e: unknown): e is AdaptreeErrorLike {
 export interface AdaptreeErrorLike extends Error {
   readonly code: AdaptreeErrorCode;
   readonly [ADAPTREE_ERROR]: true;
+  /** On an error from `setMany` or `setManyAsync` (of a map or a store): how many entries, the
+   * first ones in input order, were applied before it stopped (0: the map is unchanged). */
+  readonly applied?: number;
+}
+
+/** Gives an adaptree error from setMany its `applied` count (a PageFaultError has its own). */
+export function withApplied(e: unknown, applied: number): unknown {
+  if (isAdaptreeError(e) && !(e instanceof PageFaultError)) {
+    Object.defineProperty(e, 'applied', { value: applied, configurable: true, enumerable: true, writable: false });
+  }
+  return e;
 }
 
 function brand(e: Error, name: string): void {

@@ -32,6 +32,7 @@ import {
   Status,
   errorFromStatus,
   listOf,
+  withApplied,
 } from './errors.js';
 import { ENCODE_INTO_VIEW, readUtf8, utf8Key } from './encoding/utf8.js';
 import { bytesValue, jsonValue } from './encoding/values.js';
@@ -506,9 +507,14 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
   /** Sets many entries in one call into wasm (later duplicates win). Every key and value is
    * checked before anything is written: a bad one throws and the map is unchanged. Sorted
    * entries into an empty map are bulk loaded. `onProgress` ({@link Progress}, phase
-   * 'bulk-load') reports the entries encoded; if it throws, AbortedError, map unchanged. */
+   * 'bulk-load') reports the entries encoded; if it throws, AbortedError, map unchanged. A
+   * failure inside the core (out of memory, a full disk) may come after a prefix of the batch
+   * went in: every error says how many entries, from the first, are in (`applied`). */
   setMany(entries: Iterable<readonly [K, V]>, options?: { onProgress?: ProgressCallback }): this {
     const h = this.#h, rt = h.rt;
+    // Every error says how many entries are in (errors.ts `applied`): none until the core's call.
+    let applied = 0;
+    try {
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     const onProgress = progressOption(options?.onProgress, 'setMany');
     const list = listOf(entries, 'setMany: entries');
@@ -549,7 +555,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     rt.refresh();
     // value_len: entries applied (aux holds the page id on NEED_PAGE): the async store
     // resumes after them (BTreeStore.setManyAsync) instead of re-applying the whole batch.
-    const applied = rt.dv.getUint32(rt.res + Result.VALUE_LEN, true);
+    applied = rt.dv.getUint32(rt.res + Result.VALUE_LEN, true);
     if (applied > 0 || st === Status.OK) h.mod++;
     if (st === Status.NEED_PAGE) {
       const pageId = rt.dv.getUint32(rt.res + Result.AUX, true);
@@ -559,6 +565,9 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     rt.shrink();
     if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'setMany', `${applied} of ${n} entries were applied`);
     return this;
+    } catch (e) {
+      throw withApplied(e, applied);
+    }
   }
 
   /** Layout counts, height, bytes, fill and more, as reported by the core. */

@@ -55,6 +55,7 @@ import {
   isAdaptreeError,
   listOf,
   ThreadsUnsupportedError,
+  withApplied,
 } from './errors.js';
 import {
   ATTACH_TREE,
@@ -1832,7 +1833,12 @@ export class BTreeStore<K = string, V = unknown> {
         done += part.length;
         if (done >= list.length) return this;
       } catch (e) {
-        if (!(e instanceof PageFaultError) || this.#b.kind !== 'async') throw e;
+        if (!(e instanceof PageFaultError) || this.#b.kind !== 'async') {
+          // The error counts the entries of every part before this one too.
+          const applied = done + ((e as { applied?: number }).applied ?? 0);
+          if (done > 0 && e instanceof Error) e.message += `; ${applied} of ${list.length} entries of the batch are in`;
+          throw withApplied(e, applied);
+        }
         done += e.applied ?? 0;
         await this.#fault(this.#b, e.pageId, false);
       }
