@@ -33,18 +33,18 @@ describe('an opfs store shared between workers (Chromium)', () => {
   }
   /** Worker a shares its store G.s (in the page: the handle holds a module and shared memory)
    * and worker b runs `code` with the handle as `data`, after init({ threads: true }).
-   * 'keep': the handle is kept in the page (window.kept) and b runs nothing; 'use': b gets
+   * 'keep': the handle is kept in the page (window[slot]) and b runs nothing; 'use': b gets
    * the kept handle. */
-  function attachIn(page: Page, a: number, b: number, code: string, keep?: 'keep' | 'use'): Promise<Answer> {
-    return page.evaluate(async ([a, b, code, keep]) => {
-      const kept = globalThis as unknown as { kept?: unknown };
-      const h = keep === 'use' ? kept.kept : (await wrun(a as number, 'return G.s.share()')).done;
+  function attachIn(page: Page, a: number, b: number, code: string, keep?: 'keep' | 'use', slot = 'kept'): Promise<Answer> {
+    return page.evaluate(async ([a, b, code, keep, slot]) => {
+      const kept = globalThis as unknown as Record<string, unknown>;
+      const h = keep === 'use' ? kept[slot as string] : (await wrun(a as number, 'return G.s.share()')).done;
       if (keep === 'keep') {
-        kept.kept = h;
+        kept[slot as string] = h;
         return { done: 'kept' };
       }
       return wrun(b as number, `await A.init({ threads: true }); ${code as string}`, h);
-    }, [a, b, code, keep] as const);
+    }, [a, b, code, keep, slot] as const);
   }
 
   // A new-user probe (session 25): the owner's Web Lock went with its terminated worker while
@@ -56,6 +56,7 @@ describe('an opfs store shared between workers (Chromium)', () => {
     const [a, b] = await ownerAndPeer(t1, 'own/s');
     // A handle made before the owner ends, attached after: refused (its owner is gone).
     await attachIn(t1, a, -1, '', 'keep');
+    await attachIn(t1, a, -1, '', 'keep', 'kept2');
     await t1.evaluate((a) => wkill(a), a);
     const c = await worker(t2);
     const open = await run(t2, c, `await A.init(); const t0 = Date.now(); try { await A.BTreeStore.open({ path: 'own/s' }); return ['opened a second writer'] } catch (e) { return [e.code, Date.now() - t0] }`);
@@ -63,6 +64,11 @@ describe('an opfs store shared between workers (Chromium)', () => {
     expect(await run(t2, c, `try { await A.BTreeStore.open({ path: 'own/s', readOnly: true }); return 'opened' } catch (e) { return e.code }`)).toEqual({ done: 'LOCKED' });
     const b2 = await worker(t1);
     expect((await attachIn(t1, a, b2, `await A.BTreeStore.attach(data); return 'attached'`, 'use')).threw?.code).toBe('CLOSED');
+    // The same where the lock manager has no query() (it is optional): the check asks for the
+    // owner's lock instead (it was skipped, and the attach went through).
+    const b3 = await worker(t1);
+    const noQuery = await attachIn(t1, a, b3, `delete LockManager.prototype.query; await A.BTreeStore.attach(data); return 'attached'`, 'use', 'kept2');
+    expect(noQuery.threw?.code, noQuery.threw?.message).toBe('CLOSED');
     // The attached worker goes on alone; an open that waits gets the store once it closed.
     expect(await run(t1, b, `for (let i = 0; i < 2000; i++) G.s.set('k' + String(i).padStart(5, '0'), 'b'.repeat(200)); await G.s.commit(); return G.s.size`)).toEqual({ done: 2002 });
     const waiting = run(t2, c, `G.w = await A.BTreeStore.open({ path: 'own/s', wait: true }); return G.w.size`);

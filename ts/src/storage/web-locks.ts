@@ -65,11 +65,19 @@ export async function takeLock(locks: LockManager, name: string, wait: boolean, 
 }
 
 
-/** Whether anyone in the origin holds the lock `name` (undefined: the browser cannot say). */
-export async function lockHeld(locks: LockManager, name: string): Promise<boolean | undefined> {
-  if (typeof locks.query !== 'function') return undefined;
-  const { held } = await locks.query();
-  return held?.some((l) => l.name === name) ?? false;
+/** Whether anyone in the origin holds the lock `name`. Where the lock manager has no query()
+ * (it is optional), by asking for the lock itself without waiting: not granted means held
+ * (or asked for by someone else first); granted, it is let go of at once. */
+export async function lockHeld(locks: LockManager, name: string): Promise<boolean> {
+  if (typeof locks.query === 'function') {
+    const { held } = await locks.query();
+    return held?.some((l) => l.name === name) ?? false;
+  }
+  let granted = false;
+  await locks.request(name, { mode: 'exclusive', ifAvailable: true }, async (lock) => {
+    granted = lock !== null;
+  });
+  return !granted;
 }
 
 /** Waits until nobody holds the lock `name` (takes it exclusive and lets go at once): true,
