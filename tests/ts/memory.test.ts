@@ -17,7 +17,7 @@ import {
 } from '../../ts/src/index.js';
 import { loadWasm, type AdaptreeWasm } from '../../ts/src/wasm.js';
 import { REAL_BUILDS } from './builds.js';
-import { uniqueName } from './store-helpers.js';
+import { onReads, uniqueName } from './store-helpers.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
 
 const MiB = 1 << 20;
@@ -401,19 +401,7 @@ describe.each(REAL_BUILDS)('%s build: out of memory inside each call path', (bui
         held.push(...exhaust(w));
       }
     };
-    const storage = {
-      ...base,
-      async open(path: string, opts: { create: boolean; readOnly?: boolean }) {
-        const pages = await base.open(path, opts);
-        return {
-          ...pages,
-          readPage: (id: number) => { onRead(); return pages.readPage(id); },
-          readPages: (ids: readonly number[]) => { onRead(); return pages.readPages!(ids); },
-          writePages: pages.writePages.bind(pages),
-          close: pages.close.bind(pages),
-        };
-      },
-    };
+    const storage = onReads(base, onRead);
     const path = uniqueName('oom-parts');
     const open = () => BTreeStore.open<number, Uint8Array>({ storage, path, poolSize: 1 * MiB, wasm: w, keys: 'number', values: 'bytes' });
     let s = await open();

@@ -42,6 +42,24 @@ export function wrapFiles(inner: SyncBackend, name: string, wrap: (f: SyncFile, 
   };
 }
 
+/** `inner` (an async backend, its other fields kept) with `onRead` called before each read
+ * request of an opened store: readPage and readPages alike, one call per request. */
+export function onReads<B extends AsyncBackend>(inner: B, onRead: () => void): B {
+  return {
+    ...inner,
+    async open(path: string, options: { create: boolean; readOnly?: boolean }): Promise<AsyncStorePages> {
+      const pages = await inner.open(path, options);
+      return {
+        ...pages,
+        readPage: (id: number) => { onRead(); return pages.readPage(id); },
+        readPages: (ids: readonly number[]) => { onRead(); return pages.readPages!(ids); },
+        writePages: pages.writePages.bind(pages),
+        close: pages.close.bind(pages),
+      };
+    },
+  };
+}
+
 /** An async backend over `inner` whose commits go through `writePages` (given the inner
  * store's own writePages), with `extra` fields on the opened store (say viewsOfOneCopy). */
 export function wrapPages(

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { BTreeStore, PageFaultError } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
 import { REAL_BUILDS, wasmFor } from './builds.js';
-import { uniqueName, wrapPages } from './store-helpers.js';
+import { onReads, uniqueName, wrapPages } from './store-helpers.js';
 import { SplitMix } from './store-rng.js';
 
 describe.each(REAL_BUILDS)('setManyAsync larger than the pool (%s)', (build) => {
@@ -47,19 +47,7 @@ describe.each(REAL_BUILDS)('setManyAsync larger than the pool (%s)', (build) => 
     const base = createAsyncMemoryStorage();
     // Counts the backend's read requests (round trips), not pages.
     let requests = 0;
-    const storage = {
-      ...base,
-      async open(path: string, opts: { create: boolean; readOnly?: boolean }) {
-        const pages = await base.open(path, opts);
-        return {
-          ...pages,
-          readPage: (id: number) => { requests++; return pages.readPage(id); },
-          readPages: (ids: readonly number[]) => { requests++; return pages.readPages!(ids); },
-          writePages: pages.writePages.bind(pages),
-          close: pages.close.bind(pages),
-        };
-      },
-    };
+    const storage = onReads(base, () => requests++);
     const path = uniqueName('large');
     const open = () => BTreeStore.open<string, Uint8Array>({ path, storage, values: 'bytes', wasm, poolSize: 1 << 20 });
     const big = new Uint8Array(6e6);
