@@ -28,6 +28,7 @@ import {
   errorFromWire,
   InstanceUnusableError,
   InvalidArgumentError,
+  IoError,
   InvalidKeyError,
   InvalidValueError,
   listOf,
@@ -109,16 +110,34 @@ type WebWorker = {
   addEventListener(type: 'error', f: (e: { message?: string; preventDefault?(): void }) => void): void;
 };
 
+/** A worker that could not be made: the workerUrl given is refused (InvalidArgumentError), or
+ * the package's own pool-worker.js cannot be located (IoError; a probe's CommonJS bundle,
+ * with no import.meta.url, was told "workerUrl: Invalid URL" though it had given none). */
+function workerError(url: string | URL | undefined, e: unknown): Error {
+  const why = (e as Error)?.message ?? String(e);
+  if (url !== undefined) return new InvalidArgumentError(`workerUrl: ${why}`, { cause: e });
+  return new IoError(
+    `WorkerPool: cannot start the package's pool worker (pool-worker.js beside this module, import.meta.url ` +
+      `${String((import.meta as { url?: unknown }).url)}): ${why}; pass its URL as workerUrl`,
+    { cause: e },
+  );
+}
+
 /** Starts one worker: a web Worker where the global exists (browsers, Deno, Bun), else Node's. */
 async function spawn(url: string | URL | undefined, name: string, onReply: (r: Reply) => void, onGone: (why: string) => void): Promise<Port> {
   if (typeof (globalThis as { Worker?: unknown }).Worker === 'function') {
     // `new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module' })` written out
     // literally: bundlers (vite, webpack 5) recognise exactly this and bundle the worker.
-    const w = (
-      url !== undefined
-        ? new Worker(url, { type: 'module', name })
-        : new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module', name })
-    ) as unknown as WebWorker;
+    let w: WebWorker;
+    try {
+      w = (
+        url !== undefined
+          ? new Worker(url, { type: 'module', name })
+          : new Worker(new URL('./pool-worker.js', import.meta.url), { type: 'module', name })
+      ) as unknown as WebWorker;
+    } catch (e) {
+      throw workerError(url, e);
+    }
     w.addEventListener('message', (e) => onReply(e.data));
     w.addEventListener('error', (e) => {
       e.preventDefault?.();
@@ -141,7 +160,7 @@ async function spawn(url: string | URL | undefined, name: string, onReply: (r: R
   try {
     w = new wt.Worker(where ?? new URL(/* webpackIgnore: true */ file, import.meta.url), { name });
   } catch (e) {
-    throw new InvalidArgumentError(`workerUrl: ${(e as Error).message}`, { cause: e });
+    throw workerError(url, e);
   }
   w.on('message', onReply);
   let failure = '';

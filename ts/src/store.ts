@@ -661,6 +661,9 @@ export class BTreeStore<K = string, V = unknown> {
     // (checked before the main-thread opfs store takes the options: a fill it cannot send was
     // INVALID_VALUE "cannot send to the store's worker"; a new-user probe, session 24)
     const fill = fillFlags(options.fill);
+    // (checked here too: the main-thread opfs store below does not use it, and opened with
+    // `wasm: 5`, a probe found, session 27)
+    if (options.wasm !== undefined) checkWasmOption(options.wasm, 'BTreeStore.open');
     const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
     if (backend === opfsStorage && !opfsSyncAvailable() && opfsRemoteAvailable()) {
       // A browser's main thread: the store lives in a worker (storage/opfs-remote.ts).

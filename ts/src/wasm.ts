@@ -308,6 +308,34 @@ async function compile(source: WasmSource): Promise<WebAssembly.Module> {
   }
 }
 
+/** The package's own module, beside this file. Its failures are IoError naming where it was
+ * looked for: a new-user probe got an untyped "TypeError: Invalid URL" from a CommonJS bundle
+ * and a Worker bundle (no import.meta.url to resolve against), and InvalidArgumentError ("the
+ * wasm given is not a valid module") for the HTML page a static host served in its place,
+ * though the user had given nothing. */
+async function compileDefault(build: WasmBuild): Promise<WebAssembly.Module> {
+  let url: URL;
+  try {
+    url = defaultUrl(build);
+  } catch (e) {
+    throw new IoError(
+      `adaptree: cannot locate the package's wasm module (adaptree-${build}.wasm): this module's import.meta.url ` +
+        `(${String((import.meta as { url?: unknown }).url)}) is no URL to resolve it against, as in a CommonJS bundle or a ` +
+        'Worker bundle; pass the module as init({ wasm }) (or loadWasm, or the wasm option of a store)',
+      { cause: e },
+    );
+  }
+  try {
+    return await compileSource(url);
+  } catch (e) {
+    if (isAdaptreeError(e)) throw e;
+    const why = e instanceof WebAssembly.CompileError
+      ? `what it got is not a wasm module (${e.message}): serve the file at that URL`
+      : (e as Error)?.message ?? String(e);
+    throw new IoError(`adaptree: cannot load the package's wasm module from ${url.href}: ${why}, or pass the module as init({ wasm })`, { cause: e });
+  }
+}
+
 async function compileSource(source: WasmSource): Promise<WebAssembly.Module> {
   if (source instanceof WebAssembly.Module) return source;
   if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
@@ -593,7 +621,7 @@ async function load(options: LoadOptions): Promise<AdaptreeWasm> {
   if (options.threads && build !== 'mt') {
     // Asked for threads where they are impossible: fall back, as documented.
   }
-  const module = attach?.module ?? (await compile(options.wasm ?? defaultUrl(build)));
+  const module = attach?.module ?? (options.wasm !== undefined ? await compile(options.wasm) : await compileDefault(build));
   const what = attach ? "the attach handle's wasm module" : options.wasm !== undefined ? 'the wasm module given' : `the package's ${build} wasm module`;
   checkModule(module, build, what, options);
   let memory: WebAssembly.Memory | undefined;

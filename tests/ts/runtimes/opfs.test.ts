@@ -349,18 +349,22 @@ describe('opfs backend in headless Chromium', () => {
 
   // A LockedError from the worker lost the NoModificationAllowedError that said why (a
   // new-user probe, session 24): errors crossed without their cause.
-  it('on the main thread, a bad fill option is INVALID_ARGUMENT, as on every backend', async () => {
-    // (it reached postMessage: INVALID_VALUE "cannot send to the store's worker"; session 24)
+  it('on the main thread, a bad fill or wasm option is INVALID_ARGUMENT, as on every backend', async () => {
+    // (fill reached postMessage: INVALID_VALUE "cannot send to the store's worker", session 24;
+    // `wasm: 5` opened, the option unused there, session 27)
     const page = await tab();
     const r = await page.evaluate(async () => {
-      try {
-        await (api as { BTreeStore: { open(o: unknown): Promise<unknown> } }).BTreeStore.open({ path: 'fill-bad/store', storage: 'opfs', fill: { redistribute: () => true } });
-        return { opened: true };
-      } catch (e) {
-        return { name: (e as Error).name, code: (e as { code?: string }).code };
-      }
+      const open = async (o: object) => {
+        try {
+          await (api as { BTreeStore: { open(o: unknown): Promise<unknown> } }).BTreeStore.open({ storage: 'opfs', ...o });
+          return { opened: true };
+        } catch (e) {
+          return { name: (e as Error).name, code: (e as { code?: string }).code };
+        }
+      };
+      return [await open({ path: 'fill-bad/store', fill: { redistribute: () => true } }), await open({ path: 'wasm-bad/store', wasm: 5 })];
     });
-    expect(r).toEqual({ name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT' });
+    expect(r).toEqual([{ name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT' }, { name: 'InvalidArgumentError', code: 'INVALID_ARGUMENT' }]);
     await page.close();
     expect(errors).toEqual([]);
   });
