@@ -261,6 +261,18 @@ static bool shared_write_step(uint8_t* p, ReadMode& m, bool (*step)(uint8_t*, Xo
   return true;
 }
 
+// Does key's record in the leaf hold an overflow value? Replacing or removing one frees its
+// chain, which the free list (the tree's) takes only under the exclusive latch. Done under
+// the shared latch, the chain was left for finish_shared, and whatever ran exclusive in the
+// gap saw its pages neither reachable nor free: checkInvariants reported a leak (CORRUPT) on
+// a healthy tree, and the owner's commit of a shared store made it durable, so a crash before
+// the next commit left the store failing its checks for good (a new-user probe, session 27).
+// Such a write runs exclusive instead, as a write that allocates overflow pages does.
+static bool replaces_overflow(uint8_t* p, Slice key) {
+  ValueRef cur;
+  return leaf::lookup(p, key, &cur) && cur.is_overflow();
+}
+
 Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   Status w = writable();
   if (w != Status::kOk) return w;
@@ -276,6 +288,10 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
     if (!latch_shared_leaf(key, true, m, &l, &latch, &waited)) return Status::kRestart;
     const PageId id = l.id;
     uint8_t* p = l.page;
+    if (replaces_overflow(p, key)) {
+      latch.unlock_exclusive_unchanged();
+      return Status::kRestart;
+    }
     if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
       latch.unlock_exclusive_unchanged();
       return Status::kRestart;
@@ -465,6 +481,10 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   if (!latch_shared_leaf(key, true, m, &l, &latch)) return Status::kRestart;
   const PageId id = l.id;
   uint8_t* p = l.page;
+  if (replaces_overflow(p, key)) {
+    latch.unlock_exclusive_unchanged();
+    return Status::kRestart;
+  }
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;
