@@ -342,6 +342,27 @@ describe.each(KINDS)('BTreeStore on %s', (kind) => {
     expect(((await caught(it1.next())) as Error).message).toBe('the store is closed');
   });
 
+  // STORE.md: calls made after close() began are CLOSED, except commit(), which shares close's
+  // commit. With nothing pending, close() had freed the store before it returned, and a
+  // commit() right after it rejected CLOSED (a new-user probe, session 27).
+  it("commit() made while close() is under way resolves with it, pending writes or none; after it, CLOSED", async () => {
+    for (const pending of [true, false]) {
+      const w = where(kind, `close-commit-${pending}`);
+      const s = await openNum(w);
+      await s.setAsync(1, 1);
+      if (!pending) await s.commit();
+      else await s.setAsync(2, 2);
+      const closing = s.close();
+      const during = s.commit().then(() => 'resolved', (e: unknown) => (e as { code?: string }).code);
+      await closing;
+      expect(await during, `pending ${pending}`).toBe('resolved');
+      expect(await caught(s.commit())).toBeInstanceOf(ClosedError);
+      const r = await openNum(w);
+      expect(await contents(r)).toEqual(pending ? [[1, 1], [2, 2]] : [[1, 1]]);
+      await r.close();
+    }
+  });
+
   it('a second open of the same store in this process gives LockedError', async () => {
     const w = where(kind, 'locked');
     const s = await openNum(w);

@@ -418,6 +418,9 @@ export class BTreeStore<K = string, V = unknown> {
   #released = false;
   #closed = false;
   #closing: Promise<void> | undefined;
+  /** close()'s promise has settled, and whether that close commits (commit(): see there). */
+  #closeSettled = false;
+  #closeCommits = false;
   /** Writes since the last commit began. */
   #uncommitted = 0;
   /** A new store on an async backend, which stores nothing before its first commit: that
@@ -1014,6 +1017,10 @@ export class BTreeStore<K = string, V = unknown> {
    * commit after that rejects with ReadOnlyError (its cause: that failure) until reopened.
    */
   commit(): Promise<void> {
+    // A commit() while close() is under way shares close's commit. With nothing pending,
+    // close() frees the map before it returns, and commit() right after it rejected CLOSED
+    // (a new-user probe, session 27).
+    if (this.#map.closed && this.#closing !== undefined && !this.#closeSettled && this.#closeCommits) return this.#closing;
     if (this.#map.closed || (this.#closed && this.#closing === undefined)) {
       this.#ownerClosed();
       return Promise.reject(new ClosedError('the store is closed'));
@@ -1215,6 +1222,7 @@ export class BTreeStore<K = string, V = unknown> {
     if (this.#closing !== undefined) return this.#closing;
     const commit = options?.commit ?? true;
     this.#closed = true;
+    this.#closeCommits = commit;
     if (this.#timer !== undefined) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
@@ -1283,6 +1291,10 @@ export class BTreeStore<K = string, V = unknown> {
       }
       if (err !== undefined) throw err;
     })();
+    const settled = () => {
+      this.#closeSettled = true;
+    };
+    this.#closing.then(settled, settled);
     return this.#closing;
   }
 
