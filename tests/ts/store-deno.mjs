@@ -56,4 +56,22 @@ try {
 }
 out.foreignAfter = Deno.readTextFileSync(foreign);
 out.foreignSiblings = [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) => n.startsWith('notes.json')).sort();
+// Files deleted while the store is open: the next commit is IO_ERROR (it resolved, and all was
+// lost at the next open; session 27).
+{
+  const gonePath = `${dir}/gone.db`;
+  const g = await BTreeStore.open({ path: gonePath, keys: 'number' });
+  g.set(1, 'one');
+  await g.commit();
+  Deno.removeSync(gonePath);
+  Deno.removeSync(gonePath + '-log');
+  g.set(2, 'two');
+  try {
+    await g.commit();
+    out.deleted = 'committed';
+  } catch (e) {
+    out.deleted = `${e.code}: ${/was deleted while the store was open/.test(e.message)}`;
+  }
+  await g.close().catch(() => {});
+}
 console.log(JSON.stringify(out));

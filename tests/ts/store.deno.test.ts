@@ -37,6 +37,7 @@ it('Deno: writes, commits, locks and reopens a store on Deno.FsFile', async () =
     foreign: 'CORRUPT',
     foreignAfter: '{"a":1}',
     foreignSiblings: ['notes.json'],
+    deleted: 'IO_ERROR: true',
   });
   expect(existsSync(join(tmp.dir, 'deno.db-log'))).toBe(true);
 });

@@ -1042,6 +1042,26 @@ describe('BTreeStore on sync backends', () => {
     await u.close();
   });
 
+  // A new-user probe (session 27): after `rm` of the store's files (or of its directory) while it
+  // was open, writes, commit() and close() all resolved, and everything was gone at the next
+  // open. A commit now fails (IO_ERROR, the store read-only) while a file of it has no name.
+  it("files deleted while the store is open: the next commit is IO_ERROR, not a silent loss", async () => {
+    for (const gone of [['.db', '.db-log'], ['.db'], ['.db-log']]) {
+      const base = join(tmp.dir, uniqueName('deleted'));
+      const s = await BTreeStore.open<number, string>({ path: base + '.db', keys: 'number' });
+      s.set(1, 'one');
+      await s.commit();
+      for (const g of gone) rmSync(base + g);
+      s.set(2, 'two');
+      const e = await caught(s.commit());
+      expect(isAdaptreeError(e) && e.code, gone.join(' ')).toBe('IO_ERROR');
+      expect((e as Error).message).toMatch(/was deleted while the store was open/);
+      const after = await caught(() => s.set(3, 'three'));
+      expect(isAdaptreeError(after) && after.code).toBe('READ_ONLY');
+      await caught(s.close());
+    }
+  });
+
   it('another process holding the store: LockedError, nothing damaged', async () => {
     const dist = join(repo, 'dist/index.js');
     expect(existsSync(dist), 'run `bash scripts/build.sh ts` first').toBe(true);

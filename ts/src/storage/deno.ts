@@ -25,7 +25,7 @@ interface DenoFsFile {
   writeSync(p: Uint8Array): number;
   syncDataSync(): void;
   truncateSync(len?: number): void;
-  statSync(): { size: number };
+  statSync(): { size: number; nlink?: number | null };
   tryLockSync?(exclusive?: boolean): boolean;
   lockSync(exclusive?: boolean): void;
   unlockSync(): void;
@@ -57,7 +57,8 @@ function isShared(u: Uint8Array): boolean {
 }
 
 class DenoFile implements SyncFile {
-  constructor(readonly f: DenoFsFile) {}
+  /** `store`: every file of the store (this one among them), checked at each sync. */
+  constructor(readonly f: DenoFsFile, private readonly store: readonly DenoFsFile[] = [f]) {}
 
   read(dst: Uint8Array, offset: number): number {
     // Shared memory (the mt build) is read through a private buffer.
@@ -81,6 +82,11 @@ class DenoFile implements SyncFile {
   }
 
   sync(): void {
+    // A commit fails while a file of the store has no name left (deleted while open: what was
+    // written since would be lost without a word; as the node backend, session 27).
+    for (const f of this.store) {
+      if (f.statSync().nlink === 0) throw new IoError(`its ${f === this.store[0] ? 'data file' : 'log'} was deleted while the store was open: nothing written since can be kept`);
+    }
     this.f.syncDataSync();
   }
 
@@ -242,8 +248,8 @@ export const denoStorage: SyncBackend = {
     }
     let closed = false;
     return {
-      data: new DenoFile(files[0]!),
-      log: logAbsent ? absentLog() : new DenoFile(files[1]!),
+      data: new DenoFile(files[0]!, files),
+      log: logAbsent ? absentLog() : new DenoFile(files[1]!, files),
       close() {
         if (closed) return;
         closed = true;
@@ -306,8 +312,8 @@ export const denoStorage: SyncBackend = {
     }
     let closed = false;
     return {
-      data: new DenoFile(files[0]!),
-      log: logAbsent ? absentLog() : new DenoFile(files[1]!),
+      data: new DenoFile(files[0]!, files),
+      log: logAbsent ? absentLog() : new DenoFile(files[1]!, files),
       // Another worker opens the same paths (denoStorage.attach).
       share: () => ({ path: abs, readOnly, logAbsent }),
       close(discardCreated?: boolean) {

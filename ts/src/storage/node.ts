@@ -25,7 +25,7 @@ interface NodeFs {
   writeSync(fd: number, buf: Uint8Array, offset: number, length: number, position: number | null): number;
   fdatasyncSync(fd: number): void;
   ftruncateSync(fd: number, len: number): void;
-  fstatSync(fd: number): { size: number; ino: number; dev: number };
+  fstatSync(fd: number): { size: number; ino: number; dev: number; nlink: number };
   readFileSync(path: string, enc: 'utf8'): string;
   unlinkSync(path: string): void;
   linkSync(existingPath: string, newPath: string): void;
@@ -125,7 +125,9 @@ function errnoOf(e: unknown): string | undefined {
 }
 
 class NodeFile implements SyncFile {
-  constructor(private readonly fs: NodeFs, readonly fd: number) {}
+  /** `store`: the descriptors of every file of the store (this one among them), checked at each
+   * sync (a commit's flush). */
+  constructor(private readonly fs: NodeFs, readonly fd: number, private readonly store: readonly number[] = [fd]) {}
 
   read(dst: Uint8Array, offset: number): number {
     let done = 0;
@@ -145,6 +147,12 @@ class NodeFile implements SyncFile {
   }
 
   sync(): void {
+    // A store whose files were deleted while open (rm, or its directory removed) took every
+    // commit after that into files nobody can open again, and said nothing (a new-user probe,
+    // session 27): a commit now fails while any of its files has no name left.
+    for (const fd of this.store) {
+      if (this.fs.fstatSync(fd).nlink === 0) throw new IoError(`its ${fd === this.store[0] ? 'data file' : 'log'} was deleted while the store was open: nothing written since can be kept`);
+    }
     this.fs.fdatasyncSync(this.fd);
   }
 
@@ -424,8 +432,8 @@ export const nodeStorage: NodeStorage = {
     }
     let closed = false;
     return {
-      data: new NodeFile(fs, fds[0]!),
-      log: fds.length === 1 ? absentLog() : new NodeFile(fs, fds[1]!),
+      data: new NodeFile(fs, fds[0]!, fds),
+      log: fds.length === 1 ? absentLog() : new NodeFile(fs, fds[1]!, fds),
       close() {
         if (closed) return;
         closed = true;
@@ -490,8 +498,8 @@ export const nodeStorage: NodeStorage = {
     let closed = false;
     const atExit = { shared: false, close: () => files.close() };
     const files: SyncStoreFiles = {
-      data: new NodeFile(fs, fds[0]!),
-      log: logAbsent ? absentLog() : new NodeFile(fs, fds[1]!),
+      data: new NodeFile(fs, fds[0]!, fds),
+      log: logAbsent ? absentLog() : new NodeFile(fs, fds[1]!, fds),
       // Another thread opens the files again (nodeStorage.attach), and checks that they are
       // these (a reader's: read-only, the log only if it has one).
       share: () => {
