@@ -201,6 +201,11 @@ describe('tuple keys', () => {
       [[]], [[], []], [[0]], [[0], 1], [[0, 1]], [[1]], [[1], []], [['a']], [['a'], 'b'], [['a', 'b']], [['ab']], [[[]]], [[[0]]],
     ]);
   });
+  it('a string element that starts with U+FEFF keeps it (it came back without: another key)', () => {
+    for (const t of [['\ufeffx', 1], ['\ufeff'], [1, '\ufeff\ufeffy'], [['\ufeffz']]] as Tuple[]) {
+      expect(tupleKey.decode(tupleKey.encode(t)), JSON.stringify(t)).toEqual(t);
+    }
+  });
   it('["a"] < ["a", 1] < ["ab"], as the issue asks', () => {
     expectStrictlyIncreasing<Tuple>(tupleKey, [['a'], ['a', 1], ['ab']]);
   });

@@ -54,7 +54,9 @@ export function compareTuples(a: Tuple, b: Tuple): number {
 }
 
 // Small alphabets make equal keys and shared prefixes likely; `binary` covers all of Unicode.
-const chars = fc.constantFrom('\0', '\x01', 'a', 'b', 'z', '\x7f', '\x80', 'é', '\u07ff', '\u0800', '\ud7ff', '\ue000', '\uffff', '😀', '\u{10ffff}');
+// (U+FEFF: a TextDecoder drops it at the start of its input unless told not to; tuple keys'
+// string elements lost it, session 27)
+const chars = fc.constantFrom('\0', '\x01', 'a', 'b', 'z', '\x7f', '\x80', 'é', '\u07ff', '\u0800', '\ud7ff', '\ue000', '\ufeff', '\uffff', '😀', '\u{10ffff}');
 export const stringArb: fc.Arbitrary<string> = fc.oneof(
   fc.string({ unit: chars, maxLength: 8 }),
   fc.string({ unit: 'binary', maxLength: 12 }),

@@ -36,7 +36,8 @@
  * | PageFaultError        | AdaptreeError  | NEED_PAGE         | sync call on an async store touched a page that is |
  * |                       |                |                   | not in memory (use the `...Async` method)         |
  * | NotInitializedError   | AdaptreeError  | NOT_INITIALIZED   | BTreeMap constructed before `await init()`        |
- * | ReentrancyError       | AdaptreeError  | REENTRANT         | a codec or toJSON called into adaptree mid-call;  |
+ * | ReentrancyError       | AdaptreeError  | REENTRANT         | a codec, toJSON or a key's getter or Proxy trap   |
+ * |                       |                |                   | called into adaptree mid-call;                    |
  * |                       |                |                   | a sync write while an async commit is written     |
  * | AbortedError          | AdaptreeError  | ABORTED           | an `onProgress` callback threw: the work stopped,  |
  * |                       |                |                   | nothing changed (the callback's error is `cause`) |

@@ -214,7 +214,7 @@ function lookupFailed(map: BTreeMap<unknown, unknown>, pageId: number, what: str
 
 // ----------------------------------------------------------------------------- calls
 
-const decoder = new TextDecoder();
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true }); // (a leading U+FEFF of a key is part of it)
 
 /** Calls a JSON-writing inspection function with a buffer large enough (grown once if needed). */
 function readJson(w: AdaptreeWasm, what: string, call: (out: number, cap: number) => number): unknown {

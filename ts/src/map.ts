@@ -39,6 +39,8 @@ import { bytesValue, jsonValue } from './encoding/values.js';
 import { BatchCopy } from './map/batch.js';
 import { SHRINK_ABOVE, type Runtime, runtimeOf, getDefaultWasm } from './map/runtime.js';
 import { numberKey } from './encoding/number.js';
+import { tupleKey } from './encoding/tuple.js';
+import { bytesKey } from './encoding/bytes.js';
 import { keyEncoderOf, valueEncoderOf } from './map/codecs.js';
 import { type Handle, fail, freeHandle, newCursor, stateError, treeRegistry } from './map/handle.js';
 import { putKey, putKeyA, prepareValue, preparedSize, putValue } from './map/put.js';
@@ -160,6 +162,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       wellFormedValues: venc === jsonValue,
       encodeIntoKeys: (kenc as unknown) === utf8Key && !rt.shared && ENCODE_INTO_VIEW,
       numKeys: (kenc as unknown) === numberKey,
+      guardKeys: (kenc as unknown) === tupleKey || (kenc as unknown) === bytesKey,
       onFree: attach?.onFree,
       closedMessage: attach?.closed,
       borrowed: attach?.borrowed === true,
@@ -442,12 +445,19 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const per = 4 + rt.maxKey;
     let used = 0;
     rt.reserve(Math.min(n, 64) * per);
-    for (let i = 0; i < n; i++) {
-      if (used + per > rt.dataCap) rt.reserve(Math.max(used + per, 2 * rt.dataCap), used);
-      const at = rt.data + used;
-      const end = h.kenc.encodeInto(list[i]!, rt.u8, rt.dv, at + 4, at + 4 + rt.maxKey);
-      rt.dv.setUint32(at, end - at - 4, true);
-      used = end - rt.data;
+    // (under the re-entrancy guard: a key's encoding may run user code, a tuple's getter or a
+    // Proxy, which called into the map and overwrote the keys encoded before it)
+    rt.busy++;
+    try {
+      for (let i = 0; i < n; i++) {
+        if (used + per > rt.dataCap) rt.reserve(Math.max(used + per, 2 * rt.dataCap), used);
+        const at = rt.data + used;
+        const end = h.kenc.encodeInto(list[i]!, rt.u8, rt.dv, at + 4, at + 4 + rt.maxKey);
+        rt.dv.setUint32(at, end - at - 4, true);
+        used = end - rt.data;
+      }
+    } finally {
+      rt.busy--;
     }
     const base = rt.data;
     const st = rt.ex.at_get_many(h.tree, rt.ctx, base, n);

@@ -32,7 +32,9 @@ export interface ValueCodec<V> {
 export interface KeyEncoder<K> extends KeyCodec<K> {
   readonly name: string;
   /** Writes the encoding of `key` at `off`; returns the end offset. Throws InvalidKeyError for a
-   * key of the wrong type and KeyTooLargeError when the encoding would pass `end`; runs no user code. */
+   * key of the wrong type and KeyTooLargeError when the encoding would pass `end`. It runs no user
+   * code of its own, but reading a key object may (a tuple's getter, a Proxy): the map encodes
+   * tuple and bytes keys under its re-entrancy guard (map/put.ts guardedPut). */
   encodeInto(key: K, u8: Uint8Array, dv: DataView, off: number, end: number): number;
   /** Decodes `u8[off, end)`. Must not keep `u8`. `shared`: u8 is a view of a SharedArrayBuffer
    * (undefined: not known, the codec tests it if it cares). */

@@ -112,7 +112,9 @@ function unescape(u8: Uint8Array, off: number, term: number, escapes: number): U
   return out;
 }
 
-const dec = new TextDecoder('utf-8');
+// ignoreBOM: a string element that starts with U+FEFF keeps it (the default drops it: ['\ufeffx']
+// came back as ['x'], another key; a new-user probe, session 27).
+const dec = new TextDecoder('utf-8', { ignoreBOM: true });
 const pos = [0];
 
 function readElements(u8: Uint8Array, dv: DataView, off: number, end: number, nested: boolean, out: TupleElement[]): number {

@@ -27,6 +27,9 @@ export interface Handle<K, V> {
   readonly encodeIntoKeys: boolean;
   /** `number` keys: point calls pass a number key as a double (at_get_num and co.). */
   readonly numKeys: boolean;
+  /** Keys that are objects a user may have built with getters or as a Proxy (`tuple`, `bytes`):
+   * their encoding can run user code, so it runs under the re-entrancy guard (put.ts). */
+  readonly guardKeys: boolean;
   /** Called once after the tree is freed (stores release their backend); `collected`: by the
    * finalizer, for a map dropped without free() (a store dropped without close()). */
   onFree: ((collected: boolean) => void) | undefined;
