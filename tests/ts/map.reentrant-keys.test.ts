@@ -1,4 +1,4 @@
-// Keys whose encoding runs user code: a tuple built with a getter or as a Proxy, a Proxy of a
+// Keys (and bytes values) whose encoding runs user code: a tuple built with a getter or as a Proxy, a Proxy of a
 // Uint8Array. A new-user probe (session 27) had such code call into the same map mid-call:
 // a set from a getter stored a malformed key (the map's iterations were CORRUPT from then on),
 // a set from a Proxy trap during getMany poisoned the wasm instance. Built-in key encoders were
@@ -86,6 +86,29 @@ describe.each(BUILDS)('%s build: keys whose encoding calls back into the map', (
     expect(m.size).toBe(50);
     expect(m.get(new Uint8Array([1, 3]))).toBe('v3');
     expect(wasm.poisoned).toBe(false);
+    m.free();
+  });
+
+  it('a Proxy of a Uint8Array as a bytes value: set is REENTRANT, the value not stored under another key', async () => {
+    const wasm = await wasmFor(build);
+    const m = new BTreeMap<string, Uint8Array>(null, { wasm, values: 'bytes' });
+    m.set('a', new Uint8Array([1]));
+    const reenter = () => void m.set('other', new Uint8Array(5000));
+    for (const size of [8, 100]) {
+      let ran = false;
+      const value = new Proxy(new Uint8Array(size).fill(7), {
+        get(o, p) {
+          // (not on the type checks: on the copy, after the key went in)
+          if (!ran && p === '0') { ran = true; reenter(); }
+          const v = Reflect.get(o, p, o) as unknown;
+          return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(o) : v;
+        },
+      });
+      const e = (() => { try { m.set('k', value); return undefined; } catch (x) { return x; } })();
+      expect(e, `size ${size}`).toBeInstanceOf(ReentrancyError);
+      expect([...m.keys()]).toEqual(['a']);
+    }
+    m.checkInvariants();
     m.free();
   });
 });

@@ -250,15 +250,23 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const p = prepareValue(h, value);
     const rt = h.rt;
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
-    const vptr = rt.reserve(preparedSize(p));
     let st: number;
-    if (h.numKeys && typeof key === 'number' && key === key) {
-      const vend = putValue(rt, p, vptr, h.wellFormedValues);
-      st = rt.ex.at_set_num(h.tree, rt.ctx, key, vptr, vend - vptr);
-    } else {
-      const klen = putKeyA(h, key);
-      const vend = putValue(rt, p, vptr, h.wellFormedValues);
-      st = rt.ex.at_set(h.tree, rt.ctx, rt.keyA, klen, vptr, vend - vptr);
+    // Under the re-entrancy guard: a `bytes` value may be a Proxy (or a subclass with a getter),
+    // whose traps run user code as it is copied, after the key went into key area A; a set from
+    // there overwrote that key, and the value went in under the other key.
+    rt.busy++;
+    try {
+      const vptr = rt.reserve(preparedSize(p));
+      if (h.numKeys && typeof key === 'number' && key === key) {
+        const vend = putValue(rt, p, vptr, h.wellFormedValues);
+        st = rt.ex.at_set_num(h.tree, rt.ctx, key, vptr, vend - vptr);
+      } else {
+        const klen = putKeyA(h, key);
+        const vend = putValue(rt, p, vptr, h.wellFormedValues);
+        st = rt.ex.at_set(h.tree, rt.ctx, rt.keyA, klen, vptr, vend - vptr);
+      }
+    } finally {
+      rt.busy--;
     }
     if (rt.dataCap > SHRINK_ABOVE) rt.shrink();
     if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'set');
