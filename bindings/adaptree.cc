@@ -205,7 +205,7 @@ Status run_read(Held& h, Read&& read) {
 }
 
 // A point write on key: as run_read, then the work a shared write left for the
-// exclusive latch (a merge, an overflow chain to free). The latch stays
+// exclusive latch (a merge, a Contention Split). The latch stays
 // exclusive for the rest of the call (a batch goes on so).
 template <class Write>
 Status run_write(Held& h, BTree& t, Slice key, Write&& write) {

@@ -78,6 +78,7 @@ PutResult FingerprintLeaf::upsert(Slice key, const uint8_t* v, uint16_t field, O
     OldValue o;
     o.overflow = oldf & kOverflowFlag;
     o.first_page = o.overflow ? load32(p + load16(s) + klen) : kInvalidPageId;
+    if (o.overflow && old->keep_overflow) return PutResult::kKeptOverflow;
     if (old_bytes == vbytes) {
       memcpy(p + load16(s) + klen, v, vbytes);
       store16(s + 4, field);
@@ -138,8 +139,10 @@ bool FingerprintLeaf::remove(Slice key, OldValue* old) {
   uint8_t* s = slot(i);
   uint16_t f = load16(s + 4);
   unsigned klen = load16(s + 2);
+  const bool keep = old->keep_overflow;
   old->overflow = f & kOverflowFlag;
   old->first_page = old->overflow ? load32(p + load16(s) + klen) : kInvalidPageId;
+  if (old->overflow && keep) return false;
   store16(p + hdr::kHeapUsed, heap_used() - klen - (f & kValueLenMask));
   memmove(s, s + kSlotSize, (n - i - 1) * kSlotSize);
   uint8_t* fps = p + kFingerprints;

@@ -41,6 +41,7 @@ inline PutResult basic_upsert(uint8_t* p, Slice key, const uint8_t* v, uint16_t 
   if (exact) {
     OldValue o;
     read_old(n.value(pos), n.value_field(pos), &o);
+    if (o.overflow && old->keep_overflow) return PutResult::kKeptOverflow;
     if (!n.replace_value(pos, v, field, room)) return PutResult::kNoSpace;
     *old = o;
     return PutResult::kUpdated;
@@ -58,7 +59,9 @@ inline bool basic_remove(uint8_t* p, Slice key, OldValue* old) {
   bool exact;
   unsigned pos = n.lower_bound(key.data, key.len, &exact);
   if (!exact) return false;
+  const bool keep = old->keep_overflow;
   read_old(n.value(pos), n.value_field(pos), old);
+  if (old->overflow && keep) return false;
   n.remove_at(pos);
   return true;
 }

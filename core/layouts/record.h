@@ -25,14 +25,19 @@ inline bool value_in_node(unsigned off, uint16_t field) {
   return off + ((field & kOverflowFlag) ? kOverflowRefSize : (field & kValueLenMask)) <= kNodeSize;
 }
 
-// Result of an insert into one leaf.
-enum class PutResult : uint8_t { kInserted, kUpdated, kNoSpace };
+// Result of an insert into one leaf. kKeptOverflow: the key's record holds a value with
+// overflow pages and OldValue::keep_overflow asked to leave such a record alone.
+enum class PutResult : uint8_t { kInserted, kUpdated, kNoSpace, kKeptOverflow };
 
 
 // The value a put or remove displaced (to free its overflow chain).
 struct OldValue {
   bool overflow = false;
   PageId first_page = kInvalidPageId;
+  // In: leave a record whose value has overflow pages as it is (a write under the shared tree
+  // latch, which cannot free the chain: BTree::set_shared). upsert then answers kKeptOverflow;
+  // remove answers false with `overflow` set.
+  bool keep_overflow = false;
 };
 
 }  // namespace adaptree

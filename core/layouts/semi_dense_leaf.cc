@@ -56,6 +56,7 @@ PutResult SemiDenseLeaf::upsert(Slice key, const uint8_t* v, uint16_t field, Old
     old_bytes = of & kValueLenMask;
     o.overflow = of & kOverflowFlag;
     o.first_page = o.overflow ? load32(p + off + 2) : kInvalidPageId;
+    if (o.overflow && old->keep_overflow) return PutResult::kKeptOverflow;
     if (old_bytes == vbytes) {
       store16(p + off, field);
       memcpy(p + off + 2, v, vbytes);
@@ -89,8 +90,10 @@ bool SemiDenseLeaf::remove(Slice key, OldValue* old) {
   unsigned off = load16(slot(i));
   if (!off) return false;
   uint16_t f = load16(p + off);
+  const bool keep = old->keep_overflow;
   old->overflow = f & kOverflowFlag;
   old->first_page = old->overflow ? load32(p + off + 2) : kInvalidPageId;
+  if (old->overflow && keep) return false;
   store16(p + hdr::kHeapUsed, heap_used() - 2 - (f & kValueLenMask));
   store16(slot(i), 0);
   store16(p + hdr::kCount, count() - 1);

@@ -55,9 +55,8 @@ struct ReadMode {
   // exclusive run does not step again.
   bool counted = false;
   // Left by a shared write for finish_shared(): merge key's leaf if it is
-  // still underfull; free a replaced overflow chain.
+  // still underfull. (A write that would free an overflow chain runs exclusive.)
   bool rebalance = false;
-  PageId free_chain = kInvalidPageId;
   // Contention Split found the leaf contended: split it before this record
   // index (0: no split wanted).
   unsigned contention_split = 0;
@@ -82,7 +81,7 @@ struct ReadMode {
   // caller copies the value before a writer changes the page: release() then.
   std::atomic<uint64_t>* held = nullptr;
 
-  bool pending() const { return rebalance || free_chain != kInvalidPageId || contention_split; }
+  bool pending() const { return rebalance || contention_split; }
   void release() {
     if (held) PageLatch(held).unlock_shared();
     held = nullptr;

@@ -261,18 +261,6 @@ static bool shared_write_step(uint8_t* p, ReadMode& m, bool (*step)(uint8_t*, Xo
   return true;
 }
 
-// Does key's record in the leaf hold an overflow value? Replacing or removing one frees its
-// chain, which the free list (the tree's) takes only under the exclusive latch. Done under
-// the shared latch, the chain was left for finish_shared, and whatever ran exclusive in the
-// gap saw its pages neither reachable nor free: checkInvariants reported a leak (CORRUPT) on
-// a healthy tree, and the owner's commit of a shared store made it durable, so a crash before
-// the next commit left the store failing its checks for good (a new-user probe, session 27).
-// Such a write runs exclusive instead, as a write that allocates overflow pages does.
-static bool replaces_overflow(uint8_t* p, Slice key) {
-  ValueRef cur;
-  return leaf::lookup(p, key, &cur) && cur.is_overflow();
-}
-
 Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
   Status w = writable();
   if (w != Status::kOk) return w;
@@ -288,16 +276,24 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
     if (!latch_shared_leaf(key, true, m, &l, &latch, &waited)) return Status::kRestart;
     const PageId id = l.id;
     uint8_t* p = l.page;
-    if (replaces_overflow(p, key)) {
-      latch.unlock_exclusive_unchanged();
-      return Status::kRestart;
-    }
     if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
       latch.unlock_exclusive_unchanged();
       return Status::kRestart;
     }
+    // A record whose value has overflow pages is left alone: replacing it frees its chain,
+    // which the free list (the tree's) takes only under the exclusive latch. Done here, the
+    // chain was left for finish_shared, and whatever ran exclusive in the gap saw its pages
+    // neither reachable nor free: checkInvariants reported a leak (CORRUPT) on a healthy tree,
+    // and the owner's commit of a shared store made it durable, so a crash before the next
+    // commit left the store failing its checks for good (a new-user probe, session 27). Such
+    // a write runs exclusive, as one that allocates overflow pages does (the step is carried).
     OldValue old;
+    old.keep_overflow = true;
     PutResult r = leaf::upsert(p, key, value.data ? value.data : kEmpty, static_cast<uint16_t>(value.len), &old, room_);
+    if (r == PutResult::kKeptOverflow) {
+      latch.unlock_exclusive_unchanged();
+      return Status::kRestart;
+    }
     if (r == PutResult::kNoSpace) {
       // Neighbours may take records, or two leaves become three (a store), or the leaf
       // splits (a map): phase 2c. Else a conversion or a split: exclusive (the counter
@@ -317,9 +313,6 @@ Status BTree::set_shared(Slice key, Slice value, ReadMode& m) {
     CountStripe& cs = counts_[id % kCountStripes];
     if (r == PutResult::kInserted) cs.n.fetch_add(1, std::memory_order_relaxed);
     if (store_.backed()) cs.writes.fetch_add(1, std::memory_order_relaxed);
-    // The replaced value's pages: nobody reaches them now, but a reader under the
-    // shared latch may still be copying them. Freed under the exclusive latch.
-    if (old.overflow) m.free_chain = old.first_page;
     return Status::kOk;
   }
 }
@@ -481,26 +474,25 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   if (!latch_shared_leaf(key, true, m, &l, &latch)) return Status::kRestart;
   const PageId id = l.id;
   uint8_t* p = l.page;
-  if (replaces_overflow(p, key)) {
-    latch.unlock_exclusive_unchanged();
-    return Status::kRestart;
-  }
   if (cfg_.adaptive && !shared_write_step(p, m, &BTree::point_step_shared)) {
     latch.unlock_exclusive_unchanged();
     return Status::kRestart;
   }
-  m.counted = false;
+  // A value with overflow pages: exclusive, as in set_shared.
   OldValue old;
+  old.keep_overflow = true;
   if (!leaf::remove(p, key, &old)) {
     latch.unlock_exclusive_unchanged();
+    if (old.overflow) return Status::kRestart;  // (the counter step is carried: m.counted)
+    m.counted = false;
     return Status::kNotFound;
   }
+  m.counted = false;
   bool underfull = height_ > 1 && content_bytes(p) <= kMergeThreshold;
   latch.unlock_exclusive();
   CountStripe& cs = counts_[id % kCountStripes];
   cs.n.fetch_sub(1, std::memory_order_relaxed);
   if (store_.backed()) cs.writes.fetch_add(1, std::memory_order_relaxed);
-  if (old.overflow) m.free_chain = old.first_page;
   if (underfull) m.rebalance = true;  // merging changes the parent: exclusive, after
   return Status::kOk;
 }
@@ -559,16 +551,13 @@ Status BTree::finish_shared(Slice key, ReadMode* m) {
   Status s = Status::kOk;
   if (!key.data) key.data = kEmpty;
   if (store_.backed()) {
-    // A store: what the merge and the freeing read may have to come in first, as for
-    // any exclusive write. If it cannot (I/O failure, or another thread's failed commit
-    // made the store read-only meanwhile), the work is dropped: an underfull leaf is a
-    // valid tree, and a chain not freed is only lost in memory (the store reopens at its
-    // last commit).
+    // A store: what the merge reads may have to come in first, as for any exclusive
+    // write. If it cannot (I/O failure, or another thread's failed commit made the store
+    // read-only meanwhile), the work is dropped: an underfull leaf is a valid tree.
     Status ps = begin_write(key);
     if (ps != Status::kOk) {
       m->contention_split = 0;
       m->rebalance = false;
-      m->free_chain = kInvalidPageId;
       return ps;
     }
   }
@@ -589,10 +578,6 @@ Status BTree::finish_shared(Slice key, ReadMode* m) {
       }
       if (s == Status::kOk && r != Status::kOk) s = r;
     }
-  }
-  if (m->free_chain != kInvalidPageId) {
-    s = free_chain(m->free_chain);
-    m->free_chain = kInvalidPageId;
   }
   if (m->rebalance) {
     m->rebalance = false;

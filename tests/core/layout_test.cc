@@ -655,3 +655,64 @@ TEST(BasicNode, MakeGapMovesOnlyWhatIsInTheWay) {
   EXPECT_GT(checked, 300u);
   EXPECT_GT(small_changes, 100u);  // a compaction would have moved most of the heap
 }
+
+// OldValue::keep_overflow (a write under the shared tree latch, which cannot free an overflow
+// chain): a record whose value has overflow pages is left as it is, by upsert (kKeptOverflow)
+// and remove (false, `overflow` set), in every layout that holds such values; other records
+// are written as ever. Session 27: a shared write replaced the record and left the chain for
+// later, and an exclusive check or commit in between saw a leak.
+TEST(Leaf, KeepOverflowLeavesOverflowRecordsAlone) {
+  const uint8_t ref[kOverflowRefSize] = {7, 0, 0, 0, 0, 0, 0, 9};  // first page 7
+  const uint16_t oflow = static_cast<uint16_t>(kOverflowRefSize) | kOverflowFlag;
+  const std::string small = "small";
+  auto builders = std::vector<std::pair<const char*, bool (*)(uint8_t*, const std::string&, const std::string&)>>{
+      {"basic", [](uint8_t* p, const std::string& lo, const std::string& hi) {
+         return BasicNode::build(p, PageTag::kBasicLeaf, kFlagHeads | kFlagHints, fences(&lo, &hi), false, nullptr, 0, 0, kCounterDisabled);
+       }},
+      {"fingerprint", [](uint8_t* p, const std::string& lo, const std::string& hi) { return FingerprintLeaf::build(p, fences(&lo, &hi), true, nullptr, 0, 0); }},
+      {"semi-dense", [](uint8_t* p, const std::string& lo, const std::string& hi) {
+         std::string k = be32(1001), v = "x";
+         RecordRef r = rec(k, v);
+         return SemiDenseLeaf::build(p, fences(&lo, &hi), &r, 1);
+       }},
+  };
+  for (auto& [name, build] : builders) {
+    SCOPED_TRACE(name);
+    Page pg;
+    ASSERT_TRUE(build(pg.b, be32(1000), be32(1400)));
+    const std::string big = be32(1010), other = be32(1020);
+    OldValue o;
+    ASSERT_EQ(leaf::upsert(pg.b, sl(big), ref, oflow, &o), PutResult::kInserted);
+    ASSERT_EQ(leaf::upsert(pg.b, sl(other), reinterpret_cast<const uint8_t*>(small.data()), small.size(), &o), PutResult::kInserted);
+    const unsigned n = leaf::count(pg.b);
+    // Replace or remove the overflow record with keep_overflow: nothing changes.
+    OldValue keep;
+    keep.keep_overflow = true;
+    EXPECT_EQ(leaf::upsert(pg.b, sl(big), reinterpret_cast<const uint8_t*>(small.data()), small.size(), &keep), PutResult::kKeptOverflow);
+    OldValue keep2;
+    keep2.keep_overflow = true;
+    EXPECT_FALSE(leaf::remove(pg.b, sl(big), &keep2));
+    EXPECT_TRUE(keep2.overflow);
+    ValueRef v;
+    ASSERT_TRUE(leaf::lookup(pg.b, sl(big), &v));
+    EXPECT_TRUE(v.is_overflow());
+    EXPECT_EQ(leaf::count(pg.b), n);
+    // Other records: as without the flag; an absent key is absent (overflow false).
+    OldValue keep3;
+    keep3.keep_overflow = true;
+    EXPECT_EQ(leaf::upsert(pg.b, sl(other), reinterpret_cast<const uint8_t*>("tiny"), 4, &keep3), PutResult::kUpdated);
+    EXPECT_FALSE(keep3.overflow);
+    OldValue keep4;
+    keep4.keep_overflow = true;
+    EXPECT_FALSE(leaf::remove(pg.b, sl(be32(1030)), &keep4));
+    EXPECT_FALSE(keep4.overflow);
+    OldValue keep5;
+    keep5.keep_overflow = true;
+    EXPECT_TRUE(leaf::remove(pg.b, sl(other), &keep5));
+    // Without the flag the overflow record is replaced, and its chain reported.
+    OldValue plain;
+    EXPECT_EQ(leaf::upsert(pg.b, sl(big), reinterpret_cast<const uint8_t*>(small.data()), small.size(), &plain), PutResult::kUpdated);
+    EXPECT_TRUE(plain.overflow);
+    EXPECT_EQ(plain.first_page, 7u);
+  }
+}
