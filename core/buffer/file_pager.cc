@@ -675,6 +675,24 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   if (read_only_) return Status::kReadOnly;
   Status s = Status::kOk;
   uint64_t before = log_end_;
+  const uint32_t frames_before = frames_since_commit_;
+  // A commit that fails takes its frames back out of the write buffer, as a failed spill
+  // does. Left there, the next page read flushed them (FilePager::load), the commit frame
+  // among them: on a full disk every read of a page not in the pool then failed with
+  // QUOTA_EXCEEDED, and once there was room again the failed commit was written whole and
+  // was there after reopening (a new-user probe, session 27). Frames already written through
+  // stay in the file, beyond the log's end: a torn tail, as after a crash.
+  auto failed = [&](Status st) {
+    if (buf_start_ <= before) {
+      buf_.resize(before - buf_start_);
+    } else {
+      buf_.clear();
+      buf_start_ = before;
+    }
+    log_end_ = before;
+    frames_since_commit_ = frames_before;
+    return st;
+  };
   std::vector<std::pair<PageId, LogRef>> written;
   // Every allocation of the commit happens here, before anything is written, so that
   // a commit without memory fails with kOutOfMemory having changed nothing, and one
@@ -721,7 +739,7 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
     meta.free_count = meta_.free_count;
   }
   meta.page_count = pool.page_count();
-  if (s != Status::kOk) return s;
+  if (s != Status::kOk) return failed(s);
   uint8_t c[kCommitFrameSize] = {};
   store32(c, kFrameCommit);
   store32(c + 4, frames_since_commit_);
@@ -733,7 +751,7 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   if (s == Status::kOk) s = flush_buffer();
   if (s == Status::kOk) s = s_->sync(FileId::kLog);
   stats_.syncs++;
-  if (s != Status::kOk) return s;
+  if (s != Status::kOk) return failed(s);
   // Durable.
   stats_.commit_log_bytes += log_end_ - before;
   bases_.clear();

@@ -563,6 +563,46 @@ describe('BTreeStore on sync backends', () => {
     }
   });
 
+  // A new-user probe (session 27): a failed commit's frames stayed in the write buffer, and the
+  // next page read flushed them: while the disk was full every read of a page not in the pool
+  // failed with QUOTA_EXCEEDED, and once there was room the failed commit was written whole,
+  // there after reopening although it had been refused.
+  it('disk full at a commit on a store larger than its pool: reads work, and the failed commit never becomes durable', async () => {
+    const budget = { bytes: Infinity };
+    const path = uniqueName('quota-reads');
+    const s = await BTreeStore.open<number, string>({ storage: quotaBackend(memoryStorage, budget), path, keys: 'number', values: 'utf8', poolSize: 1 << 20 });
+    const committed = new Map<number, string>();
+    for (let i = 0; i < 8000; i++) {
+      s.set(i, `c${i}`.padEnd(300, 'c'));
+      committed.set(i, `c${i}`.padEnd(300, 'c'));
+      if (i % 1000 === 999) await s.commit();
+    }
+    budget.bytes = s.stats().fileBytes + 256 * 1024;
+    let err: unknown;
+    for (let round = 0; round < 100 && err === undefined; round++) {
+      try {
+        for (let i = 0; i < 300; i++) s.set(20000 + round * 300 + i, 'n'.repeat(300));
+        await s.commit();
+        for (let i = 0; i < 300; i++) committed.set(20000 + round * 300 + i, 'n'.repeat(300));
+      } catch (e) {
+        err = e;
+      }
+    }
+    expect(isAdaptreeError(err) && err.code).toBe('QUOTA_EXCEEDED');
+    // Still full: reads of every committed key, most of them not in the pool.
+    const before = s.stats().misses;
+    for (let i = 0; i < 8000; i += 7) expect(s.get(i)).toBe(`c${i}`.padEnd(300, 'c'));
+    expect(s.stats().misses).toBeGreaterThan(before);
+    // Room again: reads, then a close that commits nothing, then a reopen.
+    budget.bytes = Infinity;
+    for (let i = 3; i < 8000; i += 7) expect(s.get(i)).toBe(`c${i}`.padEnd(300, 'c'));
+    await s.close({ commit: false });
+    const r = await BTreeStore.open<number, string>({ storage: memoryStorage, path, keys: 'number', values: 'utf8' });
+    expect(r.size).toBe(committed.size);
+    expect(await contents(r)).toEqual(sortedEntries(committed));
+    await r.close();
+  });
+
   // A sorted setMany into an empty store is a bulk load in the core. One that met a full disk
   // while spilling (a load larger than the pool) left the store broken: every later call, reads
   // too, threw QUOTA_EXCEEDED until reopened. Now only the setMany fails (session 25's helper).
