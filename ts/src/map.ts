@@ -163,6 +163,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       encodeIntoKeys: (kenc as unknown) === utf8Key && !rt.shared && ENCODE_INTO_VIEW,
       numKeys: (kenc as unknown) === numberKey,
       guardKeys: (kenc as unknown) === tupleKey || (kenc as unknown) === bytesKey,
+      bytesKeys: (kenc as unknown) === bytesKey,
       onFree: attach?.onFree,
       closedMessage: attach?.closed,
       borrowed: attach?.borrowed === true,

@@ -30,6 +30,9 @@ export interface Handle<K, V> {
   /** Keys that are objects a user may have built with getters or as a Proxy (`tuple`, `bytes`):
    * their encoding can run user code, so it runs under the re-entrancy guard (put.ts). */
   readonly guardKeys: boolean;
+  /** `bytes` keys: a real typed array (ArrayBuffer.isView, which no Proxy passes) is copied
+   * without running user code, so only other objects take the guard. */
+  readonly bytesKeys: boolean;
   /** Called once after the tree is freed (stores release their backend); `collected`: by the
    * finalizer, for a map dropped without free() (a store dropped without close()). */
   onFree: ((collected: boolean) => void) | undefined;

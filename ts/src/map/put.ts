@@ -29,21 +29,23 @@ export function putKeyA<K>(h: Handle<K, unknown>, key: K): number {
     const n = encodeIntoView(key, rt.keyAView);
     if (n >= 0) return n;
   }
-  if (h.guardKeys) return guardedPut(h, key, rt.keyA);
+  if (h.guardKeys && !(h.bytesKeys && ArrayBuffer.isView(key))) return guardedPut(h, key, rt.keyA);
   return h.kenc.encodeInto(key, rt.u8, rt.dv, rt.keyA, rt.keyA + rt.maxKey) - rt.keyA;
 }
 
 /** Encodes a key into key area `area`; returns its length. */
 export function putKey<K>(h: Handle<K, unknown>, key: K, area: number): number {
   const rt = h.rt;
-  if (h.guardKeys) return guardedPut(h, key, area);
+  if (h.guardKeys && !(h.bytesKeys && ArrayBuffer.isView(key))) return guardedPut(h, key, area);
   return h.kenc.encodeInto(key, rt.u8, rt.dv, area, area + rt.maxKey) - area;
 }
 
 /** A tuple's or a Uint8Array's encoding reads the key object: a getter or a Proxy trap runs
  * user code then, and one that called into this instance (a set) overwrote the key areas and
  * the scratch mid-call: a probe (session 27) got a malformed key stored (every iteration then
- * CORRUPT) and a poisoned instance. Under the guard such a call is ReentrancyError. */
+ * CORRUPT) and a poisoned instance. Under the guard such a call is ReentrancyError. A real
+ * Uint8Array (no Proxy passes ArrayBuffer.isView) is read without user code and skips it: the
+ * guard's try/finally cost bytes-key lookups ~3% (session 27). */
 function guardedPut<K>(h: Handle<K, unknown>, key: K, area: number): number {
   const rt = h.rt;
   rt.busy++;
