@@ -54,6 +54,22 @@ async function openNum(w: { storage: 'node' | StorageBackend; path: string }, ex
   return BTreeStore.open<number, unknown>({ ...w, keys: 'number', values: 'json', ...extra });
 }
 
+/** Commits batches of `per` new keys from `from` on (300-byte values) until a commit fails;
+ * `committed` gets each batch whose commit resolved. Returns the failure (undefined: none in
+ * 100 batches). */
+async function commitUntilFull(s: BTreeStore<number, string>, committed: Map<number, string>, from: number, per: number): Promise<unknown> {
+  for (let round = 0; round < 100; round++) {
+    try {
+      for (let i = 0; i < per; i++) s.set(from + round * per + i, 'n'.repeat(300));
+      await s.commit();
+      for (let i = 0; i < per; i++) committed.set(from + round * per + i, 'n'.repeat(300));
+    } catch (e) {
+      return e;
+    }
+  }
+  return undefined;
+}
+
 async function contents<K, V>(s: BTreeStore<K, V>): Promise<[K, V][]> {
   const out: [K, V][] = [];
   for await (const e of s.entriesAsync()) out.push(e);
@@ -532,16 +548,7 @@ describe('BTreeStore on sync backends', () => {
       }
       await s.commit();
       budget.bytes = s.stats().fileBytes + 64 * 1024; // a little room, then full
-      let err: unknown;
-      for (let round = 0; round < 100 && err === undefined; round++) {
-        try {
-          for (let i = 0; i < 200; i++) s.set(10000 + round * 200 + i, 'n'.repeat(300));
-          await s.commit();
-          for (let i = 0; i < 200; i++) committed.set(10000 + round * 200 + i, 'n'.repeat(300));
-        } catch (e) {
-          err = e;
-        }
-      }
+      const err = await commitUntilFull(s, committed, 10000, 200);
       expect(err, base).toBeInstanceOf(QuotaExceededError);
       expect(isAdaptreeError(err) && err.code).toBe('QUOTA_EXCEEDED');
       const w = await caught(() => s.set(-5, 'no'));
@@ -578,16 +585,7 @@ describe('BTreeStore on sync backends', () => {
       if (i % 1000 === 999) await s.commit();
     }
     budget.bytes = s.stats().fileBytes + 256 * 1024;
-    let err: unknown;
-    for (let round = 0; round < 100 && err === undefined; round++) {
-      try {
-        for (let i = 0; i < 300; i++) s.set(20000 + round * 300 + i, 'n'.repeat(300));
-        await s.commit();
-        for (let i = 0; i < 300; i++) committed.set(20000 + round * 300 + i, 'n'.repeat(300));
-      } catch (e) {
-        err = e;
-      }
-    }
+    const err = await commitUntilFull(s, committed, 20000, 300);
     expect(isAdaptreeError(err) && err.code).toBe('QUOTA_EXCEEDED');
     // Still full: reads of every committed key, most of them not in the pool.
     const before = s.stats().misses;
