@@ -606,6 +606,16 @@ uint32_t FilePager::delta_frame_sum(const uint8_t* d, uint32_t n) const {
   return checksum_extend(checksum(d, 56), le, 4);
 }
 
+void FilePager::unappend(uint64_t before) {
+  if (buf_start_ <= before) {
+    buf_.resize(before - buf_start_);
+  } else {  // (some of it written through: the next frames go over it)
+    buf_.clear();
+    buf_start_ = before;
+  }
+  log_end_ = before;
+}
+
 Status FilePager::flush_buffer() {
   if (buf_.empty()) return Status::kOk;
   Status s = s_->write(FileId::kLog, buf_start_, buf_.data(), static_cast<uint32_t>(buf_.size()));
@@ -652,13 +662,7 @@ Status FilePager::spill(PageId id, uint8_t* frame) {
     // fails on a full disk fails the write that needed it, BTree::begin_write). Left in the
     // buffer, the next flush wrote it ahead of the next commit's frames, which then did not
     // match its count: recovery dropped that commit.
-    if (buf_start_ <= before) {
-      buf_.resize(before - buf_start_);
-    } else {  // (some of it written through: the next frames go over it)
-      buf_.clear();
-      buf_start_ = before;
-    }
-    log_end_ = before;
+    unappend(before);
     stats_.image_frames--;
     return s;
   }
@@ -676,20 +680,13 @@ Status FilePager::commit(BufferPool& pool, StoreMeta meta) {
   Status s = Status::kOk;
   uint64_t before = log_end_;
   const uint32_t frames_before = frames_since_commit_;
-  // A commit that fails takes its frames back out of the write buffer, as a failed spill
-  // does. Left there, the next page read flushed them (FilePager::load), the commit frame
-  // among them: on a full disk every read of a page not in the pool then failed with
-  // QUOTA_EXCEEDED, and once there was room again the failed commit was written whole and
-  // was there after reopening (a new-user probe, session 27). Frames already written through
-  // stay in the file, beyond the log's end: a torn tail, as after a crash.
+  // A commit that fails takes its frames back, as a failed spill does. Left in the write
+  // buffer, the next page read flushed them (FilePager::load), the commit frame among them:
+  // on a full disk every read of a page not in the pool then failed with QUOTA_EXCEEDED, and
+  // once there was room again the failed commit was written whole and was there after
+  // reopening (a new-user probe, session 27).
   auto failed = [&](Status st) {
-    if (buf_start_ <= before) {
-      buf_.resize(before - buf_start_);
-    } else {
-      buf_.clear();
-      buf_start_ = before;
-    }
-    log_end_ = before;
+    unappend(before);
     frames_since_commit_ = frames_before;
     return st;
   };

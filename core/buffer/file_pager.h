@@ -158,6 +158,10 @@ class FilePager : public PageBackend {
   // Appends to the write buffer; flushes it to the log when large.
   Status append(const uint8_t* p, uint32_t n);
   Status flush_buffer();
+  // Takes back what was appended to the log since it ended at `before` (a failed spill or
+  // commit): out of the write buffer, and the log's end back there. Frames already written
+  // through stay in the file beyond the end, a torn tail as after a crash.
+  void unappend(uint64_t before);
   void page_frame_header(uint8_t* h, PageId id, const uint8_t* image, uint64_t seq) const;
   // A log page frame's checksum (header bytes [0, 24), then the image): format version 1, the
   // CRC-32C of both (from the image's trailer CRC); version 2, the CRC-32C of the header and
