@@ -1371,6 +1371,12 @@ int32_t at_store_follow(at_tree* t, const uint8_t* superblock) {
   return st(t->store->follow(superblock));
 }
 
+int32_t at_store_follow_changed(at_tree* t, const uint8_t* superblock, const uint32_t* changed, uint32_t count) {
+  if (!t) return st(Status::kClosed);
+  if (!t->store) return st(Status::kInvalidArgument);
+  return st(t->store->follow_changed(superblock, changed, count));
+}
+
 int32_t at_store_set_checkpoint_bytes(at_tree* t, double bytes) {
   if (!t) return st(Status::kClosed);
   StoreHeld h(t);

@@ -271,6 +271,13 @@ int32_t at_store_commit_end(at_tree* t, int32_t host_status);
  * read changed instead of keeping them; cursors re-seek after their last key. Called
  * right after at_store_open_async, it opens a reader. CORRUPT: not a valid page 0. */
 int32_t at_store_follow(at_tree* t, const uint8_t* superblock);
+/* Async readers, once at_store_follow made the store one: as at_store_follow, but the pages
+ * in the pool that the commits since the one it holds did not write stay (they hold the same
+ * bytes in the newer commit). `changed`: `count` page ids (u32), every page those commits
+ * wrote (the host's log of them; repeats allowed); pages past the newer commit's end go too.
+ * A host that cannot say which pages changed calls at_store_follow. INVALID_ARGUMENT: not a
+ * reader yet; CORRUPT: not a valid page 0. */
+int32_t at_store_follow_changed(at_tree* t, const uint8_t* superblock, const uint32_t* changed, uint32_t count);
 /* Sync backends: a commit checkpoints the log into the data file once the log is larger
  * than `bytes` (default 64 MiB; at least 64 KiB, smaller is raised). INVALID_ARGUMENT on an
  * async store. A smaller log costs more checkpoints (each rewrites the logged pages home and

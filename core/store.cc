@@ -113,7 +113,14 @@ Status Store::commit() {
   return s;
 }
 
-Status Store::follow(const uint8_t* superblock) {
+Status Store::follow(const uint8_t* superblock) { return adopt_commit(superblock, nullptr, 0, false); }
+
+Status Store::follow_changed(const uint8_t* superblock, const PageId* changed, uint32_t n) {
+  if (!async_ || !async_->read_only() || (n > 0 && !changed)) return Status::kInvalidArgument;
+  return adopt_commit(superblock, changed, n, true);
+}
+
+Status Store::adopt_commit(const uint8_t* superblock, const PageId* changed, uint32_t n, bool keep) {
   if (!async_ || !superblock) return Status::kInvalidArgument;
   if (async_->committing()) return Status::kBusy;
   StoreMeta meta;
@@ -127,7 +134,10 @@ Status Store::follow(const uint8_t* superblock) {
   tree_->refuse_writes(Status::kReadOnly);
   key_encoding_ = meta.key_encoding;
   value_encoding_ = meta.value_encoding;
-  tree_->store().attach(async_.get(), static_cast<uint32_t>(frames_), meta.page_count, {});
+  if (keep)
+    tree_->store().follow_commit(meta.page_count, changed, n);
+  else
+    tree_->store().attach(async_.get(), static_cast<uint32_t>(frames_), meta.page_count, {});
   tree_->store().defer_free_list(meta.free_head, meta.free_count);
   tree_->adopt(meta.root, meta.height, meta.count);
   return Status::kOk;

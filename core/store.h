@@ -66,6 +66,10 @@ class Store {
   // superblock (page 0, newer than the current one). Makes the store a
   // reader if it was not. Cursors re-seek after their last key.
   Status follow(const uint8_t* superblock);
+  // Async reader (follow ran before): the same, but keeps the resident pages that the
+  // commits since the current one did not write; `changed` (n ids) lists every page they
+  // wrote. kInvalidArgument on a store that is not a reader yet.
+  Status follow_changed(const uint8_t* superblock, const PageId* changed, uint32_t n);
   bool read_only() const { return async_ ? async_->read_only() : file_->read_only(); }
   // Sync: the log size past which a commit checkpoints (StoreOptions::checkpoint_bytes).
   Status set_checkpoint_bytes(uint64_t bytes) {
@@ -106,6 +110,8 @@ class Store {
   bool pending() const;
 
  private:
+  // follow and follow_changed: keep the frames outside `changed` (keep) or drop them all.
+  Status adopt_commit(const uint8_t* superblock, const PageId* changed, uint32_t n, bool keep);
   Store() = default;
   Status adopt(const StoreMeta& meta, PageBackend* backend, uint64_t pool_bytes);
   StoreMeta current_meta() const;

@@ -98,6 +98,22 @@ void BufferPool::attach(PageBackend* backend, uint32_t frames, PageId page_count
   memset(poison_, 0, sizeof poison_);
 }
 
+void BufferPool::follow_commit(PageId page_count, const PageId* changed, uint32_t n) {
+  reuse_gen_++;
+  // (page 0, the superblock, is never a frame: and the table's empty slots hold id 0)
+  for (uint32_t i = 0; i < n; i++)
+    if (changed[i] != kInvalidPageId) drop_frame(changed[i]);
+  for (FrameId f = 0; f < frame_count_; f++) {
+    PageId pid = frames_[f].pid;
+    if (pid != kInvalidPageId && pid >= page_count) drop_frame(pid);
+  }
+  page_count_ = page_count;
+  free_.clear();
+  tail_freed_ = true;
+  free_changed_ = false;
+  free_pending_ = false;
+}
+
 void BufferPool::clear() {
   reuse_gen_++;
   if (!backend_) {

@@ -54,6 +54,11 @@ class BufferPool {
   // Switches to backed mode over backend with `frames` frames. page_count is
   // the store's next new page id, free_ids its free pages. Drops all frames.
   void attach(PageBackend* backend, uint32_t frames, PageId page_count, std::vector<PageId> free_ids);
+  // An async reader moves to a newer commit whose store ends at page_count and whose commits
+  // since the one the frames hold wrote `changed` (n ids, any order, repeats allowed): those
+  // frames and those of pages past the end are dropped, the others kept (their pages hold the
+  // same bytes in the newer commit). The free list is the new commit's, loaded again.
+  void follow_commit(PageId page_count, const PageId* changed, uint32_t n);
   bool backed() const { return backend_ != nullptr; }
   bool asynchronous() const { return async_; }
   // True once after the pool had to evict (the tree XMerges at its next

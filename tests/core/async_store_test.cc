@@ -211,6 +211,79 @@ TEST_P(AsyncStoreSeeds, RandomOpsTinyPoolMatchModel) {
 
 INSTANTIATE_TEST_SUITE_P(AsyncStore, AsyncStoreSeeds, ::testing::Values(42u, 7u, 2026u));
 
+// An async reader beside a writer (IndexedDB tabs): at_store_follow_changed keeps the pages the
+// commits since the reader's did not write. Random writes (overflow values included, so chains
+// are freed and their pages reused), commits, and a reader that follows after 1..4 commits
+// with the union of their pages: after every follow it equals the writer's committed model,
+// and the pages it kept are not read again.
+TEST_P(AsyncStoreSeeds, ReaderKeepsThePagesNewerCommitsDidNotWrite) {
+  Host h;
+  std::unique_ptr<Store> w;
+  ASSERT_EQ(open(h, 1024 * kPageSize, &w), Status::kOk);
+  std::mt19937 rng(GetParam());
+  Model live;
+  for (uint32_t i = 0; i < 2000; i++) {
+    std::string k = key_of(i), v = value_of(rng);
+    ASSERT_EQ(with_faults(*w, h, [&] { return w->tree().set(sl(k), sl(v)); }), Status::kOk);
+    live[k] = v;
+  }
+  // The commit's images into the host; their ids into `changed`.
+  auto commit_ids = [&](std::vector<PageId>* changed) {
+    std::vector<uint8_t> out;
+    uint32_t n = 0;
+    ASSERT_EQ(w->commit_begin(&out, &n), Status::kOk);
+    Pages images;
+    ASSERT_TRUE(parse(out, n, &images));
+    for (auto& e : images) {
+      changed->push_back(e.first);
+      h.pages[e.first] = std::move(e.second);
+    }
+    ASSERT_EQ(w->commit_end(Status::kOk), Status::kOk);
+  };
+  std::vector<PageId> changed;
+  commit_ids(&changed);
+  std::unique_ptr<Store> r;
+  ASSERT_EQ(open(h, 4096 * kPageSize, &r), Status::kOk);
+  ASSERT_EQ(r->follow(h.pages.at(0).data()), Status::kOk);
+  // Not before the store is a reader: the pool must hold pages of a commit it followed.
+  std::vector<PageId> none;
+  EXPECT_EQ(w->follow_changed(h.pages.at(0).data(), none.data(), 0), Status::kInvalidArgument);
+  Model got;
+  ASSERT_EQ(dump(*r, h, &got), Status::kOk);
+  ASSERT_TRUE(got == live);
+  uint64_t kept_rounds = 0;
+  for (int round = 0; round < 60; round++) {
+    changed.clear();
+    int commits = 1 + static_cast<int>(rng() % 4);
+    for (int c = 0; c < commits; c++) {
+      int ops = 1 + static_cast<int>(rng() % (round % 3 == 0 ? 200 : 6));
+      for (int op = 0; op < ops; op++) {
+        std::string k = key_of(rng() % 2600);
+        if (rng() % 4 != 0) {
+          std::string v = value_of(rng);
+          ASSERT_EQ(with_faults(*w, h, [&] { return w->tree().set(sl(k), sl(v)); }), Status::kOk);
+          live[k] = v;
+        } else {
+          Status s = with_faults(*w, h, [&] { return w->tree().remove(sl(k)); });
+          ASSERT_EQ(s, live.erase(k) ? Status::kOk : Status::kNotFound);
+        }
+      }
+      commit_ids(&changed);
+    }
+    ASSERT_EQ(r->follow_changed(h.pages.at(0).data(), changed.data(), static_cast<uint32_t>(changed.size())), Status::kOk);
+    uint64_t before = h.supplied;
+    ASSERT_EQ(dump(*r, h, &got), Status::kOk);
+    ASSERT_TRUE(got == live) << "round " << round;
+    // Every page the dump read again was one the commits wrote (or a new one).
+    std::sort(changed.begin(), changed.end());
+    changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+    EXPECT_LE(h.supplied - before, changed.size()) << "round " << round;
+    if (h.supplied - before < r->tree().store().resident_count()) kept_rounds++;
+  }
+  EXPECT_EQ(kept_rounds, 60u);
+  EXPECT_EQ(r->commit_begin(nullptr, nullptr), Status::kReadOnly);
+}
+
 // With set_log_deltas (IndexedDB's frames): after the images, an entry per image whose delta
 // turns the image the host holds for that page (named by its trailer) into the new one;
 // runs on 4-byte words, at most 2048 bytes. Random writes over a tiny pool, both formats,

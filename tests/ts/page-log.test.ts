@@ -267,6 +267,23 @@ describe('PageLog', () => {
     expect(log.plan([])).toEqual({ reset: true, read: [] });
     expect(log.plan([4, 5])).toEqual({ reset: true, read: [4, 5] });
   });
+
+  it('changedSince: the pages of the frames after a frame it applied; undefined for one it did not, or after a reset', () => {
+    const log = new PageLog();
+    log.apply(3, encodeFrame([[0, page0(3)], [5, image(1)]]), 't');
+    log.apply(4, encodeFrame([[0, page0(4)], [6, image(1)], [9, image(1)]]), 't');
+    log.add(7, [[0, page0(7)], [5, image(2)]], 1, 't');
+    expect(log.changedSince(7)).toEqual([]);
+    expect(log.changedSince(4)).toEqual([0, 5]);
+    expect(log.changedSince(3)).toEqual([0, 6, 9, 0, 5]);
+    // 2 came before the log (a checkpoint), 5 and 6 never were commits: not known
+    for (const k of [2, 5, 6, 8]) expect(log.changedSince(k)).toBeUndefined();
+    log.reset();
+    expect(log.changedSince(3)).toBeUndefined();
+    log.apply(8, encodeFrame([[0, page0(8)], [2, image(3)]]), 't');
+    expect(log.changedSince(7)).toBeUndefined();
+    expect(log.changedSince(8)).toEqual([]);
+  });
 });
 
 describe('PageLog against a model (what IndexedDB would hold)', () => {
@@ -280,6 +297,10 @@ describe('PageLog against a model (what IndexedDB would hold)', () => {
     const writer = new PageLog();
     const follower = new PageLog();
     let seq = 0, checkpoints = 0, deltas = 0, onStored = 0;
+    /** The follower's pool (see below), the commit it holds pages of, and how often it could
+     * keep them. */
+    const pool = new Map<number, Uint8Array>();
+    let followerAt = 0, kept = 0, unknown = 0;
     const resolve = (log: PageLog, id: number) => log.latest.get(id) ?? stored.get(id);
     const same = (a: Uint8Array | undefined, b: Uint8Array) => a !== undefined && a.length === b.length && a.every((v, i) => v === b[i]);
     const check = (log: PageLog, what: string) => {
@@ -322,6 +343,24 @@ describe('PageLog against a model (what IndexedDB would hold)', () => {
         if (plan.reset) follower.reset();
         for (const k of plan.read) follower.apply(k, frames.find(([f]) => f === k)![1], 't', (id) => stored.get(id));
         check(follower, 'follower');
+        // Its pool: the pages it read at commit `followerAt`. Moving to `seq`, it keeps those
+        // that changedSince does not name (all go when it cannot tell): each kept one must be
+        // the model's image.
+        const changedIds = follower.changedSince(followerAt);
+        if (changedIds === undefined) {
+          pool.clear();
+          unknown++;
+        } else {
+          for (const id of changedIds) pool.delete(id);
+          kept += pool.size;
+        }
+        for (const [id, img] of pool) expect(same(img, model.get(id)!), `kept page ${id} at commit ${seq}`).toBe(true);
+        for (let n = rnd(PAGES); n > 0; n--) {
+          const id = 1 + rnd(PAGES);
+          const img = model.get(id);
+          if (img !== undefined) pool.set(id, img.slice());
+        }
+        followerAt = seq;
       }
       if (rnd(25) === 0) {
         const fresh = new PageLog();
@@ -331,6 +370,8 @@ describe('PageLog against a model (what IndexedDB would hold)', () => {
       }
     }
     expect(checkpoints).toBeGreaterThan(10);
+    expect(kept).toBeGreaterThan(200);
+    expect(unknown).toBeGreaterThan(5);
     expect(deltas).toBeGreaterThan(150);
     expect(onStored).toBeGreaterThan(50);
   });

@@ -121,6 +121,7 @@ export interface AbiExports {
   at_store_commit_begin?(tree: Ptr, ctx: Ptr): number;
   at_store_commit_end?(tree: Ptr, hostStatus: number): number;
   at_store_follow?(tree: Ptr, superblock: Ptr): number;
+  at_store_follow_changed?(tree: Ptr, superblock: Ptr, changed: Ptr, count: number): number;
   at_store_set_checkpoint_bytes?(tree: Ptr, bytes: number): number;
   /** 1 (default): a commit's checkpoint writes the next log over the old one in place; 0: cuts it first. */
   at_store_set_log_reuse?(tree: Ptr, on: number): number;

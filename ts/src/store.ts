@@ -938,16 +938,37 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   /** A reader read `page0` with a page: true if it is the commit the pool holds pages of. If it
-   * is a newer one, the store follows it (drops its pages, at_store_follow) and the caller
-   * retries; an older one (a read that started before the last follow) is just dropped. */
+   * is a newer one, the store follows it (drops the pages the commits since wrote, or all of
+   * them where the backend cannot say which: at_store_follow_changed, at_store_follow) and
+   * returns false; so it does for an older one (a read that started before the last follow),
+   * which is just dropped. */
   #sameCommit(b: Async, page0: Uint8Array | undefined): boolean {
     const r = b.reader!;
     if (page0 === undefined || page0.length !== PAGE_SIZE) throw new CorruptionError(`the superblock (page 0) of '${this.#path}' is missing or damaged`);
     if (sameBytes(page0, r.page0)) return true;
     if (superblockSequence(page0) <= superblockSequence(r.page0)) return false;
-    const w = this.#wasm;
-    w.u8().set(page0, this.#pageBuf);
-    const st = w.exports.at_store_follow!(this.#tree, this.#pageBuf);
+    const w = this.#wasm, ex = w.exports;
+    // The pages the commits since ours wrote, where the backend can say: the others stay in
+    // the pool (without the list every page goes, and a reader beside a writer that commits
+    // often spends its time reading its path again).
+    const changed = ex.at_store_follow_changed !== undefined ? b.pages.changedSince?.(Number(superblockSequence(r.page0))) : undefined;
+    let st: number;
+    if (changed !== undefined) {
+      const ids = changed.length > 0 ? ex.at_alloc(4 * changed.length) : 0;
+      if (changed.length > 0 && ids === 0) throw storeError(Status.OUT_OF_MEMORY, `moving to the newest commit of '${this.#path}'`, undefined);
+      try {
+        const u8 = w.u8();
+        u8.set(page0, this.#pageBuf);
+        const dv = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
+        for (let i = 0; i < changed.length; i++) dv.setUint32(ids + 4 * i, changed[i]!, true);
+        st = ex.at_store_follow_changed!(this.#tree, this.#pageBuf, ids, changed.length);
+      } finally {
+        if (ids !== 0) ex.at_free(ids);
+      }
+    } else {
+      w.u8().set(page0, this.#pageBuf);
+      st = ex.at_store_follow!(this.#tree, this.#pageBuf);
+    }
     if (st < 0) throw storeError(st, `moving to the newest commit of '${this.#path}'`, undefined);
     r.page0 = page0.slice();
     this.#gen++;
@@ -1664,8 +1685,11 @@ export class BTreeStore<K = string, V = unknown> {
         if (dir !== 0) this.#readAhead(b, id, dir, window);
         while (this.#gate !== undefined) await this.#gate;
         this.#openAsync();
-        // A reader: a page of another commit than the pool's is not supplied (the retry reads again).
-        if (b.reader !== undefined && !this.#sameCommit(b, got.page0)) return;
+        // A reader: a page of an older commit than the pool's is not supplied (the retry reads
+        // again). One of a newer commit is, once the store has followed that commit: it is of
+        // the commit the retry reads (beside a writer that commits faster than a page is read,
+        // a reader that dropped it read every page again and again and got nowhere).
+        if (b.reader !== undefined && !this.#sameCommit(b, got.page0) && !sameBytes(got.page0!, b.reader.page0)) return;
         const image = got.image;
         if (image === undefined) throw new CorruptionError(`page ${id} is missing from the store '${this.#path}'`);
         if (image.length !== PAGE_SIZE) throw new CorruptionError(`page ${id} of '${this.#path}' is ${image.length} bytes, not ${PAGE_SIZE}`);

@@ -11,12 +11,17 @@
  * committed page map).
  */
 import { InvalidArgumentError, LockedError } from '../errors.js';
+import { commitSequence } from './page-log.js';
 import type { AsyncBackend, AsyncStorePages } from './types.js';
 
 interface Volume {
   pages: Map<number, Uint8Array>;
   open: boolean;
+  /** The last HISTORY commits: their sequence and the pages they wrote (readers' changedSince). */
+  history: { seq: number; ids: number[] }[];
 }
+
+const HISTORY = 64;
 
 export interface AsyncMemoryStorage extends AsyncBackend {
   /** Statistics of all stores of this backend: page reads and writePages calls. */
@@ -42,7 +47,7 @@ export function createAsyncMemoryStorage(options: { delayMs?: number } = {}): As
       const reader = opts.readOnly === true;
       if (v === undefined) {
         if (!opts.create || reader) throw new InvalidArgumentError(`no store at '${path}' (async-memory storage, ${reader ? 'readOnly: true creates nothing' : 'create: false'})`);
-        v = { pages: new Map(), open: false };
+        v = { pages: new Map(), open: false, history: [] };
         volumes.set(path, v);
       }
       if (v.open && !reader) throw new LockedError(`the store '${path}' is already open in this process`);
@@ -68,8 +73,16 @@ export function createAsyncMemoryStorage(options: { delayMs?: number } = {}): As
           const next = new Map(vol.pages);
           for (const [id, image] of pages) next.set(id, image.slice());
           vol.pages = next; // the swap: all or nothing
+          vol.history.push({ seq: commitSequence(pages[0]![1]), ids: pages.map((p) => p[0]) });
+          if (vol.history.length > HISTORY) vol.history.shift();
           counters.commits++;
           counters.pagesWritten += pages.length;
+        },
+        changedSince(sequence: number): number[] | undefined {
+          const h = vol.history;
+          const i = h.findIndex((c) => c.seq === sequence);
+          if (i < 0) return undefined;
+          return h.slice(i + 1).flatMap((c) => c.ids);
         },
         close(): void {
           if (closed) return;

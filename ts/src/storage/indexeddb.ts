@@ -37,8 +37,9 @@
  * read in the same transaction; a frame they had that is gone means a checkpoint ran, so they
  * read the log afresh), so what they read is one commit's state (IndexedDB serialises a
  * readonly transaction with the writer's readwrite ones). Page 0's commit sequence then tells
- * the store whether a commit landed since the reader's pages were read; it drops its pages and
- * retries the read on the newer commit (store.ts).
+ * the store whether a commit landed since the reader's pages were read; it then follows the newer
+ * commit (store.ts): it drops the pages that the frames since its own commit hold
+ * (`changedSince`, all of them when a checkpoint cleared the log in between) and keeps the rest.
  *
  * Errors: a transaction aborted for quota (QuotaExceededError) becomes QuotaExceededError, any
  * other failure IoError, with the browser's error as `cause`; a log record that is not a frame
@@ -359,6 +360,8 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           }
         },
         wantsDeltas: deltas,
+        // A reader: what the frames since its commit wrote (the log it keeps up to date).
+        changedSince: readOnly ? (sequence: number) => log.changedSince(sequence) : undefined,
         async writePages(pages, given): Promise<void> {
           if (readOnly) throw new IoError(`indexeddb: '${path}' is open read-only`);
           if (pages.length === 0 || pages[0]![0] !== 0) throw new InvalidArgumentError('indexeddb: a commit hands page 0 first');

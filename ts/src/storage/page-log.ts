@@ -231,6 +231,8 @@ export class PageLog {
   bytes = 0;
   #slabs: Uint8Array[] = [];
   #slots = 0;
+  /** The page ids of each applied frame, by key (changedSince). */
+  #changes = new Map<number, number[]>();
 
   /** A copy of page `id`'s newest logged image, or undefined when no frame holds it. */
   image(id: number): Uint8Array | undefined {
@@ -273,6 +275,24 @@ export class PageLog {
     }
     this.keys.push(key);
     this.bytes += bytes;
+    this.#changes.set(key, pages.map((p) => p[0]));
+  }
+
+  /** The pages the frames after frame `key` hold (a reader following a newer commit keeps the
+   * others), or undefined when `key` is not an applied frame: the log was reset since (a
+   * checkpoint), or that commit was a checkpoint itself, so what changed after it is unknown. */
+  changedSince(key: number): number[] | undefined {
+    const keys = this.keys;
+    let lo = 0, hi = keys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (keys[mid]! < key) lo = mid + 1;
+      else hi = mid;
+    }
+    if (keys[lo] !== key) return undefined;
+    const ids: number[] = [];
+    for (let i = lo + 1; i < keys.length; i++) for (const id of this.#changes.get(keys[i]!)!) ids.push(id);
+    return ids;
   }
 
   /** The pages whose records in `pages` the frames (in key order, to be applied next) have
@@ -294,6 +314,7 @@ export class PageLog {
   /** Forgets every frame (after a checkpoint moved them into `pages`). */
   reset(): void {
     this.latest.clear();
+    this.#changes.clear();
     this.keys = [];
     this.bytes = 0;
     this.#slots = 0;

@@ -136,6 +136,15 @@ export interface AsyncStorePages {
    * into the same copy.
    */
   readonly viewsOfOneCopy?: boolean;
+  /**
+   * Optional, for readers: every page that the commits after commit `sequence` (a superblock's
+   * commit sequence) wrote, as far as the backend has seen them (a later commit's pages may be
+   * included; repeats allowed), or undefined when it cannot tell (it did not see `sequence`
+   * itself, or not every commit since). A reader that follows a newer commit then keeps the
+   * pages outside the list instead of dropping all of them. A wrong list gives wrong answers:
+   * a backend that is not sure says undefined.
+   */
+  changedSince?(sequence: number): readonly number[] | undefined;
   /** Releases the lock. Called once. `abandoned`: the store was dropped without close() and
    * collected: release the lock and write nothing (no checkpoint). */
   close(abandoned?: boolean): void | Promise<void>;
