@@ -972,8 +972,21 @@ export class BTreeStore<K = string, V = unknown> {
     if (st < 0) throw storeError(st, `moving to the newest commit of '${this.#path}'`, undefined);
     r.page0 = page0.slice();
     this.#gen++;
-    this.#ahead.clear();
+    // (pages read ahead that the commits since did not write stay good: #readerPage)
+    if (changed === undefined) this.#ahead.clear();
     return false;
+  }
+
+  /** A reader read page `id` with `page0`: whether the page is one of the commit the pool
+   * holds pages of. A newer commit's is, once the store followed that commit (#sameCommit); an
+   * older one's is when no commit since wrote the page (the backend's changedSince): a
+   * read-ahead of the commit before. Beside a writer that commits faster than a page is read,
+   * a reader that dropped such pages read every page again and again and got nowhere. */
+  #readerPage(b: Async, id: number, page0: Uint8Array | undefined): boolean {
+    if (this.#sameCommit(b, page0)) return true;
+    if (sameBytes(page0!, b.reader!.page0)) return true; // followed just now
+    const changed = b.pages.changedSince?.(Number(superblockSequence(page0!)));
+    return changed !== undefined && !changed.includes(id);
   }
 
   #open(): void {
@@ -1676,7 +1689,8 @@ export class BTreeStore<K = string, V = unknown> {
         let got: Fetched;
         try {
           // A read-ahead that failed (undefined) is read again here, where its error counts.
-          got = (ahead !== undefined && ahead.gen === gen ? await ahead.image : undefined) ?? (await this.#fetch(b, [id]))[0]!;
+          // (a reader's read-ahead of an earlier commit may still hold the page: #readerPage)
+          got = (ahead !== undefined && (ahead.gen === gen || b.reader !== undefined) ? await ahead.image : undefined) ?? (await this.#fetch(b, [id]))[0]!;
         } catch (e) {
           // The operations waiting on this page fail: the reads they kept have no one to go on.
           this.#dropKept();
@@ -1685,11 +1699,9 @@ export class BTreeStore<K = string, V = unknown> {
         if (dir !== 0) this.#readAhead(b, id, dir, window);
         while (this.#gate !== undefined) await this.#gate;
         this.#openAsync();
-        // A reader: a page of an older commit than the pool's is not supplied (the retry reads
-        // again). One of a newer commit is, once the store has followed that commit: it is of
-        // the commit the retry reads (beside a writer that commits faster than a page is read,
-        // a reader that dropped it read every page again and again and got nowhere).
-        if (b.reader !== undefined && !this.#sameCommit(b, got.page0) && !sameBytes(got.page0!, b.reader.page0)) return;
+        // A reader supplies only a page of the commit its pool holds (#readerPage; else the
+        // retry reads again).
+        if (b.reader !== undefined && !this.#readerPage(b, id, got.page0)) return;
         const image = got.image;
         if (image === undefined) throw new CorruptionError(`page ${id} is missing from the store '${this.#path}'`);
         if (image.length !== PAGE_SIZE) throw new CorruptionError(`page ${id} of '${this.#path}' is ${image.length} bytes, not ${PAGE_SIZE}`);
@@ -1712,12 +1724,14 @@ export class BTreeStore<K = string, V = unknown> {
     for (let i = 1; i <= RUN_SUPPLY; i++) {
       const q = id + dir * i;
       const a = this.#ahead.get(q);
-      if (a === undefined || a.gen !== gen || this.#faults.has(q)) return;
+      // (a reader's pages carry their commit: #readerPage says whether they are still good)
+      const reader = b.reader !== undefined;
+      if (a === undefined || (a.gen !== gen && !reader) || this.#faults.has(q)) return;
       const got = await a.image.catch(() => undefined);
       if (got?.image === undefined || got.image.length !== PAGE_SIZE) return;
       while (this.#gate !== undefined) await this.#gate;
-      if (this.#closed || this.#gen !== gen || this.#ahead.get(q) !== a) return;
-      if (b.reader !== undefined && !this.#sameCommit(b, got.page0)) return;
+      if (this.#closed || (this.#gen !== gen && !reader) || this.#ahead.get(q) !== a) return;
+      if (reader && !this.#readerPage(b, q, got.page0)) return;
       this.#ahead.delete(q);
       const w = this.#wasm;
       w.u8().set(got.image, this.#pageBuf);

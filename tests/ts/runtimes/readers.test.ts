@@ -291,8 +291,10 @@ describe('indexeddb readers in headless Chromium', () => {
     const commits = await writing;
     expect(iterated.bad).toBe(0);
     expect(iterated.keys).toEqual(Array.from({ length: N }, (_, i) => i));
+    // ~30 commits in this session's runs (~950 while each follow dropped the pages read
+    // ahead; never through before a follow kept pages)
     expect(commits).toBeGreaterThan(0);
-    expect(commits).toBeLessThan(3000);
+    expect(commits).toBeLessThan(500);
     await a.close();
     await b.close();
     expect(errors).toEqual([]);
