@@ -335,6 +335,52 @@ describe.each(REAL_BUILDS)('readers beside a writer on an async backend (%s)', (
     await w.close();
   });
 
+  it('a batch beside a writer committing each write shows one commit, and keeps to it while the pages it reads did not change', async () => {
+    // A pool a third of the batch's pages: the batch faults all along, and pages that the
+    // commits since the reader's did not write are supplied without following (a wrong one
+    // shows as a key older than the commit another key is of).
+    const wasm = await wasmFor(build);
+    const storage = createAsyncMemoryStorage();
+    const path = uniqueName('rd-pin');
+    const w = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm, poolSize: 8 << 20 });
+    const M = 4000;
+    const v = (c: number, k: number) => `c${c}:${k}:${'z'.repeat(600 + (k % 100))}`;
+    await w.setManyAsync(Array.from({ length: M }, (_, k) => [k, v(0, k)] as [number, string]));
+    await w.commit();
+    const writes: number[][] = Array.from({ length: M }, () => [0]);
+    let c = 0;
+    /** 40 commits of one write each (the batch livelocks while a writer commits faster than
+     * it reads the pages the commits wrote: STORE.md; this writer stops) */
+    const writer = async () => {
+      for (let i = 0; i < 40; i++) {
+        c++;
+        const k = (c * 7919) % M;
+        await w.setAsync(k, v(c, k));
+        writes[k]!.push(c);
+        await w.commit();
+      }
+    };
+    const r = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm, readOnly: true, poolSize: 1 << 20 });
+    const keys = Array.from({ length: M }, (_, k) => k);
+    let last = 0;
+    for (let round = 0; round < 8; round++) {
+      const [got] = await Promise.all([r.getManyAsync(keys), writer()]);
+      const of = got.map((x, k) => {
+        const ck = Number(x!.slice(1, x!.indexOf(':')));
+        expect(x).toBe(v(ck, k));
+        return ck;
+      });
+      // One commit R: every key's value is its newest write up to R.
+      const R = Math.max(...of);
+      const mixed = keys.filter((k) => writes[k]!.some((x) => x > of[k]! && x <= R));
+      expect(mixed, `round ${round}`).toEqual([]);
+      expect(R).toBeGreaterThanOrEqual(last);
+      last = R;
+    }
+    expect(last).toBeGreaterThan(40);
+    for (const x of [r, w]) await x.close();
+  });
+
   it('a store that was never committed is INVALID_ARGUMENT for a reader', async () => {
     const wasm = await wasmFor(build);
     const storage = createAsyncMemoryStorage();

@@ -982,9 +982,15 @@ export class BTreeStore<K = string, V = unknown> {
    * older one's is when no commit since wrote the page (the backend's changedSince): a
    * read-ahead of the commit before. Beside a writer that commits faster than a page is read,
    * a reader that dropped such pages read every page again and again and got nowhere. */
-  #readerPage(b: Async, id: number, page0: Uint8Array | undefined): boolean {
+  #readerPage(b: Async, id: number, page0: Uint8Array | undefined, pin = false): boolean {
+    const r = b.reader!;
+    // (pinned: a newer commit's page that the commits since ours did not write is ours too)
+    if (pin && page0 !== undefined && page0.length === PAGE_SIZE && superblockSequence(page0) > superblockSequence(r.page0)) {
+      const since = b.pages.changedSince?.(Number(superblockSequence(r.page0)));
+      if (since !== undefined && !since.includes(id)) return true;
+    }
     if (this.#sameCommit(b, page0)) return true;
-    if (sameBytes(page0!, b.reader!.page0)) return true; // followed just now
+    if (sameBytes(page0!, r.page0)) return true; // followed just now
     const changed = b.pages.changedSince?.(Number(superblockSequence(page0!)));
     return changed !== undefined && !changed.includes(id);
   }
@@ -1666,7 +1672,10 @@ export class BTreeStore<K = string, V = unknown> {
     if (this.#b.kind === 'async' && !this.#map.closed && typeof ex.at_store_drop_kept === 'function') ex.at_store_drop_kept(this.#tree);
   }
 
-  #fault(b: Async, id: number, readAhead: boolean): Promise<void> {
+  /** `pin` (a reader's batch call): a page read at a newer commit that the commits since the
+   * pool's did not write is supplied as it is, without following: the batch stays on its
+   * commit instead of starting over (#readerPage). */
+  #fault(b: Async, id: number, readAhead: boolean, pin = false): Promise<void> {
     let p = this.#faults.get(id);
     if (p === undefined) {
       // A run goes on at the next id, or past the pages supplied with the last fault.
@@ -1701,7 +1710,7 @@ export class BTreeStore<K = string, V = unknown> {
         this.#openAsync();
         // A reader supplies only a page of the commit its pool holds (#readerPage; else the
         // retry reads again).
-        if (b.reader !== undefined && !this.#readerPage(b, id, got.page0)) return;
+        if (b.reader !== undefined && !this.#readerPage(b, id, got.page0, pin)) return;
         const image = got.image;
         if (image === undefined) throw new CorruptionError(`page ${id} is missing from the store '${this.#path}'`);
         if (image.length !== PAGE_SIZE) throw new CorruptionError(`page ${id} of '${this.#path}' is ${image.length} bytes, not ${PAGE_SIZE}`);
@@ -1709,7 +1718,7 @@ export class BTreeStore<K = string, V = unknown> {
         w.u8().set(image, this.#pageBuf);
         const st = w.exports.at_store_supply!(this.#tree, id, this.#pageBuf);
         if (st < 0) throw storeError(st, `reading page ${id}`, undefined);
-        if (this.#runWindow > 0) await this.#supplyRun(b, id, dir, gen);
+        if (this.#runWindow > 0) await this.#supplyRun(b, id, dir, gen, pin);
       })().finally(() => this.#faults.delete(id));
       this.#faults.set(id, p);
     }
@@ -1720,7 +1729,7 @@ export class BTreeStore<K = string, V = unknown> {
    * in direction `dir` that were read ahead, up to RUN_SUPPLY, so that the operation's retry
    * walks on through them. Stops at the first one not read ahead (or failed, or changed by a
    * commit meanwhile): its own fault reads it, and reports what is wrong with it. */
-  async #supplyRun(b: Async, id: number, dir: number, gen: number): Promise<void> {
+  async #supplyRun(b: Async, id: number, dir: number, gen: number, pin: boolean): Promise<void> {
     for (let i = 1; i <= RUN_SUPPLY; i++) {
       const q = id + dir * i;
       const a = this.#ahead.get(q);
@@ -1731,7 +1740,7 @@ export class BTreeStore<K = string, V = unknown> {
       if (got?.image === undefined || got.image.length !== PAGE_SIZE) return;
       while (this.#gate !== undefined) await this.#gate;
       if (this.#closed || (this.#gen !== gen && !reader) || this.#ahead.get(q) !== a) return;
-      if (reader && !this.#readerPage(b, q, got.page0)) return;
+      if (reader && !this.#readerPage(b, q, got.page0, pin)) return;
       this.#ahead.delete(q);
       const w = this.#wasm;
       w.u8().set(got.image, this.#pageBuf);
@@ -1855,7 +1864,10 @@ export class BTreeStore<K = string, V = unknown> {
       } catch (e) {
         if (!(e instanceof PageFaultError)) throw e;
         if (e.values !== undefined) for (const v of e.values) out.push(v as V | undefined);
-        await this.#fault(this.#b as Async, e.pageId, false);
+        // (a reader's batch keeps to its commit while the pages it faults on are unchanged:
+        // following each newer commit started it over, and beside a writer that commits
+        // often a batch larger than the pool never ended)
+        await this.#fault(this.#b as Async, e.pageId, false, true);
       }
       part = list.slice(out.length, out.length + ASYNC_BATCH);
     }
