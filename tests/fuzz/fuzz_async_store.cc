@@ -8,7 +8,11 @@
 // resident (session 22: a delete that merged inner nodes faulted in the middle of its change
 // and hung, a case the tiny pool of the other tests did not reach).
 //
-// Input: [config byte: layout, pool size (bit 6: 64 frames, else 16 MiB), format (bit 7)]
+// With bit 5 of the config byte, a reader (IndexedDB's readers beside the writer) follows every
+// commit with the pages the commits since its own wrote (Store::follow_changed: it keeps the
+// others) and must then equal the committed model.
+//
+// Input: [config byte: layout, reader (bit 5), pool size (bit 6: 64 frames, else 16 MiB), format (bit 7)]
 // then ops: [op][args] (key and value specs as tests/fuzz/fuzz_ops.h).
 #include <cstdint>
 #include <cstdio>
@@ -50,7 +54,8 @@ std::unique_ptr<Store> open(const Pages& host, const StoreOptions& o) {
   return st;
 }
 
-void commit(Store& st, Pages& host) {
+// (written: the ids of the pages the commit wrote are appended)
+void commit(Store& st, Pages& host, std::vector<PageId>* written = nullptr) {
   std::vector<uint8_t> out;
   uint32_t n = 0;
   require(st.commit_begin(&out, &n) == Status::kOk);
@@ -58,6 +63,7 @@ void commit(Store& st, Pages& host) {
   for (uint32_t i = 0; i < n; i++) {
     const uint8_t* p = out.data() + size_t{i} * (4 + kPageSize);
     host[load32(p)].assign(p + 4, p + 4 + kPageSize);
+    if (written) written->push_back(load32(p));
   }
   require(st.commit_end(Status::kOk) == Status::kOk);
 }
@@ -110,7 +116,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in{data, size};
   const uint8_t first = in.byte();
   StoreOptions o;
-  o.layout = static_cast<LayoutConfig>((first & 0x3F) % kLayoutConfigCount);
+  // (bit 5 is 32: a multiple of the layout count, so the layouts of older inputs stay theirs)
+  static_assert(32 % kLayoutConfigCount == 0, "bit 5 must not change the layout");
+  o.layout = static_cast<LayoutConfig>((first & 0x1F) % kLayoutConfigCount);
+  const bool reader = (first & 0x20) != 0;
+  std::unique_ptr<Store> rd;
+  std::vector<PageId> since;  // the pages the commits after the reader's wrote
   o.pool_bytes = first & 0x40 ? 64 * kPageSize : 16u << 20;
   o.new_format = first & 0x80 ? PageSum::kCrc32c : PageSum::kHash;
   Pages host;
@@ -172,8 +183,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       }
       case 7:
-        commit(*st, host);
+        commit(*st, host, &since);
         committed = m;
+        if (reader) {
+          if (!rd) {
+            rd = open(host, o);
+            require(rd->follow(host.at(0).data()) == Status::kOk);
+          } else {
+            require(rd->follow_changed(host.at(0).data(), since.data(), static_cast<uint32_t>(since.size())) == Status::kOk);
+          }
+          since.clear();
+          require_same(*rd, host, committed);
+        }
         break;
       case 8:  // a crash: uncommitted writes are gone; reopened cold
         st.reset();
