@@ -83,6 +83,7 @@ import { indexedDBDefault } from './storage/indexeddb.js';
 import { OpfsWorkerStore, linkOpfsWorkerStore, opfsRemoteAvailable } from './storage/opfs-remote.js';
 import { asyncMemoryStorage } from './storage/async-memory.js';
 import { superblockSequence } from './storage/page-log.js';
+import { pageCountOf } from './storage/superblock.js';
 import { PROGRESS_BYTES, progressOption, report, type ProgressCallback } from './progress.js';
 
 export type StorageName = 'node' | 'deno' | 'opfs' | 'indexeddb' | 'memory' | 'async-memory';
@@ -1710,7 +1711,14 @@ export class BTreeStore<K = string, V = unknown> {
         this.#openAsync();
         // A reader supplies only a page of the commit its pool holds (#readerPage; else the
         // retry reads again).
-        if (b.reader !== undefined && !this.#readerPage(b, id, got.page0, pin)) return;
+        if (b.reader !== undefined) {
+          const at = b.reader.page0;
+          if (!this.#readerPage(b, id, got.page0, pin)) return;
+          // Followed a newer commit just now: the page may be gone from it (the store shrank;
+          // an IndexedDB checkpoint deletes the records past its end). The retry asks for what
+          // the newer commit needs. (Async stores write both superblock slots alike.)
+          if (b.reader.page0 !== at && (got.image === undefined || id >= (pageCountOf(b.reader.page0) ?? 0))) return;
+        }
         const image = got.image;
         if (image === undefined) throw new CorruptionError(`page ${id} is missing from the store '${this.#path}'`);
         if (image.length !== PAGE_SIZE) throw new CorruptionError(`page ${id} of '${this.#path}' is ${image.length} bytes, not ${PAGE_SIZE}`);
