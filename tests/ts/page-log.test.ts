@@ -283,6 +283,11 @@ describe('PageLog', () => {
     log.apply(8, encodeFrame([[0, page0(8)], [2, image(3)]]), 't');
     expect(log.changedSince(7)).toBeUndefined();
     expect(log.changedSince(8)).toEqual([]);
+    // The writer's log keeps no lists: it never knows.
+    const writer = new PageLog(false);
+    writer.apply(3, encodeFrame([[0, page0(3)], [5, image(1)]]), 't');
+    writer.apply(4, encodeFrame([[0, page0(4)], [6, image(1)]]), 't');
+    expect(writer.changedSince(3)).toBeUndefined();
   });
 });
 

@@ -246,7 +246,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         throw new IoError(`indexeddb: '${path}' holds a value that is not a page image`);
       };
 
-      const log = new PageLog();
+      const log = new PageLog(readOnly);
       /** The writer: the images the checkpoints wrote into `pages` of the pages no frame since
        * holds (a page leaves when a frame logs it). A commit logs a delta against them where the
        * log has no image of the page ('ATL2' frames, page-log.ts). Together with the log's

@@ -231,8 +231,12 @@ export class PageLog {
   bytes = 0;
   #slabs: Uint8Array[] = [];
   #slots = 0;
-  /** The page ids of each applied frame, by key (changedSince). */
+  /** The page ids of each applied frame, by key (changedSince; readers only). */
   #changes = new Map<number, number[]>();
+
+  /** `tracksChanges`: keep the pages of each frame for changedSince (a reader's log; the
+   * writer's has no use for them). */
+  constructor(readonly tracksChanges = true) {}
 
   /** A copy of page `id`'s newest logged image, or undefined when no frame holds it. */
   image(id: number): Uint8Array | undefined {
@@ -275,13 +279,15 @@ export class PageLog {
     }
     this.keys.push(key);
     this.bytes += bytes;
-    this.#changes.set(key, pages.map((p) => p[0]));
+    if (this.tracksChanges) this.#changes.set(key, pages.map((p) => p[0]));
   }
 
   /** The pages the frames after frame `key` hold (a reader following a newer commit keeps the
    * others), or undefined when `key` is not an applied frame: the log was reset since (a
-   * checkpoint), or that commit was a checkpoint itself, so what changed after it is unknown. */
+   * checkpoint), or that commit was a checkpoint itself, so what changed after it is unknown
+   * (and always for a log that does not track changes). */
   changedSince(key: number): number[] | undefined {
+    if (!this.tracksChanges) return undefined;
     const keys = this.keys;
     let lo = 0, hi = keys.length;
     while (lo < hi) {
