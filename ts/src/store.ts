@@ -1714,10 +1714,12 @@ export class BTreeStore<K = string, V = unknown> {
         if (b.reader !== undefined) {
           const at = b.reader.page0;
           if (!this.#readerPage(b, id, got.page0, pin)) return;
-          // Followed a newer commit just now: the page may be gone from it (the store shrank;
-          // an IndexedDB checkpoint deletes the records past its end). The retry asks for what
-          // the newer commit needs. (Async stores write both superblock slots alike.)
-          if (b.reader.page0 !== at && (got.image === undefined || id >= (pageCountOf(b.reader.page0) ?? 0))) return;
+          // The store may have moved on meanwhile (a follow just now, or by another call while
+          // this read ran) to a commit in which it is shorter: a page past its end is not
+          // supplied, and after a follow neither is one whose record is gone (an IndexedDB
+          // checkpoint deletes the records past the end). The retry asks for what the commit
+          // needs. (Async stores write both superblock slots alike.)
+          if (id >= (pageCountOf(b.reader.page0) ?? 0) || (b.reader.page0 !== at && got.image === undefined)) return;
         }
         const image = got.image;
         if (image === undefined) throw new CorruptionError(`page ${id} is missing from the store '${this.#path}'`);
