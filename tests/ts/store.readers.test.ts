@@ -429,6 +429,34 @@ describe.each(REAL_BUILDS)('readers beside a writer on an async backend (%s)', (
     for (const x of [r, w]) await x.close();
   });
 
+  it('a reader whose pages are all in its pool moves to the writer\'s newer commit at its next call (the writer announces it)', async () => {
+    const wasm = await wasmFor(build);
+    const storage = createAsyncMemoryStorage();
+    const path = uniqueName('rd-heard');
+    const w = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm });
+    await w.setManyAsync(Array.from({ length: 3000 }, (_, k) => [k, `c0:${k}`] as [number, string]));
+    await w.commit();
+    const r = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm, readOnly: true });
+    const all = Array.from({ length: 3000 }, (_, k) => k);
+    await r.getManyAsync(all); // every page in its pool: no call of it faults from here on
+    for (let c = 1; c <= 5; c++) {
+      await w.setAsync(c * 100, `c${c}:${c * 100}`);
+      await w.deleteAsync(c * 100 + 1);
+      await w.commit();
+      // no refresh(): the next call follows
+      expect(await r.getAsync(c * 100)).toBe(`c${c}:${c * 100}`);
+      expect(await r.hasAsync(c * 100 + 1)).toBe(false);
+      expect(r.size).toBe(3000 - c);
+      expect(await r.refresh()).toBe(false);
+    }
+    // A sync call cannot read: it stays on the reader's commit until an async call or refresh().
+    await w.setAsync(7, 'later');
+    await w.commit();
+    expect(r.get(7)).toBe('c0:7');
+    expect(await r.getAsync(7)).toBe('later');
+    for (const x of [r, w]) await x.close();
+  });
+
   it('a store that was never committed is INVALID_ARGUMENT for a reader', async () => {
     const wasm = await wasmFor(build);
     const storage = createAsyncMemoryStorage();

@@ -918,13 +918,25 @@ export class BTreeStore<K = string, V = unknown> {
   /**
    * A reader on an asynchronous backend (indexeddb) moves to the newest commit, if there is
    * a newer one than its pages are of; resolves whether it moved. (It also moves by itself
-   * when a page it has to read belongs to a newer commit.) Other stores: nothing can change
+   * when a page it has to read belongs to a newer commit, and at its next async call after
+   * the writer announced a commit: indexeddb's BroadcastChannel.) Other stores: nothing can change
    * under them (sync readers keep the writer out while open): resolves false.
    */
   async refresh(): Promise<boolean> {
     this.#open();
     const b = this.#b;
     if (b.kind !== 'async' || b.reader === undefined) return false;
+    // (counted as a call: close() waits for it)
+    this.#begin();
+    try {
+      return await this.#catchUp(b);
+    } finally {
+      this.#end();
+    }
+  }
+
+  /** refresh() of a reader on an async backend. */
+  async #catchUp(b: Async): Promise<boolean> {
     while (this.#gate !== undefined) await this.#gate;
     let page0: Uint8Array | undefined;
     try {
@@ -932,10 +944,10 @@ export class BTreeStore<K = string, V = unknown> {
     } catch (e) {
       throw isAdaptreeError(e) ? e : storeError(statusOfError(e), 'reading page 0', e);
     }
-    this.#open();
-    const before = b.reader.page0;
+    this.#openAsync();
+    const before = b.reader!.page0;
     this.#sameCommit(b, page0);
-    return b.reader.page0 !== before;
+    return b.reader!.page0 !== before;
   }
 
   /** A reader read `page0` with a page: true if it is the commit the pool holds pages of. If it
@@ -1589,8 +1601,15 @@ export class BTreeStore<K = string, V = unknown> {
     const tail = this.#writeTail;
     // (body counts itself in #started and calls #settle when it ends: a .finally() here cost
     // every warm getAsync a promise more)
-    const run = body;
-    if (this.#b.kind !== 'async') return run();
+    let run = body;
+    const b = this.#b;
+    if (b.kind !== 'async') return run();
+    // A reader whose backend heard of a newer commit (the writer announces each) moves to it
+    // first: one whose pages were all in its pool stayed on its commit until refresh().
+    if (b.reader !== undefined) {
+      const heard = b.pages.newestCommit?.();
+      if (heard !== undefined && heard > Number(superblockSequence(b.reader.page0))) run = () => this.#catchUp(b).then(body);
+    }
     let p: Promise<T>;
     if (!write) {
       p = tail === undefined ? run() : tail.then(run);

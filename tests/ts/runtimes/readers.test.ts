@@ -250,6 +250,27 @@ describe('indexeddb readers in headless Chromium', () => {
       }, { c, N, val: val.toString() }));
     }
     expect(rounds.map((x) => x.moved)).toEqual([true, true, true, true, true, true]);
+
+    // Without refresh(): the writer announces each commit (BroadcastChannel), and the reader,
+    // whose pages are all in its pool, moves to it at its next async call.
+    await a.evaluate(async ({ val }) => {
+      const s = (window as unknown as { w: import('../../../ts/src/index.js').BTreeStore<number, string> }).w;
+      const v = new Function('return ' + val)() as (c: number, k: number) => string;
+      await s.setAsync(7, v(50, 7));
+      await s.commit();
+    }, { val: val.toString() });
+    const heard = await b.evaluate(async ({ val }) => {
+      const r = (window as unknown as { r: import('../../../ts/src/index.js').BTreeStore<number, string> }).r;
+      const v = new Function('return ' + val)() as (c: number, k: number) => string;
+      // (the announcement arrives as a task of its own: a few polls at most)
+      for (let i = 0; i < 200; i++) {
+        if ((await r.getAsync(7)) === v(50, 7)) return { polls: i, refreshed: await r.refresh() };
+        await new Promise((res) => setTimeout(res, 10));
+      }
+      return { polls: -1, refreshed: await r.refresh() };
+    }, { val: val.toString() });
+    expect(heard.polls).toBeGreaterThanOrEqual(0);
+    expect(heard.refreshed).toBe(false); // it had moved already
     expect(rounds.map((x) => x.bad)).toEqual([0, 0, 0, 0, 0, 0]);
     // A commit of one key writes its leaf (and page 0): that is what the reader reads again.
     for (const x of rounds) expect(x.reads).toBeLessThanOrEqual(3);

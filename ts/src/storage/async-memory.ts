@@ -78,6 +78,9 @@ export function createAsyncMemoryStorage(options: { delayMs?: number } = {}): As
           counters.commits++;
           counters.pagesWritten += pages.length;
         },
+        newestCommit(): number | undefined {
+          return reader ? vol.history[vol.history.length - 1]?.seq : undefined;
+        },
         changedSince(sequence: number): number[] | undefined {
           const h = vol.history;
           const i = h.findIndex((c) => c.seq === sequence);

@@ -40,6 +40,9 @@
  * the store whether a commit landed since the reader's pages were read; it then follows the newer
  * commit (store.ts): it drops the pages that the frames since its own commit hold
  * (`changedSince`, all of them when a checkpoint cleared the log in between) and keeps the rest.
+ * The writer announces each commit's sequence on the BroadcastChannel
+ * `adaptree:idb-commits:<path>`; a reader hears it (`newestCommit`) and its next async call
+ * moves to that commit first, even with every page it needs in its pool.
  *
  * Errors: a transaction aborted for quota (QuotaExceededError) becomes QuotaExceededError, any
  * other failure IoError, with the browser's error as `cause`; a log record that is not a frame
@@ -50,6 +53,14 @@ import { PageLog, commitSequence, encodeFrame, ownsBuffer } from './page-log.js'
 import { pageCountOf } from './superblock.js';
 import type { AsyncBackend, AsyncStorePages, OpenStorageOptions } from './types.js';
 import { takeLock, webLocks } from './web-locks.js';
+
+/** The BroadcastChannel of a store's commit announcements (the package builds without the DOM lib). */
+interface CommitChannel {
+  postMessage(message: unknown): void;
+  close(): void;
+  onmessage: ((ev: { data: unknown }) => void) | null;
+  unref?(): void;
+}
 
 /** The parts of IndexedDB used here (the package builds without the DOM lib). */
 interface IdbRequest<T> {
@@ -196,6 +207,32 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         throw new InvalidArgumentError(`no store at '${path}' (indexeddb, ${readOnly ? 'readOnly: true creates nothing' : 'create: false'})`);
       }
       const conn = db;
+      // Commit announcements: the writer posts each commit's sequence on a BroadcastChannel of
+      // the store, readers in other tabs and workers of the origin hear them (newestCommit), so
+      // that their next call moves to it. (Unref'd where the runtime has that, as Node: a
+      // channel must not keep a process alive.)
+      const BC = (globalThis as unknown as { BroadcastChannel?: new (name: string) => CommitChannel }).BroadcastChannel;
+      let channel: CommitChannel | undefined;
+      try {
+        channel = typeof BC === 'function' ? new BC('adaptree:idb-commits:' + path) : undefined;
+      } catch {
+        channel = undefined;
+      }
+      let heard: number | undefined;
+      if (channel !== undefined && readOnly) {
+        channel.onmessage = (ev) => {
+          const n = ev.data;
+          if (typeof n === 'number' && (heard === undefined || n > heard)) heard = n;
+        };
+      }
+      channel?.unref?.();
+      const announce = (seq: number) => {
+        try {
+          channel?.postMessage(seq);
+        } catch {
+          /* a closed channel: readers follow at their next fault or refresh() */
+        }
+      };
       let lost: unknown;
       conn.onversionchange = () => {
         lost = new Error('the database was upgraded or deleted elsewhere');
@@ -336,6 +373,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           await transact([PAGES, LOG], 'readonly', syncLog);
         } catch (e) {
           conn.close();
+          channel?.close();
           release();
           throw idbError(e, 'reading the log', path);
         }
@@ -362,6 +400,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         wantsDeltas: deltas,
         // A reader: what the frames since its commit wrote (the log it keeps up to date).
         changedSince: readOnly ? (sequence: number) => log.changedSince(sequence) : undefined,
+        newestCommit: readOnly ? () => heard : undefined,
         async writePages(pages, given): Promise<void> {
           if (readOnly) throw new IoError(`indexeddb: '${path}' is open read-only`);
           if (pages.length === 0 || pages[0]![0] !== 0) throw new InvalidArgumentError('indexeddb: a commit hands page 0 first');
@@ -379,10 +418,12 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
               });
               log.add(key, pages, frame.length, where);  // copies the images
               for (const [id] of pages) stored.delete(id);
+              announce(key);
               return;
             }
             // Past checkpointBytes: a checkpoint instead.
             await checkpoint(pages);
+            announce(commitSequence(pages[0]![1]));
           } catch (e) {
             throw idbError(e, 'committing', path);
           }
@@ -390,6 +431,11 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         close(abandoned?: boolean): Promise<void> | void {
           if (closed) return;
           closed = true;
+          try {
+            channel?.close();
+          } catch {
+            /* already closed */
+          }
           // As a file store's close: the log folded into `pages`, so that the next open has
           // none to read (and holds no logged pages in memory). A failure loses nothing: the
           // log stays. The lock is held until it is done. (Not for a store dropped without

@@ -145,6 +145,12 @@ export interface AsyncStorePages {
    * a backend that is not sure says undefined.
    */
   changedSince?(sequence: number): readonly number[] | undefined;
+  /**
+   * Optional, for readers: the newest commit sequence the backend has heard of without a read
+   * (the writer's announcements: indexeddb's BroadcastChannel, async-memory's own volume), or
+   * undefined. A reader's next async call moves to a newer one first.
+   */
+  newestCommit?(): number | undefined;
   /** Releases the lock. Called once. `abandoned`: the store was dropped without close() and
    * collected: release the lock and write nothing (no checkpoint). */
   close(abandoned?: boolean): void | Promise<void>;
