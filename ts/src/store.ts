@@ -338,7 +338,8 @@ type Sync = { kind: 'sync'; files: SyncStoreFiles; io: number; entry: HostEntry 
 type Async = {
   kind: 'async';
   pages: AsyncStorePages;
-  reader: { page0: Uint8Array } | undefined;
+  /** A reader: page 0 of the commit its pool holds pages of, and that commit's sequence. */
+  reader: { page0: Uint8Array; seq: number } | undefined;
   /** Set when the store let go of its pages: settles once the backend's close() has (with the
    * error of a close that failed: indexeddb folds its log there). */
   closed: { done?: Promise<unknown> };
@@ -843,7 +844,7 @@ export class BTreeStore<K = string, V = unknown> {
       if (readOnly && sb !== undefined) {
         const st = ex.at_store_follow!(tree, pageBuf);
         if (st < 0) throw openError(st, options.path, undefined);
-        reader = { page0: sb.slice() };
+        reader = { page0: sb.slice(), seq: Number(superblockSequence(sb)) };
       }
       checkStoreEncodings(ex, tree, options, options.path, readOnly);
       // (a build without it: the backend diffs the pages itself)
@@ -959,12 +960,12 @@ export class BTreeStore<K = string, V = unknown> {
     const r = b.reader!;
     if (page0 === undefined || page0.length !== PAGE_SIZE) throw new CorruptionError(`the superblock (page 0) of '${this.#path}' is missing or damaged`);
     if (sameBytes(page0, r.page0)) return true;
-    if (superblockSequence(page0) <= superblockSequence(r.page0)) return false;
+    if (Number(superblockSequence(page0)) <= r.seq) return false;
     const w = this.#wasm, ex = w.exports;
     // The pages the commits since ours wrote, where the backend can say: the others stay in
     // the pool (without the list every page goes, and a reader beside a writer that commits
     // often spends its time reading its path again).
-    const changed = ex.at_store_follow_changed !== undefined ? b.pages.changedSince?.(Number(superblockSequence(r.page0))) : undefined;
+    const changed = ex.at_store_follow_changed !== undefined ? b.pages.changedSince?.(r.seq) : undefined;
     let st: number;
     if (changed !== undefined) {
       const ids = changed.length > 0 ? ex.at_alloc(4 * changed.length) : 0;
@@ -984,6 +985,7 @@ export class BTreeStore<K = string, V = unknown> {
     }
     if (st < 0) throw storeError(st, `moving to the newest commit of '${this.#path}'`, undefined);
     r.page0 = page0.slice();
+    r.seq = Number(superblockSequence(page0));
     this.#gen++;
     // (pages read ahead that the commits since did not write stay good: #readerPage)
     if (changed === undefined) this.#ahead.clear();
@@ -998,8 +1000,8 @@ export class BTreeStore<K = string, V = unknown> {
   #readerPage(b: Async, id: number, page0: Uint8Array | undefined, pin = false): boolean {
     const r = b.reader!;
     // (pinned: a newer commit's page that the commits since ours did not write is ours too)
-    if (pin && page0 !== undefined && page0.length === PAGE_SIZE && superblockSequence(page0) > superblockSequence(r.page0)) {
-      const since = b.pages.changedSince?.(Number(superblockSequence(r.page0)));
+    if (pin && page0 !== undefined && page0.length === PAGE_SIZE && Number(superblockSequence(page0)) > r.seq) {
+      const since = b.pages.changedSince?.(r.seq);
       if (since !== undefined && !since.includes(id)) return true;
     }
     if (this.#sameCommit(b, page0)) return true;
@@ -1608,7 +1610,7 @@ export class BTreeStore<K = string, V = unknown> {
     // first: one whose pages were all in its pool stayed on its commit until refresh().
     if (b.reader !== undefined) {
       const heard = b.pages.newestCommit?.();
-      if (heard !== undefined && heard > Number(superblockSequence(b.reader.page0))) run = () => this.#catchUp(b).then(body);
+      if (heard !== undefined && heard > b.reader.seq) run = () => this.#catchUp(b).then(body);
     }
     let p: Promise<T>;
     if (!write) {
