@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { BTreeStore, InvalidArgumentError, ReadOnlyError, init } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
 import { pageCountOf } from '../../ts/src/storage/superblock.js';
-import { REAL_BUILDS, wasmFor } from './builds.js';
+import { REAL_BUILDS, wasmFor, type Build } from './builds.js';
 import { sortedEntries, tempDir, uniqueName } from './store-helpers.js';
 import { SplitMix } from './store-rng.js';
 
@@ -173,6 +173,21 @@ describe('a reader of a data file without its log', () => {
   });
 });
 
+/** A writer on async-memory holding keys 0..M-1, committed as commit 0, whose values name the
+ * commit that wrote them (`v(c, k)`, padded to `pad` + k % `spread` characters); `writes[k]`:
+ * the commits that wrote key k, ascending (the tests push theirs). */
+async function writerWithHistory(build: Build, name: string, M: number, pad: number, spread: number, poolSize: number) {
+  const wasm = await wasmFor(build);
+  const storage = createAsyncMemoryStorage();
+  const path = uniqueName(name);
+  const w = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm, poolSize });
+  const v = (c: number, k: number) => `c${c}:${k}:${'y'.repeat(pad + (k % spread))}`;
+  await w.setManyAsync(Array.from({ length: M }, (_, k) => [k, v(0, k)] as [number, string]));
+  await w.commit();
+  const writes: number[][] = Array.from({ length: M }, () => [0]);
+  return { wasm, storage, path, w, v, writes };
+}
+
 describe.each(REAL_BUILDS)('readers beside a writer on an async backend (%s)', (build) => {
   const N = 12000;
   /** Commit c sets every key to a value naming c: a read mixing two commits shows two names. */
@@ -291,16 +306,8 @@ describe.each(REAL_BUILDS)('readers beside a writer on an async backend (%s)', (
   it('an iteration beside a writer committing a few keys at a time sees each key as of a commit never older than one it saw before', async () => {
     // Pages read ahead at an earlier commit are kept when no commit since wrote them: a wrong
     // one shows as a key older than the commit an earlier key was already of.
-    const wasm = await wasmFor(build);
-    const storage = createAsyncMemoryStorage();
-    const path = uniqueName('rd-ahead');
-    const w = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm, poolSize: 1 << 20 });
     const M = 6000;
-    const v = (c: number, k: number) => `c${c}:${k}:${'y'.repeat(300 + (k % 200))}`;
-    await w.setManyAsync(Array.from({ length: M }, (_, k) => [k, v(0, k)] as [number, string]));
-    await w.commit();
-    /** writes[k]: the commits that wrote key k, ascending */
-    const writes: number[][] = Array.from({ length: M }, () => [0]);
+    const { wasm, storage, path, w, v, writes } = await writerWithHistory(build, 'rd-ahead', M, 300, 200, 1 << 20);
     const rng = new SplitMix(4242);
     let c = 0, done = false;
     const writing = (async () => {
@@ -340,15 +347,8 @@ describe.each(REAL_BUILDS)('readers beside a writer on an async backend (%s)', (
     // A pool a third of the batch's pages: the batch faults all along, and pages that the
     // commits since the reader's did not write are supplied without following (a wrong one
     // shows as a key older than the commit another key is of).
-    const wasm = await wasmFor(build);
-    const storage = createAsyncMemoryStorage();
-    const path = uniqueName('rd-pin');
-    const w = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm, poolSize: 8 << 20 });
     const M = 4000;
-    const v = (c: number, k: number) => `c${c}:${k}:${'z'.repeat(600 + (k % 100))}`;
-    await w.setManyAsync(Array.from({ length: M }, (_, k) => [k, v(0, k)] as [number, string]));
-    await w.commit();
-    const writes: number[][] = Array.from({ length: M }, () => [0]);
+    const { wasm, storage, path, w, v, writes } = await writerWithHistory(build, 'rd-pin', M, 600, 100, 8 << 20);
     let c = 0;
     /** 40 commits of one write each (the batch livelocks while a writer commits faster than
      * it reads the pages the commits wrote: STORE.md; this writer stops) */
