@@ -457,6 +457,38 @@ describe.each(REAL_BUILDS)('readers beside a writer on an async backend (%s)', (
     for (const x of [r, w]) await x.close();
   });
 
+  it('a catch-up read that fails fails the call with IO_ERROR; the next call catches up, and close() does not wait for the failed one', async () => {
+    const wasm = await wasmFor(build);
+    const storage = createAsyncMemoryStorage();
+    const path = uniqueName('rd-heard-fail');
+    let failReads = false;
+    const failing = {
+      kind: 'async' as const, name: 'failing',
+      open: async (p: string, o: Parameters<typeof storage.open>[1]) => {
+        const inner = await storage.open(p, o);
+        return { ...inner, readPages: async (ids: readonly number[]) => {
+          if (failReads) throw new Error('disk on fire');
+          return inner.readPages!(ids);
+        } };
+      },
+    };
+    const w = await BTreeStore.open<number, string>({ path, storage, keys: 'number', wasm });
+    await w.setAsync(1, 'a');
+    await w.commit();
+    const r = await BTreeStore.open<number, string>({ path, storage: failing, keys: 'number', wasm, readOnly: true });
+    expect(await r.getAsync(1)).toBe('a');
+    await w.setAsync(1, 'b');
+    await w.commit();
+    failReads = true;
+    await expect(r.getAsync(1)).rejects.toMatchObject({ code: 'IO_ERROR' });
+    failReads = false;
+    expect(await r.getAsync(1)).toBe('b');
+    // The failed call ended: close() has no call to wait for (it would wait CLOSE_WAIT_MS, 5 s).
+    const closing = r.close().then(() => 'closed');
+    expect(await Promise.race([closing, new Promise((res) => setTimeout(() => res('still waiting'), 2000))])).toBe('closed');
+    await w.close();
+  });
+
   it('a store that was never committed is INVALID_ARGUMENT for a reader', async () => {
     const wasm = await wasmFor(build);
     const storage = createAsyncMemoryStorage();

@@ -1610,7 +1610,14 @@ export class BTreeStore<K = string, V = unknown> {
     // first: one whose pages were all in its pool stayed on its commit until refresh().
     if (b.reader !== undefined) {
       const heard = b.pages.newestCommit?.();
-      if (heard !== undefined && heard > b.reader.seq) run = () => this.#catchUp(b).then(body);
+      // (body ends the call, #settle; a catch-up that failed must end it here, or close()
+      // would wait for it for ever)
+      if (heard !== undefined && heard > b.reader.seq) {
+        run = () => this.#catchUp(b).then(body, (e: unknown) => {
+          this.#end();
+          throw e;
+        });
+      }
     }
     let p: Promise<T>;
     if (!write) {
