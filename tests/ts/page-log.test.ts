@@ -275,7 +275,14 @@ describe('PageLog', () => {
     log.add(7, [[0, page0(7)], [5, image(2)]], 1, 't');
     expect(log.changedSince(7)).toEqual([]);
     expect(log.changedSince(4)).toEqual([0, 5]);
-    expect(log.changedSince(3)).toEqual([0, 6, 9, 0, 5]);
+    // each page once (a reader far behind asks with long lists)
+    expect(log.changedSince(3)).toEqual([0, 6, 9, 5]);
+    // the same answer until the log changes: a reader asks for every page it is handed
+    const a = log.changedSince(4);
+    expect(log.changedSince(4)).toBe(a);
+    log.add(10, [[0, page0(10)], [11, image(2)]], 1, 't');
+    expect(log.changedSince(4)).not.toBe(a);
+    expect(log.changedSince(4)).toEqual([0, 5, 11]);
     // 2 came before the log (a checkpoint), 5 and 6 never were commits: not known
     for (const k of [2, 5, 6, 8]) expect(log.changedSince(k)).toBeUndefined();
     log.reset();

@@ -1002,13 +1002,27 @@ export class BTreeStore<K = string, V = unknown> {
     // (pinned: a newer commit's page that the commits since ours did not write is ours too)
     if (pin && page0 !== undefined && page0.length === PAGE_SIZE && Number(superblockSequence(page0)) > r.seq) {
       const since = b.pages.changedSince?.(r.seq);
-      if (since !== undefined && !since.includes(id)) return true;
+      if (since !== undefined && !this.#writtenSince(since, id)) return true;
     }
     if (this.#sameCommit(b, page0)) return true;
     if (sameBytes(page0!, r.page0)) return true; // followed just now
     const changed = b.pages.changedSince?.(Number(superblockSequence(page0!)));
-    return changed !== undefined && !changed.includes(id);
+    return changed !== undefined && !this.#writtenSince(changed, id);
   }
+
+  /** Whether `id` is in `changed` (a changedSince answer). A reader asks for every page it is
+   * handed, and a reader many commits behind has a long list: its set is kept while the
+   * backend gives the same list (the indexeddb log does until it changes). */
+  #writtenSince(changed: readonly number[], id: number): boolean {
+    if (changed.length < 16) return changed.includes(id);
+    if (this.#writtenList !== changed) {
+      this.#writtenList = changed;
+      this.#writtenSet = new Set(changed);
+    }
+    return this.#writtenSet!.has(id);
+  }
+  #writtenList: readonly number[] | undefined;
+  #writtenSet: Set<number> | undefined;
 
   #open(): void {
     // (inside an async call that close() waits for, its own sync steps go on)

@@ -233,6 +233,9 @@ export class PageLog {
   #slots = 0;
   /** The page ids of each applied frame, by key (changedSince; readers only). */
   #changes = new Map<number, number[]>();
+  /** changedSince's last answer (the log it was for: `keys` and its length). A reader asks for
+   * every page it is handed, with the same key until it follows a commit. */
+  #since: { key: number; keys: number[]; count: number; ids: number[] } | undefined;
 
   /** `tracksChanges`: keep the pages of each frame for changedSince (a reader's log; the
    * writer's has no use for them). */
@@ -285,8 +288,9 @@ export class PageLog {
   /** The pages the frames after frame `key` hold (a reader following a newer commit keeps the
    * others), or undefined when `key` is not an applied frame: the log was reset since (a
    * checkpoint), or that commit was a checkpoint itself, so what changed after it is unknown
-   * (and always for a log that does not track changes). */
-  changedSince(key: number): number[] | undefined {
+   * (and always for a log that does not track changes). Each page once; the same array until
+   * the log changes (do not modify it). */
+  changedSince(key: number): readonly number[] | undefined {
     if (!this.tracksChanges) return undefined;
     const keys = this.keys;
     let lo = 0, hi = keys.length;
@@ -296,8 +300,12 @@ export class PageLog {
       else hi = mid;
     }
     if (keys[lo] !== key) return undefined;
-    const ids: number[] = [];
-    for (let i = lo + 1; i < keys.length; i++) for (const id of this.#changes.get(keys[i]!)!) ids.push(id);
+    const m = this.#since;
+    if (m !== undefined && m.key === key && m.keys === keys && m.count === keys.length) return m.ids;
+    const seen = new Set<number>();
+    for (let i = lo + 1; i < keys.length; i++) for (const id of this.#changes.get(keys[i]!)!) seen.add(id);
+    const ids = [...seen];
+    this.#since = { key, keys, count: keys.length, ids };
     return ids;
   }
 
