@@ -16,7 +16,7 @@ let handleReads = 0;
 
 class FakeHandle {
   closed = false;
-  constructor(private readonly file: FakeFile) {}
+  constructor(private readonly file: FakeFile, readonly mode = 'readwrite') {}
   read(buf: Uint8Array, o: { at: number }): number {
     handleReads++;
     return this.file.bytes.read(buf, o.at);
@@ -35,29 +35,37 @@ class FakeHandle {
   }
   close(): void {
     this.closed = true;
-    this.file.handle = undefined;
+    this.file.handles = this.file.handles.filter((h) => h !== this);
   }
 }
 
 class FakeFile {
   kind = 'file' as const;
   bytes = new MemoryFile();
-  handle: FakeHandle | undefined;
+  handles: FakeHandle[] = [];
   failWrites: string | undefined;
-  async createSyncAccessHandle(): Promise<FakeHandle> {
-    if (this.handle !== undefined) throw dom('NoModificationAllowedError');
-    return (this.handle = new FakeHandle(this));
+  /** `modes`: handles take their mode, and 'readwrite-unsafe' ones open beside each other (as
+   * in Chromium); without, every handle is a 'readwrite' one that keeps others out (a browser
+   * without modes). */
+  constructor(private readonly modes = false) {}
+  async createSyncAccessHandle(o?: { mode?: string }): Promise<FakeHandle> {
+    const mode = this.modes ? (o?.mode ?? 'readwrite') : 'readwrite';
+    if (this.handles.some((h) => h.mode !== 'readwrite-unsafe' || mode !== 'readwrite-unsafe')) throw dom('NoModificationAllowedError');
+    const h = new FakeHandle(this, mode);
+    this.handles.push(h);
+    return h;
   }
 }
 
 class FakeDir {
   kind = 'directory' as const;
   entries = new Map<string, FakeDir | FakeFile>();
+  constructor(private readonly modes = false) {}
   async getDirectoryHandle(name: string, o?: { create?: boolean }): Promise<FakeDir> {
     let e = this.entries.get(name);
     if (e === undefined) {
       if (!o?.create) throw dom('NotFoundError');
-      this.entries.set(name, (e = new FakeDir()));
+      this.entries.set(name, (e = new FakeDir(this.modes)));
     }
     if (e.kind !== 'directory') throw dom('TypeMismatchError');
     return e;
@@ -66,7 +74,7 @@ class FakeDir {
     let e = this.entries.get(name);
     if (e === undefined) {
       if (!o?.create) throw dom('NotFoundError');
-      this.entries.set(name, (e = new FakeFile()));
+      this.entries.set(name, (e = new FakeFile(this.modes)));
     }
     if (e.kind !== 'file') throw dom('TypeMismatchError');
     return e;
@@ -97,8 +105,8 @@ class FakeLocks {
   }
 }
 
-function fakeOpfs(): { root: FakeDir; locks: FakeLocks } {
-  const root = new FakeDir(), locks = new FakeLocks();
+function fakeOpfs(modes = false): { root: FakeDir; locks: FakeLocks } {
+  const root = new FakeDir(modes), locks = new FakeLocks();
   vi.stubGlobal('navigator', { storage: { getDirectory: async () => root }, locks });
   vi.stubGlobal('FileSystemFileHandle', FakeFile);
   return { root, locks };
@@ -144,7 +152,7 @@ describe('opfs backend over a fake OPFS', () => {
     expect(files.data.size()).toBe(4096);
     files.log.sync();
     files.close();
-    expect((await dir.getFileHandle('store')).handle).toBeUndefined();
+    expect((await dir.getFileHandle('store')).handles).toEqual([]);
     await expect(opfsStorage.open('a/none', { create: false })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(opfsStorage.open('zz/none', { create: false })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     for (const bad of ['', '/', 'a/../b', './x']) await expect(opfsStorage.open(bad, { create: true })).rejects.toThrow(InvalidArgumentError);
@@ -242,6 +250,38 @@ describe('opfs backend over a fake OPFS', () => {
     for (const [k, v] of model) expect(r.get(k)).toBe(v);
     r.checkInvariants();
     await r.close();
+  });
+
+  // Read-ahead keeps bytes of the file in the owner's worker; once the store is shared, the
+  // workers attached write the files through handles of their own, so the owner must read what
+  // is there, not what it read ahead (session 28 turned it off in share() untested).
+  it('share() stops read-ahead: bytes another handle wrote since are read, not stale ones', async () => {
+    const { root } = fakeOpfs(true);
+    const files = await opfsStorage.open('db/sh', { create: true });
+    expect(typeof files.share).toBe('function'); // 'readwrite-unsafe' handles: shareable
+    const old = new Uint8Array(64 << 10).fill(1);
+    files.data.write(old, 0);
+    const page = new Uint8Array(4096);
+    const readPages = (from: number, n: number) => {
+      const before = handleReads;
+      for (let i = 0; i < n; i++) {
+        files.data.read(page, (from + i) * 4096);
+        expect(page[0], `page ${from + i}`).toBe(from + i < 8 ? 1 : 2);
+      }
+      return handleReads - before;
+    };
+    // Sequential 4 KiB reads: after the first, one read() takes the rest of the 64 KiB (and
+    // one more finds the end of the file).
+    expect(readPages(0, 4)).toBe(3);
+    files.share!();
+    // Another worker's handle writes pages 8.. (as an attached worker does): never through ours.
+    const other = await ((root.entries.get('db') as FakeDir).entries.get('sh') as FakeFile).createSyncAccessHandle({ mode: 'readwrite-unsafe' });
+    other.write(new Uint8Array(32 << 10).fill(2), { at: 8 * 4096 });
+    // Pages 4..7 are read again, one read() each (read ahead before share(), but not kept), and
+    // 8..15 show the other handle's bytes.
+    expect(readPages(4, 12)).toBe(12);
+    other.close();
+    files.close();
   });
 
   // A new-user probe (session 25, on node files; opfs had the same rule): a reader of a data
