@@ -587,7 +587,8 @@ export class BTreeStore<K = string, V = unknown> {
     // again and again, and on OPFS its access handles kept readers in other tabs out; a
     // new-user probe, session 25).
     let store: BTreeStore<K, V> | undefined;
-    const watch = watchChannel(handle.closedChannel, () => {
+    let map: BTreeMap<K, V> | undefined;
+    const watch = watchOwner(handle.closedChannel, () => map?.closed === true, () => {
       if (store !== undefined) store.#ownerClosed();
     });
     const detach = (): void => {
@@ -603,7 +604,7 @@ export class BTreeStore<K = string, V = unknown> {
     try {
       entry = registerHost(wasm.memory, handle.io, files);
       const opts = { wasm, keys, values, [ATTACH_TREE]: { tree: handle.tree, borrowed: true, onFree: detach, closed: 'the store is closed' } } as unknown as BTreeMapOptions<K, V>;
-      const map = new BTreeMap<K, V>(null, opts);
+      map = new BTreeMap<K, V>(null, opts);
       trackAttached(detach);
       // (readOnly: the attached store of a reader said readOnly === false; a probe, session 25)
       const storeOptions = { path: handle.path, autoCommit: options.autoCommit, onError: options.onError, readOnly: handle.readOnly === true } as StoreOptions<K, V>;
@@ -2121,18 +2122,29 @@ interface Channel {
 }
 const Broadcast = (globalThis as { BroadcastChannel?: new (name: string) => Channel }).BroadcastChannel;
 
-/** Listens on `name`; keeps no Node thread alive (unref). Undefined where there are no
- * BroadcastChannels, and in Deno (whether a listening one keeps a Deno thread alive was not
- * checked, and it has no unref): the store then lets go of its files when its `closed` or
- * `commit()` finds the store closed, or at its close(). */
-function watchChannel(name: string | undefined, onMessage: () => void): Channel | undefined {
-  if (typeof name !== 'string' || Broadcast === undefined) return undefined;
-  const ch = new Broadcast(name);
-  if (typeof ch.unref !== 'function' && (globalThis as { Deno?: unknown }).Deno !== undefined) {
-    ch.close();
-    return undefined;
+/** How often an attached store in Deno looks whether its owner closed the store. */
+const OWNER_POLL_MS = 200;
+
+/** Calls `onClosed` once the owner closed the store: a message on the channel `name`, which
+ * keeps no Node thread alive (unref). In Deno a listening BroadcastChannel keeps the thread
+ * alive and has no unref (Deno 2.9: a script that only listens never ends), so there an unref'd
+ * timer asks `isClosed` every OWNER_POLL_MS instead (until session 29 nothing did, and an
+ * attached store in Deno kept its files until its next call). Undefined where neither exists:
+ * the store then lets go of its files when its `closed` or `commit()` finds the store closed,
+ * or at its close(). */
+function watchOwner(name: string | undefined, isClosed: () => boolean, onClosed: () => void): { close(): void } | undefined {
+  if (typeof name !== 'string') return undefined;
+  const deno = (globalThis as { Deno?: { unrefTimer?(id: number): void } }).Deno;
+  if (typeof deno?.unrefTimer === 'function') {
+    const id = setInterval(() => {
+      if (isClosed()) onClosed();
+    }, OWNER_POLL_MS) as unknown as number;
+    deno.unrefTimer(id);
+    return { close: () => clearInterval(id) };
   }
-  ch.onmessage = onMessage;
+  if (Broadcast === undefined) return undefined;
+  const ch = new Broadcast(name);
+  ch.onmessage = onClosed;
   ch.unref?.();
   return ch;
 }
