@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, readdirSync, symlinkSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -1078,6 +1078,38 @@ describe('BTreeStore on sync backends', () => {
     const u = await BTreeStore.open<number, string>({ path: real, keys: 'number' });
     expect([u.get(1), u.get(2)]).toEqual(['one', 'two']);
     await u.close();
+  });
+
+  // Two names of one data file (a hard link) were two stores to the lock files, which go by
+  // name: two writers of one file, commits lost (known since session 22, fixed in session 29).
+  it('hard-linked store files: a writer refuses them under either name (INVALID_ARGUMENT, nothing written), a reader reads them', async () => {
+    const real = join(tmp.dir, 'hard.db');
+    const s = await BTreeStore.open<number, string>({ path: real, keys: 'number' });
+    s.set(1, 'one');
+    await s.commit();
+    for (const [file, other] of [['', 'hard-link.db'], ['-log', 'hard-log.db']] as const) {
+      linkSync(real + file, join(tmp.dir, other + file));
+      // while the first is open: the second name is refused, as a lock would refuse it
+      const e = await caught(BTreeStore.open({ path: join(tmp.dir, other), keys: 'number' }));
+      expect(isAdaptreeError(e) && e.code, other).toBe('INVALID_ARGUMENT');
+      expect((e as Error).message).toMatch(/hard links/);
+    }
+    await s.close();
+    const bytes = readFileSync(real);
+    // closed: refused under the first name too (the other name could open next)
+    const again = await caught(BTreeStore.open({ path: real, keys: 'number' }));
+    expect(isAdaptreeError(again) && again.code).toBe('INVALID_ARGUMENT');
+    expect(readFileSync(real).equals(bytes)).toBe(true);
+    expect(existsSync(real + '-lock')).toBe(false);
+    const r = await BTreeStore.open<number, string>({ path: join(tmp.dir, 'hard-link.db'), keys: 'number', readOnly: true });
+    expect(r.get(1)).toBe('one');
+    await r.close();
+    // copies, not links: a store again
+    rmSync(join(tmp.dir, 'hard-link.db'));
+    rmSync(join(tmp.dir, 'hard-log.db-log'));
+    const t = await BTreeStore.open<number, string>({ path: real, keys: 'number' });
+    expect(t.get(1)).toBe('one');
+    await t.close();
   });
 
   // A new-user probe (session 27): after `rm` of the store's files (or of its directory) while it

@@ -482,6 +482,20 @@ export const nodeStorage: NodeStorage = {
           }
         }
       }
+      // A file of the store with another name (a hard link) is the file of a second store to
+      // the lock files, which go by name: two writers, commits lost. Node has no flock to
+      // lock the file itself (Deno's backend does), so a writer refuses such files; a reader
+      // writes nothing and may read them.
+      if (!readOnly) {
+        for (const [i, fd] of fds.entries()) {
+          const links = fs.fstatSync(fd).nlink;
+          if (links > 1) {
+            throw new InvalidArgumentError(
+              `${i === 0 ? abs : abs + '-log'} has ${links} names (hard links): opened under another name it would be a second store writing the same file, and commits would be lost. Copy the store's files instead of linking them (a reader, readOnly: true, may open it)`,
+            );
+          }
+        }
+      }
     } catch (e) {
       for (const p of created) removeQuietly(fs, p);
       for (const fd of fds) fs.closeSync(fd);
