@@ -1112,6 +1112,26 @@ describe('BTreeStore on sync backends', () => {
     await t.close();
   });
 
+  // A probe (session 29): a setMany refused before it wrote anything (a bad value, a progress
+  // callback that threw) counted as an uncommitted write, and with autoCommit { writes: 2 } one
+  // good set and one refused setMany made an empty commit. (A batch that applied a prefix
+  // before it failed, `applied` > 0, still counts.)
+  it('a refused setMany is no uncommitted write', async () => {
+    const s = await BTreeStore.open<string, unknown>({ path: uniqueName('refused'), storage: 'memory', autoCommit: { writes: 2 } });
+    const commits = s.stats().commits;
+    s.set('ok', 1);
+    expect(() => s.setMany([['a', 1], ['b', 1n]])).toThrow(expect.objectContaining({ code: 'INVALID_VALUE', applied: 0 }));
+    expect(() => s.setMany([['c', 1]], { onProgress: () => { throw new Error('stop'); } })).toThrow(expect.objectContaining({ code: 'ABORTED', applied: 0 }));
+    expect(s.stats().uncommittedWrites).toBe(1);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(s.stats().commits).toBe(commits);
+    expect(s.size).toBe(1);
+    await s.commit();
+    expect(() => s.setMany([['d', 1], ['x'.repeat(2000), 2]])).toThrow(expect.objectContaining({ code: 'KEY_TOO_LARGE', applied: 0 }));
+    expect(s.stats().uncommittedWrites).toBe(0);
+    await s.close();
+  });
+
   // A new-user probe (session 27): after `rm` of the store's files (or of its directory) while it
   // was open, writes, commit() and close() all resolved, and everything was gone at the next
   // open. A commit now fails (IO_ERROR, the store read-only) while a file of it has no name.

@@ -121,6 +121,9 @@ export class AdaptreeError extends Error implements AdaptreeErrorLike {
   readonly code: AdaptreeErrorCode;
   /** Brand that `isAdaptreeError` checks (works across realms and for the TypeError/RangeError subclasses). */
   readonly [ADAPTREE_ERROR] = true as const;
+  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
+   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  declare readonly applied?: number;
   constructor(message: string, code: AdaptreeErrorCode = 'INTERNAL', options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
@@ -138,6 +141,9 @@ export class AdaptreeError extends Error implements AdaptreeErrorLike {
 export class InvalidKeyError extends TypeError implements AdaptreeErrorLike {
   readonly code = 'INVALID_KEY' as const;
   readonly [ADAPTREE_ERROR] = true as const;
+  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
+   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  declare readonly applied?: number;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     brand(this, 'InvalidKeyError');
@@ -147,6 +153,9 @@ export class InvalidKeyError extends TypeError implements AdaptreeErrorLike {
 export class InvalidValueError extends TypeError implements AdaptreeErrorLike {
   readonly code = 'INVALID_VALUE' as const;
   readonly [ADAPTREE_ERROR] = true as const;
+  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
+   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  declare readonly applied?: number;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     brand(this, 'InvalidValueError');
@@ -156,6 +165,9 @@ export class InvalidValueError extends TypeError implements AdaptreeErrorLike {
 export class InvalidArgumentError extends TypeError implements AdaptreeErrorLike {
   readonly code = 'INVALID_ARGUMENT' as const;
   readonly [ADAPTREE_ERROR] = true as const;
+  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
+   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  declare readonly applied?: number;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     brand(this, 'InvalidArgumentError');
@@ -165,6 +177,9 @@ export class InvalidArgumentError extends TypeError implements AdaptreeErrorLike
 export class KeyTooLargeError extends RangeError implements AdaptreeErrorLike {
   readonly code = 'KEY_TOO_LARGE' as const;
   readonly [ADAPTREE_ERROR] = true as const;
+  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
+   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  declare readonly applied?: number;
   constructor(message = 'key is longer than the maximum key size (1024 bytes encoded)', options?: { cause?: unknown }) {
     super(message, options);
     brand(this, 'KeyTooLargeError');
@@ -174,6 +189,9 @@ export class KeyTooLargeError extends RangeError implements AdaptreeErrorLike {
 export class ValueTooLargeError extends RangeError implements AdaptreeErrorLike {
   readonly code = 'VALUE_TOO_LARGE' as const;
   readonly [ADAPTREE_ERROR] = true as const;
+  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
+   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  declare readonly applied?: number;
   constructor(message = 'value is longer than the maximum value size', options?: { cause?: unknown }) {
     super(message, options);
     brand(this, 'ValueTooLargeError');
@@ -248,7 +266,7 @@ export class PageFaultError extends AdaptreeError {
   /** The page the core asked for. */
   readonly pageId: number;
   /** setMany/getMany: how many entries or keys (from the first) were done before the fault. */
-  readonly applied?: number;
+  declare readonly applied?: number;
   /** getMany: the values of those first `applied` keys. */
   readonly values?: readonly unknown[];
   constructor(pageId: number, message?: string, options?: { cause?: unknown; applied?: number; values?: readonly unknown[] }) {

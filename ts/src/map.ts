@@ -63,6 +63,7 @@ export {
   type KeyEncodingTypes,
   type LayoutName,
   type Range,
+  type Bound,
   type ValueEncodingName,
   type ValueEncodingFor,
   type ValueEncodingTypes,

@@ -1533,10 +1533,16 @@ export class BTreeStore<K = string, V = unknown> {
     this.#writable();
     try {
       this.#map.setMany(entries, options);
-    } finally {
-      // A failed batch may have applied a prefix: count it as a write either way.
-      this.#wrote();
+    } catch (e) {
+      // A failed batch may have applied a prefix (its error says how much: `applied`). One
+      // that applied nothing (refused before the core's call: a bad value, an aborted
+      // progress callback) is no write: it counted as one, and set off an empty autoCommit (a
+      // probe, session 29). Without a count, a write to be safe.
+      const applied = (e as { applied?: unknown } | null)?.applied;
+      if (typeof applied !== 'number' || applied > 0) this.#wrote();
+      throw e;
     }
+    this.#wrote();
     return this;
   }
 

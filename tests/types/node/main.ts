@@ -7,6 +7,8 @@ import {
   BTreeMap,
   isAdaptreeError,
   KeyTooLargeError,
+  OutOfMemoryError,
+  InvalidValueError,
   type AdaptreeWasm,
   type WasmModule,
   type WasmResponse,
@@ -52,7 +54,16 @@ const byNumber = new BTreeMap<number, string>(null, { keys: 'number', values: 'u
 byNumber.set(1, 'one');
 const byBytes = new BTreeMap<Uint8Array, Uint8Array>(undefined, { keys: 'bytes', values: 'bytes' });
 byBytes.set(new Uint8Array(1), new Uint8Array(1));
+// @ts-expect-error 'bytes' keys come back as plain Uint8Arrays, not Buffers (a probe, session 29)
 const byBuffer = new BTreeMap<Buffer, unknown>(null, { keys: 'bytes' });
+// @ts-expect-error the same for values
+const bufferV = new BTreeMap<string, Buffer>(null, { values: 'bytes' });
+// @ts-expect-error a value type wider than the encoding's: numbers cannot be stored as utf8
+const unionV = new BTreeMap<string, string | number>(null, { values: 'utf8' });
+// @ts-expect-error null is not a bytes value
+const nullV = new BTreeMap<string, Uint8Array | null>(null, { values: 'bytes' });
+const literalV = new BTreeMap<string, 'on' | 'off'>(null, { values: 'utf8' });
+const jsonV = new BTreeMap<string, { n: number } | null>(null, { values: 'json' });
 const byTuple = new BTreeMap<[string, number], boolean>(null, { keys: 'tuple' });
 const literal = new BTreeMap<'a' | 'b', number>(null, { keys: 'utf8' });
 const anyKey = new BTreeMap<unknown, unknown>(null, { keys: 'bigint' as 'utf8' | 'bigint' });
@@ -64,4 +75,16 @@ const unionK = new BTreeMap<string | number, number>(null, { keys: 'utf8' });
 const wrongK = new BTreeMap<string, number>(null, { keys: 'number' });
 // @ts-expect-error number values cannot be stored as utf8
 const wrongV = new BTreeMap<string, number>(null, { values: 'utf8' });
-void [byBuffer, byTuple, literal, anyKey, noK, unionK, wrongK, wrongV];
+// A tuple map's bounds may be prefixes of its keys (README: `gte: [a], lt: [a + '\0']`).
+for (const [k, v] of byTuple.entries({ gte: ['a'], lt: ['a\0'] })) console.log(k[0], k[1], v);
+byTuple.deleteRange({ gt: [] });
+// @ts-expect-error a bound that is no prefix of the key type
+byTuple.entries({ gte: [1] });
+// Every adaptree error may say how much of a setMany was applied (README, "Memory").
+try {
+  byNumber.setMany([[2, 'two']]);
+} catch (e) {
+  if (e instanceof OutOfMemoryError) console.log(e.applied ?? 0);
+  if (e instanceof InvalidValueError) console.log(e.applied ?? 0);
+}
+void [byBuffer, bufferV, unionV, nullV, literalV, jsonV, byTuple, literal, anyKey, noK, unionK, wrongK, wrongV];

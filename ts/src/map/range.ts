@@ -88,8 +88,9 @@ export function boundsWith<K>(range: Range<K> | undefined, what: string, encode:
   }
   const lo = r.gte !== undefined ? r.gte : r.gt;
   const hi = r.lte !== undefined ? r.lte : r.lt;
-  const loBytes = lo !== undefined ? encode(lo) : null;
-  const hiBytes = hi !== undefined ? encode(hi) : null;
+  // (a tuple bound may be a prefix of a key, Bound<K>: the tuple encoding takes any length)
+  const loBytes = lo !== undefined ? encode(lo as K) : null;
+  const hiBytes = hi !== undefined ? encode(hi as K) : null;
   const reverse = !!r.reverse;
   const stopKey = reverse ? lo : hi;
   const stopNumber = typeof stopKey === 'number' ? stopKey : NaN;

@@ -27,22 +27,30 @@ export interface ValueEncodingTypes {
   utf8: string;
   bytes: Uint8Array;
 }
-/** One type lies within the other (not distributed over unions). */
-type Fits<A, B> = [A] extends [B] ? true : [B] extends [A] ? true : false;
 /** Every key of type A is one of B (not distributed over unions): a key type wider than the
  * encoding's (`string | number` with 'utf8') compiled and threw InvalidKeyError at run time (a
  * new-user probe, session 24). `unknown` (and `any`) still take any encoding: code that picks
  * the encoding at run time says so with them. */
 type Within<A, B> = unknown extends A ? true : [A] extends [B] ? true : false;
+/** What an encoding of type B reads back is a T: B's own values come back as they went in
+ * (a string, a number, a literal, a tuple as a plain array), but 'bytes' gives plain
+ * Uint8Arrays, so T must take one. `BTreeMap<Buffer, Buffer>` with 'bytes' compiled, and its
+ * keys and values came back without Buffer's methods (`k.toString('hex')` gave "97,98"; a
+ * new-user probe, session 29). */
+type ReadsBack<T, B> = [B] extends [Uint8Array] ? ([Uint8Array] extends [T] ? true : false) : true;
+/** Both: T's values go in, and what comes out is a T. */
+type Holds<T, B> = Within<T, B> extends true ? ReadsBack<T, B> : false;
 /**
  * The key encodings whose keys can be `K`: `new BTreeMap<number>(null, { keys: 'number' })`,
  * and `K` defaults to string, so `new BTreeMap(null, { keys: 'number' })` is a type error at
  * the option (it was one at every later `set(1, ...)`), and `BTreeMap<string>` with
  * `keys: 'number'` (an InvalidKeyError at every call) is one too.
  */
-export type KeyEncodingFor<K> = { [N in KeyEncodingName]: Within<K, KeyEncodingTypes[N]> extends true ? N : never }[KeyEncodingName];
-/** The value encodings whose values can be `V` ('json' takes any). */
-export type ValueEncodingFor<V> = { [N in ValueEncodingName]: Fits<V, ValueEncodingTypes[N]> extends true ? N : never }[ValueEncodingName];
+export type KeyEncodingFor<K> = { [N in KeyEncodingName]: Holds<K, KeyEncodingTypes[N]> extends true ? N : never }[KeyEncodingName];
+/** The value encodings whose values can be `V` ('json' takes any): as for keys. A value type
+ * wider than the encoding's (`string | number` with 'utf8', `Uint8Array | null` with 'bytes')
+ * compiled and threw InvalidValueError at run time (a new-user probe, session 29). */
+export type ValueEncodingFor<V> = { [N in ValueEncodingName]: Holds<V, ValueEncodingTypes[N]> extends true ? N : never }[ValueEncodingName];
 
 export interface BTreeMapOptions<K, V> {
   /** Key encoding; default `'utf8'` (string keys). A custom codec must be order-preserving. */
@@ -77,14 +85,22 @@ export interface AttachTree {
   hooks?: { onFault?: () => void; where?: string };
 }
 
+/** The prefixes of a tuple type, itself included: `[string, number]` gives it, `[string]`
+ * and `[]`. */
+type Prefixes<T extends readonly unknown[]> = T extends readonly [...infer Init, unknown] ? T | Prefixes<Init> : T;
+/** A range bound of a map with keys K: a K, or for a tuple type any prefix of one (README:
+ * `gte: [a], lt: [a + '\0']` with `keys: 'tuple'`; typed as a whole K, it did not compile for
+ * `BTreeMap<[string, number], V>`, a probe, session 29). */
+export type Bound<K> = K extends readonly unknown[] ? Prefixes<K> : K;
+
 /** A key range. At most one lower bound (`gt`/`gte`) and one upper bound (`lt`/`lte`). A plain
  * object: its own properties are read, and an array or an object with a prototype of its own
  * (a class instance, `Object.create(o)`) is InvalidArgumentError. */
 export interface Range<K> {
-  gt?: K;
-  gte?: K;
-  lt?: K;
-  lte?: K;
+  gt?: Bound<K>;
+  gte?: Bound<K>;
+  lt?: Bound<K>;
+  lte?: Bound<K>;
   /** Iterate in descending key order. */
   reverse?: boolean;
   /** Return at most this many entries. */
