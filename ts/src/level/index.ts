@@ -518,17 +518,24 @@ class Cursor {
     return [];
   }
 
-  /** Moves to the first key at or past `target` in the iteration direction, within the range. */
+  /** Moves to the first key at or past `target` in the iteration direction. A target outside
+   * the range ends the iteration (abstract-level: "the iterator will reach its natural end");
+   * one before the range's start went to the start until session 29 (a probe against
+   * memory-level: `{ gt: '5' }` and seek('4') gave '6', not the end). */
   seek(target: Uint8Array): void {
     this.#done = false;
+    this.#lo = this.#lo0;
+    this.#hi = this.#hi0;
     if (!this.#reverse) {
       const lo0 = this.#lo0;
-      this.#lo = lo0 !== null && compareBytes(target, lo0.key) <= 0 ? lo0 : { key: target, inclusive: true };
-      this.#hi = this.#hi0;
+      const c = lo0 === null ? 1 : compareBytes(target, lo0.key);
+      if (c < 0 || (c === 0 && !lo0!.inclusive)) this.#done = true;
+      else this.#lo = { key: target, inclusive: true };
     } else {
       const hi0 = this.#hi0;
-      this.#hi = hi0 !== null && compareBytes(target, hi0.key) >= 0 ? hi0 : { key: target, inclusive: true };
-      this.#lo = this.#lo0;
+      const c = hi0 === null ? -1 : compareBytes(target, hi0.key);
+      if (c > 0 || (c === 0 && !hi0!.inclusive)) this.#done = true;
+      else this.#hi = { key: target, inclusive: true };
     }
   }
 

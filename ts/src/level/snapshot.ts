@@ -28,7 +28,8 @@
 import { BTreeMap } from '../map.js';
 import type { AdaptreeWasm } from '../wasm.js';
 import { compareBytes } from '../encoding/codec.js';
-import type { StoreEntry, StoreRange } from './store.js';
+import { MAX_KEY_SIZE } from '../encoding/codec.js';
+import { clampRange, type StoreEntry, type StoreRange } from './store.js';
 
 const TAG_ABSENT = 0;
 const TAG_PRESENT = 1;
@@ -49,6 +50,10 @@ export class Version {
 
   /** Records the value `key` has in this version, unless one is recorded already. */
   record(key: Uint8Array, value: Uint8Array | undefined): void {
+    // A key longer than any the store can hold was absent then and is now: nothing to keep
+    // (the overlay, a BTreeMap, refuses it: a del of such a key, a no-op, threw KEY_TOO_LARGE
+    // while an iterator was open, and took the rest of its batch with it; a probe, session 29).
+    if (key.length > MAX_KEY_SIZE) return;
     let m = this.#map;
     if (m === null) {
       m = this.#map = new BTreeMap<Uint8Array, Uint8Array>(null, {
@@ -65,7 +70,7 @@ export class Version {
   /** The value of `key` in this version if the overlay has it (undefined: absent then). */
   lookup(key: Uint8Array): Uint8Array | undefined | typeof NOT_IN_OVERLAY {
     const m = this.#map;
-    if (m === null) return NOT_IN_OVERLAY;
+    if (m === null || key.length > MAX_KEY_SIZE) return NOT_IN_OVERLAY;
     const t = m.get(key);
     return t === undefined ? NOT_IN_OVERLAY : untag(t);
   }
@@ -75,7 +80,8 @@ export class Version {
     const m = this.#map;
     if (m === null || m.size === 0) return [];
     const out: StoreEntry[] = [];
-    for (const [k, t] of m.entries({ ...range, limit })) out.push([k, untag(t)]);
+    // (bounds of any length, as the store takes them: store.ts clampRange)
+    for (const [k, t] of m.entries({ ...clampRange(range), limit })) out.push([k, untag(t)]);
     return out;
   }
 
