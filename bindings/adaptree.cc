@@ -83,6 +83,18 @@ struct at_cursor {
   // A cursor is used by one thread at a time: its read mode and random source are its own.
   ReadMode mode;
   XorShift32 rng;
+  // The far end of the range, for the length of one at_cursor_seek_batch_to call.
+  struct Stop {
+    const uint8_t* key = nullptr;
+    uint32_t len = 0;
+    bool set = false, inclusive = false, reverse = false;
+    // Whether k lies past the end, in the iteration's direction.
+    bool past(const KeyBuffer& k) const {
+      if (!set) return false;
+      const int c = adaptree::compare(Slice{k.data, k.len}, Slice{key, len});
+      return reverse ? (c < 0 || (c == 0 && !inclusive)) : (c > 0 || (c == 0 && !inclusive));
+    }
+  } stop;
 };
 
 struct at_ctx {
@@ -1009,13 +1021,14 @@ static bool decode_number(const uint8_t* k, uint32_t len, double* out) {
 // [values]. No second pass over the batch. A key that is not a number encoding comes as NaN.
 constexpr uint32_t kNumbersMaxRecords = 4096;
 static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& w, uint32_t max_records, uint32_t max_bytes,
-                     bool values, uint32_t* count, bool* more) {
+                     bool values, const at_cursor::Stop& stop, uint32_t* count, bool* more) {
   const uint32_t cap = std::min(max_records, kNumbersMaxRecords);
   const size_t keys = 16 + 4 * size_t{cap}, vals = keys + 8 * size_t{cap};
   if (!w.room(vals)) return Status::kOutOfMemory;
   uint32_t n = 0;
   Status err = Status::kOk;
   auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
+    if (stop.past(k)) return false;
     double x;
     if (!decode_number(k.data, k.len, &x)) x = __builtin_nan("");
     uint32_t len = 0;
@@ -1072,7 +1085,7 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   }
   if ((want_value & (AT_BATCH_COLUMNS | AT_BATCH_NUMBERS)) == (AT_BATCH_COLUMNS | AT_BATCH_NUMBERS)) {
     bool more = false;
-    Status s = numbers_batch(cur->cur, h, t, w, max_records, max_bytes, want_value & AT_BATCH_VALUES, &n, &more);
+    Status s = numbers_batch(cur->cur, h, t, w, max_records, max_bytes, want_value & AT_BATCH_VALUES, cur->stop, &n, &more);
     if (s != Status::kOk) return s == Status::kClosed ? st(s) : ret(cur->owner, c, s);
     set_result(c, nullptr, more ? 2 | AT_BATCH_MORE : 2, c->buf.data(), static_cast<uint32_t>(w.used), n);
     return st(n ? Status::kOk : Status::kNotFound);
@@ -1080,7 +1093,9 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   Status err = Status::kOk;
   // Records meant for columns mark a non-ASCII key in bit 31 of its length (batch_to_columns).
   const bool columns = want_value & AT_BATCH_COLUMNS;
+  const at_cursor::Stop& stop = cur->stop;
   auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
+    if (stop.past(k)) return false;
     if (!(want_value & AT_BATCH_VALUES) || !v.is_overflow()) {
       // The whole record with one room() (an inline value, or none).
       const uint32_t vl = (want_value & AT_BATCH_VALUES) ? v.field & adaptree::kValueLenMask : 0;
@@ -1162,6 +1177,18 @@ int32_t at_cursor_seek_batch(at_cursor* cur, at_ctx* c, const uint8_t* key, uint
     return s >= 0 && cur->owner ? ret(cur->owner, c, static_cast<Status>(s)) : s;
   }
   return at_cursor_next_batch(cur, c, max_records, max_bytes, want_value);
+}
+
+int32_t at_cursor_seek_batch_to(at_cursor* cur, at_ctx* c, const uint8_t* key, uint32_t key_len, uint32_t seek_flags,
+                                uint32_t max_records, uint32_t max_bytes, uint32_t want_value, const uint8_t* stop,
+                                uint32_t stop_len, uint32_t stop_flags) {
+  if (!cur || !cur->owner) return st(Status::kClosed);
+  if (stop_len > adaptree::kMaxKeySize) return st(Status::kKeyTooLarge);
+  cur->stop = {stop, stop_len, true, (stop_flags & AT_STOP_INCLUSIVE) != 0, (seek_flags & AT_SEEK_REVERSE) != 0};
+  const int32_t s = at_cursor_seek_batch(cur, c, key, key_len, seek_flags, max_records, max_bytes, want_value);
+  // (cursors are borrowed call by call: the bound is this call's only)
+  cur->stop = {};
+  return s;
 }
 
 uint32_t at_checksum(const uint8_t* data, uint32_t len) { return adaptree::checksum(data, len); }

@@ -161,6 +161,15 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
  * when it is not OK (NOT_FOUND: nothing at or after the key; result.aux 0), else the batch's. */
 int32_t at_cursor_seek_batch(at_cursor* cur, at_ctx* c, const uint8_t* key, uint32_t key_len, uint32_t seek_flags,
                              uint32_t max_records, uint32_t max_bytes, uint32_t want_value);
+/* at_cursor_seek_batch with the range's far end: a record past `stop` (after it iterating
+ * forward, before it in reverse; AT_STOP_INCLUSIVE: a key equal to it is within) ends the batch
+ * before anything of it is copied (NOT_FOUND if it is the first). Without it a bounded range's
+ * batch went on past the end and copied what lay there, a value of megabytes for a range of one
+ * small entry (a new-user probe, session 29: 3894 page reads, or OUT_OF_MEMORY under a budget). */
+#define AT_STOP_INCLUSIVE 1u
+int32_t at_cursor_seek_batch_to(at_cursor* cur, at_ctx* c, const uint8_t* key, uint32_t key_len, uint32_t seek_flags,
+                                uint32_t max_records, uint32_t max_bytes, uint32_t want_value, const uint8_t* stop,
+                                uint32_t stop_len, uint32_t stop_flags);
 
 /* ---------------------------------------------------------------- persistent stores
  * A store is a tree whose 4 KiB pages live in a buffer pool (core/buffer/) over

@@ -274,6 +274,9 @@ export function referenceWasm(): AdaptreeWasm {
       if (s !== OK) { setResult(ctxs.get(x)!, 0, 0, 0, 0, 0); return s; }
       return ex.at_cursor_next_batch(c, x, maxRecords, maxBytes, want);
     },
+    // (the stop bound only spares the core copying records past the range's end; the iterator
+    // drops such records itself, so the reference may hand them out)
+    at_cursor_seek_batch_to: (c, x, k, kl, flags, maxRecords, maxBytes, want) => ex.at_cursor_seek_batch(c, x, k, kl, flags, maxRecords, maxBytes, want),
     at_atomic_add_u32: () => 0,
     at_checksum: () => 0,
     at_page_hash: () => 0,

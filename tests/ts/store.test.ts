@@ -1112,6 +1112,46 @@ describe('BTreeStore on sync backends', () => {
     await t.close();
   });
 
+  // A probe (session 29, in a Durable Object): a bounded range's batch went on past the range's
+  // end and copied the next entry whole: a one-entry range beside a 20 MB value read 3894 pages
+  // (billed reads on Durable Objects), and under a memory budget threw OUT_OF_MEMORY. The core
+  // now stops before a record past the end (at_cursor_seek_batch_to).
+  it('a bounded range reads nothing of the entry past its end (forward, reverse, number keys)', async () => {
+    const big = 'x'.repeat(20e6);
+    const s = await BTreeStore.open<string, string>({ path: uniqueName('past-end'), storage: 'memory', values: 'utf8', poolSize: 1 << 20 });
+    s.set('a', '1');
+    s.set('b', big);
+    s.set('c', '3');
+    s.set('d', big);
+    await s.commit();
+    const reads = () => s.stats().reads!;
+    for (const [range, want] of [
+      [{ gte: 'a', lt: 'b' }, ['a']],
+      [{ gte: 'a', lte: 'a' }, ['a']],
+      [{ gt: 'b', lt: 'd' }, ['c']],
+      [{ gt: 'b', lte: 'c', reverse: true }, ['c']],
+      [{ gte: 'c', lt: 'd', reverse: true }, ['c']],
+      [{ gt: 'a', lt: 'b' }, []],
+    ] as [object, string[]][]) {
+      const r0 = reads();
+      expect([...s.keys(range)], JSON.stringify(range)).toEqual(want);
+      expect([...s.entries(range)].map(([k]) => k), JSON.stringify(range)).toEqual(want);
+      expect([...s.values(range)].every((v) => v.length === 1), JSON.stringify(range)).toBe(true);
+      expect(reads() - r0, JSON.stringify(range)).toBeLessThan(10);
+    }
+    await s.close();
+    // number keys (their batches come as doubles, another path in the core)
+    const n = await BTreeStore.open<number, string>({ path: uniqueName('past-end-n'), storage: 'memory', keys: 'number', values: 'utf8', poolSize: 1 << 20 });
+    n.set(1, '1');
+    n.set(2, big);
+    await n.commit();
+    const r0 = n.stats().reads!;
+    expect([...n.entries({ gte: 1, lt: 2 })]).toEqual([[1, '1']]);
+    expect([...n.entries({ lte: 0.5, reverse: true })]).toEqual([]);
+    expect(n.stats().reads! - r0).toBeLessThan(10);
+    await n.close();
+  });
+
   // A probe (session 29): a setMany refused before it wrote anything (a bad value, a progress
   // callback that threw) counted as an uncommitted write, and with autoCommit { writes: 2 } one
   // good set and one refused setMany made an empty commit. (A batch that applied a prefix

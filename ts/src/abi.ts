@@ -29,6 +29,8 @@ export const BatchFlags = { VALUES: 1, COLUMNS: 2, NUMBERS: 4 } as const;
 /** Added to a batch's result.key_len (its form): an async store's page for the next record was
  * missing, so the batch ended early and more records may follow (bindings/adaptree.h). */
 export const BATCH_MORE = 4;
+/** at_cursor_seek_batch_to's stop flags: a key equal to the stop key is within the range. */
+export const StopFlags = { INCLUSIVE: 1 } as const;
 export const RangeFlags = { LO_NONE: 1, LO_EXCLUSIVE: 2, HI_NONE: 4, HI_EXCLUSIVE: 8 } as const;
 /** at_delete_range on an async store: a page fault (page id in result.aux); keys removed
  * before it stay removed (the count tells how many). */
@@ -103,6 +105,9 @@ export interface AbiExports {
   at_cursor_next_batch(cursor: Ptr, ctx: Ptr, maxRecords: number, maxBytes: number, flags: number): number;
   /** at_cursor_seek then, on OK, at_cursor_next_batch: a short scan in one call. */
   at_cursor_seek_batch(cursor: Ptr, ctx: Ptr, key: Ptr, keyLen: number, seekFlags: number, maxRecords: number, maxBytes: number, flags: number): number;
+  /** at_cursor_seek_batch that ends the batch before a record past `stop`, the range's far end
+   * (stopFlags: StopFlags), copying nothing of it. */
+  at_cursor_seek_batch_to(cursor: Ptr, ctx: Ptr, key: Ptr, keyLen: number, seekFlags: number, maxRecords: number, maxBytes: number, flags: number, stop: Ptr, stopLen: number, stopFlags: number): number;
   at_atomic_add_u32(p: Ptr, v: number): number;
   // Persistent stores (optional: a module built before them lacks these).
   at_store_open?(io: number, layoutConfig: number, poolBytes: number, flags: number, ctx: Ptr): Ptr;
@@ -160,7 +165,7 @@ export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
   'at_ctx_free', 'at_ctx_result', 'at_ctx_key_ptr', 'at_ctx_value_ptr', 'at_tree_new', 'at_tree_free', 'at_tree_share', 'at_ctx_set_wait', 'at_set', 'at_get', 'at_has',
   'at_remove', 'at_get_num', 'at_has_num', 'at_set_num', 'at_remove_num', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',
-  'at_cursor_next_batch', 'at_cursor_seek_batch', 'at_atomic_add_u32', 'at_checksum', 'at_page_hash',
+  'at_cursor_next_batch', 'at_cursor_seek_batch', 'at_cursor_seek_batch_to', 'at_atomic_add_u32', 'at_checksum', 'at_page_hash',
   'at_set_memory_limit', 'at_memory_limit', 'at_memory_available', 'at_debug_trap', 'at_debug_latch', 'at_tree_abandon', 'at_poison_word',
   'at_inspect_root', 'at_inspect_height', 'at_inspect_page', 'at_inspect_node', 'at_inspect_tree',
 ];
