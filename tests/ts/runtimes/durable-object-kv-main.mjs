@@ -15,6 +15,8 @@
 //   POST /big     { key, n, commit } sets key to a string of n characters (a pattern), commits if asked
 //   GET  /value?key=K            { length, sum } of K's string value (null when absent)
 //   GET  /page-keys              how many keys the store's pages take in the object's storage
+//   POST /delete-all             ctx.storage.deleteAll() under the open store, then a write and a
+//                 commit: { commit: the commit's code or 'resolved' }
 import { DurableObject } from 'cloudflare:workers';
 import wasmModule from './adaptree-st.wasm';
 import { BTreeStore, durableObjectKvStorage, durableObjectStorage, init } from '../../../dist/index.js';
@@ -115,6 +117,19 @@ export class KvIndexObject extends DurableObject {
           await s.checkInvariantsAsync();
           const v = await s.getAsync(url.searchParams.get('key'));
           return Response.json(typeof v === 'string' ? { length: v.length, sum: stringSum(v) } : null);
+        }
+        case '/delete-all': {
+          await s.setAsync('before', 1);
+          await s.commit();
+          await this.ctx.storage.deleteAll();
+          await s.setAsync('x', 1);
+          let commit = 'resolved';
+          try {
+            await s.commit();
+          } catch (e) {
+            commit = e?.code;
+          }
+          return Response.json({ commit });
         }
         case '/close':
         case '/remove':

@@ -108,4 +108,16 @@ describe('workerd Durable Object, key-value storage (durableObjectKvStorage, asy
     await expectModel('the store beside the removed one', second, 'obj=multi&path=second:one');
     await expectModel('the removed store, opened again: empty', new Map(), 'obj=multi&path=first');
   });
+
+  // A probe (session 29): ctx.storage.deleteAll() under an open store took its pages, its next
+  // commit wrote the few pages it changed and resolved, and after a restart every read of the
+  // store was CORRUPT ("page 254 is missing"). Now that commit fails and writes nothing.
+  it('ctx.storage.deleteAll() under an open store: its next commit is IO_ERROR, and a reopen is an empty store', async () => {
+    await call('/apply?obj=wiped', { ops: randomOps(2000, 30000, new Map() as Model, 60), commit: true });
+    expect(await call('/delete-all?obj=wiped', {})).toEqual({ commit: 'IO_ERROR' });
+    await call('/close?obj=wiped', {}).catch(() => undefined);
+    await stop('SIGKILL');
+    await start();
+    await expectModel('the wiped store, opened again', new Map(), 'obj=wiped');
+  });
 });

@@ -11,6 +11,9 @@
 //   GET  /value?key=K            { length, sum } of K's string value (null when absent), after checkInvariants
 //   POST /quota                  caps the database just above its size, writes until a commit
 //                 fails, reports the errors (if the runtime has not reset the object by then)
+//   POST /delete-all             ctx.storage.deleteAll() under the open store, then another
+//                 store opened in the object (it makes the tables anew), then a write and a
+//                 commit of the first: { commit: the commit's code or 'resolved', size }
 import { DurableObject } from 'cloudflare:workers';
 import wasmModule from './adaptree-st.wasm';
 import { BTreeStore, durableObjectStorage, init } from '../../../dist/index.js';
@@ -95,6 +98,22 @@ export class IndexObject extends DurableObject {
           s.checkInvariants();
           const v = s.get(url.searchParams.get('key'));
           return Response.json(typeof v === 'string' ? { length: v.length, sum: stringSum(v) } : null);
+        }
+        case '/delete-all': {
+          s.set('before', 1);
+          await s.commit();
+          await this.ctx.storage.deleteAll();
+          const other = await BTreeStore.open({ path: 'other', storage: durableObjectStorage(this.ctx.storage), wasm: await wasm() });
+          other.set('o', 1);
+          await other.close();
+          s.set('x', 1);
+          let commit = 'resolved';
+          try {
+            await s.commit();
+          } catch (e) {
+            commit = e?.code;
+          }
+          return Response.json({ commit, size: s.size });
         }
         case '/close':
           this.store = undefined;

@@ -146,4 +146,16 @@ describe('workerd Durable Object (SQLite storage on local disk)', () => {
         `SQLite database ${stats.databaseSize} B`,
     );
   });
+
+  // A probe (session 29): ctx.storage.deleteAll() took the store's rows (and tables), another
+  // store's open made the tables anew, and the first store's next commit wrote chunks beside no
+  // file row and resolved: after a restart the store was empty. Now that commit fails.
+  it('ctx.storage.deleteAll() under an open store: its next commit is IO_ERROR, not a silent loss', async () => {
+    await call('/apply?obj=wiped', { ops: randomOps(2000, 30000, new Map() as Model), commit: true });
+    expect(await call('/delete-all?obj=wiped', {})).toMatchObject({ commit: 'IO_ERROR' });
+    await call('/close?obj=wiped', {}).catch(() => undefined);
+    await stop('SIGKILL');
+    await start();
+    await expectModel('the wiped store, opened again', new Map(), 'wiped');
+  });
 });

@@ -107,11 +107,14 @@ export function durableObjectKvStorage(storage: DurableObjectKvStorageLike): Dur
     let closed = false;
     /** The page count of the last commit written (page 0's superblock), once known. */
     let count: number | undefined;
+    /** Page 0 is in the storage: the store existed at open, or this open committed. */
+    let stored0 = !o.create || readOnly;
     const readPages = async (ids: readonly number[]): Promise<(Uint8Array | undefined)[]> => {
       const out: (Uint8Array | undefined)[] = [];
       await batches(ids, async (chunk) => {
         const got = await call(`reading pages of '${path}'`, () => storage.get(chunk.map(key)));
         for (const id of chunk) out.push(toPage(got.get(key(id)), `page ${id} of '${path}'`));
+        if (chunk.includes(0) && got.has(key(0))) stored0 = true; // (the open reads page 0 first)
       });
       return out;
     };
@@ -138,6 +141,13 @@ export function durableObjectKvStorage(storage: DurableObjectKvStorageLike): Dur
         // copies (never views into wasm memory).
         await call(`committing '${path}'`, () =>
           storage.transaction(async (txn) => {
+            // A store that has a superblock stored keeps it: `ctx.storage.deleteAll()` under an
+            // open store took every page, and its next commits wrote their few changed pages
+            // and resolved; after a restart every read was CORRUPT ("page 254 is missing"; a
+            // new-user probe, session 29). Such a commit now fails (IoError), writing nothing.
+            if (stored0 && !(await txn.get([key(0)])).has(key(0))) {
+              throw new IoError(`durable object storage: the pages of '${path}' are gone from this object's storage (ctx.storage.deleteAll() while it was open?): nothing more of it can be written. Close it, and remove() or reopen it`);
+            }
             await batches(pages, async (chunk) => {
               const entries: Record<string, unknown> = {};
               for (const [id, image] of chunk) entries[key(id)] = image;
@@ -147,6 +157,7 @@ export function durableObjectKvStorage(storage: DurableObjectKvStorageLike): Dur
           }),
         );
         if (next !== undefined) count = next;
+        if (page0 !== undefined) stored0 = true;
       },
       close(): void {
         if (closed) return;

@@ -236,20 +236,28 @@ class ChunkFile implements SyncFile {
   flush(): void {
     if (this.dirty.size === 0 && this.storedSize === this.length) return;
     this.sql.atomically(() => {
+      // The file's row first: it is there as long as the store is (the size goes with it).
+      this.putSize();
       for (const [idx, c] of this.dirty) {
         // Bytes past the end of the file are not stored (a truncate may have cut the chunk).
         const keep = Math.min(c.length, Math.max(0, this.length - idx * this.chunk));
         if (keep === 0) continue;
         this.sql.exec(`write ${this.what}`, 'INSERT OR REPLACE INTO adaptree_chunks (store, file, idx, data) VALUES (?, ?, ?, ?)', this.store, this.file, idx, keep === c.length ? c : c.subarray(0, keep));
       }
-      if (this.storedSize !== this.length) this.putSize();
     });
     this.dirty.clear();
     this.buffered = 0;
   }
 
+  /** Records the size, in the file's row, which must still exist: `ctx.storage.deleteAll()` (or
+   * a DROP) under an open store took its rows, and another store's open made the tables anew,
+   * so commits wrote chunks beside no row and resolved, and the store came back empty after a
+   * restart (a new-user probe, session 29). Now such a write fails (IoError, rolled back). */
   private putSize(): void {
-    this.sql.exec(`write ${this.what}`, 'UPDATE adaptree_files SET size = ? WHERE store = ? AND file = ?', this.length, this.store, this.file);
+    const rows = this.sql.exec(`write ${this.what}`, 'UPDATE adaptree_files SET size = ? WHERE store = ? AND file = ? RETURNING size', this.length, this.store, this.file);
+    if (rows.length !== 1) {
+      throw new IoError(`durable object storage: the rows of ${this.what} are gone from this object's storage (ctx.storage.deleteAll() or a DROP while it was open?): nothing more of it can be written. Close it, and remove() or reopen it`);
+    }
     this.storedSize = this.length;
   }
 
