@@ -79,6 +79,10 @@ describe('bad options to loadWasm, the wasm option, ranges', () => {
       expect(await codeOf(() => [...m.entries(r as never)]), JSON.stringify(r)).toBe('INVALID_ARGUMENT');
       expect(await codeOf(() => m.deleteRange(r as never)), JSON.stringify(r)).toBe('INVALID_ARGUMENT');
     }
+    // deleteRange takes bounds only: limit and reverse are refused, the map unchanged
+    for (const r of [{ gte: 1, limit: 1 }, { gte: 1, reverse: true }, { reverse: false }]) {
+      expect(await codeOf(() => m.deleteRange(r as never)), JSON.stringify(r)).toBe('INVALID_ARGUMENT');
+    }
     expect(m.size).toBe(2);
     expect(await codeOf(() => new BTreeMap(null, { wasm: w, fill: { redistrbute: true } as never }))).toBe('INVALID_ARGUMENT');
     m.free();

@@ -1293,6 +1293,10 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expect(st.height).toBeGreaterThanOrEqual(1);
       if (build === 'reference') return;
       expect(st.config).toBe('adaptive');
+      // the name the layout option takes (it said 'semi_dense', which the option refuses)
+      for (const layout of ['baseline', 'prefix', 'heads', 'hints', 'fingerprint', 'semi-dense', 'fully-dense', 'adaptive'] as const) {
+        expect(make(null, { layout }).stats().config).toBe(layout);
+      }
       expect(st.height).toBeGreaterThanOrEqual(2);
       expect(st.bytes).toBe(st.pages * st.page_size);
       expect(st.fill).toBeGreaterThan(0);

@@ -343,6 +343,38 @@ describe.each(REAL_BUILDS)('readers beside a writer on an async backend (%s)', (
     await w.close();
   });
 
+  // A probe (session 29): an iterator that had read a batch went on serving it after the reader
+  // moved to a newer commit (refresh(), or the catch-up at its next call after the writer's
+  // announcement): keys the reader had just seen deleted, values older than it had just read.
+  it('an iterator spanning the reader\'s move to a newer commit goes on after its last key in that commit', async () => {
+    const wasm = await wasmFor(build);
+    const storage = createAsyncMemoryStorage();
+    const path = uniqueName('rd-iter');
+    const w = await BTreeStore.open<number, string>({ path, storage, keys: 'number', values: 'utf8', wasm });
+    for (let i = 0; i < 100; i++) await w.setAsync(i, 'old');
+    await w.commit();
+    for (const how of ['refresh', 'announced'] as const) {
+      const rd = await BTreeStore.open<number, string>({ path, storage, keys: 'number', values: 'utf8', wasm, readOnly: true });
+      const it = rd.entriesAsync();
+      expect((await it.next()).value).toEqual([0, 'old']);
+      await w.deleteAsync(1);
+      await w.setAsync(2, how);
+      await w.commit();
+      if (how === 'refresh') {
+        expect(await rd.refresh()).toBe(true);
+        expect(await rd.getAsync(1)).toBeUndefined();
+      }
+      expect((await it.next()).value, how).toEqual([2, how]);
+      expect((await it.next()).value, how).toEqual([3, 'old']);
+      await it.return?.();
+      await rd.close();
+      await w.setAsync(1, 'old');
+      await w.setAsync(2, 'old');
+      await w.commit();
+    }
+    await w.close();
+  });
+
   it('a batch beside a writer committing each write shows one commit, and keeps to it while the pages it reads did not change', async () => {
     // A pool a third of the batch's pages: the batch faults all along, and pages that the
     // commits since the reader's did not write are supplied without following (a wrong one

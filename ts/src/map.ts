@@ -100,6 +100,9 @@ export interface MapMembers<K, V> extends Omit<Map<K, V>, 'getOrInsert' | 'getOr
 
 /** @internal threads.ts: the instance and tree address of a map. */
 export let treeOf: (m: BTreeMap<unknown, unknown>) => { wasm: AdaptreeWasm; tree: number };
+/** @internal The tree under `m` changed without a call of the map (a store's reader moved to a
+ * newer commit, store.ts): live iterators re-read after their last key, as after a write. */
+export let treeMoved: (m: BTreeMap<unknown, unknown>) => void;
 
 /**
  * An ordered map in wasm memory with the API of `Map`. Iteration is in key order (the
@@ -599,7 +602,11 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     rt.refresh();
     const dv = rt.dv;
     const p = dv.getUint32(rt.res + Result.VALUE_PTR, true), n = dv.getUint32(rt.res + Result.VALUE_LEN, true);
-    return JSON.parse(readUtf8(rt.u8, p, p + n, rt.shared)) as BTreeStats;
+    const s = JSON.parse(readUtf8(rt.u8, p, p + n, rt.shared)) as BTreeStats;
+    // The name the `layout` option takes ('semi-dense'; the core says 'semi_dense', which the
+    // option refuses: a probe, session 29).
+    if (typeof s.config === 'string') s.config = s.config.replace('_', '-');
+    return s;
   }
 
   /** Runs the core's invariant checker; throws CorruptionError with its message on failure. */
@@ -634,6 +641,9 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
 
   static {
     treeOf = (m) => ({ wasm: m.#h.rt.wasm, tree: m.#h.tree });
+    treeMoved = (m) => {
+      m.#h.mod++;
+    };
   }
 
   /** Releases the tree and its cursors; later calls throw ClosedError. Idempotent. */

@@ -61,6 +61,7 @@ import {
   ATTACH_TREE,
   BTreeMap,
   getDefaultWasm,
+  treeMoved,
   type BTreeMapOptions,
   type BTreeStats,
   type DeleteRange,
@@ -988,6 +989,10 @@ export class BTreeStore<K = string, V = unknown> {
     r.page0 = page0.slice();
     r.seq = Number(superblockSequence(page0));
     this.#gen++;
+    // Live iterators go on after their last key in the newer commit, not from the batch they
+    // read before it: they served the older commit's entries (keys the reader had just seen
+    // deleted) until their batch ran out (a new-user probe, session 29).
+    treeMoved(this.#map as BTreeMap<unknown, unknown>);
     // (pages read ahead that the commits since did not write stay good: #readerPage)
     if (changed === undefined) this.#ahead.clear();
     return false;

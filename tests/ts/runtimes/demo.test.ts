@@ -304,7 +304,7 @@ describe('demo page (vite build, served statically)', () => {
     await page.selectOption('#layout', 'semi-dense');
     await idle(page);
     await page.selectOption('#dataset', 'partitioned');
-    await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().config === 'semi_dense');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().config === 'semi-dense');
     const sd = await checkDrawing(page);
     expect(sd.semi_dense_leaf).toBeGreaterThan(0);
     await checkInspector(page, await firstNode(page, 'semi_dense_leaf'));

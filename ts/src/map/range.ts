@@ -117,6 +117,9 @@ export function rangeOfBounds(b: Bounds): Range<Uint8Array> {
 export function checkDeleteRange(range: unknown): Range<unknown> {
   const r = checkRange(range, 'deleteRange');
   if (r.limit !== undefined) throw new InvalidArgumentError('deleteRange: limit is not supported');
+  // (no order: it removes the whole range; taken silently, it read as if it meant something,
+  // while limit was refused: a probe, session 29)
+  if (r.reverse !== undefined) throw new InvalidArgumentError('deleteRange: reverse is not supported (it removes the whole range)');
   return r;
 }
 

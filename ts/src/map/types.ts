@@ -112,7 +112,7 @@ export type DeleteRange<K> = Pick<Range<K>, 'gt' | 'gte' | 'lt' | 'lte'>;
 
 /** What stats() reports (the core's `at_stats` JSON; fields may be added, never renamed). */
 export interface BTreeStats {
-  /** Layout configuration name ('adaptive', 'baseline', ...). */
+  /** Layout configuration name, as the `layout` option takes it ('adaptive', 'semi-dense', ...). */
   config: string;
   /** Entries (same as `size`). */
   count: number;
