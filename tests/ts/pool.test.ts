@@ -92,6 +92,24 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
     await expect(pool.getMany(['ok', Symbol('k') as unknown as string])).rejects.toMatchObject({ code: 'INVALID_KEY' });
     await expect(pool.setMany([['a', 'v'], [Symbol('k') as unknown as string, 'v']])).rejects.toMatchObject({ code: 'INVALID_KEY', message: expect.stringMatching(/entry 1/) });
     expect(await pool.getMany(['ok'])).toEqual(['v']); // the pool goes on after errors
+    // A failing setMany settles every part before it rejects (it rejected while the other
+    // worker went on writing), and says what is in (it said nothing): the first part whole and
+    // the failing part's sub-batch of 4096 before the bad key (a probe, session 29).
+    {
+      const m2 = new BTreeMap<string, string>(null, { wasm, values: 'utf8' });
+      const p2 = await WorkerPool.create(m2, { workers: 2 });
+      const batch: [string, string][] = Array.from({ length: 20000 }, (_, i) => [`k${String(i).padStart(6, '0')}`, 'v']);
+      batch[15000] = ['x'.repeat(5000), 'v'];
+      const e = await p2.setMany(batch).then(() => undefined, (x: unknown) => x as { code?: string; applied?: number });
+      expect(e).toMatchObject({ code: 'KEY_TOO_LARGE', applied: 14096 });
+      expect(m2.size).toBe(14096);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(m2.size).toBe(14096); // nothing lands after the rejection
+      expect(m2.get(batch[14095]![0])).toBe('v');
+      expect(m2.get(batch[14096]![0])).toBeUndefined();
+      await p2.close();
+      m2.free();
+    }
     // load() whose last part cannot be sent: that part's typed error, not the earlier parts'
     // cancellation (session 23: a plain Error "load cancelled" in most runs).
     const fresh = new BTreeMap<string, string>(null, { wasm, values: 'utf8' });
@@ -318,6 +336,10 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
         await ports[0]!.terminate();
         await expect(writing).rejects.toMatchObject({ code: 'INSTANCE_POISONED' });
         expect(codeOf(() => ks.get('committed'))).toBe('INSTANCE_POISONED');
+        // The owner's commit, with none of its own writes pending: it asks the core whether the
+        // workers left any, a call that throws on the unusable memory. It ended the process from
+        // the turn that runs the flush, the promise never settled (a probe, session 29).
+        await expect(ks.commit()).rejects.toMatchObject({ code: 'INSTANCE_POISONED' });
         await kpool.close();
         await ks.close().catch(() => {}); // (poisoned: its files are released as the process ends)
         // Reopened (the st build): the last commit, nothing of the killed batch.

@@ -352,18 +352,21 @@ export interface WireError {
   cause?: WireError;
   /** It was a DOMException (a cause from the browser: QuotaExceededError, ...). */
   dom?: boolean;
+  /** A setMany error's `applied` (it was dropped on the way: a probe, session 29). */
+  applied?: number;
 }
 
 /** What a worker posts for a thrown value (errorFromWire rebuilds it). */
 export function errorToWire(e: unknown, depth = 0): WireError {
   if (e !== null && typeof e === 'object') {
-    const x = e as { name?: unknown; code?: unknown; message?: unknown; pageId?: unknown; cause?: unknown };
+    const x = e as { name?: unknown; code?: unknown; message?: unknown; pageId?: unknown; cause?: unknown; applied?: unknown };
     const w: WireError = {
       name: typeof x.name === 'string' ? x.name : 'Error',
       message: typeof x.message === 'string' ? x.message : String(e),
     };
     if (typeof x.code === 'string') w.code = x.code;
     if (typeof x.pageId === 'number') w.pageId = x.pageId;
+    if (typeof x.applied === 'number') w.applied = x.applied;
     if (typeof DOMException === 'function' && e instanceof DOMException) w.dom = true;
     // (The cause was dropped: a LockedError from a worker lost the NoModificationAllowedError
     // that said why, a new-user probe, session 24.)
@@ -376,6 +379,11 @@ export function errorToWire(e: unknown, depth = 0): WireError {
 /** The typed error (same class and code as on the worker's side) for one a worker reported,
  * with its cause rebuilt the same way (a DOMException as a DOMException). */
 export function errorFromWire(e: WireError): Error {
+  const err = errorOfWire(e);
+  return typeof e.applied === 'number' ? (withApplied(err, e.applied) as Error) : err;
+}
+
+function errorOfWire(e: WireError): Error {
   const m = e.message;
   const o = e.cause !== undefined ? { cause: errorFromWire(e.cause) } : undefined;
   if (e.dom === true && typeof DOMException === 'function') {

@@ -33,6 +33,7 @@ import {
   InvalidValueError,
   listOf,
   ThreadsUnsupportedError,
+  withApplied,
   type WireError,
 } from './errors.js';
 import { BTreeMap } from './map.js';
@@ -271,8 +272,9 @@ export class WorkerPool<K = string, V = unknown> {
     }
     if (treeOfAny(map as BTreeMap<unknown, unknown> | BTreeStore<unknown, unknown>).wasm.build !== 'mt') {
       if (fallback === 'inline') return new WorkerPool(map, []);
+      const what = map instanceof BTreeStore ? 'store is open on the single-threaded build; open it' : 'map is on the single-threaded build; create it';
       throw new ThreadsUnsupportedError(
-        'WorkerPool.create: the map is on the single-threaded build; create it after `await init({ threads: true })` where SharedArrayBuffer works (cross-origin isolated pages, Node, Deno), or pass { fallback: "inline" }',
+        `WorkerPool.create: the ${what} after \`await init({ threads: true })\` where SharedArrayBuffer works (cross-origin isolated pages, Node, Deno), or pass { fallback: "inline" }`,
       );
     }
     const slots: Slot[] = [];
@@ -408,7 +410,9 @@ export class WorkerPool<K = string, V = unknown> {
    * Sets the entries (later duplicates win within a worker's part; across parts the order of
    * application is not defined: do not pass one key twice). Split over the workers, each runs
    * `map.setMany` on its part in sub-batches. Not atomic: when it rejects (a bad key, out of
-   * memory), the parts of other workers may have been applied.
+   * memory), every part has settled, and the error's `applied` says how many entries, the first
+   * ones in input order, are in; entries after them may be in too (other workers' parts, and
+   * the failing part's sub-batches of 4096 before the one that failed).
    */
   async setMany(entries: Iterable<readonly [K, V]>): Promise<void> {
     this.#check();
@@ -420,7 +424,16 @@ export class WorkerPool<K = string, V = unknown> {
     if (list.length === 0) return;
     const live = this.#live();
     const parts = chunks(list.length, live.length);
-    await Promise.all(parts.map(([a, b], i) => this.#send(live[i]!, { op: 'setMany', entries: list.slice(a, b) })));
+    // Every part settles before the call does: it rejected at the first failing part while the
+    // other workers went on writing, so a commit() in the caller's catch missed their writes
+    // (a probe, session 29: size 0 at the rejection, 100,000 two seconds later).
+    const results = await Promise.allSettled(parts.map(([a, b], i) => this.#send(live[i]!, { op: 'setMany', entries: list.slice(a, b) })));
+    const k = results.findIndex((r) => r.status === 'rejected');
+    if (k < 0) return;
+    // The first entries in input order that are in: the parts before the first failing one
+    // and what that one applied (other parts after it may be in too).
+    const e = (results[k] as PromiseRejectedResult).reason as unknown;
+    throw withApplied(e, parts[k]![0] + ((e as { applied?: number } | null)?.applied ?? 0));
   }
 
   /**

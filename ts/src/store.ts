@@ -1135,7 +1135,18 @@ export class BTreeStore<K = string, V = unknown> {
       d.reject(this.#failure === undefined ? new ClosedError('commit: the store was closed under a commit') : this.#failedError());
       return;
     }
-    if (this.#uncommitted === 0 && !this.#unstored && !this.#othersPending()) {
+    let othersPending = false;
+    try {
+      othersPending = this.#uncommitted === 0 && !this.#unstored && this.#othersPending();
+    } catch (e) {
+      // A call into wasm that may throw: the memory of a shared store is unusable after a
+      // worker ended mid-call (InstanceUnusableError). Thrown here, in the turn that runs the
+      // flush, it ended the process and the commit never settled (a threads probe, session 29:
+      // the owner's commit after a WorkerPool worker was lost); now the commit rejects with it.
+      d.reject(e);
+      return;
+    }
+    if (this.#uncommitted === 0 && !this.#unstored && !othersPending) {
       d.resolve(); // nothing written since the last commit
       return;
     }
