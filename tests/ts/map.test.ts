@@ -121,6 +121,12 @@ describe('error classes', () => {
       expect(back.message).toBe(sent.message);
       expect(isAdaptreeError(back)).toBe(true);
       if (code === 'NEED_PAGE') expect(back.pageId).toBe(7);
+      // a setMany error's applied crosses too (it was dropped: a pool's or an OPFS main-thread
+      // store's setMany said nothing of what was in; session 29)
+      if (code !== 'NEED_PAGE') {
+        const withCount = errorFromWire({ name: 'x', code, message: 'm', applied: 3 });
+        expect((errorFromWire(structuredClone(errorToWire(withCount))) as { applied?: number }).applied, code).toBe(3);
+      }
     }
     // Every class's name is its own, also where a minifier renamed the classes (a new-user
     // probe, session 23: a bundle said `N: the map has been freed`). The second check loads
