@@ -1027,8 +1027,9 @@ static Status numbers_batch(Cursor& cur, HeldCursor& h, const BTree& t, Writer& 
   if (!w.room(vals)) return Status::kOutOfMemory;
   uint32_t n = 0;
   Status err = Status::kOk;
+  const bool bounded = stop.set;  // (a local: the writes below cannot change it)
   auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
-    if (stop.past(k)) return false;
+    if (bounded && stop.past(k)) return false;
     double x;
     if (!decode_number(k.data, k.len, &x)) x = __builtin_nan("");
     uint32_t len = 0;
@@ -1094,8 +1095,9 @@ int32_t at_cursor_next_batch(at_cursor* cur, at_ctx* c, uint32_t max_records, ui
   // Records meant for columns mark a non-ASCII key in bit 31 of its length (batch_to_columns).
   const bool columns = want_value & AT_BATCH_COLUMNS;
   const at_cursor::Stop& stop = cur->stop;
+  const bool bounded = stop.set;  // (a local: the writes below cannot change it)
   auto visit = [&](const KeyBuffer& k, const ValueRef& v) {
-    if (stop.past(k)) return false;
+    if (bounded && stop.past(k)) return false;
     if (!(want_value & AT_BATCH_VALUES) || !v.is_overflow()) {
       // The whole record with one room() (an inline value, or none).
       const uint32_t vl = (want_value & AT_BATCH_VALUES) ? v.field & adaptree::kValueLenMask : 0;
