@@ -141,8 +141,7 @@ export class AdaptreeError extends Error implements AdaptreeErrorLike {
 export class InvalidKeyError extends TypeError implements AdaptreeErrorLike {
   readonly code = 'INVALID_KEY' as const;
   readonly [ADAPTREE_ERROR] = true as const;
-  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
-   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  /** As {@link AdaptreeError.applied}. */
   declare readonly applied?: number;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -153,8 +152,7 @@ export class InvalidKeyError extends TypeError implements AdaptreeErrorLike {
 export class InvalidValueError extends TypeError implements AdaptreeErrorLike {
   readonly code = 'INVALID_VALUE' as const;
   readonly [ADAPTREE_ERROR] = true as const;
-  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
-   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  /** As {@link AdaptreeError.applied}. */
   declare readonly applied?: number;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -165,8 +163,7 @@ export class InvalidValueError extends TypeError implements AdaptreeErrorLike {
 export class InvalidArgumentError extends TypeError implements AdaptreeErrorLike {
   readonly code = 'INVALID_ARGUMENT' as const;
   readonly [ADAPTREE_ERROR] = true as const;
-  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
-   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  /** As {@link AdaptreeError.applied}. */
   declare readonly applied?: number;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -177,8 +174,7 @@ export class InvalidArgumentError extends TypeError implements AdaptreeErrorLike
 export class KeyTooLargeError extends RangeError implements AdaptreeErrorLike {
   readonly code = 'KEY_TOO_LARGE' as const;
   readonly [ADAPTREE_ERROR] = true as const;
-  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
-   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  /** As {@link AdaptreeError.applied}. */
   declare readonly applied?: number;
   constructor(message = 'key is longer than the maximum key size (1024 bytes encoded)', options?: { cause?: unknown }) {
     super(message, options);
@@ -189,8 +185,7 @@ export class KeyTooLargeError extends RangeError implements AdaptreeErrorLike {
 export class ValueTooLargeError extends RangeError implements AdaptreeErrorLike {
   readonly code = 'VALUE_TOO_LARGE' as const;
   readonly [ADAPTREE_ERROR] = true as const;
-  /** On an error from `setMany` or `setManyAsync`: how many entries, the first ones in input
-   * order, were applied before it stopped (0: unchanged). Absent on errors of other calls. */
+  /** As {@link AdaptreeError.applied}. */
   declare readonly applied?: number;
   constructor(message = 'value is longer than the maximum value size', options?: { cause?: unknown }) {
     super(message, options);

@@ -1135,9 +1135,9 @@ export class BTreeStore<K = string, V = unknown> {
       d.reject(this.#failure === undefined ? new ClosedError('commit: the store was closed under a commit') : this.#failedError());
       return;
     }
-    let othersPending = false;
+    let idle = this.#uncommitted === 0 && !this.#unstored;
     try {
-      othersPending = this.#uncommitted === 0 && !this.#unstored && this.#othersPending();
+      if (idle) idle = !this.#othersPending();
     } catch (e) {
       // A call into wasm that may throw: the memory of a shared store is unusable after a
       // worker ended mid-call (InstanceUnusableError). Thrown here, in the turn that runs the
@@ -1146,7 +1146,7 @@ export class BTreeStore<K = string, V = unknown> {
       d.reject(e);
       return;
     }
-    if (this.#uncommitted === 0 && !this.#unstored && !othersPending) {
+    if (idle) {
       d.resolve(); // nothing written since the last commit
       return;
     }
