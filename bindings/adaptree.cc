@@ -1503,6 +1503,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("commit_log_bytes", ps.commit_log_bytes);
   num("restated_pages", ps.restated_pages);
   num("trimmed_pages", ps.trimmed_pages);
+  num("relocated_pages", t->tree.relocated_pages());
   num("data_truncations", ps.data_truncations);
   num("checkpoint_frames", ps.checkpoint_frames);
   // Node fill (core/tree/rebalance.h) since open: what redistribution and XMerge did.

@@ -149,7 +149,7 @@ uint8_t* BufferPool::poison(Status why, PageId id) {
   return poison_;
 }
 
-FrameId BufferPool::take_frame(uint32_t keep_epochs) {
+FrameId BufferPool::take_frame(uint32_t keep_epochs, bool grow_when_refused) {
   // Below its size the pool grows; when memory (the budget) refuses, it evicts instead,
   // working as a smaller pool rather than failing the operation.
   if (free_frames_.empty() && frame_count_ < target_frames_ && !grow() && frame_count_ == 0) return kNoFrame;
@@ -166,9 +166,18 @@ FrameId BufferPool::take_frame(uint32_t keep_epochs) {
   // Only without a clean frame does a refused spill fail the call. (Failing at the first
   // refused spill, a read on a full disk failed with QUOTA_EXCEEDED while clean frames were
   // there to take: session 25.)
-  if (refused != Status::kOk) {
+  // A page read then grows the pool past its size instead, where memory allows: the dirty pages
+  // cannot leave, and a read on a full disk failed with QUOTA_EXCEEDED once every frame was dirty
+  // (a probe's checkInvariants, session 30). Bounded: the next read takes the clean frame the
+  // last one left. A new page (allocate) still fails: a write on a full disk fails cleanly.
+  if (refused != Status::kOk && !(grow_when_refused && grow())) {
     poison(refused, refused_pid);
     return kNoFrame;
+  }
+  if (refused != Status::kOk) {
+    f = free_frames_.back();
+    free_frames_.pop_back();
+    return f;
   }
   // Everything is protected or dirty on a no-steal backend: grow past the
   // target for now.
@@ -243,7 +252,7 @@ uint8_t* BufferPool::fix_backed(PageId id) {
   stats_.misses++;
   // An asynchronous host answers later: take no frame (nothing is evicted).
   if (async_) return poison(Status::kNeedPage, id);
-  f = take_frame();
+  f = take_frame(1, true);
   if (f == kNoFrame) return poison(failure_ != Status::kOk ? failure_ : Status::kOutOfMemory, id);
   uint8_t* d = data_of(f);
   Status s = backend_->load(id, d);
@@ -368,6 +377,26 @@ void BufferPool::drop_frame(PageId id) {
   frames_[f].writing = false;
   frames_[f].bump();
   free_frames_.push_back(f);
+}
+
+Status BufferPool::copy_page_to(PageId from, PageId to) {
+  if (!backend_ || !valid(from) || !valid(to) || from == to) return Status::kInvalidArgument;
+  // Room first (a spill the disk refuses fails the move before anything changed; the copy
+  // must not grow the pool by every page a compact moves).
+  Status room = make_room(2);
+  if (room != Status::kOk) return room;
+  const uint8_t* src = fix_backed(from);
+  if (failure_ != Status::kOk) return failure_;
+  FrameId f = table_.find(to);  // (a page of the free list's own chain may be resident)
+  if (f == kNoFrame) {
+    // (take_frame keeps the frames fixed in this operation: `from`'s stays)
+    f = take_frame();
+    if (f == kNoFrame) return failure_ != Status::kOk ? failure_ : Status::kOutOfMemory;
+    table_.insert(to, f);
+  }
+  install(f, to, true);
+  memcpy(data_of(f), src, kPageSize);
+  return Status::kOk;
 }
 
 void BufferPool::release(PageId id) {

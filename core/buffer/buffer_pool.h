@@ -303,6 +303,22 @@ class BufferPool {
   bool allocate_shared(PageId* out, uint8_t** page = nullptr);
   // Returns the page to the free list.
   void release(PageId id);
+  // Page relocation (BTree::relocate, core/tree/relocate.cc), a backed pool only. copy_page_to:
+  // `to`, a page the tree does not use (the caller keeps the free list: set_free_ids), gets a
+  // dirty frame holding a copy of `from`'s bytes; `from` is unchanged and still fixed. The
+  // failure (nothing changed) when either page cannot be had. forget_page: drops `from`'s frame
+  // unwritten once nothing points to it, without listing it free.
+  Status copy_page_to(PageId from, PageId to);
+  void forget_page(PageId id) { drop_frame(id); }
+  // Replaces the free list (ids: every free page, in the order allocate() should not mind;
+  // it takes from the back). The end moves down at the next commit (trim_free_tail), and every
+  // page may hold something else now (reuse_generation() changes: kept chain reads go).
+  void set_free_ids(std::vector<PageId> ids) {
+    free_ = std::move(ids);
+    free_changed_ = true;
+    tail_freed_ = true;
+    reuse_gen_++;
+  }
   // Store commits (FilePager, AsyncPager): when the highest page ids are free, the store ends
   // below them (page_count_ drops, they leave the free list) and a checkpoint can cut the data
   // file there. Only when the last page was freed since the last call (else O(1)) and the
@@ -364,7 +380,9 @@ class BufferPool {
   // A frame for a page: a free one, else the clock's victim among the frames not fixed
   // in the last keep_epochs operations (1: this one), else a new one past the target;
   // kNoFrame when memory cannot grow.
-  FrameId take_frame(uint32_t keep_epochs = 1);
+  // grow_when_refused: a page read (fix_backed) grows the pool rather than fail when the only
+  // frames left are dirty ones whose spill the storage refused.
+  FrameId take_frame(uint32_t keep_epochs = 1, bool grow_when_refused = false);
   // One eviction by the clock (take_frame's and make_room's): the frame it emptied (dirty pages
   // spilled first), or kNoFrame when every frame is fixed in the last keep_epochs operations,
   // being written, or dirty on a no-steal backend. An empty frame the sweep meets is returned

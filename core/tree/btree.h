@@ -236,6 +236,8 @@ class BTree {
   // XMerge over the whole tree on demand: packs groups of adjacent leaves
   // whose free space adds up to a page into one leaf less; *freed pages.
   Status compact(uint64_t* freed);
+  // Pages compact() moved down into free ones since the tree was made (core/tree/relocate.cc).
+  uint64_t relocated_pages() const { return relocated_pages_; }
 
   // Copies page id's 4 KiB image to out (inspection: demo, diagnostics).
   // Stable across storage changes: it never hands out a pointer into a frame.
@@ -425,6 +427,10 @@ class BTree {
   Config cfg_;
   LayoutConfig layout_;
   PageId root_ = kInvalidPageId;
+  uint64_t relocated_pages_ = 0;
+  // compact()'s last step on a store: moves the live pages at its end into free ones below
+  // (core/tree/relocate.cc); *reclaimed: pages that neither the tree nor the free list held.
+  Status relocate(uint64_t* reclaimed);
   unsigned height_ = 1;
   // Records: changed by exclusive holders. Writers under the shared latch add
   // to a stripe instead (by leaf, so that two writers rarely share a line).

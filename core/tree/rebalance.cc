@@ -694,7 +694,13 @@ Status BTree::compact(uint64_t* freed) {
   Rebalancer* r = rebalancer();
   if (!r) return Status::kOutOfMemory;
   // An asynchronous store merges what is resident (nothing is fetched).
-  return end_write(r->compact(store_.asynchronous(), freed));
+  Status s = r->compact(store_.asynchronous(), freed);
+  if (s != Status::kOk) return end_write(s);
+  // Then the live pages at the store's end move down into the room merges and deletes left.
+  uint64_t reclaimed = 0;
+  s = relocate(&reclaimed);
+  *freed += reclaimed;
+  return end_write(s);
 }
 
 }  // namespace adaptree

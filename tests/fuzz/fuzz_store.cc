@@ -6,7 +6,8 @@
 // checkpoint threshold low, so evictions, spills of uncommitted pages to the
 // log, checkpoints and recovery all run under the fuzzer.
 //
-// Input: [layout byte] then ops: [op][key spec][value spec] (tests/fuzz/fuzz_ops.h). The
+// Input: [layout byte] then ops: [op][key spec][value spec] (tests/fuzz/fuzz_ops.h); op 8 is
+// compact() (merges, then page relocation). The
 // layout byte's top bit picks the store's format: 1, CRC-32C pages (format version 1).
 #include <memory>
 
@@ -31,7 +32,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::map<std::string, std::string> m, committed;
   unsigned ops = 0;
   while (!in.empty()) {
-    uint8_t op = in.byte() % 8;
+    uint8_t op = in.byte() % 9;
+    if (op == 8) {
+      // XMerge, then the live pages at the end moved into free ones (core/tree/relocate.cc)
+      uint64_t freed;
+      require(st->tree().compact(&freed) == Status::kOk);
+      require(st->tree().check().empty());
+      require_equal(st->tree(), m);
+      continue;
+    }
     if (op == 6) {
       require(st->commit() == Status::kOk);
       committed = m;

@@ -1132,6 +1132,38 @@ describe('BTreeStore on sync backends', () => {
     await s.close();
   });
 
+  // Known since session 29: a leaf split written after a large value's pages held the file at
+  // that length once the value was deleted (nothing moved pages). compact() now moves the live
+  // pages at the store's end into the free ones below them (core/tree/relocate.cc).
+  it('a large value deleted before later splits: compact() moves the pages after it and the file shrinks', async () => {
+    const path = join(tmp.dir, uniqueName('relocate') + '.db');
+    const opts = { path, keys: 'utf8', values: 'bytes', poolSize: 1 << 20 } as const;
+    let s = await BTreeStore.open<string, Uint8Array>(opts);
+    s.set('big', new Uint8Array(8 << 20).fill(7));
+    await s.commit();
+    const small = new Map<string, Uint8Array>();
+    for (let i = 0; i < 20000; i++) small.set('k' + String(i).padStart(6, '0'), new Uint8Array(40).fill(i & 255));
+    for (const [k, v] of small) s.set(k, v);
+    await s.commit();
+    s.delete('big');
+    await s.close();
+    const held = statSync(path).size;
+    expect(held).toBeGreaterThan(8 << 20); // the leaves written after the value hold the end
+    s = await BTreeStore.open<string, Uint8Array>(opts);
+    s.compact();
+    expect(s.stats().relocated_pages).toBeGreaterThan(100);
+    s.checkInvariants();
+    await s.close();
+    const after = statSync(path).size;
+    expect(after).toBeLessThan(2 << 20);
+    s = await BTreeStore.open<string, Uint8Array>(opts);
+    expect(s.size).toBe(small.size);
+    for (const [k, v] of s.entries()) expect(v).toEqual(small.get(k));
+    s.checkInvariants();
+    expect(s.stats().free_pages).toBe(0);
+    await s.close();
+  });
+
   // A probe (session 29, in a Durable Object): a bounded range's batch went on past the range's
   // end and copied the next entry whole: a one-entry range beside a 20 MB value read 3894 pages
   // (billed reads on Durable Objects), and under a memory budget threw OUT_OF_MEMORY. The core

@@ -235,6 +235,9 @@ export interface StoreStats {
   splits_2to3_shared?: number;
   xmerges?: number;
   xmerge_attempts?: number;
+  /** Pages compact() moved from the store's end into free pages below since open, so that the
+   * next commit ends the store below them and the next checkpoint cuts its files there. */
+  relocated_pages?: number;
   /** data_bytes + log_bytes. */
   fileBytes: number;
   /** Writes since the last commit (counted by the TypeScript side). A store shared with workers:
@@ -1563,9 +1566,12 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   /** XMerge over the whole tree (core/tree/rebalance.h): neighbour leaves whose free space
-   * adds up to a page are packed into one leaf less. Returns the pages freed; the next writes
-   * reuse them (the file shrinks only by free pages at its end: docs/STORE.md). Asynchronous
-   * backends: over the resident pages. */
+   * adds up to a page are packed into one leaf less. Then the live pages at the store's end
+   * move into free pages below them (core/tree/relocate.cc), so the next commit ends the store
+   * there and the next checkpoint (by size, or at close()) cuts its files: docs/STORE.md.
+   * Returns the pages freed (merged leaves, and pages neither the tree nor the free list held);
+   * stats().relocated_pages counts the moves. Asynchronous backends: merges over the resident
+   * pages, and moves only when every page of the tree is resident. */
   compact(): number {
     this.#writable();
     const ex = this.#wasm.exports;
@@ -1574,7 +1580,9 @@ export class BTreeStore<K = string, V = unknown> {
     // (named as get's errors are: it said "compact: corrupt")
     if (st < 0) throw errorFromStatus(st, `compact of '${this.#path}'`);
     const freed = this.#wasm.dv().getUint32(this.#wasm.result + Result.AUX, true);
-    if (freed > 0) this.#wrote();
+    // Pages it moved down (relocated_pages) are writes too, with none freed: the core says
+    // whether a commit now has anything to store.
+    if (freed > 0 || (this.#uncommitted === 0 && ex.at_store_pending?.(this.#tree) === 1)) this.#wrote();
     return freed;
   }
 
