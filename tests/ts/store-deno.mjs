@@ -74,4 +74,24 @@ out.foreignSiblings = [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) =
   }
   await g.close().catch(() => {});
 }
+// The log deleted after a commit: close() rejects, and its checkpoint wrote nothing into the data
+// file (it did, and the store was CORRUPT at the next open; session 30).
+{
+  const logPath = `${dir}/log-gone.db`;
+  const opts = { path: logPath, values: 'utf8', logDeltas: false };
+  let g = await BTreeStore.open(opts);
+  for (let i = 0; i < 3000; i++) g.set('k' + String(i).padStart(5, '0'), 'A' + i);
+  await g.close();
+  const before = Deno.readFileSync(logPath);
+  g = await BTreeStore.open(opts);
+  for (let i = 0; i < 5000; i++) g.set('k' + String(i).padStart(5, '0'), 'B' + i);
+  await g.commit();
+  Deno.removeSync(logPath + '-log');
+  out.logGoneClose = await g.close().then(() => 'resolved', (e) => e.code);
+  const after = Deno.readFileSync(logPath);
+  out.logGoneData = before.length === after.length && before.every((b, i) => b === after[i]);
+  g = await BTreeStore.open(opts);
+  out.logGoneReopen = [g.size, g.get('k00000')];
+  await g.close();
+}
 console.log(JSON.stringify(out));

@@ -38,6 +38,9 @@ it('Deno: writes, commits, locks and reopens a store on Deno.FsFile', async () =
     foreignAfter: '{"a":1}',
     foreignSiblings: ['notes.json'],
     deleted: 'IO_ERROR: true',
+    logGoneClose: 'IO_ERROR',
+    logGoneData: true,
+    logGoneReopen: [3000, 'A0'],
   });
   expect(existsSync(join(tmp.dir, 'deno.db-log'))).toBe(true);
 });

@@ -1244,6 +1244,37 @@ describe('BTreeStore on sync backends', () => {
     }
   });
 
+  // A probe (session 30): with the log deleted after a commit, close()'s checkpoint copied that
+  // commit's pages into the data file in place and only then failed (at the sync's name check):
+  // the data file held pages of a commit whose superblock it never got, and the reopened store
+  // was CORRUPT, the state checkpointed before lost too; close() resolved. Now the data file's
+  // first write after a sync checks the names first: nothing is written, close() rejects, and the
+  // data file opens at its last checkpoint.
+  it('the log deleted after a commit: close() rejects and the data file keeps its checkpointed state', async () => {
+    const base = join(tmp.dir, uniqueName('log-gone'));
+    const opts = { path: base + '.db', keys: 'utf8', values: 'utf8', logDeltas: false } as const;
+    let s = await BTreeStore.open<string, string>(opts);
+    for (let i = 0; i < 5000; i++) s.set('k' + String(i).padStart(5, '0'), 'A' + i);
+    await s.close(); // state A, checkpointed into the data file
+    const data = readFileSync(base + '.db');
+    const heard: unknown[] = [];
+    s = await BTreeStore.open<string, string>({ ...opts, onError: (err) => heard.push(err) });
+    for (let i = 0; i < 8000; i++) s.set('k' + String(i).padStart(5, '0'), 'B' + i);
+    await s.commit(); // state B, in the log only
+    rmSync(base + '.db-log');
+    const e = await caught(s.close());
+    expect(isAdaptreeError(e) && e.code).toBe('IO_ERROR');
+    expect((e as Error).message).toMatch(/close \(checkpoint\)/);
+    expect(heard).toEqual([]);
+    expect(readFileSync(base + '.db').equals(data)).toBe(true); // not a byte written
+    s = await BTreeStore.open<string, string>(opts);
+    expect(s.size).toBe(5000);
+    expect(s.get('k00000')).toBe('A0');
+    expect(s.get('k04999')).toBe('A4999');
+    s.checkInvariants();
+    await s.close();
+  });
+
   it('another process holding the store: LockedError, nothing damaged', async () => {
     const dist = join(repo, 'dist/index.js');
     expect(existsSync(dist), 'run `bash scripts/build.sh ts` first').toBe(true);

@@ -77,6 +77,7 @@ import { registerHost, statusOfError, unregisterHost, type HostEntry } from './s
 import { runtimeOf } from './map/runtime.js';
 import type { AsyncStorePages, PageDelta, StorageBackend, SyncStoreFiles } from './storage/types.js';
 import { memoryStorage } from './storage/memory.js';
+import { isFilesGone } from './storage/names.js';
 import { nodeStorage } from './storage/node.js';
 import { denoStorage } from './storage/deno.js';
 import { opfsStorage, opfsSyncAvailable } from './storage/opfs.js';
@@ -1367,7 +1368,12 @@ export class BTreeStore<K = string, V = unknown> {
         this.#b.entry.lastError = undefined;
         try {
           const st = this.#wasm.exports.at_store_checkpoint!(this.#tree);
-          if (st < 0) this.#onError?.(storeError(st, 'close (checkpoint)', this.#b.entry.lastError));
+          if (st < 0) {
+            const e = storeError(st, 'close (checkpoint)', this.#b.entry.lastError);
+            // Files deleted while open: what the log held is gone, which close() says.
+            if (isFilesGone(this.#b.entry.lastError)) err ??= e;
+            else this.#onError?.(e);
+          }
         } catch (e) {
           err ??= e;
         }

@@ -15,7 +15,7 @@
  * store. A second open of the same path in this process is refused first (LockedError).
  */
 import { InvalidArgumentError, IoError, LockedError } from '../errors.js';
-import { absentLog, refuseNamesOfAnotherStore } from './names.js';
+import { absentLog, filesGone, refuseNamesOfAnotherStore } from './names.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
 /** The part of the Deno namespace this backend uses. */
@@ -57,6 +57,7 @@ function isShared(u: Uint8Array): boolean {
 }
 
 class DenoFile implements SyncFile {
+  #checked = false;
   /** `store`: every file of the store (this one among them), checked at each sync. */
   constructor(readonly f: DenoFsFile, private readonly store: readonly DenoFsFile[] = [f]) {}
 
@@ -75,6 +76,7 @@ class DenoFile implements SyncFile {
   }
 
   write(src: Uint8Array, offset: number): void {
+    this.#beforeDataChange();
     const buf = isShared(src) ? src.slice() : src;
     this.f.seekSync(offset, SEEK_START);
     let done = 0;
@@ -84,10 +86,9 @@ class DenoFile implements SyncFile {
   sync(): void {
     // A commit fails while a file of the store has no name left (deleted while open: what was
     // written since would be lost without a word; as the node backend, session 27).
-    for (const f of this.store) {
-      if (f.statSync().nlink === 0) throw new IoError(`its ${f === this.store[0] ? 'data file' : 'log'} was deleted while the store was open: nothing written since can be kept`);
-    }
+    this.#checkNames();
     this.f.syncDataSync();
+    this.#checked = false;
   }
 
   size(): number {
@@ -95,7 +96,23 @@ class DenoFile implements SyncFile {
   }
 
   truncate(size: number): void {
+    this.#beforeDataChange();
     this.f.truncateSync(size);
+  }
+
+  /** As the node backend's (NodeFile): before the data file's first write or cut after a sync,
+   * every file must still have a name, or a checkpoint would replace committed pages that no
+   * log can finish any more (session 30). */
+  #beforeDataChange(): void {
+    if (this.#checked || this.f !== this.store[0]) return;
+    this.#checkNames();
+    this.#checked = true;
+  }
+
+  #checkNames(): void {
+    for (const f of this.store) {
+      if (f.statSync().nlink === 0) throw filesGone(new IoError(`its ${f === this.store[0] ? 'data file' : 'log'} was deleted while the store was open: nothing written since can be kept`));
+    }
   }
 }
 

@@ -43,3 +43,17 @@ export function absentLog(): SyncFile {
   };
   return { read: () => 0, write: refuse, sync: () => {}, size: () => 0, truncate: refuse };
 }
+
+/** Errors of a store whose files lost their names while it was open (node, deno): a commit or
+ * a checkpoint that meets one fails, and close() rejects with it rather than only telling
+ * onError (a checkpoint's failure otherwise loses nothing: here what the log held is gone). */
+const gone = new WeakSet<object>();
+
+export function filesGone<E extends object>(e: E): E {
+  gone.add(e);
+  return e;
+}
+
+export function isFilesGone(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && gone.has(e);
+}

@@ -14,7 +14,7 @@
  * protected). A stale lock is removed under `path + '-lock.break'` (see takeLock).
  */
 import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
-import { absentLog, refuseNamesOfAnotherStore } from './names.js';
+import { absentLog, filesGone, refuseNamesOfAnotherStore } from './names.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
 /** The part of node:fs this backend uses (the package builds without @types/node). */
@@ -125,8 +125,11 @@ function errnoOf(e: unknown): string | undefined {
 }
 
 class NodeFile implements SyncFile {
+  /** The data file's names were checked since its last sync (namesChecked). */
+  #checked = false;
+
   /** `store`: the descriptors of every file of the store (this one among them), checked at each
-   * sync (a commit's flush). */
+   * sync (a commit's flush) and before the data file's first write or cut after one. */
   constructor(private readonly fs: NodeFs, readonly fd: number, private readonly store: readonly number[] = [fd]) {}
 
   read(dst: Uint8Array, offset: number): number {
@@ -140,6 +143,7 @@ class NodeFile implements SyncFile {
   }
 
   write(src: Uint8Array, offset: number): void {
+    this.#beforeDataChange();
     let done = 0;
     while (done < src.length) {
       done += this.fs.writeSync(this.fd, src, done, src.length - done, offset + done);
@@ -150,10 +154,9 @@ class NodeFile implements SyncFile {
     // A store whose files were deleted while open (rm, or its directory removed) took every
     // commit after that into files nobody can open again, and said nothing (a new-user probe,
     // session 27): a commit now fails while any of its files has no name left.
-    for (const fd of this.store) {
-      if (this.fs.fstatSync(fd).nlink === 0) throw new IoError(`its ${fd === this.store[0] ? 'data file' : 'log'} was deleted while the store was open: nothing written since can be kept`);
-    }
+    this.#checkNames();
     this.fs.fdatasyncSync(this.fd);
+    this.#checked = false;
   }
 
   size(): number {
@@ -161,7 +164,25 @@ class NodeFile implements SyncFile {
   }
 
   truncate(size: number): void {
+    this.#beforeDataChange();
     this.fs.ftruncateSync(this.fd, size);
+  }
+
+  /** The data file changes only in a checkpoint (and at creation), which copies the log into it:
+   * with the log deleted, those writes replaced committed pages that no log could finish any more
+   * (a probe, session 30: close() after `rm store-log` left a store that was CORRUPT on reopen,
+   * the state checkpointed before lost too). Its first write or cut after each sync checks that
+   * every file still has a name, before anything changes. */
+  #beforeDataChange(): void {
+    if (this.#checked || this.fd !== this.store[0]) return;
+    this.#checkNames();
+    this.#checked = true;
+  }
+
+  #checkNames(): void {
+    for (const fd of this.store) {
+      if (this.fs.fstatSync(fd).nlink === 0) throw filesGone(new IoError(`its ${fd === this.store[0] ? 'data file' : 'log'} was deleted while the store was open: nothing written since can be kept`));
+    }
   }
 }
 
