@@ -11,6 +11,14 @@ import { BUILDS, wasmFor } from './builds.js';
 const JUNK: unknown[] = [undefined, null, NaN, Infinity, 1.5, 2 ** 60, -1, 'x', '', '\ud800', 'b'.repeat(5000), 10n, {}, [], [1, 'a'],
   new Uint8Array(0), new Uint8Array(5000), Symbol('s'), () => 1, true, new Date(0), new Map(), { toJSON() { throw new Error('boom'); } }];
 
+// Values whose toJSON or getter throws something that is not an Error (a probe, session 30:
+// `throw null` came out as an untyped TypeError from the json codec's `.message`).
+const THROWERS: unknown[] = [
+  { toJSON() { throw null; } }, // eslint-disable-line no-throw-literal
+  { get x() { throw undefined; } }, // eslint-disable-line no-throw-literal
+  { toJSON() { throw 'disk quota'; } }, // eslint-disable-line no-throw-literal
+];
+
 describe.each(BUILDS)('%s build: bad input', (build) => {
   let wasm: AdaptreeWasm;
   beforeAll(async () => {
@@ -32,7 +40,10 @@ describe.each(BUILDS)('%s build: bad input', (build) => {
       }
     };
     JUNK.forEach((k, i) => {
-      for (const v of [undefined, null, NaN, 'x', new Uint8Array(70000), JUNK[22]]) probe(`set #${i}`, () => m.set(k, v));
+      for (const v of [undefined, null, NaN, 'x', new Uint8Array(70000), JUNK[22], ...THROWERS]) {
+        probe(`set #${i}`, () => m.set(k, v));
+        probe(`setMany of a value #${i}`, () => m.setMany([[good, v]]));
+      }
       probe(`get #${i}`, () => m.get(k));
       probe(`delete #${i}`, () => m.delete(k));
       probe(`range #${i}`, () => m.entries({ gte: k, limit: k as number }));

@@ -953,6 +953,41 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expect(m.valueEncoding).toBe('custom');
     });
 
+    // A probe (session 30): a decode that threw half way through a batch left the iterator's
+    // old counters in place, and the next next() paired new keys with old values and skipped
+    // keys (['g', 'value-d'] after the error at 'g'). Now the iterator re-reads after its last
+    // key: the same error again, and once the entry decodes, every entry with its own value.
+    it('an iterator whose batch met a decode error serves no entry of a half-decoded batch', () => {
+      let armed = false;
+      const m = make<string, string>(undefined, {
+        values: {
+          encode: (v: string) => new TextEncoder().encode(v),
+          decode: (b: Uint8Array) => {
+            const v = new TextDecoder().decode(b);
+            if (armed && v === 'value-g') throw new Error('cannot decode g');
+            return v;
+          },
+        },
+      });
+      for (const k of 'abcdefghijklmnopqrstuvwxyz') m.set(k, 'value-' + k);
+      const it = m.entries();
+      const got: unknown[] = [it.next().value, it.next().value, it.next().value];
+      armed = true;
+      m.set('zz', 'value-zz'); // the next next() re-reads after 'c'
+      for (let i = 0; i < 3; i++) {
+        let e: unknown;
+        try {
+          it.next();
+        } catch (x) {
+          e = x;
+        }
+        expect(isAdaptreeError(e) && e.code).toBe('CORRUPT');
+      }
+      armed = false;
+      for (let r = it.next(); !r.done; r = it.next()) got.push(r.value);
+      expect(got).toEqual([...'abcdefghijklmnopqrstuvwxyz', 'zz'].map((k) => [k, 'value-' + k]));
+    });
+
     // A throwing decode surfaced raw (no code) where a throwing encode was InvalidValueError.
     it("a custom codec's decode that throws is CorruptionError with it as cause, on every read path", () => {
       const boom = new Error('cannot read this');

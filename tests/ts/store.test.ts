@@ -531,6 +531,12 @@ describe('BTreeStore on sync backends', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(errors.length).toBe(1);
     expect(isAdaptreeError(errors[0]) && errors[0].code).toBe('QUOTA_EXCEEDED');
+    // The next write says which commit failed and why (a probe, session 30: the core's generic
+    // "opened read-only, or a commit failed", no cause).
+    const e = await caught(() => s.set(5000, 'x'));
+    expect(isAdaptreeError(e) && e.code).toBe('READ_ONLY');
+    expect((e as Error).message).toMatch(/^write: an earlier commit of .* failed \(QUOTA_EXCEEDED: /);
+    expect((e as Error).cause).toBe(errors[0]);
     await s.close().catch(() => undefined);
   });
 

@@ -1060,6 +1060,9 @@ export class BTreeStore<K = string, V = unknown> {
   #writable(): void {
     if (this.#closed && !(this.#draining && this.#inAsync > 0)) throw new ClosedError('the store is closed');
     if (this.#readOnly) throw new ReadOnlyError(`the store '${this.#path}' was opened read-only`);
+    // (the core refuses it too, READ_ONLY: its message could not say which commit failed, or
+    // why; a probe, session 30, after an autoCommit failed on a full disk without onError)
+    if (this.#failed) throw this.#failedError('write');
     if (this.#gate !== undefined) throw new ReentrancyError('a commit is being written: use the ...Async write methods on asynchronous backends');
   }
 
@@ -1208,11 +1211,11 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   /** What a commit (or close) after a failed commit rejects with. */
-  #failedError(): ReadOnlyError {
+  #failedError(op = 'commit'): ReadOnlyError {
     const f = this.#failure;
     const what = isAdaptreeError(f) ? `${f.code}: ${f.message}` : String((f as Error)?.message ?? f);
     return new ReadOnlyError(
-      `commit: an earlier commit of '${this.#path}' failed (${what}); the writes since the last completed commit are not durable. Close and reopen the store`,
+      `${op}: an earlier commit of '${this.#path}' failed (${what}); the writes since the last completed commit are not durable. Close and reopen the store`,
       { cause: f },
     );
   }

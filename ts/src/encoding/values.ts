@@ -38,7 +38,10 @@ export const jsonValue: ValueEncoder<unknown> = {
       s = JSON.stringify(value);
     } catch (e) {
       if (isAdaptreeError(e)) throw e;
-      throw new InvalidValueError(`json value cannot be serialized: ${(e as Error).message}`, { cause: e });
+      // (anything may be thrown from a toJSON or a getter: null, a string; `.message` of null
+      // threw a TypeError, untyped; a string's said "undefined")
+      const why = e instanceof Error ? e.message : `${typeof e === 'string' ? e : describe(e)} was thrown`;
+      throw new InvalidValueError(`json value cannot be serialized: ${why}`, { cause: e });
     }
     if (typeof s !== 'string') throw new InvalidValueError(`json value cannot be serialized: ${describe(value)}`);
     return s;

@@ -255,11 +255,22 @@ export class BTreeIterator<K, V, T> {
     // Decode now: the context buffer is overwritten by the next call into wasm. Codecs run no
     // adaptree calls meanwhile (the re-entrancy guard), so the buffer stays intact.
     const wantValues = this.#mode !== MODE_KEYS;
-    const n = form === 2
-      ? decodeNumbers(h.venc, rt.u8, dv, p, this.#keys as unknown as number[], this.#vals, wantValues, b, rt.shared)
-      : form === 1
-        ? decodeColumns(h.venc, rt.u8, dv, p, this.#keys as unknown as string[], this.#vals, wantValues, b, rt.shared)
-        : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, p + used, count, this.#keys, this.#vals, wantValues, b, rt.shared);
+    let n: number;
+    try {
+      n = form === 2
+        ? decodeNumbers(h.venc, rt.u8, dv, p, this.#keys as unknown as number[], this.#vals, wantValues, b, rt.shared)
+        : form === 1
+          ? decodeColumns(h.venc, rt.u8, dv, p, this.#keys as unknown as string[], this.#vals, wantValues, b, rt.shared)
+          : decodeRecords(h.kenc, h.venc, rt.u8, dv, p, p + used, count, this.#keys, this.#vals, wantValues, b, rt.shared);
+    } catch (e) {
+      // A codec that threw half way through filled the arrays in part: the batch is gone, and
+      // the next call re-seeks after the last key returned (and meets the same entry again).
+      // Served on instead, the old batch's counters paired new keys with old values and skipped
+      // keys (a probe, session 30: ['g', value of 'd'] after a decode error at 'g').
+      this.#mod = -1;
+      this.#i = this.#n = 0;
+      throw e;
+    }
     const pastStop = n < count;
     this.#i = 0;
     this.#n = n;
