@@ -23,6 +23,14 @@ class FakeHandle {
   }
   write(buf: Uint8Array, o: { at: number }): number {
     if (this.file.failWrites !== undefined) throw dom(this.file.failWrites);
+    const q = this.file.quota;
+    if (q !== undefined && o.at + buf.length > this.file.bytes.size() && o.at + buf.length > q.limit) {
+      // As Chromium 156 at the origin's quota: what fits is written, no exception, and the
+      // count returned is FILE_ERROR_NO_SPACE (-8) read as unsigned.
+      const fits = Math.max(0, q.limit - o.at);
+      if (fits > 0) this.file.bytes.write(buf.subarray(0, fits), o.at);
+      return 2 ** 32 - 8;
+    }
     this.file.bytes.write(buf, o.at);
     return buf.length;
   }
@@ -44,6 +52,8 @@ class FakeFile {
   bytes = new MemoryFile();
   handles: FakeHandle[] = [];
   failWrites: string | undefined;
+  /** Writes past `limit` bytes of this file are refused the way Chromium refuses them at quota. */
+  quota: { limit: number } | undefined;
   /** `modes`: handles take their mode, and 'readwrite-unsafe' ones open beside each other (as
    * in Chromium); without, every handle is a 'readwrite' one that keeps others out (a browser
    * without modes). */
@@ -173,6 +183,39 @@ describe('opfs backend over a fake OPFS', () => {
     (await root.getFileHandle('q-log')).failWrites = 'InvalidStateError';
     expect(() => files.log.write(new Uint8Array(10), 0)).toThrow(IoError);
     files.close();
+  });
+
+  // A probe (session 30, Chromium 156 under Storage.overrideQuotaForOrigin): a write() that
+  // crossed the quota wrote what fitted and returned 2^32 - 8 instead of throwing; the backend
+  // counted it as written, commits resolved, and 13 of them were gone after reopening.
+  it('a write() that returns the no-space code is QuotaExceededError; the resolved commits are all there after reopen', async () => {
+    const { root } = fakeOpfs();
+    const s = await BTreeStore.open<string, string>({ path: 'qq/s', storage: 'opfs', values: 'utf8', poolSize: 1 << 20 });
+    const log = await (await root.getDirectoryHandle('qq')).getFileHandle('s-log');
+    log.quota = { limit: 2 << 20 };
+    const model = new Map<string, string>();
+    let failure: unknown;
+    for (let b = 0; b < 100 && failure === undefined; b++) {
+      const batch = Array.from({ length: 100 }, (_, i) => [`b${String(b).padStart(3, '0')}:${i}`, `${b}:${i}:`.padEnd(800, String.fromCharCode(97 + ((b * 7 + i) % 26)))] as [string, string]);
+      try {
+        s.setMany(batch);
+        await s.commit();
+      } catch (e) {
+        failure = e;
+        break;
+      }
+      for (const [k, v] of batch) model.set(k, v);
+    }
+    expect(failure).toBeInstanceOf(QuotaExceededError);
+    expect((failure as Error).message).toMatch(/no space: the origin's quota/);
+    expect(model.size).toBeGreaterThan(1000);
+    await s.close({ commit: false }).catch(() => undefined);
+    log.quota = undefined;
+    const r = await BTreeStore.open<string, string>({ path: 'qq/s', storage: 'opfs', values: 'utf8', create: false });
+    expect(r.size).toBe(model.size);
+    for (const [k, v] of r.entries()) expect(v).toBe(model.get(k));
+    r.checkInvariants();
+    await r.close();
   });
 
   it('locks: a second open is LockedError at once; wait: true gets it after close; a foreign handle is LockedError; reopen right after close works', async () => {

@@ -182,7 +182,7 @@ class OpfsFile implements SyncFile {
     try {
       while (done < buf.length) {
         const n = this.h.write(buf.subarray(done), { at: offset + done });
-        if (n <= 0) throw new IoError(`writing ${this.what}: no progress at offset ${offset + done}`);
+        if (!(n > 0 && n <= buf.length - done)) throw writeRefused(n, this.what, offset + done);
         done += n;
       }
     } catch (e) {
@@ -223,6 +223,18 @@ class OpfsFile implements SyncFile {
   }
 }
 
+/** A sync handle's write() that did not write: 0, or a count past what it was given. Chromium
+ * (156) does not throw at the origin's quota: it writes what fits and returns a negative
+ * base::File::Error read as unsigned, 2^32 - 8 (FILE_ERROR_NO_SPACE). Added to the count, it
+ * ended the loop as if all was written; flush() then succeeded, commits resolved, and were not
+ * there after reopening (a probe, session 30, under Storage.overrideQuotaForOrigin). */
+function writeRefused(n: number, what: string, at: number): Error {
+  const code = Number.isInteger(n) && n > 2 ** 31 && n < 2 ** 32 ? n - 2 ** 32 : undefined;
+  if (code === -8) return new QuotaExceededError(`writing ${what}: the browser refused to grow it at offset ${at} (no space: the origin's quota)`);
+  if (code !== undefined) return new IoError(`writing ${what}: the browser's file error ${code} at offset ${at}`);
+  return new IoError(`writing ${what}: ${n === 0 ? 'no progress' : `write() returned ${String(n)}`} at offset ${at}`);
+}
+
 /** 'db//x/' → ['db', 'x']; refuses '.', '..', an empty name, NUL and lone surrogates. The
  * last two: OPFS names a file `\ud800` and `\udc00` alike (U+FFFD) and cuts a name at NUL, but
  * the Web Lock is named by the path as given, so two paths were one store under two locks (a
@@ -258,7 +270,8 @@ async function openHandle(dir: DirHandle, name: string, create: boolean, path: s
   } catch (e) {
     if (nameOf(e) === 'NotFoundError') throw new InvalidArgumentError(`no store at '${path}' (opfs)`, { cause: e });
     if (nameOf(e) === 'TypeMismatchError') throw new InvalidArgumentError(`opfs: '${name}' in '${path}' is a directory`, { cause: e });
-    throw new IoError(`opfs: cannot open '${name}' of '${path}': ${(e as Error).message}`, { cause: e });
+    // (creating a file on a full origin: QUOTA_EXCEEDED, as a handle's; it was IO_ERROR)
+    throw handleError(e, name, path);
   }
   if (typeof fh.createSyncAccessHandle !== 'function') {
     throw new InvalidArgumentError("the 'opfs' storage needs a dedicated worker: sync access handles do not exist here");
