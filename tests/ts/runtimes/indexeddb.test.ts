@@ -338,6 +338,30 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
+  // A probe (session 30): a page record that is not bytes at all (a string) was IO_ERROR; a
+  // damaged page is CORRUPT (docs/STORE.md), as a record of the wrong length already was.
+  it('a page record that is not bytes is CORRUPT on the read that meets it', async () => {
+    const page = await tab();
+    const r = await page.evaluate(async () => {
+      const s = await api.BTreeStore.open<string, string>({ path: 'bad-page', storage: 'indexeddb', values: 'utf8' });
+      for (let i = 0; i < 2000; i++) await s.setAsync(`k${String(i).padStart(4, '0')}`, 'v'.repeat(100));
+      await s.close(); // checkpointed: the pages are records of 'pages'
+      const db = await idbReq(indexedDB.open('adaptree:bad-page'));
+      const keys = (await idbReq(db.transaction('pages').objectStore('pages').getAllKeys())) as number[];
+      const tx = db.transaction('pages', 'readwrite');
+      for (const k of keys) if (k !== 0) tx.objectStore('pages').put('garbage', k);
+      await new Promise((res) => (tx.oncomplete = res));
+      db.close();
+      const t = await api.BTreeStore.open<string, string>({ path: 'bad-page', storage: 'indexeddb', values: 'utf8' });
+      const code = await t.getAsync('k0001').then(() => 'read', (e: { code?: string }) => e.code);
+      await t.close().catch(() => undefined);
+      return { pages: keys.length, code };
+    });
+    expect(r.pages).toBeGreaterThan(2);
+    expect(r.code).toBe('CORRUPT');
+    await page.close();
+  }, 60_000);
+
   it('a log record that is not a frame, or holds another commit than its key, is CORRUPT at open; the store opens again once it is gone', async () => {
     const page = await tab();
     const r = await page.evaluate(async () => {

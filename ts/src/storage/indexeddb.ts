@@ -280,7 +280,8 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         if (v === undefined) return undefined;
         if (v instanceof Uint8Array) return v;
         if (v instanceof ArrayBuffer) return new Uint8Array(v);
-        throw new IoError(`indexeddb: '${path}' holds a value that is not a page image`);
+        // (damaged stored data: CORRUPT, as a record of the wrong length is; it was IO_ERROR)
+        throw new CorruptionError(`indexeddb: '${path}' holds a value that is not a page image`);
       };
 
       const log = new PageLog(readOnly);
