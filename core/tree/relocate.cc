@@ -210,6 +210,8 @@ Status BTree::relocate(uint64_t* reclaimed) {
       // Along the chain: a page whose next one moves is patched through the pool; the others
       // are only looked at (view: the pool is not filled with the value).
       while (above > 0) {
+        // (the pages of a long chain need not stay fixed: the leaf is fixed again after it)
+        store_.end_protection();
         const uint8_t* cp;
         Status s = store_.view(c, scratch, &cp);
         if (s != Status::kOk) {

@@ -104,6 +104,43 @@ INSTANTIATE_TEST_SUITE_P(AllLayouts, RelocateLayouts,
                                            LayoutConfig::kHints, LayoutConfig::kFingerprint, LayoutConfig::kSemiDense,
                                            LayoutConfig::kFullyDense, LayoutConfig::kAdaptive));
 
+// A large value's chain at the store's end moves down into the room another one left, page by
+// page through a pool far smaller than the chain: the pool does not grow to the chain's size.
+TEST(Relocate, ALongChainMovesThroughASmallPool) {
+  MemoryStorage ms;
+  StoreOptions o;
+  o.pool_bytes = 32 * kPageSize;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  Model m;
+  for (int i = 0; i < 300; i++) {
+    ASSERT_EQ(st->tree().set(sl(key(i)), sl(value(i, 40))), Status::kOk);
+    m[key(i)] = value(i, 40);
+  }
+  std::string tail(400 * kPageSize + 123, 'T');
+  for (size_t i = 0; i < tail.size(); i += 997) tail[i] = static_cast<char>('a' + i % 26);
+  ASSERT_EQ(st->tree().set(sl("hole"), sl(std::string(500 * kPageSize, 'H'))), Status::kOk);
+  ASSERT_EQ(st->tree().set(sl("tail"), sl(tail)), Status::kOk);
+  m["tail"] = tail;
+  ASSERT_EQ(st->commit(), Status::kOk);
+  ASSERT_EQ(st->tree().remove(sl("hole")), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+  const uint32_t frames = st->tree().store().frame_count();
+  uint64_t freed = 0;
+  ASSERT_EQ(st->tree().compact(&freed), Status::kOk);
+  EXPECT_GE(st->tree().relocated_pages(), 400u);
+  EXPECT_LE(st->tree().store().frame_count(), frames + 64);  // (one chunk of frames at most)
+  EXPECT_EQ(st->tree().check(), "");
+  ASSERT_EQ(st->commit(), Status::kOk);
+  expect_packed(*st);
+  EXPECT_LE(st->tree().store().page_count(), 420u);
+  st.reset();
+  ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+  EXPECT_TRUE(got == m);
+}
+
 // Random sets (some values of several pages) and deletes, compact() at random moments, commits
 // and reopenings: the model, the invariants (every live page reachable), and after each
 // compact and commit no free page left in the store.
