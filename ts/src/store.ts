@@ -82,7 +82,7 @@ import { nodeStorage } from './storage/node.js';
 import { denoStorage } from './storage/deno.js';
 import { opfsStorage, opfsSyncAvailable } from './storage/opfs.js';
 import { indexedDBDefault } from './storage/indexeddb.js';
-import { OpfsWorkerStore, linkOpfsWorkerStore, opfsRemoteAvailable } from './storage/opfs-remote.js';
+import { OpfsWorkerStore, WORKER_MODULE, linkOpfsWorkerStore, opfsRemoteAvailable } from './storage/opfs-remote.js';
 import { asyncMemoryStorage } from './storage/async-memory.js';
 import { superblockSequence } from './storage/page-log.js';
 import { pageCountOf } from './storage/superblock.js';
@@ -134,8 +134,14 @@ export interface StoreOptions<K, V> {
   /** If the store is open elsewhere: false (default) throws LockedError at once, true waits
    * until it is closed there (opfs: queues for its Web Lock; node, deno, memory: no effect). */
   wait?: boolean;
-  /** The wasm instance; default the one init() loaded, else a private one loaded now. */
+  /** The wasm instance; default the one init() loaded, else a private one loaded now. An opfs
+   * store opened on a browser's main thread lives in a worker, which instantiates the same
+   * module (this one's, or init()'s) in its own memory. */
   wasm?: AdaptreeWasm;
+  /** An opfs store opened on a browser's main thread: the URL of the package's
+   * `dist/storage/opfs-worker.js` as deployed, where a bundle cannot locate it from
+   * `import.meta.url` (a CommonJS or classic-script bundle). Ignored elsewhere. */
+  workerUrl?: string | URL;
   /** Called while opening (recovery reads the log), phase 'open': bytes read so far of about
    * `total`; the last call has `done === total`. Sync backends only (an async backend's open
    * reads one page). If it throws: AbortedError, the store stays closed (progress.ts). */
@@ -155,7 +161,7 @@ export interface StoreOptions<K, V> {
  * main-thread opfs store (storage/opfs-worker.ts) opens its store so: the main thread encodes. */
 export const ENCODED_ELSEWHERE: unique symbol = Symbol('adaptree.encodedElsewhere') as never;
 
-const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'logDeltas', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError', 'fill']);
+const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'logDeltas', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError', 'fill', 'workerUrl']);
 
 /** at_tree_set_fill's flags for a store's `fill` option (undefined: the tree's defaults). */
 function fillFlags(fill: StoreOptions<unknown, unknown>['fill']): number | undefined {
@@ -677,8 +683,12 @@ export class BTreeStore<K = string, V = unknown> {
     if (options.wasm !== undefined) checkWasmOption(options.wasm, 'BTreeStore.open');
     const backend = resolveStorage(options.storage as StoreOptions<unknown, unknown>['storage']);
     if (backend === opfsStorage && !opfsSyncAvailable() && opfsRemoteAvailable()) {
-      // A browser's main thread: the store lives in a worker (storage/opfs-remote.ts).
-      return (await OpfsWorkerStore.open(options as unknown as Record<string, unknown> & { path: string })) as unknown as BTreeStore<K, V>;
+      // A browser's main thread: the store lives in a worker (storage/opfs-remote.ts). The
+      // module this thread has goes along: the worker's own search beside its script found
+      // nothing where the app had passed init({ wasm }) a URL of its own (a probe, session 30).
+      const mine = options.wasm !== undefined ? checkWasmOption(options.wasm, 'BTreeStore.open') : getDefaultWasm();
+      const module = mine === undefined ? undefined : { module: mine.module, threads: mine.build === 'mt' };
+      return (await OpfsWorkerStore.open({ ...(options as unknown as Record<string, unknown> & { path: string }), [WORKER_MODULE]: module })) as unknown as BTreeStore<K, V>;
     }
     const wasm = options.wasm !== undefined ? checkWasmOption(options.wasm, 'BTreeStore.open') : (getDefaultWasm() ?? (await (privateWasm ??= loadWasm())));
     const ex = wasm.exports;

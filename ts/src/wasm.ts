@@ -328,7 +328,11 @@ async function compileDefault(build: WasmBuild): Promise<WebAssembly.Module> {
   try {
     return await compileSource(url);
   } catch (e) {
-    if (isAdaptreeError(e)) throw e;
+    // (a 404 said only "cannot load wasm (404 url)", without the way out; a probe, session 30)
+    if (isAdaptreeError(e)) {
+      if (e.code !== 'IO_ERROR') throw e;
+      throw new IoError(`${e.message}: the package's wasm module is not served there; deploy dist/wasm/ beside the bundle, or pass the module as init({ wasm })`, { cause: e });
+    }
     const why = e instanceof WebAssembly.CompileError
       ? `what it got is not a wasm module (${e.message}): serve the file at that URL`
       : (e as Error)?.message ?? String(e);

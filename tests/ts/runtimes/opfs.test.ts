@@ -273,6 +273,39 @@ describe('opfs backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   });
 
+  // A bundlers probe (session 30): the store's worker looked for the wasm beside its own script,
+  // also where the app had passed init({ wasm }) a URL of its own (a 404 there), and a bundle
+  // without import.meta.url threw an untyped TypeError ("Invalid URL"). Now the worker gets the
+  // module this thread has (no fetch of its own), and `workerUrl` names the worker's script.
+  it('on the main thread, the worker instantiates the module the page has; workerUrl names its script', async () => {
+    const page = await tab();
+    await run(page, { op: 'remove', names: ['main-wasm'] });
+    const fetched: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('.wasm')) fetched.push(r.url());
+    });
+    const r = await page.evaluate(async () => {
+      const err = (e: unknown) => ({ name: (e as Error).name, code: (e as { code?: string }).code, message: (e as Error).message });
+      await api.init(); // this thread's module: the one fetch
+      const s = await api.BTreeStore.open<string, number>({ path: 'main-wasm/a', storage: 'opfs' });
+      await s.setAsync('x', 1);
+      await s.close();
+      const script = new URL('/dist/storage/opfs-worker.js', location.href).href;
+      const t = await api.BTreeStore.open<string, number>({ path: 'main-wasm/a', storage: 'opfs', workerUrl: script });
+      const got = await t.getAsync('x');
+      await t.close();
+      const bad = await api.BTreeStore.open({ path: 'main-wasm/b', storage: 'opfs', workerUrl: 5 as never }).then(() => 'opened', err);
+      const missing = await api.BTreeStore.open({ path: 'main-wasm/c', storage: 'opfs', workerUrl: '/no-such-worker.js' }).then(() => 'opened', err);
+      return { got, bad, missing };
+    });
+    expect(r.got).toBe(1);
+    expect(r.bad).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(r.missing).toMatchObject({ code: 'IO_ERROR', message: expect.stringMatching(/could not start/) });
+    expect(fetched).toHaveLength(1); // init()'s; the stores' workers fetched none
+    await page.close();
+    expect(errors).toEqual([]);
+  });
+
   it('on the main thread, calls made in one turn go to the worker in batches, in order; a call that fails fails alone', async () => {
     const page = await tab();
     await run(page, { op: 'remove', names: ['burst'] });

@@ -110,6 +110,10 @@ const ITER_BATCH = 256;
  * is sent in pieces, not as one structured clone). */
 const BATCH_MAX = 4096;
 
+/** The option key under which BTreeStore.open hands over the module its thread has
+ * ({ module, threads }), for the worker to instantiate. */
+export const WORKER_MODULE: unique symbol = Symbol('adaptree opfs worker module');
+
 export class OpfsWorkerStore {
   readonly #worker: WorkerLike;
   readonly #pending = new Map<number, { resolve(v: unknown): void; reject(e: unknown): void; decode?: Decode }>();
@@ -180,7 +184,7 @@ export class OpfsWorkerStore {
   }
 
   /** Starts the worker and opens the store in it (its errors are this promise's). */
-  static async open(options: Record<string, unknown> & { path: string }): Promise<OpfsWorkerStore> {
+  static async open(options: Record<string, unknown> & { path: string; [WORKER_MODULE]?: unknown }): Promise<OpfsWorkerStore> {
     // The codecs work here (the same checks and errors as a BTreeMap's); the worker is told
     // their names, 'custom' for a codec object, which its store records.
     const kenc = keyEncoderOf<unknown>(options.keys as never, NO_RUNTIME);
@@ -189,10 +193,31 @@ export class OpfsWorkerStore {
     for (const k of ['path', 'layout', 'poolSize', 'checkpointBytes', 'logDeltas', 'fill', 'autoCommit', 'create', 'wait', 'readOnly']) {
       if (options[k] !== undefined) forwarded[k] = options[k];
     }
-    // Written as bundlers recognise it (vite, webpack 5, ...): they bundle the worker with it.
-    const { worker, url } = recordingWorkerUrl(
-      () => new Worker(new URL('./opfs-worker.js', import.meta.url), { type: 'module', name: `adaptree opfs ${options.path}` }) as unknown as WorkerLike,
-    );
+    // (a WebAssembly.Module is cloned to a worker: it instantiates the same module)
+    if (options[WORKER_MODULE] !== undefined) forwarded.wasmModule = options[WORKER_MODULE];
+    const given = options.workerUrl as string | URL | undefined;
+    if (given !== undefined && typeof given !== 'string' && !(given instanceof URL)) {
+      throw new InvalidArgumentError(`workerUrl must be a string or a URL, not ${typeof given}`);
+    }
+    const name = `adaptree opfs ${options.path}`;
+    let started: { worker: WorkerLike; url: string | undefined };
+    try {
+      started = given !== undefined
+        ? { worker: new Worker(given, { type: 'module', name }) as unknown as WorkerLike, url: String(given) }
+        // Written as bundlers recognise it (vite, webpack 5, ...): they bundle the worker with it.
+        : recordingWorkerUrl(() => new Worker(new URL('./opfs-worker.js', import.meta.url), { type: 'module', name }) as unknown as WorkerLike);
+    } catch (e) {
+      // (a classic-script or CommonJS bundle has no import.meta.url: "Invalid URL", a TypeError
+      // with no code; a probe, session 30)
+      const why = e instanceof Error ? e.message : String(e);
+      if (given !== undefined) throw new InvalidArgumentError(`workerUrl: ${why}`, { cause: e });
+      throw new IoError(
+        `the opfs store '${options.path}' cannot start its worker (opfs-worker.js beside this module, import.meta.url ` +
+          `${String((import.meta as { url?: unknown }).url)}): ${why}; pass the URL of the package's dist/storage/opfs-worker.js as the workerUrl option, or open the store in your own dedicated worker`,
+        { cause: e },
+      );
+    }
+    const { worker, url } = started;
     const s = new OpfsWorkerStore(worker, url, options.path, kenc, venc);
     s.#readOnly = options.readOnly === true;
     try {

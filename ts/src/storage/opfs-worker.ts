@@ -25,6 +25,7 @@
 import { errorToWire, IoError } from '../errors.js';
 import { BTreeStore, ENCODED_ELSEWHERE, type StoreOptions } from '../store.js';
 import { opfsLocksReleased } from './opfs.js';
+import { loadWasm } from '../wasm.js';
 import { PackReader, PackWriter, type Packed, type Ref } from './opfs-wire.js';
 
 interface Call {
@@ -159,7 +160,11 @@ function run(op: string, args: unknown[], msg: PackReader, out: PackWriter): unk
 async function runAsync(op: string, args: unknown[]): Promise<unknown> {
   switch (op) {
     case 'open': {
-      const options = { ...(args[0] as StoreOptions<unknown, unknown>), storage: 'opfs' as const, [ENCODED_ELSEWHERE]: true };
+      const { wasmModule, ...given } = args[0] as StoreOptions<unknown, unknown> & { wasmModule?: { module: WebAssembly.Module; threads: boolean } };
+      const options: StoreOptions<unknown, unknown> & { [ENCODED_ELSEWHERE]: true } = { ...given, storage: 'opfs' as const, [ENCODED_ELSEWHERE]: true };
+      // The module of the thread that opened the store (its init({ wasm }) may name a URL this
+      // worker's own search beside its script would not find), in an instance of our own.
+      if (wasmModule !== undefined) options.wasm = await loadWasm({ wasm: wasmModule.module, threads: wasmModule.threads });
       store = (await BTreeStore.open(options as StoreOptions<unknown, unknown>)) as unknown as BTreeStore<Bytes, Bytes>;
       return undefined;
     }
