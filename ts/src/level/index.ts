@@ -66,6 +66,9 @@ export interface AdaptreeLevelOptions<K, V> extends AbstractDatabaseOptions<K, V
   storage?: StorageName | StorageBackend;
   /** With `location`: buffer pool bytes (default 64 MiB). */
   poolSize?: number;
+  /** With `location` and storage `'opfs'` on a browser's main thread: the URL of the package's
+   * `dist/storage/opfs-worker.js`, where a bundle cannot locate it (BTreeStore's `workerUrl`). */
+  workerUrl?: string | URL;
   /** Where the data lives, as a factory (`persistentStore(...)`, `memoryStore()`, your own). */
   store?: LevelStoreFactory;
 }
@@ -144,6 +147,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
             ...(options.storage !== undefined ? { storage: options.storage } : {}),
             ...(options.layout !== undefined ? { layout: options.layout } : {}),
             ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
+            ...(options.workerUrl !== undefined ? { workerUrl: options.workerUrl } : {}),
           })
         : memoryStore(options.layout !== undefined ? { layout: options.layout } : {}));
     // `getSync` is in abstract-level 3.1's manifest but not in level-supports' types.
@@ -159,7 +163,7 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
       encodings: { view: true },
     };
     // Our own options stay out of what abstract-level forwards to open() and its hooks.
-    const { layout: _layout, wasm: _wasm, store: _store, location: _location, storage: _storage, poolSize: _poolSize, ...forward } = options;
+    const { layout: _layout, wasm: _wasm, store: _store, location: _location, storage: _storage, poolSize: _poolSize, workerUrl: _workerUrl, ...forward } = options;
     super(manifest, forward);
     this.#factory = factory;
     this.#wasmOption = options.wasm;

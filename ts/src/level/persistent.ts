@@ -35,6 +35,8 @@ export interface PersistentStoreOptions {
   layout?: LayoutName;
   /** Buffer pool bytes (default 64 MiB, at least 1 MiB). */
   poolSize?: number;
+  /** storage `'opfs'` on a browser's main thread: BTreeStore's `workerUrl`. */
+  workerUrl?: string | URL;
 }
 
 /** What `open` may be asked besides the wasm: abstract-level's open options. */
@@ -184,7 +186,7 @@ export function persistentStore(options: PersistentStoreOptions): LevelStoreFact
   if (options === null || typeof options !== 'object' || typeof options.location !== 'string' || options.location === '') {
     throw new InvalidArgumentError('persistentStore: options.location must be a non-empty string');
   }
-  const { location, storage, layout, poolSize } = options;
+  const { location, storage, layout, poolSize, workerUrl } = options;
   return {
     sync: isSyncBackend(storage),
     permanence: true,
@@ -199,6 +201,7 @@ export function persistentStore(options: PersistentStoreOptions): LevelStoreFact
         ...(storage !== undefined ? { storage } : {}),
         ...(layout !== undefined ? { layout } : {}),
         ...(poolSize !== undefined ? { poolSize } : {}),
+        ...(workerUrl !== undefined ? { workerUrl } : {}),
       };
       let store: BTreeStore<Uint8Array, Uint8Array>;
       if (o.errorIfExists) {
