@@ -786,6 +786,9 @@ int32_t at_tree_compact(at_tree* t, at_ctx* c) {
   if (!h.ok()) return st(Status::kClosed);
   uint64_t freed = 0;
   Status s = t->tree.compact(&freed);
+  // (an async store's free list not read yet: NEED_PAGE names the page, as every call's does;
+  // freed in result.aux hid it, and the caller took the call as done)
+  if (s == Status::kNeedPage) return ret(t, c, s);
   if (c) set_result(c, nullptr, 0, nullptr, 0, static_cast<uint32_t>(freed));
   return st(s);
 }

@@ -1596,6 +1596,12 @@ export class BTreeStore<K = string, V = unknown> {
     const ex = this.#wasm.exports;
     if (typeof ex.at_tree_compact !== 'function') throw new AdaptreeError('this wasm build has no compact (missing at_tree_compact)', 'INTERNAL');
     const st = ex.at_tree_compact(this.#tree, this.#wasm.ctx);
+    // An async store's page to fetch first (its free list, read before the first write): a
+    // PageFaultError, which compactAsync answers. It returned 0 as if done (session 30).
+    if (st === Status.NEED_PAGE) {
+      this.#faultOutside();
+      throw new PageFaultError(this.#wasm.dv().getUint32(this.#wasm.result + Result.AUX, true));
+    }
     // (named as get's errors are: it said "compact: corrupt")
     if (st < 0) throw errorFromStatus(st, `compact of '${this.#path}'`);
     const freed = this.#wasm.dv().getUint32(this.#wasm.result + Result.AUX, true);
@@ -1605,8 +1611,21 @@ export class BTreeStore<K = string, V = unknown> {
     return freed;
   }
 
-  /** compact() where the store may live in a worker (an opfs store opened on a main thread). */
+  /** compact() on every backend: where the store may live in a worker (an opfs store opened on
+   * a main thread), and on asynchronous backends, whose compact() moves pages only when every
+   * page of the tree is resident (core/tree/relocate.cc): where the pool can hold the whole
+   * store, this reads every page in first (a scan of the values), then compacts. */
   async compactAsync(): Promise<number> {
+    if (this.#b.kind === 'async') {
+      this.#writable();
+      const st = this.stats();
+      if (Number(st.pages ?? Infinity) <= Number(st.frames ?? 0)) {
+        for await (const _ of this.valuesAsync()) {
+          // (the values' overflow pages come in with them)
+        }
+      }
+      return this.#run(() => this.compact(), false, true);
+    }
     return this.compact();
   }
 

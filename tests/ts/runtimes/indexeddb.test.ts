@@ -338,6 +338,49 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
+  // compactAsync() on IndexedDB (session 30): with the pool able to hold the store it reads every
+  // page in, moves the pages at the end into the room a deleted large value left, and the
+  // checkpoint at close deletes the page records past the new end.
+  it('compactAsync gives the room of a deleted large value back: the page records past the end go', async () => {
+    const page = await tab();
+    const r = await page.evaluate(async () => {
+      const records = async () => {
+        const db = await idbReq(indexedDB.open('adaptree:relocate'));
+        const n = (await idbReq(db.transaction('pages').objectStore('pages').count())) as number;
+        db.close();
+        return n;
+      };
+      const opts = { path: 'relocate', storage: 'indexeddb', values: 'bytes', poolSize: 16 << 20 } as const;
+      let s = await api.BTreeStore.open<string, Uint8Array>(opts);
+      await s.setAsync('big', new Uint8Array(4 << 20).fill(7));
+      await s.commit();
+      await s.setManyAsync(Array.from({ length: 20000 }, (_, i) => ['k' + String(i).padStart(6, '0'), new Uint8Array(40).fill(i & 255)] as [string, Uint8Array]));
+      await s.commit();
+      await s.deleteAsync('big');
+      await s.close();
+      const held = await records();
+      s = await api.BTreeStore.open<string, Uint8Array>(opts);
+      await s.compactAsync();
+      const moved = s.stats().relocated_pages;
+      await s.close();
+      const after = await records();
+      s = await api.BTreeStore.open<string, Uint8Array>(opts);
+      let n = 0, bad = 0;
+      for await (const [k, v] of s.entriesAsync()) {
+        n++;
+        if (v.length !== 40 || v[0] !== (Number(k.slice(1)) & 255)) bad++;
+      }
+      await s.close();
+      return { held, moved, after, n, bad };
+    });
+    expect(r.held).toBeGreaterThan(1000);
+    expect(r.moved).toBeGreaterThan(200);
+    expect(r.after).toBeLessThan(r.held / 3);
+    expect({ n: r.n, bad: r.bad }).toEqual({ n: 20000, bad: 0 });
+    await page.close();
+    expect(errors).toEqual([]);
+  }, 120_000);
+
   // A probe (session 30): a page record that is not bytes at all (a string) was IO_ERROR; a
   // damaged page is CORRUPT (docs/STORE.md), as a record of the wrong length already was.
   it('a page record that is not bytes is CORRUPT on the read that meets it', async () => {
