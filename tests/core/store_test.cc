@@ -21,6 +21,7 @@
 #include "core/buffer/posix_storage.h"
 #include "core/store.h"
 #include "core/tree/scan.h"
+#include "tests/core/crash_check.h"
 #include "tests/core/fault_storage.h"
 #include "tests/core/tree_helpers.h"
 
@@ -368,27 +369,10 @@ TEST_P(StoreFormats, CrashAtEveryStorageOperationWhileTheEndIsCut) {
   workload(&clean, &all, &attempted, &trimmed);
   ASSERT_EQ(all.size(), 41u);
   EXPECT_GT(trimmed, 20u);  // the workload does cut the store's end (pages cut since the last open)
-  const uint64_t n = clean.ops();
-  for (uint64_t k = 1; k <= n; k++) {
-    FaultStorage fs(k);
-    std::vector<Model> committed;
-    uint64_t t;
-    workload(&fs, &committed, &attempted, &t);
-    for (uint32_t variant = 0; variant < 2; variant++) {
-      MemoryStorage after;
-      fs.crashed(&after, static_cast<uint32_t>(k * 2 + variant), variant == 1);
-      StoreOptions o;
-      o.pool_bytes = 32 * kPageSize;
-      std::unique_ptr<Store> st;
-      ASSERT_EQ(Store::open(&after, o, &st), Status::kOk) << "crash at op " << k << " variant " << variant;
-      Model got;
-      ASSERT_EQ(dump(st->tree(), &got), Status::kOk) << "crash at op " << k << " variant " << variant;
-      ASSERT_EQ(st->tree().check(), "") << "crash at op " << k << " variant " << variant;
-      size_t acked = committed.size() - 1;
-      bool ok = got == all[acked] || (acked + 1 < all.size() && attempted > acked && got == all[acked + 1]);
-      ASSERT_TRUE(ok) << "crash at op " << k << " variant " << variant << ": " << got.size() << " keys, not commit " << acked;
-    }
-  }
+  uint64_t unused = 0;
+  expect_a_commit_after_every_crash(
+      [&](Storage* storage, std::vector<Model>* committed, size_t* started) { workload(storage, committed, started, &unused); },
+      32 * kPageSize);
 }
 
 // Flipped bits anywhere in the files: the store reports kCorrupt (at open or

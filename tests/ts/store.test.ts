@@ -1170,6 +1170,51 @@ describe('BTreeStore on sync backends', () => {
     await s.close();
   });
 
+  // A probe (session 30, a 16 MiB tmpfs): compact() that met a full disk after 254 moves threw
+  // QUOTA_EXCEEDED, and the moves (whole, waiting for a commit) were then never committed: the
+  // store counted no write, so commit() and close() took it for idle.
+  it('compact() stopped by a full disk: the moves made are committed by the next commit', async () => {
+    const budget = { bytes: Infinity };
+    const opts = { storage: quotaBackend(memoryStorage, budget), path: uniqueName('compact-full'), values: 'bytes', poolSize: 1 << 20 } as const;
+    let s = await BTreeStore.open<string, Uint8Array>(opts);
+    s.set('big', new Uint8Array(8 << 20).fill(1));
+    await s.commit();
+    for (let i = 0; i < 40000; i++) s.set('k' + String(i).padStart(6, '0'), new Uint8Array(40).fill(i & 255));
+    await s.commit();
+    s.delete('big');
+    await s.close(); // the log is cut at close: a spill after reopening must grow it
+    s = await BTreeStore.open<string, Uint8Array>(opts);
+    const pages = s.stats().pages as number;
+    budget.bytes = s.stats().fileBytes; // full
+    const e = await caught(() => s.compact());
+    expect(isAdaptreeError(e) && e.code).toBe('QUOTA_EXCEEDED');
+    const moved = s.stats().relocated_pages!;
+    expect(moved).toBeGreaterThan(100);
+    expect(s.stats().uncommittedWrites).toBeGreaterThan(0);
+    budget.bytes = Infinity;
+    await s.commit();
+    expect(s.stats().pages as number).toBeLessThan(pages - 100);
+    s.checkInvariants();
+    await s.close();
+    s = await BTreeStore.open<string, Uint8Array>(opts);
+    expect(s.size).toBe(40000);
+    expect(s.get('k012345')).toEqual(new Uint8Array(40).fill(12345 & 255));
+    s.checkInvariants();
+    await s.close();
+  });
+
+  it('compactAsync() during an async commit waits for it (as every async twin does)', async () => {
+    const s = await BTreeStore.open<string, number>({ storage: createAsyncMemoryStorage(), path: uniqueName('compact-gate') });
+    await s.setAsync('a', 1);
+    const c = s.commit();
+    await new Promise((r) => setTimeout(r, 0)); // the commit's images are being written
+    const compacted = s.compactAsync();
+    await c;
+    await expect(compacted).resolves.toBe(0);
+    expect(await s.getAsync('a')).toBe(1);
+    await s.close();
+  });
+
   // On an asynchronous backend compact() moves pages only when every page of the tree is
   // resident; compactAsync() reads them in first where the pool holds the store. A sync
   // compact() on a cold async store said 0 (done) where it needed its free list's page; it is a

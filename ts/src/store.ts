@@ -1602,8 +1602,14 @@ export class BTreeStore<K = string, V = unknown> {
       this.#faultOutside();
       throw new PageFaultError(this.#wasm.dv().getUint32(this.#wasm.result + Result.AUX, true));
     }
-    // (named as get's errors are: it said "compact: corrupt")
-    if (st < 0) throw errorFromStatus(st, `compact of '${this.#path}'`);
+    if (st < 0) {
+      // Moves made before a failure (a full disk refusing a spill) are whole and wait for a
+      // commit, which must not take the store for idle (a probe, session 30: 254 moves, then
+      // commit() stored nothing).
+      if (this.#uncommitted === 0 && ex.at_store_pending?.(this.#tree) === 1) this.#wrote();
+      // (named as get's errors are: it said "compact: corrupt")
+      throw errorFromStatus(st, `compact of '${this.#path}'`);
+    }
     const freed = this.#wasm.dv().getUint32(this.#wasm.result + Result.AUX, true);
     // Pages it moved down (relocated_pages) are writes too, with none freed: the core says
     // whether a commit now has anything to store.
@@ -1617,7 +1623,8 @@ export class BTreeStore<K = string, V = unknown> {
    * store, this reads every page in first (a scan of the values), then compacts. */
   async compactAsync(): Promise<number> {
     if (this.#b.kind === 'async') {
-      this.#writable();
+      // (no #writable() here: during a commit it said "use the ...Async write methods"; #run
+      // waits for the commit, and compact() inside it checks the rest)
       const st = this.stats();
       if (Number(st.pages ?? Infinity) <= Number(st.frames ?? 0)) {
         for await (const _ of this.valuesAsync()) {
