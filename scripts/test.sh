@@ -75,6 +75,8 @@ npx vitest run
 
 step "package types: the packed tarball type-checks in Node, DOM, Deno and Workers projects"
 node tests/types/check.mjs
+# (vite builds the demo without type-checking it: a type error there went unseen, session 30)
+npx tsc --noEmit -p demo/tsconfig.json
 
 if ls bench/test/*.test.mjs >/dev/null 2>&1; then
   step "node --test: benchmark helpers"

@@ -100,7 +100,9 @@ async function build(kind: KeyKind, keys: (string | number)[], source: DataSet |
   showOps();
   $('inspector').innerHTML = '<p class="hint">Click a node in the tree above.</p>';
   const layout = ($<HTMLSelectElement>('layout').value || 'adaptive') as LayoutName;
-  const map = new InspectableMap<string | number, Uint8Array>(null, { keys: kind, values: 'bytes', layout });
+  // (one map type for both kinds: each map holds the keys of its `kind` only, which the key
+  // types' check of an encoding against K = string | number cannot see)
+  const map = new InspectableMap<string | number, Uint8Array>(null, { keys: kind as never, values: 'bytes', layout });
   S.map = map;
   S.kind = kind;
   S.keys = [];
@@ -109,12 +111,17 @@ async function build(kind: KeyKind, keys: (string | number)[], source: DataSet |
   S.runTime = 0;
   zipf = null;
   charts.reset();
-  const t0 = performance.now();
+  // The time shown is setMany's alone: the pauses between chunks (the page redraws, a large
+  // text box with it) took 60-80 times as long for a 1M-key upload (a probe, session 30).
+  let ms = 0;
   const CHUNK = 5000;
   for (let i = 0; i < keys.length; i += CHUNK) {
     const part = keys.slice(i, i + CHUNK);
     try {
-      map.setMany(part.map((k) => [k, VALUE] as [string | number, Uint8Array]));
+      const entries = part.map((k) => [k, VALUE] as [string | number, Uint8Array]);
+      const t0 = performance.now();
+      map.setMany(entries);
+      ms += performance.now() - t0;
     } catch (e) {
       // Said on the page (it stayed 'loading' with the previous tree's figures, session 23).
       status(`cannot insert these keys: ${(e as Error).message}`);
@@ -127,7 +134,6 @@ async function build(kind: KeyKind, keys: (string | number)[], source: DataSet |
     if (S.map !== map) return; // another build started
   }
   S.built = S.keys.length;
-  const ms = performance.now() - t0;
   status(`${keys.length.toLocaleString()} ${label} inserted (setMany, ${CHUNK.toLocaleString()} at a time) in ${ms.toFixed(0)} ms (layout: ${layout})`);
   render(true);
   charts.add(0, S.stats!.layouts);
@@ -143,13 +149,23 @@ async function loadSample(): Promise<void> {
   await build(info.kind, keys, source, info.label);
 }
 
-async function loadOwn(): Promise<void> {
-  const { kind, keys, dropped } = parseKeys($<HTMLTextAreaElement>('paste').value);
+/** The own keys the tree was last built from: a change of layout builds them again (the text
+ * box may have been emptied since, or hold an upload's preview only). */
+let ownKeys: { kind: KeyKind; keys: (string | number)[]; label: string } | null = null;
+/** An uploaded file's text, when too large to show in the text box. */
+let uploaded: string | null = null;
+/** Uploads longer than this stay out of the text box (redrawing it took seconds a chunk). */
+const SHOWN_UPLOAD = 1 << 20;
+
+async function loadOwn(text?: string): Promise<void> {
+  const { kind, keys, dropped } = parseKeys(text ?? uploaded ?? $<HTMLTextAreaElement>('paste').value);
   if (keys.length === 0) {
     status('no keys: paste or upload one key per line');
     return;
   }
-  await build(kind, keys, null, `own keys (${kind === 'number' ? 'integers' : 'strings'}${dropped ? `; ${dropped} left out: duplicate or over 1 KiB` : ''})`);
+  const label = `own keys (${kind === 'number' ? 'integers' : 'strings'}${dropped ? `; ${dropped} left out: duplicates, over 1 KiB, or lone surrogates` : ''})`;
+  ownKeys = { kind, keys, label };
+  await build(kind, keys, null, label);
 }
 
 // ----------------------------------------------------------------------------- workloads
@@ -226,7 +242,9 @@ function tick(): void {
 }
 
 function run(w: WorkloadId): void {
-  if (S.map === null || S.keys.length === 0) return;
+  // (not while a tree is being built: the workload ran beside the build, whose end then set the
+  // page idle under it; a probe, session 30)
+  if (S.map === null || S.keys.length === 0 || document.body.dataset.state === 'loading') return;
   stop();
   if (w === 'lookup-zipf' && (zipf === null || zipf.n !== S.keys.length)) zipf = new Zipf(S.keys.length);
   S.running = w;
@@ -333,15 +351,30 @@ function setupControls(): void {
   lAbout();
   ls.addEventListener('change', () => {
     lAbout();
-    if (S.source === null && S.map !== null && S.sourceLabel.startsWith('own')) void loadOwn();
+    if (S.source === null && S.map !== null && S.sourceLabel.startsWith('own') && ownKeys !== null) void build(ownKeys.kind, ownKeys.keys, null, ownKeys.label);
     else void loadSample();
   });
   $('load').addEventListener('click', () => void loadSample());
+  const paste = $<HTMLTextAreaElement>('paste');
+  // (typing or pasting replaces an upload held outside the box)
+  const hint = paste.placeholder;
+  paste.addEventListener('input', () => {
+    uploaded = null;
+    paste.placeholder = hint;
+  });
   $('load-own').addEventListener('click', () => void loadOwn());
   $<HTMLInputElement>('upload').addEventListener('change', async (e) => {
     const f = (e.target as HTMLInputElement).files?.[0];
     if (!f) return;
-    $<HTMLTextAreaElement>('paste').value = await f.text();
+    const text = await f.text();
+    if (text.length > SHOWN_UPLOAD) {
+      uploaded = text;
+      paste.value = '';
+      paste.placeholder = `${f.name}: ${(text.length / 1e6).toFixed(1)} MB uploaded (not shown here); type or paste to replace it`;
+    } else {
+      uploaded = null;
+      paste.value = text;
+    }
     await loadOwn();
   });
   const wl = $('workloads');

@@ -88,7 +88,7 @@ export class TreeDrawing {
       `${n.count} ${n.level === 0 ? 'records' : `separator keys → ${n.count + 1} children`}`,
       `fill ${(n.fill * 100).toFixed(0)}% (${n.used} of ${NODE_BYTES} bytes used)`,
       `prefix ${n.prefix} byte${n.prefix === 1 ? '' : 's'} shared by every key, stored once`,
-      `fences (lower, upper]: ${esc(showKey(n.lower, this.kind, 40))} … ${esc(showKey(n.upper, this.kind, 40))}`,
+      `fences (lower, upper]: ${n.lower == null ? '−∞' : esc(showKey(n.lower, this.kind, 40))} … ${esc(showKey(n.upper, this.kind, 40))}`,
     ];
     if (n.level === 0 && n.counter !== 255) {
       lines.push(`operation counter ${n.counter} of 3 (0: lookups dominate → fingerprint; 3: scans dominate → sorted)`);

@@ -342,6 +342,22 @@ describe('demo page (vite build, served statically)', () => {
     await page.click('#load-own');
     await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().count === 2);
     await checkDrawing(page);
+    // A probe (session 30): an upload over 1 MiB sat in the text box, whose redraw between the
+    // build's chunks took 60-80x the inserts (and was shown as their time); a layout change
+    // after the box was emptied kept the old tree under the new layout's name; a workload
+    // clicked during a build ran beside it and was left running under an idle page.
+    const big = Array.from({ length: 60000 }, (_, i) => `https://example.org/item/${(i * 7919) % 1000003}/page`).join('\n');
+    await page.setInputFiles('#upload', { name: 'big.txt', mimeType: 'text/plain', buffer: Buffer.from(big) });
+    await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().count === 60000);
+    expect(await page.locator('#paste').inputValue()).toBe('');
+    expect(await page.locator('#paste').getAttribute('placeholder')).toMatch(/big\.txt: .* MB uploaded/);
+    await page.selectOption('#layout', 'fingerprint');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().config === 'fingerprint' && adaptreeDemo.stats().count === 60000);
+    await page.selectOption('#size', '100000'); // (a new build: 20 chunks, the page drawn between them)
+    await page.waitForFunction(() => document.body.dataset.state === 'loading' && adaptreeDemo.state.keys > 0, undefined, { polling: 'raf' });
+    await page.evaluate(() => document.querySelector<HTMLButtonElement>('button[data-workload="lookup-uniform"]')!.click());
+    await idle(page);
+    expect(await page.evaluate(() => adaptreeDemo.state.running)).toBe(null);
 
     await page.close();
     expect(errors).toEqual([]);
