@@ -70,7 +70,7 @@ import {
   type ValueEncodingFor,
 } from './map.js';
 import type { KeyCodec, ValueCodec } from './encoding/codec.js';
-import { checkWasmOption, loadWasm, type AdaptreeWasm } from './wasm.js';
+import { checkWasmOption, loadWasm, type AdaptreeWasm, type WasmUrl } from './wasm.js';
 import { TREE_OF, detachInstance, trackAttached, untrackAttached, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import { checkStoreEncodings } from './store-encodings.js';
 import { registerHost, statusOfError, unregisterHost, type HostEntry } from './storage/host.js';
@@ -141,7 +141,7 @@ export interface StoreOptions<K, V> {
   /** An opfs store opened on a browser's main thread: the URL of the package's
    * `dist/storage/opfs-worker.js` as deployed, where a bundle cannot locate it from
    * `import.meta.url` (a CommonJS or classic-script bundle). Ignored elsewhere. */
-  workerUrl?: string | URL;
+  workerUrl?: string | WasmUrl;
   /** Called while opening (recovery reads the log), phase 'open': bytes read so far of about
    * `total`; the last call has `done === total`. Sync backends only (an async backend's open
    * reads one page). If it throws: AbortedError, the store stays closed (progress.ts). */

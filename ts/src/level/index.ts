@@ -29,7 +29,7 @@ import {
   type AbstractDatabaseOptions,
 } from 'abstract-level';
 import { init, initialized } from '../index.js';
-import type { AdaptreeWasm } from '../wasm.js';
+import type { AdaptreeWasm, WasmUrl } from '../wasm.js';
 import type { LayoutName } from '../abi.js';
 import { compareBytes } from '../encoding/codec.js';
 import { InvalidArgumentError } from '../errors.js';
@@ -68,7 +68,7 @@ export interface AdaptreeLevelOptions<K, V> extends AbstractDatabaseOptions<K, V
   poolSize?: number;
   /** With `location` and storage `'opfs'` on a browser's main thread: the URL of the package's
    * `dist/storage/opfs-worker.js`, where a bundle cannot locate it (BTreeStore's `workerUrl`). */
-  workerUrl?: string | URL;
+  workerUrl?: string | WasmUrl;
   /** Where the data lives, as a factory (`persistentStore(...)`, `memoryStore()`, your own). */
   store?: LevelStoreFactory;
 }

@@ -18,7 +18,7 @@
  */
 import { BTreeStore, type StorageName } from '../store.js';
 import type { StorageBackend } from '../storage/types.js';
-import type { AdaptreeWasm } from '../wasm.js';
+import type { AdaptreeWasm, WasmUrl } from '../wasm.js';
 import type { LayoutName } from '../abi.js';
 import { MAX_KEY_SIZE } from '../encoding/codec.js';
 import { InvalidArgumentError, IoError, isAdaptreeError } from '../errors.js';
@@ -36,7 +36,7 @@ export interface PersistentStoreOptions {
   /** Buffer pool bytes (default 64 MiB, at least 1 MiB). */
   poolSize?: number;
   /** storage `'opfs'` on a browser's main thread: BTreeStore's `workerUrl`. */
-  workerUrl?: string | URL;
+  workerUrl?: string | WasmUrl;
 }
 
 /** What `open` may be asked besides the wasm: abstract-level's open options. */
