@@ -226,7 +226,9 @@ export interface StoreStats {
   /** Sync backends: checkpoints after a commit that failed (the commit was durable; onError
    * was told; the next commit tries again). */
   checkpoint_failures?: number;
-  /** Dirty pages written to the log before their commit (pool pressure). */
+  /** Dirty pages written to the log before their commit (pool pressure). On a reader, which
+   * writes nothing: pages its reads changed in memory (a fingerprint leaf sorted, a layout
+   * converted) and that eviction dropped, to be read again as stored. */
   spills?: number;
   /** Bytes of the data file and the log (sync backends). */
   data_bytes?: number;
