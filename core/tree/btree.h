@@ -238,6 +238,8 @@ class BTree {
   Status compact(uint64_t* freed);
   // Pages compact() moved down into free ones since the tree was made (core/tree/relocate.cc).
   uint64_t relocated_pages() const { return relocated_pages_; }
+  // Leaf merges tried and found not to fit since the tree was made (merge_children).
+  uint64_t failed_merge_attempts() const { return failed_merge_attempts_; }
 
   // Copies page id's 4 KiB image to out (inspection: demo, diagnostics).
   // Stable across storage changes: it never hands out a pointer into a frame.
@@ -374,6 +376,16 @@ class BTree {
   // Merges two neighbouring children of parent; unless any_fit, only when
   // together they are mostly empty (kMergeThreshold).
   bool merge_children(PageId parent, unsigned left_pos, bool any_fit = false);
+  // Leaf merges that did not fit, by pair and records then, in a table indexed by the pair
+  // (merge_children tries a pair again once it holds an eighth fewer; a pair that lost its
+  // slot is tried again). Under the tree latch exclusive, as every merge. 6 KiB a tree.
+  struct FailedMerge {
+    PageId left = kInvalidPageId, right = kInvalidPageId;
+    uint32_t records = 0;
+  };
+  static constexpr unsigned kFailedMerges = 512;  // (merge_children indexes it by the top 9 bits of a hash)
+  FailedMerge failed_merges_[kFailedMerges];
+  uint64_t failed_merge_attempts_ = 0;
   // Redistributes the keys of two neighbouring inner children of parent so
   // that each keeps at least one (rotation through the parent).
   bool rotate_children(PageId parent, unsigned left_pos);
