@@ -28,6 +28,17 @@ std::string key(int i) {
 
 std::string value(int i, size_t len) { return std::string(len, static_cast<char>('a' + i % 26)); }
 
+// Sets k to v in the store and in the model.
+void put(Store& st, Model* m, const std::string& k, const std::string& v) {
+  ASSERT_EQ(st.tree().set(sl(k), sl(v)), Status::kOk);
+  (*m)[k] = v;
+}
+
+// Keys 0..n-1, values of len bytes.
+void fill(Store& st, Model* m, int n, size_t len) {
+  for (int i = 0; i < n; i++) ASSERT_NO_FATAL_FAILURE(put(st, m, key(i), value(i, len)));
+}
+
 uint64_t data_pages(MemoryStorage& ms) { return ms.file(FileId::kData).size() / kPageSize; }
 
 // Every free page of a store after compact() and a commit lies past its end: none left.
@@ -49,18 +60,14 @@ TEST_P(RelocateLayouts, ALargeValueDeletedBeforeLaterSplitsGivesItsRoomBack) {
   std::unique_ptr<Store> st;
   ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
   Model m;
-  for (int i = 0; i < 200; i++) {
-    ASSERT_EQ(st->tree().set(sl(key(i * 10)), sl(value(i, 30))), Status::kOk);
-    m[key(i * 10)] = value(i, 30);
-  }
+  for (int i = 0; i < 200; i++) ASSERT_NO_FATAL_FAILURE(put(*st, &m, key(i * 10), value(i, 30)));
   const std::string big(300 * kPageSize, 'B');
   ASSERT_EQ(st->tree().set(sl("big"), sl(big)), Status::kOk);
   ASSERT_EQ(st->commit(), Status::kOk);
   // Splits after the value's pages, and overflow values there too (their chains move).
   for (int i = 0; i < 4000; i++) {
     const size_t len = i % 500 == 7 ? 3 * kPageSize + 11 : 60;
-    ASSERT_EQ(st->tree().set(sl(key(i * 10 + 5)), sl(value(i, len))), Status::kOk);
-    m[key(i * 10 + 5)] = value(i, len);
+    ASSERT_NO_FATAL_FAILURE(put(*st, &m, key(i * 10 + 5), value(i, len)));
   }
   ASSERT_EQ(st->commit(), Status::kOk);
   ASSERT_EQ(st->tree().remove(sl("big")), Status::kOk);
@@ -114,10 +121,7 @@ TEST(Relocate, ALongChainMovesThroughASmallPool) {
   std::unique_ptr<Store> st;
   ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
   Model m;
-  for (int i = 0; i < 300; i++) {
-    ASSERT_EQ(st->tree().set(sl(key(i)), sl(value(i, 40))), Status::kOk);
-    m[key(i)] = value(i, 40);
-  }
+  ASSERT_NO_FATAL_FAILURE(fill(*st, &m, 300, 40));
   std::string tail(400 * kPageSize + 123, 'T');
   for (size_t i = 0; i < tail.size(); i += 997) tail[i] = static_cast<char>('a' + i % 26);
   ASSERT_EQ(st->tree().set(sl("hole"), sl(std::string(500 * kPageSize, 'H'))), Status::kOk);
@@ -203,10 +207,7 @@ TEST(Relocate, LeakedPagesBecomeFree) {
   std::unique_ptr<Store> st;
   ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk);
   Model m;
-  for (int i = 0; i < 3000; i++) {
-    ASSERT_EQ(st->tree().set(sl(key(i)), sl(value(i, 50))), Status::kOk);
-    m[key(i)] = value(i, 50);
-  }
+  ASSERT_NO_FATAL_FAILURE(fill(*st, &m, 3000, 50));
   // Three pages taken and never linked in, one of them at the end.
   PageId leaked[3];
   for (PageId& id : leaked) {
@@ -304,10 +305,7 @@ TEST(Relocate, AFullDiskStopsTheMovesCleanly) {
   Model m;
   const std::string big(200 * kPageSize, 'B');
   ASSERT_EQ(st->tree().set(sl("big"), sl(big)), Status::kOk);
-  for (int i = 0; i < 12000; i++) {
-    ASSERT_EQ(st->tree().set(sl(key(i)), sl(value(i, 60))), Status::kOk);
-    m[key(i)] = value(i, 60);
-  }
+  ASSERT_NO_FATAL_FAILURE(fill(*st, &m, 12000, 60));
   ASSERT_EQ(st->commit(), Status::kOk);
   ASSERT_EQ(st->tree().remove(sl("big")), Status::kOk);
   ASSERT_EQ(st->commit(), Status::kOk);
