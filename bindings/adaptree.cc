@@ -773,12 +773,13 @@ double at_delete_range(at_tree* t, at_ctx* c, const uint8_t* lo, uint32_t lo_len
 
 int32_t at_tree_set_fill(at_tree* t, uint32_t flags) {
   if (!t) return st(Status::kClosed);
-  if (flags > 3) return st(Status::kInvalidArgument);
+  if (flags > 7) return st(Status::kInvalidArgument);
   Held h(t, true, TreeLatch::Wait::kSpin, nullptr);
   if (!h.ok()) return st(Status::kClosed);
   adaptree::FillOptions o;
   o.redistribute = flags & 1;
   o.xmerge_on_pressure = flags & 2;
+  o.edges = !(flags & 4);
   t->tree.set_fill(o);
   return st(Status::kOk);
 }
@@ -1518,6 +1519,8 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("redistributions_shared", fs.shared_shifts);
   num("splits_2to3", fs.splits_2to3);
   num("splits_2to3_shared", fs.shared_splits_2to3);
+  num("edge_splits", fs.edge_splits);
+  num("edge_refills", fs.edge_refills);
   num("xmerges", fs.xmerges);
   num("xmerge_attempts", fs.xmerge_attempts);
   j += "}";

@@ -110,8 +110,10 @@ double at_delete_range(at_tree* t, at_ctx* c, const uint8_t* lo, uint32_t lo_len
                        uint32_t hi_len, uint32_t flags);
 /* Writes a JSON object (layout counts, height, bytes, fill, ...) -> result.value. */
 int32_t at_stats(at_tree* t, at_ctx* c);
-/* Node fill (core/tree/rebalance.h). flags: 1 redistribute before splits (2-to-3 and edge
- * splits), 2 XMerge after the store's pool evicted. A new tree has both (3). */
+/* Node fill (core/tree/rebalance.h). flags: 1 redistribute before splits (2-to-3 splits),
+ * 2 XMerge after the store's pool evicted, 4 no edge refills and edge splits (appends past
+ * the last leaf, prepends before the first: on by default, maps too). A new store has 3;
+ * a map 0 (edges only). */
 int32_t at_tree_set_fill(at_tree* t, uint32_t flags);
 /* XMerge over the whole tree (an async store: over its resident pages). OK with the
  * number of pages freed in result.count (word 4), or an error / BUSY. */

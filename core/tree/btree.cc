@@ -815,12 +815,17 @@ bool BTree::dense_build(uint8_t* dst, PageTag target, const Fences& f, const Rec
   // Converting to a dense layout to make room for key must not lead straight
   // back: the key has to fit the dense leaf, or lie past its capacity (split
   // to self follows) with the leaf dense enough not to be converted back.
+  // A leaf too sparse to keep its layout (dense_enough) is not converted either: decimal
+  // string keys (10 of every 256 numeric values) of 200 bytes or more, whose fences leave a
+  // dense leaf ~250 slots, made leaves of ~10 records in order (5 keys a page at 1000
+  // bytes; session 31).
   if (target == PageTag::kFullyDenseLeaf) {
     FullyDenseLeaf d{dst};
-    return d.beyond_capacity(*key, vfield) ? dense_enough(dst) : d.index_of(*key) >= 0 && vfield == d.value_size();
+    return d.beyond_capacity(*key, vfield) ? dense_enough(dst)
+                                           : d.index_of(*key) >= 0 && vfield == d.value_size() && dense_enough(dst);
   }
   SemiDenseLeaf d{dst};
-  return d.beyond_capacity(*key) ? dense_enough(dst) : d.index_of(*key) >= 0;
+  return d.beyond_capacity(*key) ? dense_enough(dst) : d.index_of(*key) >= 0 && dense_enough(dst);
 }
 
 bool BTree::convert_leaf(PageId leaf, PageTag target, const Slice* key, uint16_t vfield) {
@@ -1104,7 +1109,8 @@ Status BTree::make_room(Path* path, Slice key, uint16_t vfield) {
       if (cfg_.fully_dense_leaves && convert_leaf(leaf, PageTag::kFullyDenseLeaf, &key, vfield)) return Status::kOk;
       if (cfg_.semi_dense_leaves && convert_leaf(leaf, PageTag::kSemiDenseLeaf, &key, vfield)) return Status::kOk;
       // Neighbours with room take records first (core/tree/rebalance.h).
-      if (fill_.redistribute && rebalancer() && rebalance_->before_split(path->ids, path->depth, key, vfield))
+      if ((fill_.redistribute || fill_.edges) && rebalancer() &&
+          rebalance_->before_split(path->ids, path->depth, key, vfield))
         return Status::kOk;
       return split_leaf(path, key);
     case PageTag::kSemiDenseLeaf:

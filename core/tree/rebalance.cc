@@ -74,6 +74,7 @@ void Rebalancer::absorb_into(Rebalancer& main) {
   add(&b.shifts, &a.shifts);
   add(&b.splits_2to3, &a.splits_2to3);
   add(&b.edge_splits, &a.edge_splits);
+  add(&b.edge_refills, &a.edge_refills);
   add(&b.xmerges, &a.xmerges);
   add(&b.xmerge_attempts, &a.xmerge_attempts);
   add(&b.regroup_calls, &a.regroup_calls);
@@ -89,6 +90,87 @@ bool Rebalancer::grow_scratch() {
 }
 
 // ---------------------------------------------------------------- regroup
+
+// A leaf of an edge refill, as BTree::build_leaf chooses, but comparison-based where a dense
+// layout would take more than kFillSixteenths of the page or be too sparse to keep (its range
+// spans the new fence: ascending keys such as decimal strings leave gaps). False if it
+// does not fit within kFillSixteenths.
+bool Rebalancer::build_refilled(uint8_t* d, const Fences& f, const RecordRef* r, unsigned cnt, uint8_t counter) {
+  BTree& t = *t_;
+  constexpr unsigned kLimit = kNodeSize * kFillSixteenths / 16;
+  auto within = [d]() { return leaf_content(d) + load16(d + hdr::kLowerLen) + load16(d + hdr::kUpperLen) <= kLimit; };
+  if (t.build_leaf(d, f, r, cnt, counter)) {
+    const bool dense = d[0] == static_cast<uint8_t>(PageTag::kFullyDenseLeaf) ||
+                       d[0] == static_cast<uint8_t>(PageTag::kSemiDenseLeaf);
+    if (!dense) return within();
+    if (BTree::dense_enough(d) && within()) return true;
+  }
+  if (!t.cfg_.fully_dense_leaves && !t.cfg_.semi_dense_leaves) return false;
+  const Config saved = t.cfg_;
+  t.cfg_.fully_dense_leaves = t.cfg_.semi_dense_leaves = false;
+  const bool ok = t.build_leaf(d, f, r, cnt, counter);
+  t.cfg_ = saved;
+  return ok && within();
+}
+
+// The cut of an edge refill (regroup, edge = +-2): the group is the tree's last leaf and
+// its left neighbour (first leaf and its right neighbour), its records recs_[0, n) (the
+// neighbour's are the first nl (the last n - nl)), key past (before) all of them. The
+// neighbour takes as many of the edge leaf's records as it holds at most kFillSixteenths
+// full with its new fence: they lose the prefix that fence gives, which the edge leaf
+// (one infinite fence, no prefix) could not. Sets refill_cut_ (records [0, cut) go left);
+// false if the neighbour takes none.
+bool Rebalancer::refill_cut(const Slice* key, int edge, unsigned first_count) {
+  const unsigned n = static_cast<unsigned>(recs_.size());
+  RecordRef kr{key->data, nullptr, nullptr, static_cast<uint16_t>(key->len), 0, 0};
+  if (edge > 0 && compare_record_key(recs_[n - 1], *key) >= 0) return false;
+  if (edge < 0 && compare_record_key(recs_[0], *key) <= 0) return false;
+  const unsigned nl = first_count;  // records of the group's first leaf
+  if (nl == 0 || nl >= n) return false;
+  const Fences lo_f = fences_of(src_.data()), hi_f = fences_of(src_.data() + kPageSize);
+  uint8_t* d = dst_.data();
+  const uint8_t counter = src_.data()[static_cast<size_t>(edge > 0 ? 0 : 1) * kPageSize + hdr::kCounter];
+  // Does the neighbour hold its records with cut c (c records go left), within the fill limit?
+  auto fits = [&](unsigned c) {
+    KeyBuffer& sep = seps_[0];
+    if (edge > 0) separator_between(recs_[c - 1], c < n ? recs_[c] : kr, &sep);
+    else separator_between(c > 0 ? recs_[c - 1] : kr, recs_[c], &sep);
+    Fences f;
+    f.lower_inf = edge > 0 ? lo_f.lower_inf : false;
+    f.lower = edge > 0 ? lo_f.lower : sep.slice();
+    f.upper_inf = edge > 0 ? false : hi_f.upper_inf;
+    f.upper = edge > 0 ? sep.slice() : hi_f.upper;
+    const RecordRef* r = edge > 0 ? recs_.data() : recs_.data() + c;
+    const unsigned cnt = edge > 0 ? c : n - c;
+    return build_refilled(d, f, r, cnt, counter);
+  };
+  if (edge > 0) {
+    // The largest c in (nl, n] that fits.
+    unsigned lo = nl, hi = n;  // fits(lo) is taken as given (it is the neighbour now)
+    while (lo < hi) {
+      unsigned mid = lo + (hi - lo + 1) / 2;
+      if (fits(mid)) lo = mid;
+      else hi = mid - 1;
+    }
+    if (lo == nl) return false;
+    refill_cut_ = lo;
+  } else {
+    // The smallest c in [0, nl) that fits.
+    unsigned lo = 0, hi = nl;
+    while (lo < hi) {
+      unsigned mid = lo + (hi - lo) / 2;
+      if (fits(mid)) hi = mid;
+      else lo = mid + 1;
+    }
+    if (lo == nl) return false;
+    refill_cut_ = lo;
+  }
+  // The separator of the cut (the loop above left another's in seps_[0]).
+  const unsigned c = refill_cut_;
+  if (edge > 0) separator_between(recs_[c - 1], c < n ? recs_[c] : kr, &seps_[0]);
+  else separator_between(c > 0 ? recs_[c - 1] : kr, recs_[c], &seps_[0]);
+  return true;
+}
 
 bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_out, const Slice* key, uint16_t vfield,
                          int edge) {
@@ -128,7 +210,10 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
     for (unsigned j = 0; j < n; j++) src_of_[base + j] = static_cast<uint8_t>(i);
   }
   unsigned n = static_cast<unsigned>(recs_.size());
-  if (edge != 0) {
+  if (edge == 2 || edge == -2) {
+    if (!key || m != 2 || m_out != 2 || n < 2) return false;
+    if (!refill_cut(key, edge, leaf::count(src_.data()))) return false;
+  } else if (edge != 0) {
     // An append (prepend) past every record of the tree's last (first) leaf:
     // the leaf keeps its records and the key starts a new one beside it.
     if (!key || m != 1 || m_out != 2 || n == 0) return false;
@@ -162,7 +247,8 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   unsigned cut[kMaxGroup + 1];
   cut[0] = 0;
   cut[m_out] = n;
-  if (edge != 0) cut[1] = edge > 0 ? n : 0;
+  if (edge == 1 || edge == -1) cut[1] = edge > 0 ? n : 0;
+  if (edge == 2 || edge == -2) cut[1] = refill_cut_;
   unsigned per_leaf = n / m_out;
   unsigned w = per_leaf / 32;  // as choose_split_point: n/16 keys around the even cut
   for (unsigned q = 1; q < m_out && edge == 0; q++) {
@@ -204,11 +290,12 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
     separator_between(recs_[j - 1], recs_[j], &seps_[q - 1]);
   }
 
+  const bool refill = edge == 2 || edge == -2;
   // 3. The new leaves, built aside. An edge split whose full leaf does not
   //    take its new fence (no prefix truncation) gives a few records along.
   int key_leaf = -1;
   for (unsigned shift = 0;; shift++) {
-    if (edge != 0 && shift > 0) {
+    if ((edge == 1 || edge == -1) && shift > 0) {
       if (shift > 8 || shift >= n) return false;
       cut[1] = edge > 0 ? n - shift : shift;
       separator_between(recs_[cut[1] - 1], recs_[cut[1]], &seps_[0]);
@@ -224,7 +311,9 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
       unsigned from = cut[q], cnt = cut[q + 1] - cut[q];
       uint8_t counter = src_.data()[static_cast<size_t>(cnt ? src_of_[from] : 0) * kPageSize + hdr::kCounter];
       uint8_t* d = dst_.data() + size_t{q} * kPageSize;
-      built = t.build_leaf(d, f, recs_.data() + from, cnt, counter);
+      // (an edge refill's neighbour as refill_cut built it; the edge leaf may be full)
+      if (refill && (edge > 0 ? q == 0 : q == 1)) built = build_refilled(d, f, recs_.data() + from, cnt, counter);
+      else built = t.build_leaf(d, f, recs_.data() + from, cnt, counter);
       // Operation adaption turns a fingerprint leaf back into a basic one on
       // scans: it must still fit that layout (larger slots, hints), or it
       // stays a fingerprint leaf for good.
@@ -235,7 +324,7 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
       if (key && key_in_fences(f, *key)) key_leaf = static_cast<int>(q);
     }
     if (built) break;
-    if (edge == 0) return false;
+    if (edge != 1 && edge != -1) return false;
   }
   // The pending insert must fit where it goes, or this was for nothing.
   if (key) {
@@ -511,6 +600,19 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
   const uint8_t* lp = read(leaf_id);
   Fences lf = fences_of(lp);
   if ((lf.upper_inf || lf.lower_inf) && leaf::count(lp) > 0) {
+    // First the neighbour takes what it can: with both fences finite there, the records
+    // lose their shared prefix (content[] counts the bytes the leaves take now).
+    constexpr unsigned kRoomy = kNodeSize * kFillSixteenths / 16 - kNodeSize / 16;
+    if (t.fill_.edges && lf.upper_inf && pos > 0 && content[1] != kNone && content[1] < kRoomy &&
+        regroup(parent, pos - 1, 2, 2, &key, vfield, 2)) {
+      stats_.edge_refills++;
+      return true;
+    }
+    if (t.fill_.edges && lf.lower_inf && pos < c && content[3] != kNone && content[3] < kRoomy &&
+        regroup(parent, pos, 2, 2, &key, vfield, -2)) {
+      stats_.edge_refills++;
+      return true;
+    }
     if (lf.upper_inf && regroup(parent, pos, 1, 2, &key, vfield, 1)) {
       stats_.edge_splits++;
       return true;
@@ -520,6 +622,7 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
       return true;
     }
   }
+  if (!t.fill_.redistribute) return false;  // (edges only: a map's default)
   // Keys of several partitions in the leaf (partition ++ counter, paper
   // section 4.6): the tree's partition-aware split keeps them apart better
   // than any regroup.

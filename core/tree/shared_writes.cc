@@ -427,6 +427,9 @@ BTree::SharedRoom BTree::split_shared(const SharedLeaf& l, Slice key, Slice valu
                                       PutResult* r) {
   if (store_.backed() || fill_.redistribute || !l.parent.latch || !m.recs || !m.scratch) return SharedRoom::kNone;
   uint8_t* lp = l.page;
+  // The tree's first and last leaves split exclusive: an append there fills the neighbour
+  // or splits at the edge (Rebalancer::before_split, FillOptions::edges).
+  if (fill_.edges && (lp[hdr::kFlags] & (kFlagLowerInf | kFlagUpperInf))) return SharedRoom::kNone;
   if (lp[0] != static_cast<uint8_t>(PageTag::kBasicLeaf) && lp[0] != static_cast<uint8_t>(PageTag::kFingerprintLeaf))
     return SharedRoom::kNone;
   const uint16_t vfield = static_cast<uint16_t>(value.len);

@@ -395,7 +395,7 @@ struct Harness {
       uint64_t phase = (op * 4 / (ops ? ops : 1));
       double p_set = phase == 2 ? 0.15 : 0.42, p_remove = phase == 2 ? 0.40 : 0.12;
       double u = (rng.next() >> 11) * (1.0 / 9007199254740992.0);
-      std::string k = ks.key(ks.pick(rng));
+      std::string k = ks.key(ks.pick(rng, u < p_set ? 0 : u < p_set + p_remove ? 1 : 2));
       if (u < p_set) {
         do_set(k, ks.value(rng));
       } else if (u < p_set + p_remove) {
@@ -464,14 +464,15 @@ TEST_P(TinyPool, MatchesStdMap) {
   h.crash_and_reopen(cs.cfg, kPool);
 }
 
-// Every configuration on the dense, URL and overflow-value distributions.
-INSTANTIATE_TEST_SUITE_P(Store, TinyPool, ::testing::ValuesIn(config_cases({Dist::kDense, Dist::kUrls, Dist::kOverflow})),
+// Every configuration on the dense, URL, overflow-value and prefixed (appends, prepends)
+// distributions.
+INSTANTIATE_TEST_SUITE_P(Store, TinyPool, ::testing::ValuesIn(config_cases({Dist::kDense, Dist::kUrls, Dist::kOverflow, Dist::kPrefixed})),
                          [](const ::testing::TestParamInfo<ConfigCase>& i) { return case_name(i.param); });
 
 INSTANTIATE_TEST_SUITE_P(AllConfigs, Differential,
                          ::testing::ValuesIn(config_cases({Dist::kDense, Dist::kSparse, Dist::kPartitioned, Dist::kDense64,
                                                            Dist::kUrls, Dist::kWords, Dist::kBinary, Dist::kMaxKeys,
-                                                           Dist::kOverflow})),
+                                                           Dist::kOverflow, Dist::kPrefixed})),
                          [](const ::testing::TestParamInfo<ConfigCase>& i) { return case_name(i.param); });
 
 }  // namespace

@@ -26,7 +26,7 @@ struct Rng {
   bool chance(double p) { return (next() >> 11) * (1.0 / 9007199254740992.0) < p; }
 };
 
-enum class Dist { kDense, kSparse, kPartitioned, kDense64, kUrls, kWords, kBinary, kMaxKeys, kOverflow };
+enum class Dist { kDense, kSparse, kPartitioned, kDense64, kUrls, kWords, kBinary, kMaxKeys, kOverflow, kPrefixed };
 
 inline const char* dist_name(Dist d) {
   switch (d) {
@@ -39,6 +39,7 @@ inline const char* dist_name(Dist d) {
     case Dist::kBinary: return "binary";
     case Dist::kMaxKeys: return "maxkeys";
     case Dist::kOverflow: return "overflow";
+    case Dist::kPrefixed: return "prefixed";
   }
   return "?";
 }
@@ -53,6 +54,9 @@ struct KeySpace {
   uint32_t partitions = 16;  // partitioned: keys are partition (u32) ++ counter (u32)
   std::vector<uint32_t> next_in_partition;
   uint32_t run = 0;
+  // prefixed: the ascending and descending streams' next keys.
+  uint32_t up = 0, down = 0, up_tail = 0, down_tail = 0;
+  static constexpr uint32_t kUpStream = 1u << 29, kDownStream = 1u << 30;
 
   explicit KeySpace(Dist d) : dist(d) {
     switch (d) {
@@ -108,10 +112,36 @@ struct KeySpace {
         break;
       }
       case Dist::kOverflow: k = "doc/" + std::to_string(i); break;
+      case Dist::kPrefixed: {
+        // A 40-byte prefix, then the stream: decimal digits, in key order as i is in its
+        // stream. The ascending stream sorts after every other key (appends past the last
+        // leaf), the descending one before (prepends before the first); the rest between.
+        k = "tenant-0042/project-7/events/2026-11-28/";
+        char b[16];
+        if (i >= kDownStream) snprintf(b, sizeof b, "1%010u", 0x7fffffffu - (i - kDownStream));
+        else if (i >= kUpStream) snprintf(b, sizeof b, "5%010u", i - kUpStream);
+        else snprintf(b, sizeof b, "3%08u", i);
+        k += b;
+        break;
+      }
     }
     return k;
   }
 
+  // Index for the next operation (op: 0 set, 1 remove, 2 a read). prefixed: the streams
+  // are queues: sets append (the ascending one, mostly) or prepend (the descending one),
+  // removes take their oldest keys, reads and a tenth of the sets their recent ones.
+  uint32_t pick(Rng& r, int op) {
+    if (dist != Dist::kPrefixed || !r.chance(op == 0 ? 0.3 : op == 1 ? 0.7 : 0.5)) return pick(r);
+    const bool asc = r.chance(0.75);
+    uint32_t& head = asc ? up : down;
+    uint32_t& tail = asc ? up_tail : down_tail;
+    uint32_t at;
+    if (op == 1) at = tail < head ? tail++ : head;
+    else if (op == 0 && r.chance(0.9)) at = head++;
+    else at = head > tail ? head - 1 - r.below(head - tail < 64 ? head - tail : 64) : head;
+    return (asc ? kUpStream : kDownStream) + at;
+  }
   // Index for the next operation: partitioned ascends within a partition half of the time.
   uint32_t pick(Rng& r) {
     if (dist == Dist::kPartitioned && r.chance(0.5)) {

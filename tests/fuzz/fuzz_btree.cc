@@ -1,4 +1,4 @@
-// libFuzzer target: the input is a configuration byte followed by a sequence
+// libFuzzer target: the input is a configuration byte (layout, node fill) followed by a sequence
 // of operations, applied to the tree and to a std::map model; any difference,
 // invariant violation or sanitizer report is a crash.
 //
@@ -10,8 +10,18 @@ using namespace adaptree::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in{data, size};
-  BTree t(static_cast<LayoutConfig>(in.byte() % kLayoutConfigCount));
+  const uint8_t cfg = in.byte();
+  BTree t(static_cast<LayoutConfig>(cfg % kLayoutConfigCount));
   require(t.init() == Status::kOk);
+  // Node fill: (cfg / 8) % 4 = 0, 1 a store's (redistribution, edge refills and splits),
+  // 2 a map's (edges only), 3 the paper's (none).
+  const unsigned fill = (cfg / kLayoutConfigCount) % 4;
+  if (fill >= 2) {
+    FillOptions o;
+    o.redistribute = false;
+    o.edges = fill == 2;
+    t.set_fill(o);
+  }
   std::map<std::string, std::string> m;
   Cursor live(&t);
   bool live_started = false;

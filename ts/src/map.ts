@@ -145,17 +145,19 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const fill = options?.fill;
     if (
       fill !== undefined &&
-      (fill === null || typeof fill !== 'object' || (fill.redistribute !== undefined && typeof fill.redistribute !== 'boolean') || Object.keys(fill).some((k) => k !== 'redistribute'))
+      (fill === null || typeof fill !== 'object' ||
+        (['redistribute', 'edges'] as const).some((k) => fill[k] !== undefined && typeof fill[k] !== 'boolean') ||
+        Object.keys(fill).some((k) => k !== 'redistribute' && k !== 'edges'))
     ) {
-      throw new InvalidArgumentError('fill must be an object { redistribute?: boolean }');
+      throw new InvalidArgumentError('fill must be an object { redistribute?: boolean, edges?: boolean }');
     }
     const attach = (options as { [ATTACH_TREE]?: AttachTree } | undefined)?.[ATTACH_TREE];
     if (attach !== undefined && fill !== undefined) throw new InvalidArgumentError("'fill' is the store's option here, not the map's");
     const tree = attach !== undefined ? attach.tree : rt.ex.at_tree_new(layout);
     if (tree === 0) throw new OutOfMemoryError('out of wasm memory creating a tree');
-    if (fill?.redistribute === true) {
+    if (fill?.redistribute === true || fill?.edges === false) {
       const setFill = rt.ex.at_tree_set_fill;
-      const st = setFill === undefined ? undefined : setFill(tree, 1);
+      const st = setFill === undefined ? undefined : setFill(tree, (fill.redistribute === true ? 1 : 0) | (fill.edges === false ? 4 : 0));
       if (st === undefined || st < 0) {
         rt.ex.at_tree_free(tree);
         throw st === undefined ? new AdaptreeError('this wasm build has no fill option (missing at_tree_set_fill)', 'INTERNAL') : errorFromStatus(st, 'fill');

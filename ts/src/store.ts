@@ -150,9 +150,12 @@ export interface StoreOptions<K, V> {
   onError?: (e: Error) => void;
   /** Node fill (docs: README, "Node fill"): `redistribute` lets a full leaf share records with
    * its neighbours before it splits (leaves ~0.85 full after random inserts instead of ~0.70),
-   * `xmerge` packs underfull neighbour leaves into fewer when the buffer pool has to evict.
-   * Both default to true; `{ redistribute: false, xmerge: false }` gives the paper's splits. */
-  fill?: { redistribute?: boolean; xmerge?: boolean };
+   * `xmerge` packs underfull neighbour leaves into fewer when the buffer pool has to evict,
+   * `edges` makes an append past the last key (a prepend before the first) fill the leaf
+   * beside the full last (first) one, else start a new leaf and leave the full one as it is.
+   * All default to true; `{ redistribute: false, xmerge: false, edges: false }` gives the
+   * paper's splits. */
+  fill?: { redistribute?: boolean; xmerge?: boolean; edges?: boolean };
 }
 
 /** @internal A StoreOptions flag: the keys and values given to the store are already encoded
@@ -166,9 +169,9 @@ const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize'
 /** at_tree_set_fill's flags for a store's `fill` option (undefined: the tree's defaults). */
 function fillFlags(fill: StoreOptions<unknown, unknown>['fill']): number | undefined {
   if (fill === undefined) return undefined;
-  if (fill === null || typeof fill !== 'object') throw new InvalidArgumentError('fill must be an object { redistribute?, xmerge? }');
-  checkFields(fill, 'fill', { redistribute: 'boolean', xmerge: 'boolean' });
-  return (fill.redistribute === false ? 0 : 1) | (fill.xmerge === false ? 0 : 2);
+  if (fill === null || typeof fill !== 'object') throw new InvalidArgumentError('fill must be an object { redistribute?, xmerge?, edges? }');
+  checkFields(fill, 'fill', { redistribute: 'boolean', xmerge: 'boolean', edges: 'boolean' });
+  return (fill.redistribute === false ? 0 : 1) | (fill.xmerge === false ? 0 : 2) | (fill.edges === false ? 4 : 0);
 }
 
 /** Each field of `o` is one of `fields` with that type (or undefined): a misspelt one
@@ -242,6 +245,10 @@ export interface StoreStats {
   redistributions_shared?: number;
   splits_2to3?: number;
   splits_2to3_shared?: number;
+  /** Appends past the last key (prepends before the first) that started a new leaf beside the
+   * full last (first) one, and those whose neighbour leaf took records instead. */
+  edge_splits?: number;
+  edge_refills?: number;
   xmerges?: number;
   xmerge_attempts?: number;
   /** Pages compact() moved from the store's end into free pages below since open, so that the

@@ -63,8 +63,12 @@ export interface BTreeMapOptions<K, V> {
   wasm?: AdaptreeWasm;
   /** Node fill (README, "Node fill"): `redistribute: true` lets a full leaf share records with
    * its neighbours before it splits (about 0.8x the bytes, random-order inserts 0.5-0.8x as
-   * fast). Default off for a map (stores default on). */
-  fill?: { redistribute?: boolean };
+   * fast). Default off for a map (stores default on). `edges` (default on, maps too): an
+   * append past the last key (a prepend before the first) fills the leaf beside the full last
+   * (first) one, else starts a new leaf: keys inserted in order fill their leaves as fully as
+   * random ones do, prefix-truncated. `edges: false` splits such a leaf in the middle, as the
+   * paper does. */
+  fill?: { redistribute?: boolean; edges?: boolean };
 }
 
 export const KNOWN_OPTIONS: ReadonlySet<string> = new Set(['keys', 'values', 'layout', 'wasm', 'fill']);
