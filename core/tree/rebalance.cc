@@ -121,6 +121,7 @@ bool Rebalancer::build_refilled(uint8_t* d, const Fences& f, const RecordRef* r,
 // (one infinite fence, no prefix) could not. Sets refill_cut_ (records [0, cut) go left);
 // false if the neighbour takes none.
 bool Rebalancer::refill_cut(const Slice* key, int edge, unsigned first_count) {
+  BTree& t = *t_;
   const unsigned n = static_cast<unsigned>(recs_.size());
   RecordRef kr{key->data, nullptr, nullptr, static_cast<uint16_t>(key->len), 0, 0};
   if (edge > 0 && compare_record_key(recs_[n - 1], *key) >= 0) return false;
@@ -130,8 +131,8 @@ bool Rebalancer::refill_cut(const Slice* key, int edge, unsigned first_count) {
   const Fences lo_f = fences_of(src_.data()), hi_f = fences_of(src_.data() + kPageSize);
   uint8_t* d = dst_.data();
   const uint8_t counter = src_.data()[static_cast<size_t>(edge > 0 ? 0 : 1) * kPageSize + hdr::kCounter];
-  // Does the neighbour hold its records with cut c (c records go left), within the fill limit?
-  auto fits = [&](unsigned c) {
+  // The neighbour's fences with cut c (records [0, c) go left); its separator in seps_[0].
+  auto fences_at = [&](unsigned c) {
     KeyBuffer& sep = seps_[0];
     if (edge > 0) separator_between(recs_[c - 1], c < n ? recs_[c] : kr, &sep);
     else separator_between(c > 0 ? recs_[c - 1] : kr, recs_[c], &sep);
@@ -140,35 +141,56 @@ bool Rebalancer::refill_cut(const Slice* key, int edge, unsigned first_count) {
     f.lower = edge > 0 ? lo_f.lower : sep.slice();
     f.upper_inf = edge > 0 ? false : hi_f.upper_inf;
     f.upper = edge > 0 ? sep.slice() : hi_f.upper;
-    const RecordRef* r = edge > 0 ? recs_.data() : recs_.data() + c;
-    const unsigned cnt = edge > 0 ? c : n - c;
-    return build_refilled(d, f, r, cnt, counter);
+    return f;
   };
+  // Bytes of the neighbour with cut c as a basic leaf (BasicNode::space_needed from sums of
+  // the records' key and value bytes): a binary search over these builds nothing. A build
+  // at every step cost ascending inserts 2x in wasm (build_leaf: heads, dense attempts).
+  if (!resize_checked(cum_, size_t{n} + 1)) return false;
+  cum_[0] = 0;
+  for (unsigned i = 0; i < n; i++) cum_[i + 1] = cum_[i] + recs_[i].key_len() + recs_[i].value_bytes();
+  const uint8_t flags = t.leaf_flags();
+  const unsigned ss = (flags & kFlagHeads) ? 10 : 6;
+  const unsigned base = (flags & kFlagHints) ? BasicNode::kSlotsHinted : BasicNode::kSlotsPlain;
+  constexpr unsigned kLimit = kNodeSize * kFillSixteenths / 16;
+  auto estimate_fits = [&](unsigned c) {
+    const Fences f = fences_at(c);
+    const uint32_t plen = t.cfg_.prefix_truncation ? fence_prefix_len(f) : 0;
+    const unsigned from = edge > 0 ? 0 : c, cnt = edge > 0 ? c : n - c;
+    const uint64_t bytes = uint64_t{base} + fences_bytes(f) + uint64_t{cnt} * ss + (cum_[from + cnt] - cum_[from]) -
+                           uint64_t{cnt} * plen;
+    return bytes <= kLimit;
+  };
+  auto builds = [&](unsigned c) {
+    const Fences f = fences_at(c);
+    return build_refilled(d, f, edge > 0 ? recs_.data() : recs_.data() + c, edge > 0 ? c : n - c, counter);
+  };
+  // The most records the neighbour takes by the estimate, fewer while the leaf as built (a
+  // fingerprint leaf's larger slots) does not fit: the largest (smallest) c past nl.
+  unsigned c;
   if (edge > 0) {
-    // The largest c in (nl, n] that fits.
-    unsigned lo = nl, hi = n;  // fits(lo) is taken as given (it is the neighbour now)
+    unsigned lo = nl, hi = n;
     while (lo < hi) {
       unsigned mid = lo + (hi - lo + 1) / 2;
-      if (fits(mid)) lo = mid;
+      if (estimate_fits(mid)) lo = mid;
       else hi = mid - 1;
     }
-    if (lo == nl) return false;
-    refill_cut_ = lo;
+    c = lo;
+    while (c > nl && !builds(c)) c = nl + (c - nl) / 2;
+    if (c == nl) return false;
   } else {
-    // The smallest c in [0, nl) that fits.
     unsigned lo = 0, hi = nl;
     while (lo < hi) {
       unsigned mid = lo + (hi - lo) / 2;
-      if (fits(mid)) hi = mid;
+      if (estimate_fits(mid)) hi = mid;
       else lo = mid + 1;
     }
-    if (lo == nl) return false;
-    refill_cut_ = lo;
+    c = lo;
+    while (c < nl && !builds(c)) c = nl - (nl - c) / 2;
+    if (c == nl) return false;
   }
-  // The separator of the cut (the loop above left another's in seps_[0]).
-  const unsigned c = refill_cut_;
-  if (edge > 0) separator_between(recs_[c - 1], c < n ? recs_[c] : kr, &seps_[0]);
-  else separator_between(c > 0 ? recs_[c - 1] : kr, recs_[c], &seps_[0]);
+  refill_cut_ = c;
+  fences_at(c);  // (seps_[0]: the cut's separator)
   return true;
 }
 
