@@ -113,6 +113,22 @@ bool Rebalancer::build_refilled(uint8_t* d, const Fences& f, const RecordRef* r,
   return ok && within();
 }
 
+// Where key goes among recs_[0, n): the first record not below it; false if key is one of
+// them (an update: no edge split or refill for it) or lies farther from the edge (edge > 0:
+// the end; < 0: the start) than edge_slack_ records.
+bool Rebalancer::edge_position(const Slice* key, int edge, unsigned* kpos) const {
+  const unsigned n = static_cast<unsigned>(recs_.size());
+  unsigned lo = 0, hi = n;
+  while (lo < hi) {
+    unsigned mid = (lo + hi) / 2;
+    if (compare_record_key(recs_[mid], *key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < n && compare_record_key(recs_[lo], *key) == 0) return false;
+  *kpos = lo;
+  return edge > 0 ? lo + edge_slack_ >= n : lo <= edge_slack_;
+}
+
 // The cut of an edge refill (regroup, edge = +-2): the group is the tree's last leaf and
 // its left neighbour (first leaf and its right neighbour), its records recs_[0, n) (the
 // neighbour's are the first nl (the last n - nl)), key past (before) all of them. The
@@ -124,18 +140,21 @@ bool Rebalancer::refill_cut(const Slice* key, int edge, unsigned first_count) {
   BTree& t = *t_;
   const unsigned n = static_cast<unsigned>(recs_.size());
   RecordRef kr{key->data, nullptr, nullptr, static_cast<uint16_t>(key->len), 0, 0};
-  if (edge > 0 && compare_record_key(recs_[n - 1], *key) >= 0) return false;
-  if (edge < 0 && compare_record_key(recs_[0], *key) <= 0) return false;
   const unsigned nl = first_count;  // records of the group's first leaf
   if (nl == 0 || nl >= n) return false;
+  // The key goes at the edge leaf's end (start), or near it: records before (after) it may
+  // move; the key and those after (before) it stay.
+  unsigned kpos;
+  if (!edge_position(key, edge, &kpos)) return false;
+  if (edge > 0 ? kpos <= nl : kpos >= nl) return false;
   const Fences lo_f = fences_of(src_.data()), hi_f = fences_of(src_.data() + kPageSize);
   uint8_t* d = dst_.data();
   const uint8_t counter = src_.data()[static_cast<size_t>(edge > 0 ? 0 : 1) * kPageSize + hdr::kCounter];
   // The neighbour's fences with cut c (records [0, c) go left); its separator in seps_[0].
   auto fences_at = [&](unsigned c) {
     KeyBuffer& sep = seps_[0];
-    if (edge > 0) separator_between(recs_[c - 1], c < n ? recs_[c] : kr, &sep);
-    else separator_between(c > 0 ? recs_[c - 1] : kr, recs_[c], &sep);
+    if (edge > 0) separator_between(recs_[c - 1], c < kpos ? recs_[c] : kr, &sep);
+    else separator_between(c > kpos ? recs_[c - 1] : kr, recs_[c], &sep);
     Fences f;
     f.lower_inf = edge > 0 ? lo_f.lower_inf : false;
     f.lower = edge > 0 ? lo_f.lower : sep.slice();
@@ -169,7 +188,7 @@ bool Rebalancer::refill_cut(const Slice* key, int edge, unsigned first_count) {
   // fingerprint leaf's larger slots) does not fit: the largest (smallest) c past nl.
   unsigned c;
   if (edge > 0) {
-    unsigned lo = nl, hi = n;
+    unsigned lo = nl, hi = kpos;
     while (lo < hi) {
       unsigned mid = lo + (hi - lo + 1) / 2;
       if (estimate_fits(mid)) lo = mid;
@@ -179,7 +198,7 @@ bool Rebalancer::refill_cut(const Slice* key, int edge, unsigned first_count) {
     while (c > nl && !builds(c)) c = nl + (c - nl) / 2;
     if (c == nl) return false;
   } else {
-    unsigned lo = 0, hi = nl;
+    unsigned lo = kpos, hi = nl;
     while (lo < hi) {
       unsigned mid = lo + (hi - lo) / 2;
       if (estimate_fits(mid)) hi = mid;
@@ -236,14 +255,15 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
     if (!key || m != 2 || m_out != 2 || n < 2) return false;
     if (!refill_cut(key, edge, leaf::count(src_.data()))) return false;
   } else if (edge != 0) {
-    // An append (prepend) past every record of the tree's last (first) leaf:
-    // the leaf keeps its records and the key starts a new one beside it.
+    // An append (prepend) past every record of a leaf, or near the end (start) of the tree's
+    // last (first) leaf: the leaf keeps the records before (after) the key, and the key starts
+    // a new leaf beside it with those after (before) it.
     if (!key || m != 1 || m_out != 2 || n == 0) return false;
     RecordRef kr{key->data, nullptr, nullptr, static_cast<uint16_t>(key->len), 0, 0};
-    if (edge > 0 && compare_record_key(recs_[n - 1], *key) >= 0) return false;
-    if (edge < 0 && compare_record_key(recs_[0], *key) <= 0) return false;
-    if (edge > 0) separator_between(recs_[n - 1], kr, &seps_[0]);
-    else separator_between(kr, recs_[0], &seps_[0]);
+    if (!edge_position(key, edge, &edge_kpos_)) return false;
+    if (edge > 0 ? edge_kpos_ == 0 : edge_kpos_ == n) return false;
+    if (edge > 0) separator_between(recs_[edge_kpos_ - 1], kr, &seps_[0]);
+    else separator_between(kr, recs_[edge_kpos_], &seps_[0]);
   } else if (n < m_out) {
     return false;  // every leaf keeps a record
   }
@@ -269,7 +289,7 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   unsigned cut[kMaxGroup + 1];
   cut[0] = 0;
   cut[m_out] = n;
-  if (edge == 1 || edge == -1) cut[1] = edge > 0 ? n : 0;
+  if (edge == 1 || edge == -1) cut[1] = edge_kpos_;
   if (edge == 2 || edge == -2) cut[1] = refill_cut_;
   unsigned per_leaf = n / m_out;
   unsigned w = per_leaf / 32;  // as choose_split_point: n/16 keys around the even cut
@@ -319,7 +339,8 @@ bool Rebalancer::regroup(PageId parent, unsigned first, unsigned m, unsigned m_o
   for (unsigned shift = 0;; shift++) {
     if ((edge == 1 || edge == -1) && shift > 0) {
       if (shift > 8 || shift >= n) return false;
-      cut[1] = edge > 0 ? n - shift : shift;
+      if (edge > 0 ? shift >= edge_kpos_ : edge_kpos_ + shift >= n) return false;
+      cut[1] = edge > 0 ? edge_kpos_ - shift : edge_kpos_ + shift;
       separator_between(recs_[cut[1] - 1], recs_[cut[1]], &seps_[0]);
     }
     bool built = true;
@@ -618,28 +639,75 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
     content[d + 2] = leaf_content(p);
   }
   // Appends past the tree's last record (prepends before its first) fill
-  // leaves completely: the full leaf stays as it is.
+  // leaves completely: the full leaf stays as it is. With `edges`, also appends past the last
+  // record of any (basic) leaf (an append point inside the tree: one per tenant whose keys come
+  // in order), and keys near the end (start) of the tree's last (first) leaf (keys that come
+  // nearly in order: batches written in reverse, several producers), which split in the middle
+  // left leaves that later keys never came back to (2-10x the pages of a random order; a
+  // probe, session 31).
   const uint8_t* lp = read(leaf_id);
   Fences lf = fences_of(lp);
-  if ((lf.upper_inf || lf.lower_inf) && leaf::count(lp) > 0) {
+  const unsigned ne = leaf::count(lp);
+  bool at_end = lf.upper_inf, at_start = lf.lower_inf;
+  edge_slack_ = 0;
+  if (t.fill_.edges && ne > 0) {
+    // Keys near the ends of the tree's first and last leaves count as appends (prepends).
+    if (lf.upper_inf || lf.lower_inf) edge_slack_ = ne / 2;
+    const bool fingerprint = lp[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf);
+    if ((lp[0] == static_cast<uint8_t>(PageTag::kBasicLeaf) || fingerprint) && grow_scratch() &&
+        resize_checked(recs_, ne)) {
+      // The leaf's records in key order (a copy: a fingerprint leaf sorts as it extracts).
+      uint8_t* s = src_.data();
+      memcpy(s, lp, kPageSize);
+      if (fingerprint) FingerprintLeaf{s}.extract(recs_.data());
+      else BasicNode{s}.extract(recs_.data());
+      const RecordRef kr{key.data, nullptr, nullptr, static_cast<uint16_t>(key.len), 0, 0};
+      unsigned kp = 0, hi = ne;
+      while (kp < hi) {
+        unsigned mid = (kp + hi) / 2;
+        if (compare_record_key(recs_[mid], key) < 0) kp = mid + 1;
+        else hi = mid;
+      }
+      const bool exact = kp < ne && compare_record_key(recs_[kp], key) == 0;
+      if (!exact && kp == ne) at_end = true;
+      if (!exact && kp == 0) at_start = true;
+      // (keys of several partitions, partition ++ counter: the tree's partition-aware split
+      // below keeps them apart, paper section 4.6)
+      const unsigned dp = t.cfg_.fully_dense_leaves ? FullyDenseLeaf::dense_prefix(lf, recs_.data(), ne) : 0;
+      const bool partitions = ne > 1 && dp >= ne / 2 && dp < ne;
+      if (!exact && kp > 0 && kp < ne && !lf.upper_inf && !partitions) {
+        // An append point inside the leaf (a stream of keys, one of several: tenants): the key
+        // ends a run of at least a quarter of the records that share more of it than the record
+        // after it does. (Random keys make runs of one or two.)
+        const uint32_t next = common_prefix_records(kr, recs_[kp]);
+        unsigned run = 0;
+        for (unsigned i = kp; i-- > 0 && common_prefix_records(kr, recs_[i]) > next;) run++;
+        if (run >= 4 && run * 4 >= ne) {
+          at_end = true;
+          edge_slack_ = ne - kp;
+        }
+      }
+    }
+  }
+  if ((at_end || at_start) && ne > 0) {
     // First the neighbour takes what it can: with both fences finite there, the records
     // lose their shared prefix (content[] counts the bytes the leaves take now).
     constexpr unsigned kRoomy = kNodeSize * kFillSixteenths / 16 - kNodeSize / 16;
-    if (t.fill_.edges && lf.upper_inf && pos > 0 && content[1] != kNone && content[1] < kRoomy &&
+    if (t.fill_.edges && at_end && pos > 0 && content[1] != kNone && content[1] < kRoomy &&
         regroup(parent, pos - 1, 2, 2, &key, vfield, 2)) {
       stats_.edge_refills++;
       return true;
     }
-    if (t.fill_.edges && lf.lower_inf && pos < c && content[3] != kNone && content[3] < kRoomy &&
+    if (t.fill_.edges && at_start && pos < c && content[3] != kNone && content[3] < kRoomy &&
         regroup(parent, pos, 2, 2, &key, vfield, -2)) {
       stats_.edge_refills++;
       return true;
     }
-    if (lf.upper_inf && regroup(parent, pos, 1, 2, &key, vfield, 1)) {
+    if (at_end && regroup(parent, pos, 1, 2, &key, vfield, 1)) {
       stats_.edge_splits++;
       return true;
     }
-    if (lf.lower_inf && regroup(parent, pos, 1, 2, &key, vfield, -1)) {
+    if (at_start && regroup(parent, pos, 1, 2, &key, vfield, -1)) {
       stats_.edge_splits++;
       return true;
     }

@@ -164,6 +164,7 @@ class Rebalancer {
 
  private:
   bool build_refilled(uint8_t* d, const Fences& f, const RecordRef* r, unsigned cnt, uint8_t counter);
+  bool edge_position(const Slice* key, int edge, unsigned* kpos) const;
   bool refill_cut(const Slice* key, int edge, unsigned first_count);
   bool shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield, bool* changed);
   bool grow_scratch();
@@ -187,6 +188,9 @@ class Rebalancer {
   KeyBuffer seps_[kMaxGroup];
   std::vector<uint32_t> cum_;
   unsigned refill_cut_ = 0;
+  // before_split's edge regroups: how far from the leaf's end (start) the key may go (records),
+  // and where it goes in an edge split.
+  unsigned edge_slack_ = 0, edge_kpos_ = 0;
 };
 
 }  // namespace adaptree

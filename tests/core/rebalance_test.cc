@@ -571,6 +571,62 @@ TEST(RebalanceOptions, OffMeansOff) {
 // Before, the edge leaf (one infinite fence: no prefix) split in the middle and appends never
 // came back to the half it left: 4-5x the pages of a random order at a 40-byte prefix,
 // 2 pages a key at 1000 bytes (probe, session 30).
+// Keys that come nearly in order (batches of 10 written in reverse) and several append points
+// at once (tenants appending in turn): a key near the end of the last leaf, or ending a run of
+// a quarter of its leaf's records that share more of it than the next record does, is an
+// append too. Before, both split in the middle: 3554 pages against 414 random (batches),
+// 1285-1370 (tenants), maps under hints (a probe, session 31).
+TEST(EdgeRefill, NearlyOrderedKeysAndSeveralAppendPointsFillLeaves) {
+  const unsigned n = 30000;
+  auto keys_of = [&](int order) {
+    std::vector<std::string> k;
+    for (unsigned i = 0; i < n; i++) {
+      char b[64];
+      if (order == 0 || order == 3) {
+        snprintf(b, sizeof b, "%010u", i);
+        k.push_back(std::string(100, 'p') + b);
+      } else {
+        snprintf(b, sizeof b, "tenant/%u/events/2026-11-28T%010u", i % (order == 1 ? 2u : 10u), i / (order == 1 ? 2u : 10u));
+        k.push_back(b);
+      }
+    }
+    if (order == 0)
+      for (unsigned i = 0; i + 10 <= n; i += 10) std::reverse(k.begin() + i, k.begin() + i + 10);
+    if (order == 3) std::shuffle(k.begin(), k.end(), std::mt19937(5));
+    return k;
+  };
+  for (LayoutConfig cfg : {LayoutConfig::kHints, LayoutConfig::kAdaptive, LayoutConfig::kPrefix}) {
+    for (bool redistribute : {false, true}) {
+      uint64_t pages[4][2] = {};
+      for (int order = 0; order < 4; order++) {
+        const std::vector<std::string> k = keys_of(order);
+        for (int edges = 0; edges < 2; edges++) {
+          BTree t(cfg);
+          ASSERT_EQ(t.init(), Status::kOk);
+          FillOptions o;
+          o.redistribute = redistribute;
+          o.xmerge_on_pressure = false;
+          o.edges = edges;
+          t.set_fill(o);
+          Model model;
+          for (auto& key : k) {
+            ASSERT_EQ(t.set(sl(key), sl("12345678")), Status::kOk);
+            model[key] = "12345678";
+          }
+          ASSERT_EQ(t.check(), "");
+          ASSERT_EQ(dump(t), model);
+          pages[order][edges] = collect_stats(t).pages;
+        }
+      }
+      SCOPED_TRACE("cfg " + std::to_string(int(cfg)) + (redistribute ? " redistribute" : " map"));
+      for (int order = 0; order < 3; order++) {
+        EXPECT_LE(pages[order][1], pages[3][1] * 11 / 10) << "order " << order << " vs random";
+        EXPECT_LT(pages[order][1] * 3, pages[order][0] * 2) << "order " << order << " vs edges off";
+      }
+    }
+  }
+}
+
 TEST(EdgeRefill, SharedPrefixKeysInOrderFillLeavesAsRandomOrderDoes) {
   struct Shape {
     unsigned prefix, n;
