@@ -15,21 +15,21 @@
  *
  * | method                                   | does                                                  | cost              |
  * |------------------------------------------|-------------------------------------------------------|-------------------|
- * | `new BTreeMap(entries?, options?)`       | like `new Map(entries)`; options: keys, values, layout, wasm | O(k log n), one call |
+ * | `new BTreeMap(entries?, options?)`       | like `new Map(entries)`; options: keys, values, layout, wasm, fill | O(k log n), one call |
  * | `get(k)` / `has(k)`                      | as Map                                                | O(log n)          |
  * | `set(k, v)`                              | as Map, returns the map                               | O(log n)          |
  * | `delete(k)`                              | as Map, true if it was there                          | O(log n)          |
- * | `clear()`, `size`                        | as Map (`size` is O(1))                               | O(n), O(1)        |
+ * | `clear()`, `size`                        | as Map (`size` is O(1))                               | O(pages), O(1)    |
  * | `keys/values/entries(range?)`, `[Symbol.iterator]`, `forEach` | key order; `range` = {gt, gte, lt, lte, reverse, limit} | O(log n + k) |
  * | `first()` / `last()`                     | `[key, value]` with the smallest / largest key        | O(log n)          |
  * | `nextHigher(k)` / `nextLower(k)`         | `[key, value]` with the next key > k / < k            | O(log n)          |
- * | `deleteRange(range)`                     | removes keys within gt/gte/lt/lte; returns the count  | O(log n + k)      |
+ * | `deleteRange(range)`                     | removes keys within gt/gte/lt/lte (`{}`: all); returns the count | O(log n + k) |
  * | `getMany(keys)`                          | values (undefined where absent), one call into wasm   | O(b log n)        |
  * | `setMany(entries)`                       | sets all, one call; a bad entry throws before any change | O(b log n)     |
  * | `stats()`                                | layout counts, height, pages, bytes, fill per level   | O(n / page)       |
  * | `compact()`                              | XMerge over the tree: packs underfull neighbour leaves; returns pages freed | O(n / page) |
  * | `checkInvariants()`                      | runs the core's checker; CorruptionError on failure   | O(n)              |
- * | `free()`, `[Symbol.dispose]()`           | releases wasm memory; later calls throw ClosedError   | O(1)              |
+ * | `free()`, `[Symbol.dispose]()`           | releases wasm memory; later calls throw ClosedError   | O(pages)          |
  *
  * ## How it differs from Map
  *

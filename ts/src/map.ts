@@ -46,7 +46,7 @@ import { type Handle, fail, freeHandle, newCursor, stateError, treeRegistry } fr
 import { putKey, putKeyA, prepareValue, preparedSize, putValue } from './map/put.js';
 import { boundsOf, checkDeleteRange } from './map/range.js';
 import { BTreeIterator, MODE_ENTRIES, MODE_KEYS, MODE_VALUES, entry } from './map/iterator.js';
-import { PROGRESS_EVERY, progressOption, report, type ProgressCallback } from './progress.js';
+import { PROGRESS_EVERY, batchOptions, report, type ProgressCallback } from './progress.js';
 import { attachMap, shareMap, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import { checkWasmOption, type AdaptreeWasm } from './wasm.js';
 import { ATTACH_TREE, KNOWN_OPTIONS, type AttachTree, type BTreeMapOptions, type BTreeStats, type DeleteRange, type Range } from './map/types.js';
@@ -181,6 +181,8 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
         this.setMany(entries);
       } catch (e) {
         this.free();
+        // (the constructor's entries: its errors named setMany, which the caller never called)
+        if (e instanceof AdaptreeError && e.message.startsWith('setMany: ')) e.message = 'new BTreeMap(entries): ' + e.message.slice(9);
         throw e;
       }
     }
@@ -541,7 +543,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     let applied = 0;
     try {
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
-    const onProgress = progressOption(options?.onProgress, 'setMany');
+    const onProgress = batchOptions(options, 'setMany');
     const list = listOf(entries, 'setMany: entries');
     const n = list.length;
     if (n === 0) {

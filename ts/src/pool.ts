@@ -42,6 +42,7 @@ import { OpfsWorkerStore } from './storage/opfs-remote.js';
 import { describe } from './encoding/utf8.js';
 import { markWorkerLost, treeOfAny, type SharedMapHandle } from './threads.js';
 import type { WasmUrl } from './wasm.js';
+import { knownFields } from './options.js';
 
 /** Options of `WorkerPool.create`. */
 export interface WorkerPoolOptions {
@@ -250,7 +251,7 @@ export class WorkerPool<K = string, V = unknown> {
    * build, runs the calls on this thread. Anything else is InvalidArgumentError.
    */
   static async create<K, V>(map: BTreeMap<K, V> | BTreeStore<K, V>, options: WorkerPoolOptions = {}): Promise<WorkerPool<K, V>> {
-    if (options === null || typeof options !== 'object') throw new InvalidArgumentError('WorkerPool.create: options must be an object');
+    knownFields(options, 'WorkerPool.create', ['workers', 'fallback', 'workerUrl', 'stackSize']);
     const n = options.workers ?? defaultWorkers();
     if (!Number.isInteger(n) || n < 1 || n > 64) throw new InvalidArgumentError('WorkerPool.create: workers must be an integer from 1 to 64');
     const fallback = options.fallback ?? 'throw';

@@ -50,6 +50,17 @@ export function report(cb: ProgressCallback, phase: ProgressPhase, done: number,
 }
 
 /** Checks an `onProgress` option: undefined or a function. */
+/** A batch call's options object (`{ onProgress? }`): its callback. Another field (a misspelt
+ * `onprogress`) is InvalidArgumentError: it was taken silently, and no progress came. */
+export function batchOptions(options: unknown, what: string): ProgressCallback | undefined {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') throw new InvalidArgumentError(`${what}: options must be an object { onProgress? }`);
+  for (const k of Object.keys(options)) {
+    if (k !== 'onProgress') throw new InvalidArgumentError(`${what}: unknown option '${k}' (onProgress)`);
+  }
+  return progressOption((options as { onProgress?: unknown }).onProgress, what);
+}
+
 export function progressOption(v: unknown, what: string): ProgressCallback | undefined {
   if (v === undefined || typeof v === 'function') return v as ProgressCallback | undefined;
   throw new InvalidArgumentError(`${what}: onProgress must be a function`);

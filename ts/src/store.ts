@@ -86,7 +86,7 @@ import { OpfsWorkerStore, WORKER_MODULE, linkOpfsWorkerStore, opfsRemoteAvailabl
 import { asyncMemoryStorage } from './storage/async-memory.js';
 import { superblockSequence } from './storage/page-log.js';
 import { pageCountOf } from './storage/superblock.js';
-import { PROGRESS_BYTES, progressOption, report, type ProgressCallback } from './progress.js';
+import { PROGRESS_BYTES, batchOptions, progressOption, report, type ProgressCallback } from './progress.js';
 
 export type StorageName = 'node' | 'deno' | 'opfs' | 'indexeddb' | 'memory' | 'async-memory';
 
@@ -209,54 +209,75 @@ const RUN_SUPPLY = 256;
 export interface StoreStats {
   storage: string;
   path: string;
-  /** Buffer pool: frames, resident pages, dirty pages. */
-  frames?: number;
-  resident?: number;
-  dirty?: number;
-  hits?: number;
-  misses?: number;
-  evictions?: number;
+  /** Buffer pool: frames (its size), frames_allocated (those made so far), resident pages, dirty
+   * pages; page_table_bytes: the pool's page table. */
+  frames: number;
+  frames_allocated: number;
+  page_table_bytes: number;
+  /** Async backends: memory held by large-value reads kept across page faults for the async
+   * twins' retries. */
+  kept_read_bytes: number;
+  /** Pages of the store (its end), and of those free for reuse. */
+  pages: number;
+  free_pages: number;
+  resident: number;
+  dirty: number;
+  hits: number;
+  misses: number;
+  evictions: number;
   /** A store shared between threads: point writes that ran beside other threads' calls
    * (their leaf resident and changed since the last commit; docs/THREADS.md, "Stores"). */
-  shared_writes?: number;
-  reads?: number;
-  writes?: number;
-  syncs?: number;
+  shared_writes: number;
+  reads: number;
+  writes: number;
+  syncs: number;
   /** Commit sequence number of the last commit. */
-  commit_sequence?: number;
-  commits?: number;
-  checkpoints?: number;
+  commit_sequence: number;
+  commits: number;
+  checkpoints: number;
   /** Sync backends: checkpoints after a commit that failed (the commit was durable; onError
    * was told; the next commit tries again). */
-  checkpoint_failures?: number;
+  checkpoint_failures: number;
   /** Dirty pages written to the log before their commit (pool pressure). On a reader, which
    * writes nothing: pages its reads changed in memory (a fingerprint leaf sorted, a layout
    * converted) and that eviction dropped, to be read again as stored. */
-  spills?: number;
+  spills: number;
   /** Bytes of the data file and the log (sync backends). */
-  data_bytes?: number;
-  log_bytes?: number;
+  data_bytes: number;
+  log_bytes: number;
+  /** Sync backends (docs/STORE.md, stats()): frames and bytes commits and spills appended to the
+   * log; images checkpoints appended for pages whose deltas start at the data file; free pages
+   * at the store's end commits cut off, checkpoints that then shortened the data file, page
+   * versions checkpoints copied from clean frames. 0 on async backends. */
+  image_frames: number;
+  delta_frames: number;
+  commit_log_bytes: number;
+  restated_pages: number;
+  trimmed_pages: number;
+  data_truncations: number;
+  checkpoint_frames: number;
   /** Node fill since open (README, "Node fill"): leaves regrouped with a neighbour before a
    * split, of which 2-to-3 splits; XMerge groups packed into one leaf less, and the attempts
    * the pool's evictions triggered. redistributions_shared, splits_2to3_shared: of those, the
    * ones made by a write under the shared latch of a store shared between threads
    * (docs/THREADS.md). */
-  redistributions?: number;
-  redistributions_shared?: number;
-  splits_2to3?: number;
-  splits_2to3_shared?: number;
+  redistributions: number;
+  redistributions_shared: number;
+  splits_2to3: number;
+  splits_2to3_shared: number;
   /** Appends past the last key (prepends before the first) that started a new leaf beside the
    * full last (first) one, and those whose neighbour leaf took records instead. */
-  edge_splits?: number;
-  edge_refills?: number;
-  xmerges?: number;
-  xmerge_attempts?: number;
+  edge_splits: number;
+  edge_refills: number;
+  xmerges: number;
+  xmerge_attempts: number;
   /** Pages compact() moved from the store's end into free pages below since open, so that the
    * next commit ends the store below them and the next checkpoint cuts its files there. */
-  relocated_pages?: number;
+  relocated_pages: number;
   /** data_bytes + log_bytes. */
   fileBytes: number;
-  /** Writes since the last commit (counted by the TypeScript side). A store shared with workers:
+  /** Entries written or removed since the last commit (counted by the TypeScript side: a
+   * setMany counts its entries, a deleteRange or clear the entries it removed). A store shared with workers:
    * this object's writes only, set back to 0 when stats() finds nothing pending in the store
    * (another thread's commit covered them). */
   uncommittedWrites: number;
@@ -1085,8 +1106,10 @@ export class BTreeStore<K = string, V = unknown> {
     if (this.#gate !== undefined) throw new ReentrancyError('a commit is being written: use the ...Async write methods on asynchronous backends');
   }
 
-  #wrote(): void {
-    const n = ++this.#uncommitted;
+  /** `entries` written or removed by a call (autoCommit.writes and uncommittedWrites count entries:
+   * a setMany of 5000 counted one, and never set off `{ writes: 1000 }`; a probe, session 31). */
+  #wrote(entries = 1): void {
+    const n = (this.#uncommitted += entries);
     if (n >= this.#autoWrites) {
       this.#auto();
     } else if (n === 1 && this.#autoMs >= 0 && this.#timer === undefined) {
@@ -1338,6 +1361,15 @@ export class BTreeStore<K = string, V = unknown> {
    * still completes). Idempotent.
    */
   close(options?: { commit?: boolean }): Promise<void> {
+    // (a misspelt `{ comit: false }`, or `close(false)`, committed what was meant to be dropped)
+    if (options !== undefined) {
+      try {
+        if (options === null || typeof options !== 'object') throw new InvalidArgumentError('close: options must be an object { commit? }');
+        checkFields(options, 'close', { commit: 'boolean' });
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
     if (this.#closing !== undefined) return this.#closing;
     const commit = options?.commit ?? true;
     this.#closed = true;
@@ -1494,10 +1526,11 @@ export class BTreeStore<K = string, V = unknown> {
   /** {@inheritDoc BTreeMap.clear} */
   clear(): void {
     this.#writable();
+    const before = this.#map.size;
     try {
       this.#map.clear();
     } finally {
-      this.#wrote();
+      this.#wrote(Math.max(1, before - this.#map.size));
     }
   }
 
@@ -1565,7 +1598,7 @@ export class BTreeStore<K = string, V = unknown> {
     try {
       return this.#map.deleteRange(range);
     } finally {
-      if (this.#map.size !== before) this.#wrote();
+      if (this.#map.size !== before) this.#wrote(before - this.#map.size);
     }
   }
 
@@ -1578,18 +1611,19 @@ export class BTreeStore<K = string, V = unknown> {
   /** {@inheritDoc BTreeMap.setMany} */
   setMany(entries: Iterable<readonly [K, V]>, options?: { onProgress?: ProgressCallback }): this {
     this.#writable();
+    const list = listOf(entries, 'setMany: entries');
     try {
-      this.#map.setMany(entries, options);
+      this.#map.setMany(list, options);
     } catch (e) {
       // A failed batch may have applied a prefix (its error says how much: `applied`). One
       // that applied nothing (refused before the core's call: a bad value, an aborted
       // progress callback) is no write: it counted as one, and set off an empty autoCommit (a
       // probe, session 29). Without a count, a write to be safe.
       const applied = (e as { applied?: unknown } | null)?.applied;
-      if (typeof applied !== 'number' || applied > 0) this.#wrote();
+      if (typeof applied !== 'number' || applied > 0) this.#wrote(typeof applied === 'number' ? applied : list.length);
       throw e;
     }
-    this.#wrote();
+    if (list.length > 0) this.#wrote(list.length);
     return this;
   }
 
@@ -2017,6 +2051,7 @@ export class BTreeStore<K = string, V = unknown> {
   /** Sets many entries; on an async backend a retry after a page fault re-applies the batch
    * (set is idempotent, later duplicates still win). */
   async setManyAsync(entries: Iterable<readonly [K, V]>, options?: { onProgress?: ProgressCallback }): Promise<this> {
+    batchOptions(options, 'setManyAsync');
     const list = listOf(entries, 'setManyAsync: entries');
     // A page fault ends the core's call after the entries before it were applied: the retry
     // goes on from there, in slices of ASYNC_BATCH entries, so that a fault re-encodes at most

@@ -53,7 +53,10 @@ export function checkRange(range: unknown, what: string): Range<unknown> {
       continue;
     }
     // A misspelt bound ({ form: 5 }) iterated over everything.
-    if (!RANGE_KEYS.has(k)) throw new InvalidArgumentError(`${what}: unknown range option '${k}' (gt, gte, lt, lte, reverse, limit)`);
+    if (!RANGE_KEYS.has(k)) {
+      const known = what.startsWith('deleteRange') ? 'gt, gte, lt, lte' : 'gt, gte, lt, lte, reverse, limit';
+      throw new InvalidArgumentError(`${what}: unknown range option '${k}' (${known})`);
+    }
   }
   const r: Range<unknown> = own ? (range as Range<unknown>) : { gt: undefined, gte: undefined, lt: undefined, lte: undefined, reverse: undefined, limit: undefined };
   if (!own) for (const k of Object.keys(range)) (r as Record<string, unknown>)[k] = (range as Record<string, unknown>)[k];
@@ -115,6 +118,11 @@ export function rangeOfBounds(b: Bounds): Range<Uint8Array> {
 
 /** checkRange for deleteRange, which takes bounds only. */
 export function checkDeleteRange(range: unknown): Range<unknown> {
+  // (a JavaScript caller's undefined variable emptied the map: a probe, session 31; `{}` still
+  // means every entry, as clear() does)
+  if (range === undefined || range === null) {
+    throw new InvalidArgumentError(`deleteRange: give a range ({ gte, lt, ... }), not ${String(range)}; deleteRange({}) or clear() removes every entry`);
+  }
   const r = checkRange(range, 'deleteRange');
   if (r.limit !== undefined) throw new InvalidArgumentError('deleteRange: limit is not supported');
   // (no order: it removes the whole range; taken silently, it read as if it meant something,

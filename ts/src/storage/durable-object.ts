@@ -43,6 +43,7 @@
  * per (storage object, path); a second open throws LockedError until the first is closed.
  */
 import { InvalidArgumentError, IoError, LockedError, QuotaExceededError } from '../errors.js';
+import { knownFields } from '../options.js';
 import { isOpenInObject, openInObject, releaseInObject } from './object-locks.js';
 import type { OpenStorageOptions, SyncBackend, SyncFile, SyncStoreFiles } from './types.js';
 
@@ -245,6 +246,7 @@ class ChunkFile implements SyncFile {
         this.sql.exec(`write ${this.what}`, 'INSERT OR REPLACE INTO adaptree_chunks (store, file, idx, data) VALUES (?, ?, ?, ?)', this.store, this.file, idx, keep === c.length ? c : c.subarray(0, keep));
       }
     });
+    this.storedSize = this.length;  // (once the transaction stood)
     this.dirty.clear();
     this.buffered = 0;
   }
@@ -252,13 +254,20 @@ class ChunkFile implements SyncFile {
   /** Records the size, in the file's row, which must still exist: `ctx.storage.deleteAll()` (or
    * a DROP) under an open store took its rows, and another store's open made the tables anew,
    * so commits wrote chunks beside no row and resolved, and the store came back empty after a
-   * restart (a new-user probe, session 29). Now such a write fails (IoError, rolled back). */
+   * restart (a new-user probe, session 29). Now such a write fails (IoError, rolled back).
+   * The row must also still hold the size this file wrote last: store writes made inside the
+   * caller's own `ctx.storage.transactionSync()` that threw were rolled back with it (the
+   * chunks spilled there too), and the next commit resolved over a hole in the log and was
+   * gone after a restart (a probe, session 31). */
   private putSize(): void {
-    const rows = this.sql.exec(`write ${this.what}`, 'UPDATE adaptree_files SET size = ? WHERE store = ? AND file = ? RETURNING size', this.length, this.store, this.file);
+    const rows = this.sql.exec(`write ${this.what}`, 'UPDATE adaptree_files SET size = ? WHERE store = ? AND file = ? AND size = ? RETURNING size', this.length, this.store, this.file, this.storedSize);
     if (rows.length !== 1) {
+      const now = this.sql.exec(`read ${this.what}`, 'SELECT size FROM adaptree_files WHERE store = ? AND file = ?', this.store, this.file);
+      if (now.length === 1) {
+        throw new IoError(`durable object storage: ${this.what} holds ${String(now[0]!.size)} bytes in this object's storage where this store wrote ${this.storedSize}: its writes were rolled back (store writes inside ctx.storage.transactionSync() or transaction() that threw?): nothing more of it can be written. Close it and reopen it (the last commit that stood is there)`);
+      }
       throw new IoError(`durable object storage: the rows of ${this.what} are gone from this object's storage (ctx.storage.deleteAll() or a DROP while it was open?): nothing more of it can be written. Close it, and remove() or reopen it`);
     }
-    this.storedSize = this.length;
   }
 
   sync(): void {
@@ -275,6 +284,7 @@ class ChunkFile implements SyncFile {
       // Growing: the new bytes are zeros (missing or short chunks read as zeros).
       this.length = size;
       this.sql.atomically(() => this.putSize());
+      this.storedSize = this.length;
       return;
     }
     const keepIdx = Math.ceil(size / this.chunk); // chunks from here on go entirely
@@ -295,6 +305,7 @@ class ChunkFile implements SyncFile {
       }
       this.putSize();
     });
+    this.storedSize = this.length;
   }
 }
 
@@ -313,6 +324,7 @@ function checkChunk(n: number): number {
  */
 export function durableObjectStorage(storage: DurableObjectStorageLike, options: DurableObjectBackendOptions = {}): DurableObjectBackend {
   if (storage === null || typeof storage !== 'object') throw new InvalidArgumentError('durableObjectStorage: pass the Durable Object\'s ctx.storage');
+  knownFields(options, 'durableObjectStorage', ['chunkSize', 'checkpointBytes']);
   const chunkSize = checkChunk(options.chunkSize ?? DEFAULT_CHUNK);
   const checkpointBytes = options.checkpointBytes ?? DEFAULT_CHECKPOINT;
   if (typeof checkpointBytes !== 'number' || !(checkpointBytes >= 0) || !Number.isFinite(checkpointBytes)) {

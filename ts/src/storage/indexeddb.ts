@@ -49,6 +49,7 @@
  * is a CorruptionError.
  */
 import { AdaptreeError, CorruptionError, InvalidArgumentError, IoError, QuotaExceededError } from '../errors.js';
+import { knownFields } from '../options.js';
 import { PageLog, commitSequence, encodeFrame, ownsBuffer } from './page-log.js';
 import { pageCountOf } from './superblock.js';
 import type { AsyncBackend, AsyncStorePages, OpenStorageOptions } from './types.js';
@@ -175,6 +176,7 @@ function result<T>(r: IdbRequest<T>): Promise<T> {
 
 /** An IndexedDB backend; `indexedDBStorage()` with no options is the `'indexeddb'` storage. */
 export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBackend & { open(path: string, o: OpenStorageOptions): Promise<AsyncStorePages> } {
+  knownFields(options, 'indexedDBStorage', ['durability', 'checkpointBytes']);
   const durability = options.durability ?? 'strict';
   if (durability !== 'strict' && durability !== 'relaxed' && durability !== 'default') {
     throw new InvalidArgumentError(`indexeddb: durability must be 'strict', 'relaxed' or 'default', not ${String(durability)}`);
