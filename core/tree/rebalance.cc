@@ -656,11 +656,15 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
     const bool fingerprint = lp[0] == static_cast<uint8_t>(PageTag::kFingerprintLeaf);
     if ((lp[0] == static_cast<uint8_t>(PageTag::kBasicLeaf) || fingerprint) && grow_scratch() &&
         resize_checked(recs_, ne)) {
-      // The leaf's records in key order (a copy: a fingerprint leaf sorts as it extracts).
-      uint8_t* s = src_.data();
-      memcpy(s, lp, kPageSize);
-      if (fingerprint) FingerprintLeaf{s}.extract(recs_.data());
-      else BasicNode{s}.extract(recs_.data());
+      // The leaf's records in key order (a fingerprint leaf's from a copy: it sorts as it
+      // extracts; a basic leaf's refer to the page, which nothing here changes).
+      if (fingerprint) {
+        uint8_t* s = src_.data();
+        memcpy(s, lp, kPageSize);
+        FingerprintLeaf{s}.extract(recs_.data());
+      } else {
+        BasicNode{const_cast<uint8_t*>(lp)}.extract(recs_.data());
+      }
       const RecordRef kr{key.data, nullptr, nullptr, static_cast<uint16_t>(key.len), 0, 0};
       unsigned kp = 0, hi = ne;
       while (kp < hi) {
@@ -671,11 +675,7 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
       const bool exact = kp < ne && compare_record_key(recs_[kp], key) == 0;
       if (!exact && kp == ne) at_end = true;
       if (!exact && kp == 0) at_start = true;
-      // (keys of several partitions, partition ++ counter: the tree's partition-aware split
-      // below keeps them apart, paper section 4.6)
-      const unsigned dp = t.cfg_.fully_dense_leaves ? FullyDenseLeaf::dense_prefix(lf, recs_.data(), ne) : 0;
-      const bool partitions = ne > 1 && dp >= ne / 2 && dp < ne;
-      if (!exact && kp > 0 && kp < ne && !lf.upper_inf && !partitions) {
+      if (!exact && kp >= 4 && kp < ne && !lf.upper_inf) {
         // An append point inside the leaf (a stream of keys, one of several: tenants): the key
         // ends a run of at least a quarter of the records that share more of it than the record
         // after it does. (Random keys make runs of one or two.)
@@ -683,8 +683,13 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
         unsigned run = 0;
         for (unsigned i = kp; i-- > 0 && common_prefix_records(kr, recs_[i]) > next;) run++;
         if (run >= 4 && run * 4 >= ne) {
-          at_end = true;
-          edge_slack_ = ne - kp;
+          // (not keys of several partitions, partition ++ counter: the tree's partition-aware
+          // split below keeps them apart, paper section 4.6)
+          const unsigned dp = t.cfg_.fully_dense_leaves ? FullyDenseLeaf::dense_prefix(lf, recs_.data(), ne) : 0;
+          if (!(dp >= ne / 2 && dp < ne)) {
+            at_end = true;
+            edge_slack_ = ne - kp;
+          }
         }
       }
     }
