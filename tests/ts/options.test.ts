@@ -68,6 +68,21 @@ describe('option objects', () => {
   });
 });
 
+describe('fill', () => {
+  it('is a plain object of own boolean fields for maps and stores alike', async () => {
+    expect(() => new BTreeMap(null, { wasm, fill: [] as never })).toThrow(/fill must be an object/);
+    await expect(open({ fill: [] })).rejects.toThrow(/fill must be an object/);
+    expect(() => new BTreeMap(null, { wasm, fill: { xmerge: true } as never })).toThrow("fill: unknown field 'xmerge' (redistribute, edges) (xmerge is a store's)");
+    await expect(open({ fill: { edge: false } })).rejects.toThrow("fill: unknown field 'edge' (redistribute, xmerge, edges)");
+    // Inherited fields are not read, by either.
+    const inherited = Object.create({ edges: 1 }) as never;
+    const m = new BTreeMap(null, { wasm, fill: inherited });
+    m.free();
+    const s = await open({ fill: inherited });
+    await s.close();
+  });
+});
+
 describe('autoCommit.writes and uncommittedWrites count entries', () => {
   it('a setMany of 5000 and a deleteRange of 3000 each reach { writes: 1000 } by themselves', async () => {
     const s = await open({ autoCommit: { writes: 1000 } });

@@ -46,6 +46,7 @@ import { type Handle, fail, freeHandle, newCursor, stateError, treeRegistry } fr
 import { putKey, putKeyA, prepareValue, preparedSize, putValue } from './map/put.js';
 import { boundsOf, checkDeleteRange } from './map/range.js';
 import { BTreeIterator, MODE_ENTRIES, MODE_KEYS, MODE_VALUES, entry } from './map/iterator.js';
+import { booleanFields } from './options.js';
 import { PROGRESS_EVERY, batchOptions, report, type ProgressCallback } from './progress.js';
 import { attachMap, shareMap, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import { checkWasmOption, type AdaptreeWasm } from './wasm.js';
@@ -142,15 +143,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     }
     const kenc = keyEncoderOf<K>(options?.keys, rt);
     const venc = valueEncoderOf<V>(options?.values, rt);
-    const fill = options?.fill;
-    if (
-      fill !== undefined &&
-      (fill === null || typeof fill !== 'object' ||
-        (['redistribute', 'edges'] as const).some((k) => fill[k] !== undefined && typeof fill[k] !== 'boolean') ||
-        Object.keys(fill).some((k) => k !== 'redistribute' && k !== 'edges'))
-    ) {
-      throw new InvalidArgumentError('fill must be an object { redistribute?: boolean, edges?: boolean }');
-    }
+    const fill = options?.fill === undefined ? undefined : booleanFields(options.fill, 'fill', ['redistribute', 'edges'] as const, " (xmerge is a store's)");
     const attach = (options as { [ATTACH_TREE]?: AttachTree } | undefined)?.[ATTACH_TREE];
     if (attach !== undefined && fill !== undefined) throw new InvalidArgumentError("'fill' is the store's option here, not the map's");
     const tree = attach !== undefined ? attach.tree : rt.ex.at_tree_new(layout);

@@ -13,3 +13,17 @@ export function knownFields(o: unknown, what: string, known: readonly string[]):
     if (!known.includes(k)) throw new InvalidArgumentError(`${what}: unknown option '${k}' (${known.join(', ')})`);
   }
 }
+
+/** A plain object's own boolean fields among `known` (inherited ones are not read: a map read
+ * `Object.create({ edges: 1 })`'s, a store did not; an array was taken as no fields). */
+export function booleanFields<F extends string>(o: unknown, what: string, known: readonly F[], hint = ''): Partial<Record<F, boolean>> {
+  const shape = `{ ${known.map((k) => `${k}?: boolean`).join(', ')} }`;
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new InvalidArgumentError(`${what} must be an object ${shape}`);
+  const out: Partial<Record<F, boolean>> = {};
+  for (const [k, v] of Object.entries(o)) {
+    if (!(known as readonly string[]).includes(k)) throw new InvalidArgumentError(`${what}: unknown field '${k}' (${known.join(', ')})${hint}`);
+    if (v !== undefined && typeof v !== 'boolean') throw new InvalidArgumentError(`${what}.${k} must be a boolean`);
+    if (v !== undefined) out[k as F] = v as boolean;
+  }
+  return out;
+}

@@ -86,6 +86,7 @@ import { OpfsWorkerStore, WORKER_MODULE, linkOpfsWorkerStore, opfsRemoteAvailabl
 import { asyncMemoryStorage } from './storage/async-memory.js';
 import { superblockSequence } from './storage/page-log.js';
 import { pageCountOf } from './storage/superblock.js';
+import { booleanFields } from './options.js';
 import { PROGRESS_BYTES, batchOptions, progressOption, report, type ProgressCallback } from './progress.js';
 
 export type StorageName = 'node' | 'deno' | 'opfs' | 'indexeddb' | 'memory' | 'async-memory';
@@ -169,9 +170,8 @@ const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize'
 /** at_tree_set_fill's flags for a store's `fill` option (undefined: the tree's defaults). */
 function fillFlags(fill: StoreOptions<unknown, unknown>['fill']): number | undefined {
   if (fill === undefined) return undefined;
-  if (fill === null || typeof fill !== 'object') throw new InvalidArgumentError('fill must be an object { redistribute?, xmerge?, edges? }');
-  checkFields(fill, 'fill', { redistribute: 'boolean', xmerge: 'boolean', edges: 'boolean' });
-  return (fill.redistribute === false ? 0 : 1) | (fill.xmerge === false ? 0 : 2) | (fill.edges === false ? 4 : 0);
+  const f = booleanFields(fill, 'fill', ['redistribute', 'xmerge', 'edges'] as const);
+  return (f.redistribute === false ? 0 : 1) | (f.xmerge === false ? 0 : 2) | (f.edges === false ? 4 : 0);
 }
 
 /** Each field of `o` is one of `fields` with that type (or undefined): a misspelt one
