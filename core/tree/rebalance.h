@@ -163,7 +163,8 @@ class Rebalancer {
   static constexpr unsigned kSlotBytes = 10;
 
  private:
-  bool build_refilled(uint8_t* d, const Fences& f, const RecordRef* r, unsigned cnt, uint8_t counter);
+  bool build_refilled(uint8_t* d, const Fences& f, const RecordRef* r, unsigned cnt, uint8_t counter,
+                      unsigned limit = kNodeSize * kFillSixteenths / 16);
   bool edge_position(const Slice* key, int edge, unsigned* kpos) const;
   bool refill_cut(const Slice* key, int edge, unsigned first_count);
   bool shift3(PageId parent, unsigned first, unsigned pos, Slice key, uint16_t vfield, bool* changed);
