@@ -571,6 +571,24 @@ TEST(RebalanceOptions, OffMeansOff) {
 // Before, the edge leaf (one infinite fence: no prefix) split in the middle and appends never
 // came back to the half it left: 4-5x the pages of a random order at a 40-byte prefix,
 // 2 pages a key at 1000 bytes (probe, session 30).
+// A tree of cfg with node fill o, holding keys (set in this order, value v), checked and
+// compared with a model: its figures and what node fill did.
+void load_checked(LayoutConfig cfg, const FillOptions& o, const std::vector<std::string>& keys, const std::string& v,
+                  TreeStats* st, FillStats* fs = nullptr) {
+  BTree t(cfg);
+  ASSERT_EQ(t.init(), Status::kOk);
+  t.set_fill(o);
+  Model model;
+  for (auto& k : keys) {
+    ASSERT_EQ(t.set(sl(k), sl(v)), Status::kOk);
+    model[k] = v;
+  }
+  ASSERT_EQ(t.check(), "") << "config " << int(cfg);
+  ASSERT_EQ(dump(t), model);
+  *st = collect_stats(t);
+  if (fs) *fs = t.fill_stats();
+}
+
 // Keys that come nearly in order (batches of 10 written in reverse) and several append points
 // at once (tenants appending in turn): a key near the end of the last leaf, or ending a run of
 // a quarter of its leaf's records that share more of it than the next record does, is an
@@ -601,21 +619,13 @@ TEST(EdgeRefill, NearlyOrderedKeysAndSeveralAppendPointsFillLeaves) {
       for (int order = 0; order < 4; order++) {
         const std::vector<std::string> k = keys_of(order);
         for (int edges = 0; edges < 2; edges++) {
-          BTree t(cfg);
-          ASSERT_EQ(t.init(), Status::kOk);
           FillOptions o;
           o.redistribute = redistribute;
           o.xmerge_on_pressure = false;
           o.edges = edges;
-          t.set_fill(o);
-          Model model;
-          for (auto& key : k) {
-            ASSERT_EQ(t.set(sl(key), sl("12345678")), Status::kOk);
-            model[key] = "12345678";
-          }
-          ASSERT_EQ(t.check(), "");
-          ASSERT_EQ(dump(t), model);
-          pages[order][edges] = collect_stats(t).pages;
+          TreeStats st;
+          ASSERT_NO_FATAL_FAILURE(load_checked(cfg, o, k, "12345678", &st));
+          pages[order][edges] = st.pages;
         }
       }
       SCOPED_TRACE("cfg " + std::to_string(int(cfg)) + (redistribute ? " redistribute" : " map"));
@@ -642,19 +652,10 @@ TEST(EdgeRefill, SparseDenseLeavesDoNotChainAtTheEdge) {
   uint64_t pages[3];
   const LayoutConfig cfgs[3] = {LayoutConfig::kHints, LayoutConfig::kAdaptive, LayoutConfig::kFullyDense};
   for (int c = 0; c < 3; c++) {
-    BTree t(cfgs[c]);
-    ASSERT_EQ(t.init(), Status::kOk);
     FillOptions o;
     o.redistribute = false;
-    t.set_fill(o);
-    Model model;
-    for (auto& k : keys) {
-      ASSERT_EQ(t.set(sl(k), sl("null")), Status::kOk);
-      model[k] = "null";
-    }
-    ASSERT_EQ(t.check(), "");
-    ASSERT_EQ(dump(t), model);
-    TreeStats st = collect_stats(t);
+    TreeStats st;
+    ASSERT_NO_FATAL_FAILURE(load_checked(cfgs[c], o, keys, "null", &st));
     pages[c] = st.pages;
     EXPECT_LE(st.fully_dense_leaf, 2u) << "config " << int(cfgs[c]);
   }
@@ -693,23 +694,15 @@ TEST(EdgeRefill, SharedPrefixKeysInOrderFillLeavesAsRandomOrderDoes) {
         if (order == 1) std::reverse(k.begin(), k.end());
         if (order == 2) std::shuffle(k.begin(), k.end(), std::mt19937(7));
         for (int edges = 0; edges < 2; edges++) {
-          BTree t(static_cast<LayoutConfig>(cfg));
-          ASSERT_EQ(t.init(), Status::kOk);
           FillOptions o;
           o.redistribute = false;  // a map's defaults (with edges)
           o.xmerge_on_pressure = false;
           o.edges = edges;
-          t.set_fill(o);
-          Model model;
-          for (auto& key : k) {
-            std::string v(8, static_cast<char>('a' + key.back() % 26));
-            ASSERT_EQ(t.set(sl(key), sl(v)), Status::kOk);
-            model[key] = v;
-          }
-          ASSERT_EQ(t.check(), "") << "cfg " << int(cfg) << " order " << order;
-          ASSERT_EQ(dump(t), model);
-          pages[order][edges] = collect_stats(t).pages;
-          refills[order][edges] = t.fill_stats().edge_refills;
+          TreeStats st;
+          FillStats fs;
+          ASSERT_NO_FATAL_FAILURE(load_checked(static_cast<LayoutConfig>(cfg), o, k, "12345678", &st, &fs));
+          pages[order][edges] = st.pages;
+          refills[order][edges] = fs.edge_refills;
         }
       }
       SCOPED_TRACE("cfg " + std::to_string(cfg) + " prefix " + std::to_string(sh.prefix));
