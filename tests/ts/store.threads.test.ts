@@ -216,6 +216,23 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     }
   });
 
+  // A probe (session 31): the worker's 'exit' handler gave the attached store's stack back as if
+  // idle, and the owner's next call waited for ever for the latch the dead call held. Now the
+  // memory is marked lost there, as markWorkerLost() would: the owner's call throws.
+  it('a worker that ends inside a call (process.exit in a storage read) poisons the memory: the owner gets INSTANCE_POISONED, no hang', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const path = join(tmp.dir, 'exit-midcall.db');
+    const s = await BTreeStore.open<number, string>({ path, wasm, keys: 'number', values: 'utf8', poolSize: 1 << 20 });
+    for (let i = 0; i < 50000; i++) s.set(i, 'v'.repeat(200));
+    await s.commit(); // a 1 MiB pool: most pages are not resident
+    const worker = new Worker(new URL('./fixtures/store-exit-midcall.mjs', import.meta.url), { workerData: { handle: s.share() } });
+    expect(await new Promise((r) => worker.once('exit', r))).toBe(3);
+    // (tested first: without the mark the call below never returns, and the run hangs)
+    expect(wasm.poisoned).toBe(true);
+    expect(() => s.get(1)).toThrow(expect.objectContaining({ code: 'INSTANCE_POISONED' }));
+    await s.close().catch(() => undefined);
+  }, 60000);
+
   it('point reads of resident pages run beside a reader; a page fault or an overflow value waits for the exclusive latch', async () => {
     const wasm = await loadWasm({ threads: true });
     const path = join(tmp.dir, 'reads.db');

@@ -365,6 +365,13 @@ const later: (f: () => void) => void = (() => {
 })();
 
 /** A typed error for a failed status of a store call, with the backend's error as cause. */
+/** The backend's error the host functions kept, once (a later failure must not carry it). */
+function takeError(entry: HostEntry): unknown {
+  const e = entry.lastError;
+  entry.lastError = undefined;
+  return e;
+}
+
 function storeError(st: number, what: string, cause: unknown): Error {
   const detail = cause instanceof Error ? cause.message : cause !== undefined ? String(cause) : undefined;
   const e = errorFromStatus(st, what, detail);
@@ -643,10 +650,11 @@ export class BTreeStore<K = string, V = unknown> {
       }
     };
     try {
-      entry = registerHost(wasm.memory, handle.io, files);
-      const opts = { wasm, keys, values, [ATTACH_TREE]: { tree: handle.tree, borrowed: true, onFree: detach, closed: 'the store is closed' } } as unknown as BTreeMapOptions<K, V>;
+      const e = (entry = registerHost(wasm.memory, handle.io, files));
+      const hooks = { where: handle.path, cause: () => takeError(e) };
+      const opts = { wasm, keys, values, [ATTACH_TREE]: { tree: handle.tree, borrowed: true, onFree: detach, closed: 'the store is closed', hooks } } as unknown as BTreeMapOptions<K, V>;
       map = new BTreeMap<K, V>(null, opts);
-      trackAttached(detach);
+      trackAttached(detach, wasm, handle.tree);
       // (readOnly: the attached store of a reader said readOnly === false; a probe, session 25)
       const storeOptions = { path: handle.path, autoCommit: options.autoCommit, onError: options.onError, readOnly: handle.readOnly === true } as StoreOptions<K, V>;
       store = new BTreeStore<K, V>({ map, wasm, tree: handle.tree, b: { kind: 'sync', files, io: handle.io, entry }, storage: handle.storage, path: handle.path, options: storeOptions, pageBuf: 0, attached: true });
@@ -731,7 +739,7 @@ export class BTreeStore<K = string, V = unknown> {
     const storageOptions = { create, wait: options.wait === true, readOnly, ...(cb !== undefined ? { checkpointBytes: cb } : {}), ...(options.logDeltas !== undefined ? { logDeltas: options.logDeltas } : {}) };
     // The store sets onFault once it exists (a fault outside its async loops drops kept reads).
     // `where` names the store in the errors of the map's calls (a corrupt page: which store?).
-    const hooks: { onFault?: () => void; where?: string } = { where: String(options.path) };
+    const hooks: { onFault?: () => void; where?: string; cause?: () => unknown } = { where: String(options.path) };
     const mapOptions = (tree: number, onFree: (collected: boolean) => void): BTreeMapOptions<K, V> => {
       if (fill !== undefined) {
         if (typeof ex.at_tree_set_fill !== 'function') throw new AdaptreeError('this wasm build has no fill option (missing at_tree_set_fill)', 'INTERNAL');
@@ -761,6 +769,7 @@ export class BTreeStore<K = string, V = unknown> {
         throw errorFromStatus(Status.OUT_OF_MEMORY, 'open');
       }
       const entry = registerHost(wasm.memory, io, files);
+      hooks.cause = () => takeError(entry);
       // No store came of the files (the core's open failed): files this open created go again
       // (a foreign file next to them, a full disk, a bad option must leave nothing behind).
       let discard = false;

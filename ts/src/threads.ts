@@ -25,6 +25,7 @@ import { ClosedError, InvalidArgumentError, ThreadsUnsupportedError, errorFromSt
 import { ATTACH_TREE, BTreeMap, treeOf, type AttachTree, type BTreeMapOptions } from './map.js';
 import { runtimeOf } from './map/runtime.js';
 import { loadWasm, type AdaptreeWasm, type AttachHandle } from './wasm.js';
+import { inHostCall } from './storage/host.js';
 
 const KIND = 'adaptree.shared-map';
 
@@ -93,14 +94,14 @@ export async function attachMap<K, V>(handle: SharedMapHandle, options?: AttachM
     }
     throw e;
   }
-  trackAttached(detach);
+  trackAttached(detach, wasm, handle.tree);
   return map;
 }
 
 /** Registers the detach function of an attached map or store of this thread (freed at the
  * Node worker's 'exit' if still open); the detach must call untrackAttached. */
-export function trackAttached(detach: () => void): void {
-  live.add(detach);
+export function trackAttached(detach: () => void, wasm: AdaptreeWasm, tree: number): void {
+  live.set(detach, { wasm, tree });
   watchExit();
 }
 
@@ -116,8 +117,8 @@ export function detachInstance(wasm: AdaptreeWasm): void {
   wasm.release();
 }
 
-/** Attached maps of this thread not yet freed (their detach functions). */
-const live = new Set<() => void>();
+/** Attached maps of this thread not yet freed (their detach functions, instances and trees). */
+const live = new Map<() => void, { wasm: AdaptreeWasm; tree: number }>();
 let watching = false;
 
 /** Node: a worker whose script ends (or calls process.exit) with attached maps open gives their
@@ -129,7 +130,19 @@ function watchExit(): void {
   if (typeof proc?.once !== 'function') return;
   watching = true;
   proc.once('exit', () => {
-    for (const d of [...live]) d();
+    for (const [d, { wasm, tree }] of [...live]) {
+      // Ending inside a call on the tree (process.exit() in a storage callback or a codec): the
+      // tree's latch may be held and its pages half changed. Detaching gave the stack back and
+      // left the owner waiting for that latch for ever (a probe, session 31): the memory is
+      // marked lost instead, as markWorkerLost() does, and every thread's next call throws
+      // InstanceUnusableError.
+      if (wasm.build === 'mt' && (runtimeOf(wasm).busy !== 0 || inHostCall(wasm.memory))) {
+        live.delete(d);
+        wasm.markLost(tree);
+      } else {
+        d();
+      }
+    }
   });
 }
 

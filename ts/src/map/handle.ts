@@ -41,7 +41,7 @@ export interface Handle<K, V> {
   /** AttachTree.closed: the ClosedError's message once the tree is gone (else the map's). */
   readonly closedMessage: string | undefined;
   /** AttachTree.hooks. */
-  readonly hooks: { onFault?: () => void; where?: string } | undefined;
+  readonly hooks: { onFault?: () => void; where?: string; cause?: () => unknown } | undefined;
 }
 
 export function freeHandle(h: Handle<unknown, unknown>, collected = false): void {
@@ -73,7 +73,15 @@ export function fail(h: Handle<unknown, unknown>, st: number, what: string, deta
   }
   // A store's map: its errors name the store ("get of 'data/x.db': corrupt").
   const where = h.hooks?.where;
-  return errorFromStatus(st, where === undefined ? what : `${what} of '${where}'`, detail);
+  // A store's storage failed inside the call: the backend's own error (its message, as cause).
+  // Point calls gave "storage I/O failed" with no cause; commit and open said what failed (a
+  // probe, session 31).
+  const cause = st === Status.IO_ERROR || st === Status.QUOTA_EXCEEDED ? h.hooks?.cause?.() : undefined;
+  const e = errorFromStatus(st, where === undefined ? what : `${what} of '${where}'`, detail ?? (cause instanceof Error ? cause.message : cause !== undefined ? String(cause) : undefined));
+  if (cause !== undefined && (e as { cause?: unknown }).cause === undefined) {
+    Object.defineProperty(e, 'cause', { value: cause, configurable: true, writable: true, enumerable: false });
+  }
+  return e;
 }
 
 /** Safety net only: maps and iterators that are dropped without free()/return() release

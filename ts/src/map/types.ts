@@ -85,8 +85,10 @@ export interface AttachTree {
   borrowed?: boolean;
   /** What calls after the tree is gone say (a store: "the store is closed"). */
   closed?: string;
-  /** Called as a page fault (NEED_PAGE) becomes a PageFaultError (a store on an async backend). */
-  hooks?: { onFault?: () => void; where?: string };
+  /** onFault: called as a page fault (NEED_PAGE) becomes a PageFaultError (a store on an async
+   * backend); where: the store, named in errors; cause: the backend's error behind an
+   * IO_ERROR or QUOTA_EXCEEDED status (a store on a sync backend). */
+  hooks?: { onFault?: () => void; where?: string; cause?: () => unknown };
 }
 
 /** The prefixes of a tuple type, itself included: `[string, number]` gives it, `[string]`

@@ -72,7 +72,33 @@ function failed(entry: HostEntry, e: unknown): number {
 
 /** The "env" functions for one wasm instance; `memory()` gives its memory (known only after
  * instantiation for the st build, which exports its memory). */
+/** Host calls under way, per memory: a thread that ends inside one (process.exit() in a storage
+ * callback) ended inside a wasm call on that memory (threads.ts, at the worker's 'exit'). */
+const inCall = new WeakMap<object, number>();
+
+/** Whether this thread is inside a host call of a wasm call on `memory`. */
+export function inHostCall(memory: object): boolean {
+  return (inCall.get(memory) ?? 0) > 0;
+}
+
 export function hostImports(memory: () => WasmMemory): Record<string, (...args: number[]) => number> {
+  const fns = hostFunctions(memory);
+  const out: Record<string, (...args: number[]) => number> = {};
+  for (const [name, f] of Object.entries(fns)) {
+    out[name] = (...args: number[]): number => {
+      const m = memory();
+      inCall.set(m, (inCall.get(m) ?? 0) + 1);
+      try {
+        return f(...args);
+      } finally {
+        inCall.set(m, inCall.get(m)! - 1);
+      }
+    };
+  }
+  return out;
+}
+
+function hostFunctions(memory: () => WasmMemory): Record<string, (...args: number[]) => number> {
   const view = (ptr: number, len: number) => new Uint8Array(memory().buffer, ptr, len);
   // This instance's registry (its memory's), once a store has registered on it.
   let registry: Registry | undefined;
