@@ -784,6 +784,11 @@ int32_t at_tree_set_fill(at_tree* t, uint32_t flags) {
   return st(Status::kOk);
 }
 
+uint32_t at_tree_erase_epoch(at_tree* t) {
+  if (!t) return 0;
+  return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(t->tree.erase_epoch_word()));
+}
+
 int32_t at_tree_compact(at_tree* t, at_ctx* c) {
   if (!t) return st(Status::kClosed);
   Held h(t, true, wait_of(c), nullptr);

@@ -115,6 +115,10 @@ int32_t at_stats(at_tree* t, at_ctx* c);
  * the last leaf, prepends before the first: on by default, maps too). A new store has 3;
  * a map 0 (edges only). */
 int32_t at_tree_set_fill(at_tree* t, uint32_t flags);
+/* Address of the tree's removal counter (a u32 bumped atomically by every remove and clear,
+ * under either latch), or 0 if t is null: iterators of a map shared between threads read it
+ * to drop a batch read before another thread removed entries. */
+uint32_t at_tree_erase_epoch(at_tree* t);
 /* XMerge over the whole tree (an async store: over its resident pages). OK with the
  * number of pages freed in result.count (word 4), or an error / BUSY. */
 int32_t at_tree_compact(at_tree* t, at_ctx* c);

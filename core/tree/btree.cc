@@ -79,6 +79,7 @@ Status BTree::clear() {
   if (w != Status::kOk) return w;
   store_.begin_op();
   store_.clear();
+  __atomic_fetch_add(&erase_epoch_, 1, __ATOMIC_RELEASE);
   return end_write(init());
 }
 
@@ -550,6 +551,7 @@ Status BTree::remove_attempt(Slice key, bool step) {
   if (!leaf::remove(page_mut(leaf), key, &old)) return Status::kNotFound;
   count_--;
   version_++;
+  __atomic_fetch_add(&erase_epoch_, 1, __ATOMIC_RELEASE);
   if (old.overflow) {
     Status fs = free_chain(old.first_page);
     if (fs != Status::kOk) return fs;

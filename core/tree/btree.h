@@ -222,6 +222,11 @@ class BTree {
   // The version word, for a reader's pager: it bumps it when it drops a page a
   // read changed, so cursors re-seek (FilePager::set_read_only).
   uint64_t* version_word() { return &version_; }
+  // Removals so far (remove, under either latch, and clear): a JavaScript iterator on a map
+  // shared between threads reads it to drop a batch read before another thread removed
+  // entries (its own removals it knows of). Bumped atomically, apart from version_ (which
+  // optimistic readers validate against: a bump per shared remove would restart them).
+  uint32_t* erase_epoch_word() { return &erase_epoch_; }
   unsigned height() const { return height_; }
   PageId root() const { return root_; }
   const Config& config() const { return cfg_; }
@@ -456,6 +461,7 @@ class BTree {
   // Bumped by every change under the exclusive latch (cursors compare it with
   // their leaf's latch version, which changes under the shared one).
   uint64_t version_ = 0;
+  uint32_t erase_epoch_ = 0;  // erase_epoch_word()
   Status broken_ = Status::kOk;
   Status read_only_ = Status::kOk;
   bool csplit_ = false;

@@ -496,6 +496,7 @@ Status BTree::remove_shared(Slice key, ReadMode& m) {
   CountStripe& cs = counts_[id % kCountStripes];
   cs.n.fetch_sub(1, std::memory_order_relaxed);
   if (store_.backed()) cs.writes.fetch_add(1, std::memory_order_relaxed);
+  __atomic_fetch_add(&erase_epoch_, 1, __ATOMIC_RELEASE);
   if (underfull) m.rebalance = true;  // merging changes the parent: exclusive, after
   return Status::kOk;
 }

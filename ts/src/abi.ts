@@ -136,6 +136,8 @@ export interface AbiExports {
   at_store_set_encodings?(tree: Ptr, key: number, value: number): number;
   /** Node fill (core/tree/rebalance.h): 1 redistribution before splits, 2 XMerge under pool pressure. */
   at_tree_set_fill?(tree: Ptr, flags: number): number;
+  /** Address of the tree's removal counter (u32), 0 for none (bindings/adaptree.h). */
+  at_tree_erase_epoch?(tree: Ptr): number;
   /** XMerge over the whole tree; pages freed in result.aux. */
   at_tree_compact?(tree: Ptr, ctx: Ptr): number;
   at_checksum(data: Ptr, len: number): number;

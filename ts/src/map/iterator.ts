@@ -86,6 +86,12 @@ export class BTreeIterator<K, V, T> {
   #n = 0;
   /** The handle's modification count when the batch was read. */
   #mod = 0;
+  /** mt: the tree's removal counter (at_tree_erase_epoch) and its value when the batch was read:
+   * another thread's removals (a map shared between threads) drop the batch as this handle's
+   * own writes do (h.mod). A batch went on returning entries a worker had deleted (a probe,
+   * session 31: 408 keys after a deleteRange). */
+  #epoch: Int32Array | null = null;
+  #epochSeen = 0;
   /** The last key returned (valid when #hasLast). */
   #last: K | undefined = undefined;
   #hasLast = false;
@@ -117,7 +123,7 @@ export class BTreeIterator<K, V, T> {
   next(): IteratorResult<T, undefined> {
     const h = this.#h;
     if (h === null) return DONE;
-    if (this.#i === this.#n || h.mod !== this.#mod) {
+    if (this.#i === this.#n || h.mod !== this.#mod || (this.#epoch !== null && this.#epoch[0] !== this.#epochSeen)) {
       if (!this.#refill(h)) return DONE;
     }
     const i = this.#i++;
@@ -139,7 +145,7 @@ export class BTreeIterator<K, V, T> {
       for (;;) {
         const h = this.#h;
         if (h === null) return;
-        if (this.#i === this.#n || h.mod !== this.#mod) {
+        if (this.#i === this.#n || h.mod !== this.#mod || (this.#epoch !== null && this.#epoch[0] !== this.#epochSeen)) {
           if (!this.#refill(h)) return;
         }
         const i = this.#i++;
@@ -153,6 +159,20 @@ export class BTreeIterator<K, V, T> {
     } finally {
       if (this.#h !== null) this.#finish();
     }
+  }
+
+  /** The removal counter's view, on a shared memory (the mt build) only: an st map cannot be
+   * shared. Made once: a view of a SharedArrayBuffer stays valid as the memory grows. */
+  #epochOf(h: Handle<K, V>): Int32Array | null {
+    if (this.#epoch !== null) return this.#epoch;
+    const rt = h.rt;
+    rt.refresh();  // (the tree may lie past an older view's end)
+    const buf = rt.u8.buffer;
+    if (typeof SharedArrayBuffer === 'undefined' || !(buf instanceof SharedArrayBuffer)) return null;
+    const ptr = rt.ex.at_tree_erase_epoch?.(h.tree) ?? 0;
+    if (ptr === 0 || (ptr & 3) !== 0) return null;
+    this.#epoch = new Int32Array(buf, ptr, 1);
+    return this.#epoch;
   }
 
   /** Reads and decodes the next batch; false when the iteration is over. */
@@ -172,7 +192,10 @@ export class BTreeIterator<K, V, T> {
     const kenc = h.kenc as unknown;
     const flags = (this.#mode === MODE_KEYS ? 0 : BatchFlags.VALUES) |
       (kenc === utf8Key ? BatchFlags.COLUMNS : kenc === numberKey ? BatchFlags.COLUMNS | BatchFlags.NUMBERS : 0);
-    const moved = this.#started && h.mod !== this.#mod;
+    const epoch = this.#epochOf(h);
+    const moved = this.#started && (h.mod !== this.#mod || (epoch !== null && epoch[0] !== this.#epochSeen));
+    // (read before the batch: a removal while it is read drops it at the next step)
+    if (epoch !== null) this.#epochSeen = Atomics.load(epoch, 0);
     if (this.#drained && !moved) {
       this.#finish();
       return false;
