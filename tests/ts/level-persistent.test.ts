@@ -133,6 +133,39 @@ describe('AdaptreeLevel with a location', () => {
     await db.close();
   });
 
+  // A probe (session 31): on an async store clear() read what to delete when it was called, not
+  // in its turn among the writes: a put called before it survived, and a put called after it
+  // (resolved, read back) was then deleted; a plain clear() went in chunks, a commit each.
+  it('on an asynchronous backend clear() takes its turn among the writes called before and after it', async () => {
+    for (const storage of ['async-memory', 'memory'] as const) {
+      const db = new AdaptreeLevel<string, string>({ location: `clear-order-${++n}`, storage });
+      await db.open();
+      await db.put('a', 'old');
+      const before = db.put('b', 'new');
+      await db.clear();
+      await before;
+      expect(await db.keys().all(), storage).toEqual([]);
+      await db.put('a', 'old');
+      const c = db.clear();
+      await db.put('a', 'new');
+      expect(await db.get('a')).toBe('new');
+      await c;
+      expect(await db.get('a'), storage).toBe('new');
+      // A clear of many keys, with a put called after it.
+      await db.batch(Array.from({ length: 5000 }, (_, i) => ({ type: 'put' as const, key: `k${i}`, value: 'v' })));
+      const c2 = db.clear();
+      const p2 = db.put('k1', 'after');
+      await c2;
+      await p2;
+      expect(await db.keys().all(), storage).toEqual(['k1']);
+      await db.del('k1');
+      expect(await db.keys().all()).toEqual([]);
+      await db.close();
+    }
+    expect(() => new AdaptreeLevel({ storage: 'indexeddb' })).toThrow(/storage needs a location/);
+    expect(() => new AdaptreeLevel({ storage: 'node', poolSize: 1 << 20 })).toThrow(/storage, poolSize need a location/);
+  });
+
   it('a second open of the same location is refused (LockedError) until the first closes', async () => {
     const path = loc();
     const a = new AdaptreeLevel(path);

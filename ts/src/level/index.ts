@@ -139,6 +139,12 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
     if (options.store !== undefined && options.location !== undefined) {
       throw new InvalidArgumentError('give either location or store, not both');
     }
+    // (without a location they were ignored: `{ storage: 'indexeddb' }` gave an in-memory
+    // database that kept nothing; a probe, session 31)
+    if (options.location === undefined) {
+      const stray = (['storage', 'poolSize', 'workerUrl'] as const).filter((k) => options[k] !== undefined);
+      if (stray.length > 0) throw new InvalidArgumentError(`${stray.join(', ')} ${stray.length > 1 ? 'need' : 'needs'} a location (the database is in memory without one)`);
+    }
     const factory =
       options.store ??
       (options.location !== undefined
@@ -295,11 +301,25 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
   /** @hidden abstract-level's private API (called through the public method without the underscore). */
   async _clear(options: RangeOptions): Promise<void> {
     const s = this.#store!;
+    if (s.sync) return this.#clear(s, options);
+    // An async store: in the write queue, after the writes called before it and before those
+    // called after it. It took its version when called: writes queued before it were not deleted,
+    // and a put made after it (resolved, read back) was deleted by a later chunk (a probe,
+    // session 31).
+    const run = this.#tail.then(() => this.#clear(s, options));
+    this.#tail = run.catch(() => {});
+    return run;
+  }
+
+  /** clear(), in its turn: no write of this database runs meanwhile but its own chunks. */
+  async #clear(s: LevelStore, options: RangeOptions): Promise<void> {
     const vs = this.#versions!;
     const snap = options.snapshot ?? null;
     const range = rangeOf(options);
-    if (s.sync && snap === null && options.limit < 0 && vs.size === 0) {
-      await s.deleteRange(range); // applied at once; a persistent store resolves on commit
+    if (snap === null && options.limit < 0 && vs.size === 0) {
+      // One deleteRange: applied at once, one commit (an async store's too: it went chunk by
+      // chunk, a commit each, and readers saw it half done).
+      await s.deleteRange(range);
       return;
     }
     // Delete the keys the reader sees (in the snapshot if one is given), `limit` of them.
@@ -318,7 +338,9 @@ export class AdaptreeLevel<KDefault = string, VDefault = string> extends Abstrac
         const batch = s.sync ? cursor.readNow(n) : await cursor.read(n);
         if (batch.length === 0) break;
         left -= batch.length;
-        const w = this.#write([], batch.map((e) => e[0]));
+        // (an async store's chunks are written in this turn of the queue: #write would queue
+        // them behind this clear)
+        const w = s.sync ? this.#write([], batch.map((e) => e[0])) : this.#writeNow(s, [], batch.map((e) => e[0]));
         if (w !== undefined) {
           if (s.sync) durable.push(Promise.resolve(w));
           else await w;
