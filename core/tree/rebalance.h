@@ -191,7 +191,7 @@ class Rebalancer {
   unsigned refill_cut_ = 0;
   // before_split's edge regroups: how far from the leaf's end (start) the key may go (records),
   // and where it goes in an edge split.
-  unsigned edge_slack_ = 0, edge_kpos_ = 0;
+  unsigned edge_slack_ = 0, split_slack_ = 0, edge_kpos_ = 0;
 };
 
 }  // namespace adaptree
