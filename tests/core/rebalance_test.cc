@@ -589,6 +589,19 @@ void load_checked(LayoutConfig cfg, const FillOptions& o, const std::vector<std:
   if (fs) *fs = t.fill_stats();
 }
 
+// The pages of load_checked under node fill (redistribute, edges; no XMerge). A failure inside
+// is the test's (recorded there); the pages are then 0.
+uint64_t pages_with(LayoutConfig cfg, bool redistribute, bool edges, const std::vector<std::string>& keys,
+                    const std::string& v, FillStats* fs = nullptr) {
+  FillOptions o;
+  o.redistribute = redistribute;
+  o.xmerge_on_pressure = false;
+  o.edges = edges;
+  TreeStats st;
+  load_checked(cfg, o, keys, v, &st, fs);
+  return st.pages;
+}
+
 // Keys that come nearly in order (batches of 10 written in reverse) and several append points
 // at once (tenants appending in turn): a key near the end of the last leaf, or ending a run of
 // a quarter of its leaf's records that share more of it than the next record does, is an
@@ -618,15 +631,7 @@ TEST(EdgeRefill, NearlyOrderedKeysAndSeveralAppendPointsFillLeaves) {
       uint64_t pages[4][2] = {};
       for (int order = 0; order < 4; order++) {
         const std::vector<std::string> k = keys_of(order);
-        for (int edges = 0; edges < 2; edges++) {
-          FillOptions o;
-          o.redistribute = redistribute;
-          o.xmerge_on_pressure = false;
-          o.edges = edges;
-          TreeStats st;
-          ASSERT_NO_FATAL_FAILURE(load_checked(cfg, o, k, "12345678", &st));
-          pages[order][edges] = st.pages;
-        }
+        for (int edges = 0; edges < 2; edges++) pages[order][edges] = pages_with(cfg, redistribute, edges, k, "12345678");
       }
       SCOPED_TRACE("cfg " + std::to_string(int(cfg)) + (redistribute ? " redistribute" : " map"));
       for (int order = 0; order < 3; order++) {
@@ -649,15 +654,7 @@ TEST(EdgeRefill, UnpaddedCountersWithLargeValuesTakeNoMorePages) {
   for (LayoutConfig cfg : {LayoutConfig::kAdaptive, LayoutConfig::kHints}) {
     for (bool redistribute : {true, false}) {
       uint64_t pages[2];
-      for (int edges = 0; edges < 2; edges++) {
-        FillOptions o;
-        o.redistribute = redistribute;
-        o.xmerge_on_pressure = false;
-        o.edges = edges;
-        TreeStats st;
-        ASSERT_NO_FATAL_FAILURE(load_checked(cfg, o, keys, std::string(800, 'x'), &st));
-        pages[edges] = st.pages;
-      }
+      for (int edges = 0; edges < 2; edges++) pages[edges] = pages_with(cfg, redistribute, edges, keys, std::string(800, 'x'));
       EXPECT_LE(pages[1], pages[0]) << "config " << int(cfg) << (redistribute ? " redistribute" : " map");
     }
   }
@@ -720,14 +717,8 @@ TEST(EdgeRefill, SharedPrefixKeysInOrderFillLeavesAsRandomOrderDoes) {
         if (order == 1) std::reverse(k.begin(), k.end());
         if (order == 2) std::shuffle(k.begin(), k.end(), std::mt19937(7));
         for (int edges = 0; edges < 2; edges++) {
-          FillOptions o;
-          o.redistribute = false;  // a map's defaults (with edges)
-          o.xmerge_on_pressure = false;
-          o.edges = edges;
-          TreeStats st;
-          FillStats fs;
-          ASSERT_NO_FATAL_FAILURE(load_checked(static_cast<LayoutConfig>(cfg), o, k, "12345678", &st, &fs));
-          pages[order][edges] = st.pages;
+          FillStats fs;  // (a map's defaults: no redistribution, with edges)
+          pages[order][edges] = pages_with(static_cast<LayoutConfig>(cfg), false, edges, k, "12345678", &fs);
           refills[order][edges] = fs.edge_refills;
         }
       }
