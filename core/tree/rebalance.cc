@@ -130,9 +130,10 @@ bool Rebalancer::edge_position(const Slice* key, int edge, unsigned* kpos) const
   return edge > 0 ? lo + slack >= n : lo <= slack;
 }
 
-// The cut of an edge refill (regroup, edge = +-2): the group is the tree's last leaf and
-// its left neighbour (first leaf and its right neighbour), its records recs_[0, n) (the
-// neighbour's are the first nl (the last n - nl)), key past (before) all of them. The
+// The cut of an edge refill (regroup, edge = +-2): the group is a leaf where keys come in
+// order (the tree's last, or an append point inside it; the tree's first) and its left (right)
+// neighbour, its records recs_[0, n) (the neighbour's are the first nl (the last n - nl)), key
+// past (before) all of them or within edge_slack_ of that. The
 // neighbour takes as many of the edge leaf's records as it holds at most kFillSixteenths
 // full with its new fence: they lose the prefix that fence gives, which the edge leaf
 // (one infinite fence, no prefix) could not. Sets refill_cut_ (records [0, cut) go left);
