@@ -74,24 +74,30 @@ function failed(entry: HostEntry, e: unknown): number {
  * instantiation for the st build, which exports its memory). */
 /** Host calls under way, per memory: a thread that ends inside one (process.exit() in a storage
  * callback) ended inside a wasm call on that memory (threads.ts, at the worker's 'exit'). */
-const inCall = new WeakMap<object, number>();
+const depthOf = new WeakMap<object, () => number>();
 
 /** Whether this thread is inside a host call of a wasm call on `memory`. */
 export function inHostCall(memory: object): boolean {
-  return (inCall.get(memory) ?? 0) > 0;
+  return (depthOf.get(memory)?.() ?? 0) > 0;
 }
 
 export function hostImports(memory: () => WasmMemory): Record<string, (...args: number[]) => number> {
   const fns = hostFunctions(memory);
+  // One counter per instance (its memory is known at the first call): every page read and write
+  // passes here, so two integer steps, no map lookup.
+  let depth = 0, registered = false;
   const out: Record<string, (...args: number[]) => number> = {};
   for (const [name, f] of Object.entries(fns)) {
-    out[name] = (...args: number[]): number => {
-      const m = memory();
-      inCall.set(m, (inCall.get(m) ?? 0) + 1);
+    out[name] = (a?: number, b?: number, c?: number, d?: number, e?: number): number => {
+      if (!registered) {
+        registered = true;
+        depthOf.set(memory(), () => depth);
+      }
+      depth++;
       try {
-        return f(...args);
+        return (f as (a?: number, b?: number, c?: number, d?: number, e?: number) => number)(a, b, c, d, e);
       } finally {
-        inCall.set(m, inCall.get(m)! - 1);
+        depth--;
       }
     };
   }
