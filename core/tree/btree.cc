@@ -950,6 +950,9 @@ void BTree::insert_separator(PageId parent, Slice sep, PageId left_child) {
 }
 
 Status BTree::split_inner(Path* path, unsigned idx) {
+  // At the tree's edge, with keys in order, the neighbour takes entries first (rebalance.h);
+  // the caller descends again either way.
+  if (fill_.edges && rebalancer() && rebalance_->refill_inner(path->ids, path->depth, idx)) return Status::kOk;
   PageId node = path->ids[idx];
   unsigned n = extract(page(node), 0, &recs_);
   if (n == kExtractFailed) return Status::kOutOfMemory;

@@ -792,6 +792,129 @@ bool Rebalancer::before_split(const PageId* ids, unsigned depth, Slice key, uint
   return false;
 }
 
+// ---------------------------------------------------------------- inner refill
+
+bool Rebalancer::refill_inner(const PageId* ids, unsigned depth, unsigned idx) {
+  BTree& t = *t_;
+  if (group_ || idx == 0 || idx + 1 >= depth || !grow_scratch()) return false;
+  const PageId parent = ids[idx - 1], node = ids[idx], below = ids[idx + 1];
+  const uint8_t* np = read(node);
+  const uint8_t* pp = read(parent);
+  if (np[0] != static_cast<uint8_t>(PageTag::kBasicInner) || pp[0] != static_cast<uint8_t>(PageTag::kBasicInner))
+    return false;
+  BasicNode en{const_cast<uint8_t*>(np)}, pn{const_cast<uint8_t*>(pp)};
+  const Fences ef = fences_of(np);
+  const unsigned pc = pn.count(), ne = en.count();
+  // right: the node is the tree's last at its level and the split child its last; left: first.
+  const bool right = ef.upper_inf && en.upper_child() == below;
+  const bool left = !right && ef.lower_inf && ne > 0 && en.child(0) == below;
+  if (!(right || left) || pc == 0 || ne == 0) return false;
+  if (right ? pn.upper_child() != node : pn.child(0) != node) return false;
+  const unsigned pslot = right ? pc - 1 : 0;  // the parent's key between the node and its neighbour
+  const PageId nb = right ? pn.child(pc - 1) : pn.child(1);
+  if (!at_hand(nb)) return false;
+  const uint8_t* bp = read(nb);
+  if (bp[0] != static_cast<uint8_t>(PageTag::kBasicInner)) return false;
+  // Copies: the lower of the two nodes in src_ page 0, the upper in page 1, the parent in 2.
+  uint8_t* lo = src_.data();
+  uint8_t* hi = lo + kPageSize;
+  uint8_t* pc_copy = lo + 2 * kPageSize;
+  memcpy(lo, right ? bp : np, kPageSize);
+  memcpy(hi, right ? np : bp, kPageSize);
+  memcpy(pc_copy, pp, kPageSize);
+  BasicNode ln{lo}, hn{hi}, pcn{pc_copy};
+  const unsigned nl = ln.count(), nh = hn.count(), n = nl + 1 + nh;
+  // The two nodes' entries in key order with the parent's key between them, whose child is
+  // the lower node's upper child: entries [0, m) go to the lower node, m's key to the parent
+  // (its child the lower node's upper child), (m, n) to the upper node. m = nl: as they are.
+  if (!resize_checked(recs_, n)) return false;
+  ln.extract(recs_.data());
+  uint8_t lower_upper[4];
+  store32(lower_upper, ln.upper_child());
+  const Slice ps = pcn.suffix(pslot);
+  recs_[nl] = RecordRef{pcn.prefix(), ps.data, lower_upper, static_cast<uint16_t>(pcn.prefix_len()),
+                        static_cast<uint16_t>(ps.len), 4};
+  hn.extract(recs_.data() + nl + 1);
+  const Fences lf = fences_of(lo), hf = fences_of(hi);
+  const uint8_t flags = t.inner_flags();
+  KeyBuffer& sep = seps_[0];
+  auto lower_fences = [&](unsigned m) {
+    sep.assign(recs_[m], recs_[m].key_len());
+    return Fences{lf.lower, sep.slice(), lf.lower_inf, false};
+  };
+  auto upper_fences = [&](unsigned m) {
+    sep.assign(recs_[m], recs_[m].key_len());
+    return Fences{sep.slice(), hf.upper, false, hf.upper_inf};
+  };
+  constexpr unsigned kLimit = kNodeSize * kFillSixteenths / 16;
+  // The neighbour's bytes with cut m: it grows with its entries (right: m up; left: m down).
+  auto fits = [&](unsigned m) {
+    const Fences f = right ? lower_fences(m) : upper_fences(m);
+    const uint32_t plen = t.cfg_.prefix_truncation ? fence_prefix_len(f) : 0;
+    return right ? BasicNode::space_needed(flags, f, plen, recs_.data(), m) <= kLimit
+                 : BasicNode::space_needed(flags, f, plen, recs_.data() + m + 1, n - m - 1) <= kLimit;
+  };
+  uint8_t* dl = dst_.data();
+  uint8_t* dh = dl + kPageSize;
+  uint8_t* dp = dl + 2 * kPageSize;
+  auto builds = [&](unsigned m) {
+    const PageId mid_child = load32(recs_[m].val);
+    Fences f = lower_fences(m);
+    if (!BasicNode::build(dl, PageTag::kBasicInner, flags, f, t.cfg_.prefix_truncation, recs_.data(), m, mid_child,
+                          kCounterDisabled))
+      return false;
+    f = upper_fences(m);
+    return BasicNode::build(dh, PageTag::kBasicInner, flags, f, t.cfg_.prefix_truncation, recs_.data() + m + 1,
+                            n - m - 1, hn.upper_child(), kCounterDisabled);
+  };
+  unsigned m;
+  if (right) {
+    // The most entries the lower neighbour takes: the largest m in (nl, n).
+    if (!fits(nl + 1)) return false;
+    unsigned a = nl + 1, b = n - 1;
+    while (a < b) {
+      unsigned mid = a + (b - a + 1) / 2;
+      if (fits(mid)) a = mid;
+      else b = mid - 1;
+    }
+    m = a;
+    while (m > nl + 1 && !builds(m)) m = nl + 1 + (m - nl - 1) / 2;
+  } else {
+    // The most entries the upper neighbour takes: the smallest m in [0, nl).
+    if (!fits(nl - 1)) return false;
+    unsigned a = 0, b = nl - 1;
+    while (a < b) {
+      unsigned mid = a + (b - a) / 2;
+      if (fits(mid)) b = mid;
+      else a = mid + 1;
+    }
+    m = a;
+    while (m < nl - 1 && !builds(m)) m = nl - 1 - (nl - 1 - m) / 2;
+  }
+  if (!builds(m)) return false;
+  // The parent: the new key (in sep: builds(m) assigned it last) in place of the old one.
+  memcpy(dp, pp, kPageSize);
+  BasicNode pd{dp};
+  const unsigned plen = pd.prefix_len();
+  if (sep.len < plen) return false;
+  uint8_t child[4];
+  store32(child, pd.child(pslot));
+  pd.remove_at(pslot);
+  if (pd.entry_space(sep.len - plen, 4) > pd.free_space_after_compaction()) return false;
+  pd.insert_at(pslot, sep.data + plen, sep.len - plen, child, 4);
+  // (Room::kMoveFew: rebased, as regroup's pages, for a commit's deltas)
+  const PageId lo_id = right ? nb : node, hi_id = right ? node : nb;
+  const PageId out_ids[3] = {lo_id, hi_id, parent};
+  for (unsigned q = 0; q < 3; q++) {
+    uint8_t* d = write(out_ids[q]);
+    const uint8_t* img = dl + size_t{q} * kPageSize;
+    if (t.room_ != Room::kMoveFew || !BasicNode{d}.rebase(img)) memcpy(d, img, kPageSize);
+  }
+  stats_.inner_refills++;
+  bump_version();
+  return true;
+}
+
 // ---------------------------------------------------------------- XMerge
 
 bool Rebalancer::xmerge_at(PageId parent, unsigned first, bool resident_only) {
