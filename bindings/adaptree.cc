@@ -1526,6 +1526,7 @@ int32_t at_store_stats(at_tree* t, at_ctx* c) {
   num("splits_2to3_shared", fs.shared_splits_2to3);
   num("edge_splits", fs.edge_splits);
   num("edge_refills", fs.edge_refills);
+  num("inner_refills", fs.inner_refills);
   num("xmerges", fs.xmerges);
   num("xmerge_attempts", fs.xmerge_attempts);
   j += "}";

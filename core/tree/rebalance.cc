@@ -75,6 +75,7 @@ void Rebalancer::absorb_into(Rebalancer& main) {
   add(&b.splits_2to3, &a.splits_2to3);
   add(&b.edge_splits, &a.edge_splits);
   add(&b.edge_refills, &a.edge_refills);
+  add(&b.inner_refills, &a.inner_refills);
   add(&b.xmerges, &a.xmerges);
   add(&b.xmerge_attempts, &a.xmerge_attempts);
   add(&b.regroup_calls, &a.regroup_calls);

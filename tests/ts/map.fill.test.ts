@@ -122,6 +122,42 @@ describe.each(REAL_BUILDS)('%s build: node fill', (build) => {
     await s.close();
   });
 
+  // The edge's inner nodes keep whole separators too: 600-byte prefixes in order made a few
+  // entries an inner node and more levels than a random order (session 32). The edge inner
+  // node's neighbour now takes its entries first (core: Rebalancer::refill_inner).
+  it('inner nodes at the edge fill too: keys with a long shared prefix in order take no more levels', async () => {
+    const prefix = 'p'.repeat(600);
+    const n = 6000;
+    const keys = Array.from({ length: n }, (_, i) => prefix + String(i).padStart(8, '0'));
+    const shuffled = keys.slice();
+    const rng = new SplitMix(3);
+    for (let i = n - 1; i > 0; i--) {
+      const j = rng.int(i + 1);
+      [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
+    }
+    const shape = (order: string[]) => {
+      const m = new BTreeMap<string, number>(null, { wasm, layout: 'hints' });
+      order.forEach((k) => m.set(k, 1));
+      m.checkInvariants();
+      expect(m.size).toBe(n);
+      const { height, pages } = m.stats();
+      m.free();
+      return { height, pages };
+    };
+    const random = shape(shuffled), asc = shape(keys), desc = shape(keys.slice().reverse());
+    for (const s of [asc, desc]) {
+      expect(s.height).toBeLessThanOrEqual(random.height);
+      expect(s.pages).toBeLessThanOrEqual(random.pages * 1.1);
+    }
+    const s = await BTreeStore.open<string, number>({ path: uniqueName('fill'), storage: 'memory', wasm, layout: 'hints' });
+    keys.forEach((k) => s.set(k, 1));
+    await s.commit();
+    s.checkInvariants();
+    expect(s.stats().inner_refills).toBeGreaterThan(0);
+    expect(s.treeStats().height).toBeLessThanOrEqual(random.height);
+    await s.close();
+  });
+
   it('a store redistributes by default, can be told not to, and compacts', async () => {
     const keys = randomKeys(6000, 5);
     const stats = async (fill?: { redistribute?: boolean; xmerge?: boolean }) => {

@@ -34,7 +34,8 @@ import {
   listOf,
   withApplied,
 } from './errors.js';
-import { ENCODE_INTO_VIEW, readUtf8, utf8Key } from './encoding/utf8.js';
+import { ENCODE_INTO_VIEW, encodeToArray, readUtf8, utf8Key } from './encoding/utf8.js';
+import { decodeWith, encodeWith } from './encoding/codec.js';
 import { bytesValue, jsonValue } from './encoding/values.js';
 import { BatchCopy } from './map/batch.js';
 import { SHRINK_ABOVE, type Runtime, runtimeOf, getDefaultWasm } from './map/runtime.js';
@@ -101,6 +102,13 @@ export interface MapMembers<K, V> extends Omit<Map<K, V>, 'getOrInsert' | 'getOr
 
 /** @internal threads.ts: the instance and tree address of a map. */
 export let treeOf: (m: BTreeMap<unknown, unknown>) => { wasm: AdaptreeWasm; tree: number };
+/** @internal store.ts: a key or value as it is when an async call is made. An async backend
+ * runs the call later (behind earlier calls) and again after each page fault, and a key or
+ * value object the caller changed meanwhile was read then: a deleteAsync removed another key,
+ * a setAsync stored the changed value (a probe, session 32). Primitives come back as they are,
+ * objects as a copy made by encoding and decoding them (which encodes to the same bytes). */
+export let frozenKey: <K>(m: BTreeMap<K, unknown>, key: K) => K;
+export let frozenValue: <V>(m: BTreeMap<unknown, V>, value: V) => V;
 /** @internal The tree under `m` changed without a call of the map (a store's reader moved to a
  * newer commit, store.ts): live iterators re-read after their last key, as after a write. */
 export let treeMoved: (m: BTreeMap<unknown, unknown>) => void;
@@ -640,6 +648,18 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     treeOf = (m) => ({ wasm: m.#h.rt.wasm, tree: m.#h.tree });
     treeMoved = (m) => {
       m.#h.mod++;
+    };
+    frozenKey = <K>(m: BTreeMap<K, unknown>, key: K): K => {
+      if (key === null || (typeof key !== 'object' && typeof key !== 'function')) return key;
+      const kenc = m.#h.kenc;
+      return decodeWith(kenc, encodeWith(kenc, key));
+    };
+    frozenValue = <V>(m: BTreeMap<unknown, V>, value: V): V => {
+      if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return value;
+      const h = m.#h;
+      const p = prepareValue(h, value);
+      const bytes = typeof p === 'string' ? encodeToArray(p) : p.slice();
+      return h.venc.decodeFrom(bytes, 0, bytes.length, false);
     };
   }
 

@@ -60,6 +60,8 @@ import {
 import {
   ATTACH_TREE,
   BTreeMap,
+  frozenKey,
+  frozenValue,
   getDefaultWasm,
   treeMoved,
   type BTreeMapOptions,
@@ -269,6 +271,9 @@ export interface StoreStats {
    * full last (first) one, and those whose neighbour leaf took records instead. */
   edge_splits: number;
   edge_refills: number;
+  /** The same one level up or more: a full inner node at the tree's edge whose neighbour took
+   * entries instead of it splitting. */
+  inner_refills: number;
   xmerges: number;
   xmerge_attempts: number;
   /** Pages compact() moved from the store's end into free pages below since open, so that the
@@ -1968,20 +1973,62 @@ export class BTreeStore<K = string, V = unknown> {
     return (await b.pages.readPages!(ids)).map((image) => ({ image }));
   }
 
+  /**
+   * On an async backend a call runs later (behind earlier calls) and again after each page
+   * fault: its key and value are taken as they are when it is made (frozenKey in map.ts), or a
+   * key or value the caller changed meanwhile was read then (a probe, session 32: a deleteAsync
+   * removed another key, a setAsync stored the changed value). Strings and numbers need no
+   * copy; a bad key or value rejects the call at once.
+   */
+  #key(key: K): K {
+    return this.#b.kind === 'async' && key !== null && typeof key === 'object' ? frozenKey(this.#map, key) : key;
+  }
+
+  #value(value: V): V {
+    return this.#b.kind === 'async' && value !== null && typeof value === 'object' ? frozenValue(this.#map, value) : value;
+  }
+
+  /** A range's bounds as they are now (see #key). */
+  #range<R extends Range<K> | DeleteRange<K> | undefined>(range: R): R {
+    if (this.#b.kind !== 'async' || range === null || typeof range !== 'object') return range;
+    const r = { ...range } as Record<string, unknown>;
+    for (const f of ['gt', 'gte', 'lt', 'lte'] as const) if (f in r) r[f] = this.#key(r[f] as K);
+    return r as R;
+  }
+
   getAsync(key: K): Promise<V | undefined> {
-    return this.#run(() => this.get(key));
+    let k: K;
+    try {
+      k = this.#key(key);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#run(() => this.get(k));
   }
 
   hasAsync(key: K): Promise<boolean> {
-    return this.#run(() => this.has(key));
+    let k: K;
+    try {
+      k = this.#key(key);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#run(() => this.has(k));
   }
 
   async setAsync(key: K, value: V): Promise<this> {
-    return this.#run(() => this.set(key, value), false, true);
+    const k = this.#key(key), v = this.#value(value);
+    return this.#run(() => this.set(k, v), false, true);
   }
 
   deleteAsync(key: K): Promise<boolean> {
-    return this.#run(() => this.delete(key), false, true);
+    let k: K;
+    try {
+      k = this.#key(key);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#run(() => this.delete(k), false, true);
   }
 
   async clearAsync(): Promise<void> {
@@ -1997,11 +2044,23 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   nextHigherAsync(key: K): Promise<[K, V] | undefined> {
-    return this.#run(() => this.nextHigher(key));
+    let k: K;
+    try {
+      k = this.#key(key);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#run(() => this.nextHigher(k));
   }
 
   nextLowerAsync(key: K): Promise<[K, V] | undefined> {
-    return this.#run(() => this.nextLower(key));
+    let k: K;
+    try {
+      k = this.#key(key);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#run(() => this.nextLower(k));
   }
 
   /**
@@ -2013,8 +2072,10 @@ export class BTreeStore<K = string, V = unknown> {
    * batch waits for a page can show in the later keys.
    */
   async getManyAsync(keys: Iterable<K>): Promise<(V | undefined)[]> {
-    const list = listOf(keys, 'getManyAsync: keys');
+    let list = listOf(keys, 'getManyAsync: keys');
     if (this.#b.kind !== 'async') return this.getMany(list);
+    // (the keys as they are now, in an array of our own: see #key)
+    list = list.map((k) => this.#key(k));
     return this.#sequence(false, async () => {
     this.#starting();
     try {
@@ -2061,7 +2122,16 @@ export class BTreeStore<K = string, V = unknown> {
    * (set is idempotent, later duplicates still win). */
   async setManyAsync(entries: Iterable<readonly [K, V]>, options?: { onProgress?: ProgressCallback }): Promise<this> {
     batchOptions(options, 'setManyAsync');
-    const list = listOf(entries, 'setManyAsync: entries');
+    let list = listOf(entries, 'setManyAsync: entries');
+    // (the entries as they are now, in an array of our own: see #key; an entry that is not a
+    // pair is left for setMany to refuse, with its index)
+    if (this.#b.kind === 'async') {
+      try {
+        list = list.map((e) => (e !== null && typeof e === 'object' && e.length === 2 ? [this.#key(e[0]), this.#value(e[1])] as const : e));
+      } catch (e) {
+        throw withApplied(e, 0);  // (as setMany's errors: none of the batch is in)
+      }
+    }
     // A page fault ends the core's call after the entries before it were applied: the retry
     // goes on from there, in slices of ASYNC_BATCH entries, so that a fault re-encodes at most
     // one slice (re-applying the whole batch after each fault made a batch larger than the
@@ -2106,6 +2176,7 @@ export class BTreeStore<K = string, V = unknown> {
   /** Removes the range; on an async backend each page fault ends one call into the core,
    * which removed what it could before it (at_delete_range): the retries add up. */
   async deleteRangeAsync(range: DeleteRange<K>): Promise<number> {
+    range = this.#range(range);
     let removed = 0;
     return this.#run(
       () => {
