@@ -99,7 +99,9 @@ int32_t at_clear(at_tree* t);
  * so that the caller resumes after them instead of re-applying the batch. */
 int32_t at_set_many(at_tree* t, at_ctx* c, const uint8_t* batch, uint32_t count);
 /* Output (see above) in the context's buffer: result.value/value_len. On NEED_PAGE (aux =
- * the page id) result.key_len keys were answered and value/value_len hold their output. */
+ * the page id) result.key_len keys were answered and value/value_len hold their output. On OK
+ * result.key_len is 0 when every key was answered, else the keys answered (the output passed
+ * 1 MiB there: call again for the rest, so that memory holds about that much at a time). */
 int32_t at_get_many(at_tree* t, at_ctx* c, const uint8_t* keys, uint32_t count);
 /* Removes every key within the bounds; returns the number removed (>= 0) or a negative status.
  * On a store on an async host, AT_RANGE_NEED_PAGE with the page id in result.aux: keys

@@ -579,6 +579,58 @@ TEST(Overflow, LargeValuesRoundTripAndFreeTheirPages) {
   at_tree_free(at);
 }
 
+// at_get_many answers keys until its output passes ~1 MiB, then result.key_len says how many it
+// answered (0: all) and the caller calls again for the rest: the whole output in one buffer,
+// grown by doubling, kept ~3x the result in wasm memory for good (session 32).
+TEST(Overflow, GetManyAnswersInChunksOfAboutAMebibyte) {
+  at_tree* at = at_tree_new(7);
+  at_ctx* ctx = at_ctx_new();
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 8; i++) {
+    keys.push_back("k" + std::to_string(i));
+    values.push_back(std::string(400000 + i, static_cast<char>('a' + i)));
+    ASSERT_EQ(at_set(at, ctx, reinterpret_cast<const uint8_t*>(keys[i].data()), keys[i].size(),
+                     reinterpret_cast<const uint8_t*>(values[i].data()), values[i].size()),
+              0);
+  }
+  std::vector<std::string> ask = {"k0", "nope", "k1", "k2", "k3", "k4", "k5", "k6", "k7"};
+  std::vector<uint8_t> batch;
+  for (auto& k : ask) {
+    uint32_t kl = k.size();
+    batch.insert(batch.end(), reinterpret_cast<uint8_t*>(&kl), reinterpret_cast<uint8_t*>(&kl) + 4);
+    batch.insert(batch.end(), k.begin(), k.end());
+  }
+  std::vector<uint32_t> chunks;
+  size_t done = 0;
+  const uint8_t* kp = batch.data();
+  while (done < ask.size()) {
+    ASSERT_EQ(at_get_many(at, ctx, kp, ask.size() - done), 0);
+    const uint32_t answered = at_ctx_result(ctx)[1];
+    const uint32_t m = answered == 0 ? ask.size() - done : answered;
+    chunks.push_back(m);
+    EXPECT_LE(at_ctx_result(ctx)[3], (1u << 20) + 400100);  // at most a value past the mebibyte
+    const uint8_t* p = at_ctx_value_ptr(ctx);
+    for (uint32_t j = 0; j < m; j++, done++) {
+      uint32_t vl, kl;
+      memcpy(&vl, p, 4);
+      memcpy(&kl, kp, 4);
+      kp += 4 + kl;
+      if (ask[done] == "nope") {
+        EXPECT_EQ(vl, 0xFFFFFFFFu);
+        p += 4;
+        continue;
+      }
+      ASSERT_EQ(vl, values[ask[done][1] - '0'].size());
+      EXPECT_EQ(std::string(reinterpret_cast<const char*>(p + 4), vl), values[ask[done][1] - '0']);
+      p += 4 + vl;
+    }
+  }
+  // 400 KB values: three to a chunk (the third passes 1 MiB), the absent key in the first.
+  EXPECT_EQ(chunks, (std::vector<uint32_t>{4, 3, 2}));
+  at_ctx_free(ctx);
+  at_tree_free(at);
+}
+
 TEST(Cursor, SurvivesModificationsNeverSkipsOrRepeats) {
   for (LayoutConfig cfg : {LayoutConfig::kBaseline, LayoutConfig::kFingerprint, LayoutConfig::kFullyDense,
                            LayoutConfig::kAdaptive}) {

@@ -100,6 +100,40 @@ export interface MapMembers<K, V> extends Omit<Map<K, V>, 'getOrInsert' | 'getOr
   set(key: K, value: V): this;
 }
 
+/** Decodes getMany's output (a length word, ABSENT or the value's bytes, per key) from
+ * u8[p, p + len) into out[at, ...): m values, or (m < 0) all the output holds; returns how many. */
+function decodeMany<V>(h: Handle<unknown, V>, u8: Uint8Array, dv: DataView, p: number, len: number, out: (V | undefined)[],
+                       at: number, m: number, shared: boolean): number {
+  const end = p + len;
+  let i = 0;
+  if ((h.venc as unknown) === bytesValue) {
+    // One copy of the output for all values longer than OWN_COPY_MAX (subarrays of it).
+    const bc = new BatchCopy(u8, p, end);
+    for (; m < 0 ? p < end : i < m; i++) {
+      const vl = dv.getUint32(p, true);
+      p += 4;
+      if (vl === ABSENT) {
+        out[at + i] = undefined;
+      } else {
+        out[at + i] = bc.value(p, vl) as V;
+        p += vl;
+      }
+    }
+    return i;
+  }
+  for (; m < 0 ? p < end : i < m; i++) {
+    const vl = dv.getUint32(p, true);
+    p += 4;
+    if (vl === ABSENT) {
+      out[at + i] = undefined;
+    } else {
+      out[at + i] = h.venc.decodeFrom(u8, p, vl, shared);
+      p += vl;
+    }
+  }
+  return i;
+}
+
 /** @internal threads.ts: the instance and tree address of a map. */
 export let treeOf: (m: BTreeMap<unknown, unknown>) => { wasm: AdaptreeWasm; tree: number };
 /** @internal store.ts: a key or value as it is when an async call is made. An async backend
@@ -477,57 +511,50 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     } finally {
       rt.busy--;
     }
-    const base = rt.data;
-    const st = rt.ex.at_get_many(h.tree, rt.ctx, base, n);
-    let m = n;
-    if (st === Status.NEED_PAGE) {
-      // The keys before the fault were answered: their values go with the error, so that
-      // BTreeStore.getManyAsync resumes after them.
+    // The core answers up to ~1 MiB of output a call (at_get_many: result.key_len is then the
+    // keys answered); the values are copied out and the next call goes on after them, so wasm
+    // memory holds about that much at a time. One call for the whole result grew memory by ~3x
+    // the result, for good (100 values of 1 MiB: +242 MiB).
+    const out = new Array<V | undefined>(n);
+    const custom = h.venc.name === 'custom';
+    // Custom decoders run user code (which may call into this map and overwrite the keys still
+    // to ask for): their chunks are copied and decoded once every key is answered.
+    const pending: Uint8Array[] = [];
+    let done = 0, kp = rt.data, st: number;
+    for (;;) {
+      st = rt.ex.at_get_many(h.tree, rt.ctx, kp, n - done);
       rt.refresh();
-      m = rt.dv.getUint32(rt.res + Result.KEY_LEN, true);
-    } else if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'getMany');
-    rt.refresh();
-    const dv = rt.dv, u8 = rt.u8;
-    let p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
-    const out = new Array<V | undefined>(m);
-    const outLen = dv.getUint32(rt.res + Result.VALUE_LEN, true);
-    if ((h.venc as unknown) === bytesValue) {
-      // One copy of the output for all values longer than OWN_COPY_MAX (subarrays of it).
-      const bc = new BatchCopy(u8, p, p + outLen);
-      for (let i = 0; i < m; i++) {
-        const vl = dv.getUint32(p, true);
-        p += 4;
-        if (vl === ABSENT) {
-          out[i] = undefined;
-        } else {
-          out[i] = bc.value(p, vl) as V;
-          p += vl;
-        }
+      let m: number;
+      if (st === Status.NEED_PAGE) {
+        // The keys before the fault were answered: their values go with the error, so that
+        // BTreeStore.getManyAsync resumes after them.
+        m = rt.dv.getUint32(rt.res + Result.KEY_LEN, true);
+      } else if (st !== Status.OK) {
+        throw fail(h as Handle<unknown, unknown>, st, 'getMany');
+      } else {
+        m = rt.dv.getUint32(rt.res + Result.KEY_LEN, true) || n - done;
       }
-    } else {
-      // Custom decoders run user code: decode from a copy of the output, not from the context buffer.
-      const custom = h.venc.name === 'custom';
-      let src = u8, sdv = dv;
-      if (custom) {
-        src = u8.slice(p, p + outLen);
-        sdv = new DataView(src.buffer);
-        p = 0;
+      const dv = rt.dv, u8 = rt.u8;
+      const p = dv.getUint32(rt.res + Result.VALUE_PTR, true);
+      const outLen = dv.getUint32(rt.res + Result.VALUE_LEN, true);
+      if (custom) pending.push(u8.slice(p, p + outLen));
+      else decodeMany(h, u8, dv, p, outLen, out, done, m, rt.shared);
+      if (st !== Status.OK || done + m >= n) {
+        done += m;
+        break;
       }
-      for (let i = 0; i < m; i++) {
-        const vl = sdv.getUint32(p, true);
-        p += 4;
-        if (vl === ABSENT) {
-          out[i] = undefined;
-        } else {
-          out[i] = h.venc.decodeFrom(src, p, vl, !custom && rt.shared);
-          p += vl;
-        }
-      }
+      for (let j = 0; j < m; j++) kp += 4 + dv.getUint32(kp, true);
+      done += m;
+    }
+    if (custom) {
+      let at = 0;
+      for (const chunk of pending) at += decodeMany(h, chunk, new DataView(chunk.buffer), 0, chunk.length, out, at, -1, false);
     }
     rt.shrink();
-    if (m < n) {
+    if (done < n) {
       const pageId = rt.dv.getUint32(rt.res + Result.AUX, true);
-      throw new PageFaultError(pageId, undefined, { applied: m, values: out });
+      out.length = done;
+      throw new PageFaultError(pageId, undefined, { applied: done, values: out });
     }
     return out;
   }
