@@ -102,4 +102,27 @@ describe('the node lock file under file-system faults', () => {
     vi.restoreAllMocks();
     await expectIntact(path);
   });
+
+  // The store's directory removed and made again while a store is open there: a new store
+  // opened in it by another process holds the lock by then. close() of the old one removed the
+  // lock by name, and a third opener then wrote beside the second (a probe, session 32:
+  // resolved commits lost). Now close() removes only the lock file it made.
+  it("close() leaves another opener's lock alone (the directory was removed and made again)", async () => {
+    const dir = join(tmp.dir, `gone${n++}`);
+    fs.mkdirSync(dir);
+    const p = join(dir, 'db');
+    const a = await BTreeStore.open<string, number>(p);
+    a.set('a', 1);
+    await a.commit();
+    fs.rmSync(dir, { recursive: true });
+    fs.mkdirSync(dir);
+    // Another live process's lock (the parent's pid: alive while this runs).
+    fs.writeFileSync(lockOf(p), String(process.ppid));
+    a.set('a2', 2);
+    await expect(a.commit()).rejects.toMatchObject({ code: 'IO_ERROR' });
+    await a.close().catch(() => undefined);
+    expect(fs.readFileSync(lockOf(p), 'utf8')).toBe(String(process.ppid));
+    await expect(BTreeStore.open(p)).rejects.toMatchObject({ code: 'LOCKED' });
+    fs.rmSync(dir, { recursive: true });
+  });
 });

@@ -338,8 +338,11 @@ export const denoStorage: SyncBackend = {
         closed = true;
         // (while the store is still locked: no one else can have begun using them)
         if (discardCreated === true) for (const p of created) removeQuietly(d, p);
+        // Before the flock goes, so no one finds it stale-but-held; only if it is still this
+        // process's (a directory removed and made again under the store holds another opener's
+        // lock by then: removed by name, a third opener wrote beside it; a probe, session 32).
         try {
-          d.removeSync(abs + '-lock'); // before the flock goes, so no one finds it stale-but-held
+          if (d.readTextFileSync(abs + '-lock').trim() === `${d.pid} flock`) d.removeSync(abs + '-lock');
         } catch {
           /* gone already; a stale file is taken over by the next open */
         }

@@ -355,6 +355,51 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
   }
 }
 
+/** The file a lock's name stands for (device and inode), or null where it cannot be read. */
+interface LockId {
+  dev: number;
+  ino: number;
+}
+
+function lockIdOf(fs: NodeFs, lockPath: string): LockId | null {
+  try {
+    const fd = fs.openSync(lockPath, fs.constants.O_RDONLY);
+    try {
+      const st = fs.fstatSync(fd);
+      return { dev: st.dev, ino: st.ino };
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Removes the lock file if it is still the one this open took (the same file, holding this
+ * thread's text); the error of a failed removal, else undefined. A store's directory removed
+ * and made again under an open store holds another opener's lock by then: close() removed it by
+ * name, and a third process then opened the store beside the second, both writing (a probe,
+ * session 32: resolved commits lost).
+ */
+function releaseLock(fs: NodeFs, lockPath: string, id: LockId | null, text: string): unknown {
+  if (id !== null) {
+    const now = lockIdOf(fs, lockPath);
+    if (now === null || now.dev !== id.dev || now.ino !== id.ino) return undefined;
+  }
+  try {
+    if (readLockText(fs, lockPath).trim() !== text) return undefined;
+  } catch (e) {
+    return errnoOf(e) === 'ENOENT' ? undefined : e;
+  }
+  try {
+    fs.unlinkSync(lockPath);
+  } catch (e) {
+    if (errnoOf(e) !== 'ENOENT') return e;
+  }
+  return undefined;
+}
+
 /** A lock file's text: at most 128 bytes are read (a lock holds a pid; a longer file is not a
  * lock, and may be a store of gigabytes), so the text of a longer one ends in a NUL. */
 function readLockText(fs: NodeFs, lockPath: string): string {
@@ -475,9 +520,12 @@ export const nodeStorage: NodeStorage = {
     const created: string[] = []; // by this open: removed again if the store's open fails
     const readOnly = options.readOnly === true;
     let logAbsent = false;
+    const lockText = threadId === 0 ? String(proc.pid) : `${proc.pid} thread ${threadId}`;
+    let lockId: LockId | null = null;
     try {
       takeLock(fs, proc, threadId, lockPath, abs, np.dirname(abs));
       locked = true;
+      lockId = lockIdOf(fs, lockPath);
       removeDeadOwnFiles(fs, np, proc, lockPath);
       const { O_RDWR, O_RDONLY, O_CREAT, O_EXCL } = fs.constants;
       for (const p of [abs, abs + '-log']) {
@@ -520,13 +568,7 @@ export const nodeStorage: NodeStorage = {
     } catch (e) {
       for (const p of created) removeQuietly(fs, p);
       for (const fd of fds) fs.closeSync(fd);
-      if (locked) {
-        try {
-          fs.unlinkSync(lockPath);
-        } catch {
-          /* already gone */
-        }
-      }
+      if (locked) releaseLock(fs, lockPath, lockId, lockText);
       openPaths.delete(abs);
       throw e;
     }
@@ -552,11 +594,7 @@ export const nodeStorage: NodeStorage = {
         let err = closeAll(fs, fds);
         // (before the lock goes: no one else can have begun using them)
         if (discardCreated === true) for (const p of created) removeQuietly(fs, p);
-        try {
-          fs.unlinkSync(lockPath);
-        } catch (e) {
-          if (errnoOf(e) !== 'ENOENT') err ??= e;
-        }
+        err ??= releaseLock(fs, lockPath, lockId, lockText);
         openPaths.delete(abs);
         if (err !== undefined) throw new IoError(`closing ${abs}: ${(err as Error).message}`, { cause: err });
       },
