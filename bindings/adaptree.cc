@@ -1409,7 +1409,7 @@ int32_t at_store_pending(at_tree* t) {
   StoreHeld h(t);
   if (!h.ok()) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
-  return t->store->pending() ? 1 : 0;
+  return t->store->spilled() ? 2 : t->store->pending() ? 1 : 0;
 }
 
 int32_t at_store_checkpoint_failure(at_tree* t) {

@@ -230,9 +230,10 @@ int32_t at_store_checkpoint_failure(at_tree* t);
  * exclusive latch: writes under way finish first), so that the owner's last commit holds every
  * write that was accepted. */
 int32_t at_store_close_writes(at_tree* t);
-/* 1 when a commit now would make something durable (dirty pages, pages spilled since the last
- * commit, a changed free list), 0 when not, or a negative status. A store shared with workers
- * asks this: each thread's JavaScript counts only its own writes. */
+/* 1 when a commit now would make something durable (dirty pages, a changed free list), 2 when
+ * pages were also spilled to the log since the last commit (a sync store's checkpoint waits
+ * for that commit), 0 when nothing, or a negative status. A store shared with workers asks
+ * this: each thread's JavaScript counts only its own writes. */
 int32_t at_store_pending(at_tree* t);
 /* Async backends (IndexedDB, Durable Objects' async API, a network): the core never
  * calls the host. The host keeps 4096-byte page images by page id; page 0 is the

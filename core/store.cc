@@ -149,6 +149,8 @@ bool Store::pending() const {
   return file_ && file_->frames_since_commit() > 0;
 }
 
+bool Store::spilled() const { return file_ && file_->frames_since_commit() > 0; }
+
 Status Store::checkpoint() { return file_ ? file_->checkpoint(&tree_->store()) : Status::kOk; }
 
 Status Store::supply(PageId id, const uint8_t* image) {

@@ -108,6 +108,9 @@ class Store {
   // store spilled into its log since its last commit, or a changed free-page list. (For a
   // store shared with workers, whose JavaScript objects each count only their own writes.)
   bool pending() const;
+  // Pages spilled to the log since the last commit (a sync store): its checkpoint waits for the
+  // next commit.
+  bool spilled() const;
 
  private:
   // follow and follow_changed: keep the frames outside `changed` (keep) or drop them all.
