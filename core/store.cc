@@ -105,6 +105,11 @@ Status Store::commit() {
   if (!file_) return Status::kInvalidArgument;
   BTree& t = *tree_;
   if (t.broken() != Status::kOk) return t.broken();
+  // After a failed commit, as commit_begin: its writes are in the pool, and a later commit
+  // would make them durable though that commit failed. Each thread of a shared store learns
+  // of the failure only here (a worker's commit failed on a full disk; the owner's commit
+  // then resolved with the worker's writes in it: a probe, session 32).
+  if (t.writable() == Status::kReadOnly) return Status::kReadOnly;
   t.store().begin_op();
   Status s = file_->commit(t.store(), current_meta());
   // Out of memory is found before anything is written (FilePager::commit reserves first):

@@ -856,6 +856,34 @@ TEST(Store, FullDiskKeepsLastCommit) {
   EXPECT_EQ(st->tree().check(), "");
 }
 
+// After a failed commit, no later commit goes through, room or not: its writes are in the
+// pool, and a commit that resolved would make them durable though the commit that held them
+// failed. The JavaScript handle that saw the failure refused further commits itself, but a
+// store shared between threads has one handle each: a worker's commit failed on a full disk,
+// and the owner's commit then resolved with the worker's writes in it (a probe, session 32).
+TEST(Store, NoCommitGoesThroughAfterAFailedOne) {
+  FaultStorage fs;
+  StoreOptions o;
+  o.pool_bytes = 64 * kPageSize;
+  std::unique_ptr<Store> st;
+  ASSERT_EQ(Store::open(&fs, o, &st), Status::kOk);
+  ASSERT_EQ(st->tree().set(sl("base"), sl("1")), Status::kOk);
+  ASSERT_EQ(st->commit(), Status::kOk);
+  fs.set_growth_budget(0);
+  ASSERT_EQ(st->tree().set(sl("w"), sl(std::string(5000, 'x'))), Status::kOk);
+  EXPECT_EQ(st->commit(), Status::kQuotaExceeded);
+  fs.set_growth_budget(~uint64_t{0});  // room is back
+  EXPECT_EQ(st->commit(), Status::kReadOnly);
+  EXPECT_EQ(st->commit(), Status::kReadOnly);
+  st.reset();
+  MemoryStorage after;
+  fs.crashed(&after, 1, false);
+  ASSERT_EQ(Store::open(&after, o, &st), Status::kOk);
+  Model got;
+  ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+  EXPECT_EQ(got, (Model{{"base", "1"}}));
+}
+
 // A full disk that fails the checkpoint a commit runs after it is durable: the commit is kOk
 // (it is durable), take_checkpoint_failure says why the checkpoint failed, writes and commits
 // go on in the log, and once there is room a later commit's checkpoint succeeds. A new-user
