@@ -6,7 +6,7 @@
 // process's own `fs` functions (the module object node.ts gets from getBuiltinModule) for the
 // length of one open.
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import fs from 'node:fs';
+import fs, { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BTreeStore, IoError, QuotaExceededError } from '../../ts/src/index.js';
 import { tempDir } from './store-helpers.js';
@@ -124,5 +124,20 @@ describe('the node lock file under file-system faults', () => {
     expect(fs.readFileSync(lockOf(p), 'utf8')).toBe(String(process.ppid));
     await expect(BTreeStore.open(p)).rejects.toMatchObject({ code: 'LOCKED' });
     fs.rmSync(dir, { recursive: true });
+  });
+
+  // A lock of this process's pid written before it started is not any of its threads': a
+  // container restarted runs as pid 1 again, and the lock a worker thread of the killed one
+  // held ("1 thread 1") refused every restart as held by a thread of this process (a probe,
+  // session 32). One written since it started still is (another thread of this process).
+  it("a lock of this pid older than this process is stale; a newer one of another thread is held", async () => {
+    for (const text of [`${process.pid} thread 7`, `${process.pid} flock`]) {
+      const p = await fresh();
+      writeFileSync(lockOf(p), text);
+      await expect(BTreeStore.open(p)).rejects.toMatchObject({ code: 'LOCKED' });
+      const old = (Date.now() - process.uptime() * 1000 - 60_000) / 1000;
+      fs.utimesSync(lockOf(p), old, old);
+      await expectIntact(p);
+    }
   });
 });

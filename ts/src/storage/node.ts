@@ -62,6 +62,8 @@ function canonical(fs: NodeFs, np: NodePath, path: string): string {
 interface NodeProcess {
   pid: number;
   kill(pid: number, signal: number): boolean;
+  /** Seconds this process has run (the same in every thread). */
+  uptime?(): number;
   getBuiltinModule?(name: string): unknown;
   on?(event: 'exit', listener: () => void): unknown;
 }
@@ -197,6 +199,9 @@ function pidAlive(proc: NodeProcess, pid: number): boolean {
 
 /** An empty lock file older than this is stale (its writer died before writing its pid). */
 const EMPTY_LOCK_STALE_MS = 10_000;
+/** A lock of this pid at least this much older than this process is another process's (file
+ * times and the clock may disagree by a little). */
+const BEFORE_US_SLACK_MS = 2_000;
 /** A `.break` file older than this is stale (its process died while removing a stale lock). */
 const BREAK_STALE_MS = 5_000;
 
@@ -323,8 +328,13 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
       // whether another still runs: a thread closes its unshared stores as it ends
       // (closeAtExit), except when terminate()d.
       const ours = pid === proc.pid;
+      // A lock of this pid written before this process started is not any of its threads': it
+      // is a process's that had the pid before and is gone (a container restarted runs as pid
+      // 1 again: a lock a worker thread of the killed one held, "1 thread 1", refused every
+      // restart as held by a thread of this process; a probe, session 32).
+      const before = ours && proc.uptime !== undefined && ageMs > proc.uptime() * 1000 + BEFORE_US_SLACK_MS;
       // ('<pid> flock' of this pid: the 'deno' backend of this Deno process holds it)
-      const held = text === '' ? ageMs < EMPTY_LOCK_STALE_MS : Number.isInteger(pid) && pid > 0 && (ours ? thread !== threadId || /\bflock\b/.test(text) : pidAlive(proc, pid));
+      const held = text === '' ? ageMs < EMPTY_LOCK_STALE_MS : Number.isInteger(pid) && pid > 0 && (ours ? !before && (thread !== threadId || /\bflock\b/.test(text)) : pidAlive(proc, pid));
       if (held) {
         const who = ours ? `worker thread ${thread} of this process${thread === 0 ? ' (the main thread)' : ''}` : `process ${text || '(starting)'}`;
         throw new LockedError(`the store ${storePath} is open in ${who} (lock file ${lockPath})`);
