@@ -2012,24 +2012,23 @@ export class BTreeStore<K = string, V = unknown> {
     return r as R;
   }
 
-  getAsync(key: K): Promise<V | undefined> {
+  /** f(key as it is now); a bad key rejects (never throws). */
+  #keyed<T>(key: K, f: (k: K) => Promise<T>): Promise<T> {
     let k: K;
     try {
       k = this.#key(key);
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#run(() => this.get(k));
+    return f(k);
+  }
+
+  getAsync(key: K): Promise<V | undefined> {
+    return this.#keyed(key, (k) => this.#run(() => this.get(k)));
   }
 
   hasAsync(key: K): Promise<boolean> {
-    let k: K;
-    try {
-      k = this.#key(key);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return this.#run(() => this.has(k));
+    return this.#keyed(key, (k) => this.#run(() => this.has(k)));
   }
 
   async setAsync(key: K, value: V): Promise<this> {
@@ -2038,13 +2037,7 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   deleteAsync(key: K): Promise<boolean> {
-    let k: K;
-    try {
-      k = this.#key(key);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return this.#run(() => this.delete(k), false, true);
+    return this.#keyed(key, (k) => this.#run(() => this.delete(k), false, true));
   }
 
   async clearAsync(): Promise<void> {
@@ -2060,23 +2053,11 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   nextHigherAsync(key: K): Promise<[K, V] | undefined> {
-    let k: K;
-    try {
-      k = this.#key(key);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return this.#run(() => this.nextHigher(k));
+    return this.#keyed(key, (k) => this.#run(() => this.nextHigher(k)));
   }
 
   nextLowerAsync(key: K): Promise<[K, V] | undefined> {
-    let k: K;
-    try {
-      k = this.#key(key);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return this.#run(() => this.nextLower(k));
+    return this.#keyed(key, (k) => this.#run(() => this.nextLower(k)));
   }
 
   /**
