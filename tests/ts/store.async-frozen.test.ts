@@ -81,6 +81,12 @@ describe.each(REAL_BUILDS)('async calls take their arguments when made (%s)', (b
     range.lt[1] = 4000;
     expect(await del).toBe(10);
     expect(s.size).toBe(5000 - 10);
+    // A range that is not a plain object is refused, as by deleteRange (a copy of it was {}:
+    // every entry; a probe, session 32).
+    for (const bad of [[], new Map(), new Date(), Object.create({ gte: ['k', 5] })]) {
+      await expect(s.deleteRangeAsync(bad as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    expect(s.size).toBe(5000 - 10);
     // A bad entry still rejects with nothing applied.
     await expect(s.setManyAsync([[['k', 1], 1], [['x'.repeat(2000), 1], 2]])).rejects.toMatchObject({ code: 'KEY_TOO_LARGE', applied: 0 });
     await expect(s.getAsync(['x'.repeat(2000), 1])).rejects.toMatchObject({ code: 'KEY_TOO_LARGE' });

@@ -77,6 +77,7 @@ import { TREE_OF, detachInstance, trackAttached, untrackAttached, type AttachMap
 import { checkStoreEncodings } from './store-encodings.js';
 import { registerHost, statusOfError, unregisterHost, type HostEntry } from './storage/host.js';
 import { runtimeOf } from './map/runtime.js';
+import { checkDeleteRange } from './map/range.js';
 import type { AsyncStorePages, PageDelta, StorageBackend, SyncStoreFiles } from './storage/types.js';
 import { memoryStorage } from './storage/memory.js';
 import { isFilesGone } from './storage/names.js';
@@ -2004,12 +2005,14 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#b.kind === 'async' && value !== null && typeof value === 'object' ? frozenValue(this.#map, value) : value;
   }
 
-  /** A range's bounds as they are now (see #key). */
-  #range<R extends Range<K> | DeleteRange<K> | undefined>(range: R): R {
-    if (this.#b.kind !== 'async' || range === null || typeof range !== 'object') return range;
-    const r = { ...range } as Record<string, unknown>;
-    for (const f of ['gt', 'gte', 'lt', 'lte'] as const) if (f in r) r[f] = this.#key(r[f] as K);
-    return r as R;
+  /** A deleteRange's range as it is now (see #key), checked first as deleteRange checks it: a
+   * copy of an array or a class instance was `{}`, every entry (a probe, session 32: the
+   * deleteRangeAsync([]) of an async store emptied it). */
+  #deleteRange(range: DeleteRange<K>): DeleteRange<K> {
+    if (this.#b.kind !== 'async') return range;
+    const r = { ...checkDeleteRange(range) } as Record<string, unknown>;
+    for (const f of ['gt', 'gte', 'lt', 'lte'] as const) if (Object.hasOwn(r, f) && r[f] !== undefined) r[f] = this.#key(r[f] as K);
+    return r as DeleteRange<K>;
   }
 
   /** f(key as it is now); a bad key rejects (never throws). */
@@ -2173,7 +2176,7 @@ export class BTreeStore<K = string, V = unknown> {
   /** Removes the range; on an async backend each page fault ends one call into the core,
    * which removed what it could before it (at_delete_range): the retries add up. */
   async deleteRangeAsync(range: DeleteRange<K>): Promise<number> {
-    range = this.#range(range);
+    range = this.#deleteRange(range);
     let removed = 0;
     return this.#run(
       () => {
