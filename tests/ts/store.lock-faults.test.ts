@@ -91,7 +91,7 @@ describe('the node lock file under file-system faults', () => {
     noHardLinks();
     // Without links the lock itself is created and written: opens, excludes a second open, closes.
     const s = await BTreeStore.open<number, string>({ path, keys: 'number', values: 'utf8' });
-    expect(fs.readFileSync(lockOf(path), 'utf8')).toBe(String(process.pid));
+    expect(fs.readFileSync(lockOf(path), 'utf8')).toMatch(new RegExp(`^${process.pid}( start \\d+)?$`));
     expect(fs.existsSync(ownOf(path))).toBe(false);
     expect(s.size).toBe(500);
     await s.close();
@@ -126,18 +126,29 @@ describe('the node lock file under file-system faults', () => {
     fs.rmSync(dir, { recursive: true });
   });
 
-  // A lock of this process's pid written before it started is not any of its threads': a
-  // container restarted runs as pid 1 again, and the lock a worker thread of the killed one
-  // held ("1 thread 1") refused every restart as held by a thread of this process (a probe,
-  // session 32). One written since it started still is (another thread of this process).
-  it("a lock of this pid older than this process is stale; a newer one of another thread is held", async () => {
-    for (const text of [`${process.pid} thread 7`, `${process.pid} flock`]) {
+  // A lock of this process's pid from another start (it records /proc/self/stat's start
+  // ticks) is not any of its threads': a container restarted runs as pid 1 again, and the lock
+  // a worker thread of the killed one held ("1 thread 1") refused every restart as held by a
+  // thread of this process (a probe, session 32). One of this start is another thread's, held,
+  // whatever its mtime says (the first fix went by the lock's age, and a lock touched back
+  // let two threads write; the verify probe).
+  it('a lock of this pid from another start is stale; one of this start or with no start is held', async () => {
+    const p0 = await fresh();
+    const s0 = await BTreeStore.open({ path: p0, keys: 'number', values: 'utf8' });
+    const mine = /start (\d+)/.exec(fs.readFileSync(lockOf(p0), 'utf8'))?.[1];
+    await s0.close();
+    expect(mine).toMatch(/^\d+$/);  // (Linux: /proc/self/stat)
+    const old = (Date.now() - 3_600_000) / 1000;
+    for (const text of [`${process.pid} thread 7 start ${mine}`, `${process.pid} thread 7`, `${process.pid} flock`]) {
       const p = await fresh();
       writeFileSync(lockOf(p), text);
-      await expect(BTreeStore.open(p)).rejects.toMatchObject({ code: 'LOCKED' });
-      const old = (Date.now() - process.uptime() * 1000 - 60_000) / 1000;
-      fs.utimesSync(lockOf(p), old, old);
-      await expectIntact(p);
+      const open = () => BTreeStore.open({ path: p, keys: 'number', values: 'utf8' });
+      await expect(open()).rejects.toMatchObject({ code: 'LOCKED' });
+      fs.utimesSync(lockOf(p), old, old);  // (an hour old: held all the same)
+      await expect(open()).rejects.toMatchObject({ code: 'LOCKED' });
     }
+    const p = await fresh();
+    writeFileSync(lockOf(p), `${process.pid} thread 7 start ${Number(mine) - 1}`);
+    await expectIntact(p);
   });
 });

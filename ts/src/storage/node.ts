@@ -62,8 +62,6 @@ function canonical(fs: NodeFs, np: NodePath, path: string): string {
 interface NodeProcess {
   pid: number;
   kill(pid: number, signal: number): boolean;
-  /** Seconds this process has run (the same in every thread). */
-  uptime?(): number;
   getBuiltinModule?(name: string): unknown;
   on?(event: 'exit', listener: () => void): unknown;
 }
@@ -199,9 +197,27 @@ function pidAlive(proc: NodeProcess, pid: number): boolean {
 
 /** An empty lock file older than this is stale (its writer died before writing its pid). */
 const EMPTY_LOCK_STALE_MS = 10_000;
-/** A lock of this pid at least this much older than this process is another process's (file
- * times and the clock may disagree by a little). */
-const BEFORE_US_SLACK_MS = 2_000;
+/** This process's start (clock ticks after boot, field 22 of /proc/self/stat), the same in
+ * each of its threads and another for a later process with the same pid; '' where there is no
+ * /proc. A lock records it (`<pid>[ thread <n>] start <ticks>`). */
+let startTicks: string | undefined;
+function processStart(fs: NodeFs): string {
+  if (startTicks !== undefined) return startTicks;
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');  // (fields from the third on)
+    startTicks = /^\d+$/.test(f[19] ?? '') ? f[19]! : '';
+  } catch {
+    startTicks = '';
+  }
+  return startTicks;
+}
+
+/** What this thread's lock file holds. */
+function lockTextOf(fs: NodeFs, proc: NodeProcess, threadId: number): string {
+  const start = processStart(fs);
+  return `${proc.pid}${threadId === 0 ? '' : ` thread ${threadId}`}${start === '' ? '' : ` start ${start}`}`;
+}
 /** A `.break` file older than this is stale (its process died while removing a stale lock). */
 const BREAK_STALE_MS = 5_000;
 
@@ -217,7 +233,7 @@ const BREAK_STALE_MS = 5_000;
 function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: string, storePath: string, dir: string): void {
   // The pid, and the worker thread past the main one: `openPaths` is per thread (each worker
   // loads its own copy of this module), so a lock of this pid from another thread is held.
-  const pidBytes = new TextEncoder().encode(threadId === 0 ? String(proc.pid) : `${proc.pid} thread ${threadId}`);
+  const pidBytes = new TextEncoder().encode(lockTextOf(fs, proc, threadId));
   const write = (fd: number) => {
     try {
       fs.writeSync(fd, pidBytes, 0, pidBytes.length, 0);
@@ -316,7 +332,7 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
       }
       // Not what a lock holds (a pid, '<pid> thread <n>', '<pid> flock'): another file of that
       // name, such as a store's data file, never to be removed as a stale lock.
-      if (text !== '' && !/^\d+( thread \d+| flock)?\s*$/.test(text)) {
+      if (text !== '' && !/^\d+( thread \d+)?( start \d+)?( flock)?\s*$/.test(text)) {
         throw new InvalidArgumentError(`cannot open the store ${storePath}: ${lockPath}, its lock file's name, is a file that is not a lock (another store's data file?); give one of them another name`);
       }
       const pid = Number.parseInt(text, 10);
@@ -328,11 +344,14 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
       // whether another still runs: a thread closes its unshared stores as it ends
       // (closeAtExit), except when terminate()d.
       const ours = pid === proc.pid;
-      // A lock of this pid written before this process started is not any of its threads': it
-      // is a process's that had the pid before and is gone (a container restarted runs as pid
-      // 1 again: a lock a worker thread of the killed one held, "1 thread 1", refused every
-      // restart as held by a thread of this process; a probe, session 32).
-      const before = ours && proc.uptime !== undefined && ageMs > proc.uptime() * 1000 + BEFORE_US_SLACK_MS;
+      // A lock of this pid from another start is not any of this process's threads': it is a
+      // process's that had the pid before and is gone (a container restarted runs as pid 1
+      // again: the lock a worker thread of the killed one held, "1 thread 1", refused every
+      // restart as held by a thread of this process; a probe, session 32). Told by the start
+      // the lock records, not by its age: a lock's mtime moved back, or the clock moved on,
+      // made a live thread's lock look older than the process, and two threads wrote.
+      const lockStart = / start (\d+)/.exec(text)?.[1];
+      const before = ours && lockStart !== undefined && processStart(fs) !== '' && lockStart !== processStart(fs);
       // ('<pid> flock' of this pid: the 'deno' backend of this Deno process holds it)
       const held = text === '' ? ageMs < EMPTY_LOCK_STALE_MS : Number.isInteger(pid) && pid > 0 && (ours ? !before && (thread !== threadId || /\bflock\b/.test(text)) : pidAlive(proc, pid));
       if (held) {
@@ -530,7 +549,7 @@ export const nodeStorage: NodeStorage = {
     const created: string[] = []; // by this open: removed again if the store's open fails
     const readOnly = options.readOnly === true;
     let logAbsent = false;
-    const lockText = threadId === 0 ? String(proc.pid) : `${proc.pid} thread ${threadId}`;
+    const lockText = lockTextOf(fs, proc, threadId);
     let lockId: LockId | null = null;
     try {
       takeLock(fs, proc, threadId, lockPath, abs, np.dirname(abs));
