@@ -25,6 +25,7 @@ import {
   ClosedError,
   CorruptionError,
   InvalidArgumentError,
+  InvalidValueError,
   NotInitializedError,
   OutOfMemoryError,
   PageFaultError,
@@ -686,7 +687,20 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       const h = m.#h;
       const p = prepareValue(h, value);
       const bytes = typeof p === 'string' ? encodeToArray(p) : p.slice();
-      return h.venc.decodeFrom(bytes, 0, bytes.length, false);
+      const copy = h.venc.decodeFrom(bytes, 0, bytes.length, false);
+      // A custom codec encodes the copy again when the call runs: one whose encode refuses what
+      // its decode returns failed then, blaming the caller's value (the verify probe). Said now.
+      if (h.venc.name === 'custom') {
+        try {
+          prepareValue(h, copy);
+        } catch (e) {
+          throw new InvalidValueError(
+            "the value codec's encode refused what its decode returned: an async call on an asynchronous backend encodes a decoded copy of the value (docs/STORE.md), so encode must take decode's output",
+            { cause: e },
+          );
+        }
+      }
+      return copy;
     };
   }
 
