@@ -115,4 +115,26 @@ describe.each(REAL_BUILDS)('async calls take their arguments when made (%s)', (b
     expect([...(await s.getAsync('k02500'))!]).toEqual([1, 2, 3]);
     await s.close();
   });
+
+  // A custom codec's encode runs on a decoded copy when the call runs: one that refuses its own
+  // decode's output failed then, blaming the caller's value (the verify probe). Now at the call.
+  it("a custom codec whose encode refuses its decode's output: INVALID_VALUE at the call, saying why", async () => {
+    const wasm = await wasmFor(build);
+    class Foo {
+      constructor(readonly n: number) {}
+    }
+    const strict = {
+      encode: (v: Foo) => {
+        if (!(v instanceof Foo)) throw new TypeError('not a Foo');
+        return new Uint8Array([v.n]);
+      },
+      decode: (b: Uint8Array) => ({ n: b[0]! }) as Foo,
+    };
+    const s = await BTreeStore.open<string, Foo>({ path: uniqueName('strict'), storage: createAsyncMemoryStorage(), values: strict, wasm });
+    const p = s.setAsync('a', new Foo(5));
+    await expect(p).rejects.toMatchObject({ code: 'INVALID_VALUE' });
+    await expect(p).rejects.toThrow(/decode/);
+    expect(await s.hasAsync('a')).toBe(false);
+    await s.close();
+  });
 });
