@@ -71,6 +71,14 @@ describe.each(REAL_BUILDS)('async calls take their arguments when made (%s)', (b
     expect(await s.getAsync(['k', 2500])).toEqual({ n: 1 });
     expect(((await s.getAsync(['k', 4999])) as { i: number }).i).toBe(4999);
     expect(await s.hasAsync(['k', 7777])).toBe(false);
+    // Entries of other shapes setMany takes (a triple, { 0, 1 }) are copied too: only pairs
+    // were (the browser probe, session 32).
+    const tv = { n: 1 }, ov = { n: 1 };
+    const odd = s.setManyAsync([[['k', 101], tv, 'extra'] as never, { 0: ['k', 102], 1: ov } as never]);
+    tv.n = 2;
+    ov.n = 2;
+    await odd;
+    expect([await s.getAsync(['k', 101]), await s.getAsync(['k', 102])]).toEqual([{ n: 1 }, { n: 1 }]);
     const keys: [string, number][] = [['k', 1], ['k', 2]];
     const many = s.getManyAsync(keys);
     keys[0]![1] = 3;
@@ -136,5 +144,22 @@ describe.each(REAL_BUILDS)('async calls take their arguments when made (%s)', (b
     await expect(p).rejects.toThrow(/decode/);
     expect(await s.hasAsync('a')).toBe(false);
     await s.close();
+    // The same for a key codec (its message blamed the caller's key).
+    const keyed = await BTreeStore.open<{ id: number }, number>({
+      path: uniqueName('strict-key'),
+      storage: createAsyncMemoryStorage(),
+      keys: {
+        encode: (k: { id: number }) => {
+          if (typeof k !== 'object' || k === null || typeof k.id !== 'number') throw new TypeError('key must be {id}');
+          return new Uint8Array([k.id]);
+        },
+        decode: (b: Uint8Array) => String(b[0]) as unknown as { id: number },
+      },
+      wasm,
+    });
+    const q = keyed.setAsync({ id: 1 }, 1);
+    await expect(q).rejects.toMatchObject({ code: 'INVALID_KEY' });
+    await expect(q).rejects.toThrow(/decode/);
+    await keyed.close();
   });
 });

@@ -25,6 +25,7 @@ import {
   ClosedError,
   CorruptionError,
   InvalidArgumentError,
+  InvalidKeyError,
   InvalidValueError,
   NotInitializedError,
   OutOfMemoryError,
@@ -680,7 +681,19 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     frozenKey = <K>(m: BTreeMap<K, unknown>, key: K): K => {
       if (key === null || (typeof key !== 'object' && typeof key !== 'function')) return key;
       const kenc = m.#h.kenc;
-      return decodeWith(kenc, encodeWith(kenc, key));
+      const copy = decodeWith(kenc, encodeWith(kenc, key));
+      // (as frozenValue's: a custom codec encodes the copy again when the call runs)
+      if (kenc.name === 'custom') {
+        try {
+          encodeWith(kenc, copy);
+        } catch (e) {
+          throw new InvalidKeyError(
+            "the key codec's encode refused what its decode returned: an async call on an asynchronous backend encodes a decoded copy of the key (docs/STORE.md), so encode must take decode's output",
+            { cause: e },
+          );
+        }
+      }
+      return copy;
     };
     frozenValue = <V>(m: BTreeMap<unknown, V>, value: V): V => {
       if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return value;

@@ -2127,7 +2127,9 @@ export class BTreeStore<K = string, V = unknown> {
     // pair is left for setMany to refuse, with its index)
     if (this.#b.kind === 'async') {
       try {
-        list = list.map((e) => (e !== null && typeof e === 'object' && e.length === 2 ? [this.#key(e[0]), this.#value(e[1])] as const : e));
+        // (any object: setMany takes e[0] and e[1] of any, a triple or { 0, 1 } too; copied
+        // only where length was 2, the others were read when the call ran: the browser probe)
+        list = list.map((e) => (e !== null && typeof e === 'object' ? [this.#key(e[0]), this.#value(e[1])] as const : e));
       } catch (e) {
         throw withApplied(e, 0);  // (as setMany's errors: none of the batch is in)
       }

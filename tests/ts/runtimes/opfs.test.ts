@@ -402,6 +402,37 @@ describe('opfs backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   });
 
+  // The main-thread store sent close()'s options to its worker unchecked: close({ commit: 'yes' })
+  // rejected there after the worker was told to end, and the uncommitted writes went with it;
+  // close(5) committed; setManyAsync read no options at all (the browser probe, session 32).
+  it('on the main thread, bad close() and setManyAsync options are INVALID_ARGUMENT and change nothing', async () => {
+    const page = await tab();
+    await run(page, { op: 'remove', names: ['opts'] });
+    const r = await page.evaluate(async () => {
+      type S = { setAsync(k: string, v: unknown): Promise<unknown>; setManyAsync(e: unknown, o?: unknown): Promise<unknown>; getAsync(k: string): Promise<unknown>; commit(): Promise<void>; close(o?: unknown): Promise<void> };
+      const B = (api as { BTreeStore: { open(o: unknown): Promise<S> } }).BTreeStore;
+      const code = async (p: Promise<unknown>) => p.then(() => 'ok', (e: { code?: string }) => e.code);
+      let s = await B.open({ storage: 'opfs', path: 'opts/store' });
+      await s.setAsync('committed', 1);
+      await s.commit();
+      await s.setAsync('pending', 2);
+      const out = [
+        await code(s.close({ commit: 'yes' })),
+        await code(s.close(5)),
+        await code(s.setManyAsync([['m', 3]], { onProgress: 5 })),
+        await code(s.setManyAsync([['m', 3]], { bogus: 1 })),
+        await code(s.close()),
+      ];
+      s = await B.open({ storage: 'opfs', path: 'opts/store' });
+      out.push(JSON.stringify([await s.getAsync('committed'), await s.getAsync('pending'), await s.getAsync('m') ?? null]));
+      await s.close();
+      return out;
+    });
+    expect(r).toEqual(['INVALID_ARGUMENT', 'INVALID_ARGUMENT', 'INVALID_ARGUMENT', 'INVALID_ARGUMENT', 'ok', '[1,2,null]']);
+    await page.close();
+    expect(errors).toEqual([]);
+  });
+
   it('on the main thread, an error of the store\'s worker keeps its cause', async () => {
     const page = await tab();
     await run(page, { op: 'remove', names: ['cause'] });

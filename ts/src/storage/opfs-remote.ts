@@ -42,6 +42,8 @@ import { boundsWith, checkDeleteRange, rangeOfBounds } from '../map/range.js';
 import type { Runtime } from '../map/runtime.js';
 import type { DeleteRange, Range } from '../map/types.js';
 import { BIG, PackReader, PackWriter, type Packed, type Ref } from './opfs-wire.js';
+import { booleanFields } from '../options.js';
+import { batchOptions, type ProgressCallback } from '../progress.js';
 
 interface WorkerLike {
   postMessage(m: unknown, transfer?: Transferable[]): void;
@@ -412,6 +414,16 @@ export class OpfsWorkerStore {
   }
 
   close(options?: { commit?: boolean }): Promise<void> {
+    // Checked here, as BTreeStore.close checks them: sent on, a bad option rejected in the
+    // worker after the worker was told to end, and the uncommitted writes went with it
+    // (`close({ commit: 'yes' })`; `close(5)` committed; the browser probe, session 32).
+    if (options !== undefined) {
+      try {
+        booleanFields(options, 'close: options', ['commit'] as const);
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
     if (this.#closing !== undefined) return this.#closing;
     if (this.#encoding) return Promise.reject(new ReentrancyError()); // (see #call)
     this.#closed = true;
@@ -466,7 +478,11 @@ export class OpfsWorkerStore {
     const list = listOf(keys, 'getManyAsync: keys');
     return this.#call('getMany', () => [list.map((k) => this.#key(k))], (vs: (Ref | undefined)[], msg) => vs.map((v) => this.#valueOf(v, msg)));
   }
-  async setManyAsync(entries: Iterable<readonly [unknown, unknown]>): Promise<this> {
+  async setManyAsync(entries: Iterable<readonly [unknown, unknown]>, options?: { onProgress?: ProgressCallback }): Promise<this> {
+    // (its options were not read at all: a bad one wrote the batch, where every other store
+    // refuses it and writes nothing; the browser probe, session 32. onProgress is not reported
+    // across the worker: the call is one message.)
+    batchOptions(options, 'setManyAsync');
     const list = listOf(entries, 'setManyAsync: entries');
     await this.#call('setMany', () => {
       // [k0, v0, k1, v1, ...]; BTreeMap.setMany's checks, in its order: the entry, its value, its key

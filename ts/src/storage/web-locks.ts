@@ -46,7 +46,7 @@ export async function takeLock(locks: LockManager, name: string, wait: boolean, 
   if (!granted) {
     throw new LockedError(mode === 'shared'
       ? `the store '${path}' is open for writing in another tab or worker (Web Lock '${name}'): readers wait for it to close (wait: true)`
-      : `the store '${path}' is open in another tab or worker (Web Lock '${name}')`);
+      : `the store '${path}' is open in another tab or worker, or its close() in this one is still under way (Web Lock '${name}'): await close(), or open with { wait: true }`);
   }
   // `after`: the lock is let go once it settles (a close that still writes); a reopen in this
   // context waits for that too.
