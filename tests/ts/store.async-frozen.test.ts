@@ -74,9 +74,11 @@ describe.each(REAL_BUILDS)('async calls take their arguments when made (%s)', (b
     // Entries of other shapes setMany takes (a triple, { 0, 1 }) are copied too: only pairs
     // were (the browser probe, session 32).
     const tv = { n: 1 }, ov = { n: 1 };
+    const cold = s.getAsync(['k', 4321]);  // (pending: the write below waits for it)
     const odd = s.setManyAsync([[['k', 101], tv, 'extra'] as never, { 0: ['k', 102], 1: ov } as never]);
     tv.n = 2;
     ov.n = 2;
+    await cold;
     await odd;
     expect([await s.getAsync(['k', 101]), await s.getAsync(['k', 102])]).toEqual([{ n: 1 }, { n: 1 }]);
     const keys: [string, number][] = [['k', 1], ['k', 2]];
