@@ -107,29 +107,16 @@ export interface MapMembers<K, V> extends Omit<Map<K, V>, 'getOrInsert' | 'getOr
 function decodeMany<V>(h: Handle<unknown, V>, u8: Uint8Array, dv: DataView, p: number, len: number, out: (V | undefined)[],
                        at: number, m: number, shared: boolean): number {
   const end = p + len;
+  // `bytes`: one copy of the output for all values longer than OWN_COPY_MAX (subarrays of it).
+  const bc = (h.venc as unknown) === bytesValue ? new BatchCopy(u8, p, end) : null;
   let i = 0;
-  if ((h.venc as unknown) === bytesValue) {
-    // One copy of the output for all values longer than OWN_COPY_MAX (subarrays of it).
-    const bc = new BatchCopy(u8, p, end);
-    for (; m < 0 ? p < end : i < m; i++) {
-      const vl = dv.getUint32(p, true);
-      p += 4;
-      if (vl === ABSENT) {
-        out[at + i] = undefined;
-      } else {
-        out[at + i] = bc.value(p, vl) as V;
-        p += vl;
-      }
-    }
-    return i;
-  }
   for (; m < 0 ? p < end : i < m; i++) {
     const vl = dv.getUint32(p, true);
     p += 4;
     if (vl === ABSENT) {
       out[at + i] = undefined;
     } else {
-      out[at + i] = h.venc.decodeFrom(u8, p, vl, shared);
+      out[at + i] = bc !== null ? (bc.value(p, vl) as V) : h.venc.decodeFrom(u8, p, vl, shared);
       p += vl;
     }
   }
@@ -145,6 +132,17 @@ export let treeOf: (m: BTreeMap<unknown, unknown>) => { wasm: AdaptreeWasm; tree
  * objects as a copy made by encoding and decoding them (which encodes to the same bytes). */
 export let frozenKey: <K>(m: BTreeMap<K, unknown>, key: K) => K;
 export let frozenValue: <V>(m: BTreeMap<unknown, V>, value: V) => V;
+/** A custom codec encodes frozenKey's (frozenValue's) copy again when the call runs: one whose
+ * encode refuses what its decode returns failed then, blaming the caller's argument (the verify
+ * and browser probes, session 32). Tried now, and said. */
+function encodesAgain(what: 'key' | 'value', encode: () => unknown): void {
+  try {
+    encode();
+  } catch (e) {
+    const message = `the ${what} codec's encode refused what its decode returned: an async call on an asynchronous backend encodes a decoded copy of the ${what} (docs/STORE.md), so encode must take decode's output`;
+    throw what === 'key' ? new InvalidKeyError(message, { cause: e }) : new InvalidValueError(message, { cause: e });
+  }
+}
 /** @internal The tree under `m` changed without a call of the map (a store's reader moved to a
  * newer commit, store.ts): live iterators re-read after their last key, as after a write. */
 export let treeMoved: (m: BTreeMap<unknown, unknown>) => void;
@@ -682,17 +680,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       if (key === null || (typeof key !== 'object' && typeof key !== 'function')) return key;
       const kenc = m.#h.kenc;
       const copy = decodeWith(kenc, encodeWith(kenc, key));
-      // (as frozenValue's: a custom codec encodes the copy again when the call runs)
-      if (kenc.name === 'custom') {
-        try {
-          encodeWith(kenc, copy);
-        } catch (e) {
-          throw new InvalidKeyError(
-            "the key codec's encode refused what its decode returned: an async call on an asynchronous backend encodes a decoded copy of the key (docs/STORE.md), so encode must take decode's output",
-            { cause: e },
-          );
-        }
-      }
+      if (kenc.name === 'custom') encodesAgain('key', () => encodeWith(kenc, copy));
       return copy;
     };
     frozenValue = <V>(m: BTreeMap<unknown, V>, value: V): V => {
@@ -701,18 +689,7 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
       const p = prepareValue(h, value);
       const bytes = typeof p === 'string' ? encodeToArray(p) : p.slice();
       const copy = h.venc.decodeFrom(bytes, 0, bytes.length, false);
-      // A custom codec encodes the copy again when the call runs: one whose encode refuses what
-      // its decode returns failed then, blaming the caller's value (the verify probe). Said now.
-      if (h.venc.name === 'custom') {
-        try {
-          prepareValue(h, copy);
-        } catch (e) {
-          throw new InvalidValueError(
-            "the value codec's encode refused what its decode returned: an async call on an asynchronous backend encodes a decoded copy of the value (docs/STORE.md), so encode must take decode's output",
-            { cause: e },
-          );
-        }
-      }
+      if (h.venc.name === 'custom') encodesAgain('value', () => prepareValue(h, copy));
       return copy;
     };
   }
