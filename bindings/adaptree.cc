@@ -373,6 +373,7 @@ extern "C" {
 uint32_t at_abi_version(void) { return AT_ABI_VERSION; }
 uint32_t at_page_size(void) { return adaptree::kPageSize; }
 uint32_t at_max_key_size(void) { return adaptree::kMaxKeySize; }
+uint32_t at_max_key_size_untruncated(void) { return adaptree::kMaxKeySizeUntruncated; }
 
 void* at_alloc(uint32_t size) {
   size_t n = (static_cast<size_t>(size) + 15) & ~static_cast<size_t>(15);

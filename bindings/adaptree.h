@@ -47,6 +47,9 @@ typedef struct at_cursor at_cursor;
 uint32_t at_abi_version(void);
 uint32_t at_page_size(void);
 uint32_t at_max_key_size(void);
+/* The longest key a tree without prefix truncation (layout 0, baseline) takes: its inner nodes
+ * must hold two whole fences and two separators. set of a longer key there is KEY_TOO_LARGE. */
+uint32_t at_max_key_size_untruncated(void);
 
 /* Memory owned by JS (scratch areas, batches). 16-byte aligned, 0 when out of memory. */
 void* at_alloc(uint32_t size);

@@ -175,6 +175,16 @@ struct BasicNode {
   void search_hints(unsigned n, uint32_t key_head, unsigned* lo, unsigned* hi) const;
 };
 
+// The longest key a tree without prefix truncation (`baseline`) takes. Its nodes keep keys and
+// fences whole, so an inner node must hold two fences and two separators (with their 6-byte
+// slots and 4-byte children): else a node of one separator splits into two of none, and chains
+// of one-child inner nodes grow the tree a level every few inserts (a probe, session 32: 872
+// keys of 1020 bytes in five interleaved runs reached the height limit). With 4 KiB pages 1011.
+constexpr uint32_t kMaxKeySizeUntruncated =
+    (kNodeSize - BasicNode::kSlotsPlain - 2 * (6 + 4)) / 4 < kMaxKeySize
+        ? (kNodeSize - BasicNode::kSlotsPlain - 2 * (6 + 4)) / 4
+        : kMaxKeySize;
+
 // (n: the count the caller read; the range stays inside [0, n].)
 inline void BasicNode::search_hints(unsigned n, uint32_t key_head, unsigned* lo, unsigned* hi) const {
   if (n <= 2 * kHintCount) return;

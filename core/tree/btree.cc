@@ -272,7 +272,7 @@ Status BTree::read_overflow(const ValueRef& ref, uint8_t* out) const {
 }
 
 Status BTree::set(Slice key, Slice value, ReadMode* mode) {
-  if (key.len > kMaxKeySize) return Status::kKeyTooLarge;
+  if (key.len > max_key_size()) return Status::kKeyTooLarge;
   if (value.len > kMaxValueSize) return Status::kValueTooLarge;
   if (!key.data) key.data = kEmpty;
   if (mode && mode->shared) return set_shared(key, value, *mode);

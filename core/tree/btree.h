@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/layouts/basic_node.h"
 #include "core/layouts/node_common.h"
 #include "core/layouts/record.h"
 #include "core/buffer/buffer_pool.h"
@@ -231,6 +232,9 @@ class BTree {
   PageId root() const { return root_; }
   const Config& config() const { return cfg_; }
   LayoutConfig layout() const { return layout_; }
+  // The longest key set() takes: kMaxKeySize, or kMaxKeySizeUntruncated without prefix
+  // truncation (`baseline`; basic_node.h says why). Reads take any key up to kMaxKeySize.
+  uint32_t max_key_size() const { return cfg_.prefix_truncation ? kMaxKeySize : kMaxKeySizeUntruncated; }
   BufferPool& store() const { return store_; }
 
   // Node fill (core/tree/rebalance.h): redistribution before splits and

@@ -70,7 +70,7 @@ Status BTree::bulk_load(const Slice* keys, const Slice* values, size_t n) {
 Status BTree::bulk_load_attempt(const Slice* keys, const Slice* values, size_t n) {
   if (count() != 0) return Status::kInvalidArgument;
   for (size_t i = 0; i < n; i++) {
-    if (keys[i].len > kMaxKeySize) return Status::kKeyTooLarge;
+    if (keys[i].len > max_key_size()) return Status::kKeyTooLarge;
     if (values[i].len > kMaxValueSize) return Status::kValueTooLarge;
     if (i && compare(keys[i - 1], keys[i]) >= 0) return Status::kInvalidArgument;
   }

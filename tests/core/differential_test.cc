@@ -45,11 +45,12 @@ struct Harness {
   MemoryStorage files;
   uint64_t commit_every = 0;
 
-  Harness(LayoutConfig cfg, Dist d, uint64_t seed) : ks(d), rng(seed) {
+  Harness(LayoutConfig cfg, Dist d, uint64_t seed) : ks(d, max_key_size_of(cfg)), rng(seed) {
     t = at_tree_new(static_cast<uint32_t>(cfg));
     c = at_ctx_new();
   }
-  Harness(LayoutConfig cfg, Dist d, uint64_t seed, uint32_t io, uint64_t pool_bytes) : ks(d), rng(seed), io_(io) {
+  Harness(LayoutConfig cfg, Dist d, uint64_t seed, uint32_t io, uint64_t pool_bytes)
+      : ks(d, max_key_size_of(cfg)), rng(seed), io_(io) {
     register_native_host(io, &files);
     c = at_ctx_new();
     t = at_store_open(io, static_cast<uint32_t>(cfg), static_cast<double>(pool_bytes), AT_OPEN_CREATE, c);

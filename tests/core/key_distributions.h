@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/layouts/basic_node.h"
 #include "core/tree/node_stats.h"
 
 namespace adaptree::testing {
@@ -48,6 +49,11 @@ inline void put_be(std::string& s, uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; i--) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
+// BTree::max_key_size() of a tree in this configuration.
+inline uint32_t max_key_size_of(LayoutConfig cfg) {
+  return Config::of(cfg).prefix_truncation ? kMaxKeySize : kMaxKeySizeUntruncated;
+}
+
 struct KeySpace {
   Dist dist;
   uint32_t space;            // number of distinct keys
@@ -58,7 +64,11 @@ struct KeySpace {
   uint32_t up = 0, down = 0, up_tail = 0, down_tail = 0;
   static constexpr uint32_t kUpStream = 1u << 29, kDownStream = 1u << 30;
 
-  explicit KeySpace(Dist d) : dist(d) {
+  // The longest key the tree under test takes (BTree::max_key_size(): 1011 bytes for
+  // `baseline`): kMaxKeys keys are this long.
+  uint32_t max_key = kMaxKeySize;
+
+  explicit KeySpace(Dist d, uint32_t max_key_size = kMaxKeySize) : dist(d), max_key(max_key_size) {
     switch (d) {
       case Dist::kMaxKeys: space = 3000; break;
       case Dist::kOverflow: space = 1500; break;
@@ -102,13 +112,13 @@ struct KeySpace {
         break;
       }
       case Dist::kMaxKeys: {
-        // Groups of 256 keys of 1024 bytes differing only in the last byte;
-        // groups differ early (byte 5) so fences and separators are 1 KiB long.
+        // Groups of 256 keys of the longest length (1 KiB) differing only in the last byte;
+        // groups differ early (byte 5) so fences and separators are as long.
         uint32_t g = i / 256;
-        k.assign(1024, '\x42');
+        k.assign(max_key, '\x42');
         k[5] = static_cast<char>(g);
-        k[1023] = static_cast<char>(i % 256);
-        if (i % 7 == 3) k.resize(1000 + i % 24);  // a few shorter ones
+        k[max_key - 1] = static_cast<char>(i % 256);
+        if (i % 7 == 3) k.resize(max_key - 24 + i % 24);  // a few shorter ones
         break;
       }
       case Dist::kOverflow: k = "doc/" + std::to_string(i); break;

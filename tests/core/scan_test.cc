@@ -35,7 +35,7 @@ TEST_P(ForEach, MatchesModelAndMixesWithNext) {
   ConfigCase c = GetParam();
   BTree t(c.cfg);
   ASSERT_EQ(t.init(), Status::kOk);
-  KeySpace ks(c.dist);
+  KeySpace ks(c.dist, t.max_key_size());
   Rng r(1234 + static_cast<unsigned>(c.cfg) * 31 + static_cast<unsigned>(c.dist));
   std::map<std::string, std::string> model;
   unsigned n = std::min<uint32_t>(ks.space, 20000);

@@ -104,9 +104,17 @@ TEST(Tree, EveryConfigBasicOperationsAndEmptyKey) {
     get(t, "", &st);
     EXPECT_EQ(st, Status::kNotFound);
     // Too-long keys are rejected and change nothing.
-    std::string big(kMaxKeySize + 1, 'k');
+    const uint32_t max = t.max_key_size();
+    EXPECT_EQ(max, c == static_cast<uint8_t>(LayoutConfig::kBaseline) ? kMaxKeySizeUntruncated : kMaxKeySize);
+    std::string big(max + 1, 'k');
     EXPECT_EQ(t.set(sl(big), sl("x")), Status::kKeyTooLarge);
-    EXPECT_EQ(t.set(sl(std::string(kMaxKeySize, 'k')), sl("x")), Status::kOk);
+    EXPECT_EQ(t.count(), 2u);
+    // Reads and removes take any key up to kMaxKeySize (absent here), whatever the layout.
+    get(t, std::string(kMaxKeySize, 'l'), &st);
+    EXPECT_EQ(st, Status::kNotFound);
+    EXPECT_EQ(t.remove(sl(std::string(kMaxKeySize, 'l'))), Status::kNotFound);
+    EXPECT_EQ(t.set(sl(std::string(max, 'k')), sl("x")), Status::kOk);
+    EXPECT_EQ(get(t, std::string(max, 'k')), "x");
     EXPECT_EQ(t.count(), 3u);
     // Too-large values are rejected before their bytes are read.
     EXPECT_EQ(t.set(sl("v"), Slice{reinterpret_cast<const uint8_t*>("x"), static_cast<uint32_t>(kMaxValueSize + 1)}),
@@ -452,11 +460,12 @@ TEST(WorstCase, MaximumKeysDifferingInTheLastByte) {
   for (uint8_t c = 0; c < kLayoutConfigCount; c++) {
     BTree t(static_cast<LayoutConfig>(c));
     ASSERT_EQ(t.init(), Status::kOk);
+    const uint32_t max = t.max_key_size();  // (1011 bytes under `baseline`)
     std::map<std::string, std::string> model;
     for (int g = 0; g < 6; g++) {
       for (int i = 0; i < 256; i++) {
-        std::string k(kMaxKeySize, static_cast<char>('a' + g));
-        k[kMaxKeySize - 1] = static_cast<char>((i * 37) % 256);
+        std::string k(max, static_cast<char>('a' + g));
+        k[max - 1] = static_cast<char>((i * 37) % 256);
         std::string v(i % 3 == 0 ? 900 : 8, static_cast<char>(i));  // some values near the inline limit
         ASSERT_EQ(t.set(sl(k), sl(v)), Status::kOk) << "config " << int(c);
         model[k] = v;
@@ -504,9 +513,10 @@ TEST(WorstCase, LongSeparatorsLeaveNoKeylessInnerNodes) {
     ASSERT_EQ(t.init(), Status::kOk);
     std::mt19937 r(21);
     std::vector<std::string> keys;
+    const uint32_t max = t.max_key_size();
     for (int i = 0; i < 3000; i++) {
-      std::string k(kMaxKeySize, 'p');
-      for (unsigned b = 960; b < kMaxKeySize; b++) k[b] = static_cast<char>('a' + r() % 26);
+      std::string k(max, 'p');
+      for (unsigned b = 960; b < max; b++) k[b] = static_cast<char>('a' + r() % 26);
       keys.push_back(k);
     }
     std::sort(keys.begin(), keys.end());
@@ -542,6 +552,62 @@ TEST(WorstCase, LongSeparatorsLeaveNoKeylessInnerNodes) {
     EXPECT_EQ(back, rest);
     for (auto& k : rest) EXPECT_EQ(get(t, k), kVal8);
   }
+}
+
+TEST(WorstCase, BaselineTakesKeysOnlyAsLongAsItsInnerNodesHoldTwo) {
+  // Without prefix truncation an inner node keeps its fences and separators whole. Keys of
+  // 1020 bytes left room for one separator: a node of one split into two of none, and five
+  // runs of appends (tenants) side by side grew chains of one-child inner nodes until set
+  // failed at the height limit after 872 keys, 21 pages a key (a probe, session 32). Now
+  // `baseline` refuses keys over kMaxKeySizeUntruncated, and at that length the tree stays
+  // about as high as with shorter keys.
+  static_assert(kMaxKeySizeUntruncated < kMaxKeySize);
+  static_assert(BasicNode::kSlotsPlain + 2 * kMaxKeySizeUntruncated + 2 * (6 + kMaxKeySizeUntruncated + 4) <= kNodeSize);
+  static_assert(BasicNode::kSlotsPlain + 2 * (kMaxKeySizeUntruncated + 1) + 2 * (6 + kMaxKeySizeUntruncated + 1 + 4) >
+                kNodeSize);
+  auto tenants = [](unsigned len, unsigned n) {
+    std::vector<std::string> keys;
+    for (unsigned i = 0; i < n; i++) {
+      char tail[32];
+      snprintf(tail, sizeof tail, "t%u%012u", i % 5, i);
+      keys.push_back(std::string(len - 14, 'p') + tail);
+    }
+    return keys;
+  };
+  BTree base(LayoutConfig::kBaseline);
+  ASSERT_EQ(base.init(), Status::kOk);
+  for (auto& k : tenants(kMaxKeySizeUntruncated + 1, 20)) EXPECT_EQ(base.set(sl(k), sl(kVal8)), Status::kKeyTooLarge);
+  for (auto& k : tenants(kMaxKeySize, 20)) EXPECT_EQ(base.set(sl(k), sl(kVal8)), Status::kKeyTooLarge);
+  EXPECT_EQ(base.count(), 0u);
+  EXPECT_EQ(base.store().live_pages(), 1u);
+  // The bulk load refuses them too, and leaves the tree empty.
+  std::vector<std::string> sorted = tenants(kMaxKeySizeUntruncated + 1, 50);
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<Slice> ks, vs;
+  for (auto& k : sorted) ks.push_back(sl(k)), vs.push_back(sl(kVal8));
+  EXPECT_EQ(base.bulk_load(ks.data(), vs.data(), ks.size()), Status::kKeyTooLarge);
+  EXPECT_EQ(base.count(), 0u);
+  // At the limit: 3000 keys, no keyless inner node, the height of a tree of 1000-byte keys.
+  auto height_of = [&](unsigned len) {
+    BTree t(LayoutConfig::kBaseline);
+    EXPECT_EQ(t.init(), Status::kOk);
+    std::vector<std::string> keys = tenants(len, 3000);
+    for (auto& k : keys) EXPECT_EQ(t.set(sl(k), sl(kVal8)), Status::kOk) << len;
+    expect_sound(t);
+    EXPECT_EQ(keyless_inner_nodes(t), 0u) << len;
+    EXPECT_EQ(t.count(), keys.size());
+    for (size_t i = 0; i < keys.size(); i += 97) EXPECT_EQ(get(t, keys[i]), kVal8);
+    return t.height();
+  };
+  unsigned h1000 = height_of(1000), hmax = height_of(kMaxKeySizeUntruncated);
+  EXPECT_LE(hmax, h1000 + 2) << "1000-byte keys: height " << h1000;
+  EXPECT_LE(hmax, 14u);
+  // Every other layout truncates prefixes and takes keys up to kMaxKeySize.
+  BTree prefix(LayoutConfig::kPrefix);
+  ASSERT_EQ(prefix.init(), Status::kOk);
+  for (auto& k : tenants(kMaxKeySize, 3000)) ASSERT_EQ(prefix.set(sl(k), sl(kVal8)), Status::kOk);
+  expect_sound(prefix);
+  EXPECT_LE(prefix.height(), 6u);
 }
 
 TEST(Overflow, LargeValuesRoundTripAndFreeTheirPages) {

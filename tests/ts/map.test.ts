@@ -1068,6 +1068,39 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expect([...m]).toEqual(before);
     });
 
+    it.skipIf(build === 'reference')("'baseline' refuses keys over 1011 bytes with a KeyTooLargeError that says why, and changes nothing", () => {
+      // Its nodes keep keys whole: longer keys left one separator per inner node, and five
+      // runs of appends grew chains of one-child nodes until set failed at the height limit
+      // with OutOfMemoryError, 872 keys in (a probe, session 32).
+      const m = make<string, number>(undefined, { layout: 'baseline' });
+      const tenant = (len: number, i: number) => 'p'.repeat(len - 14) + 't' + (i % 5) + String(i).padStart(12, '0');
+      for (let i = 0; i < 1500; i++) m.set(tenant(1011, i), i);
+      expect(m.size).toBe(1500);
+      expect(m.stats().height).toBeLessThanOrEqual(14);
+      const before = m.stats().pages;
+      for (const len of [1012, 1020, 1024]) {
+        const e = expectError(() => m.set(tenant(len, 1), 1), KeyTooLargeError, 'KEY_TOO_LARGE');
+        expect(e.message).toContain("'baseline' layout takes keys up to 1011 bytes");
+        expect(catchError(() => m.set(tenant(len, 1), 1))).toBeInstanceOf(RangeError);
+        // reads take any key up to 1024 bytes
+        expect(m.get(tenant(len, 1))).toBeUndefined();
+        expect(m.has(tenant(len, 1))).toBe(false);
+        expect(m.delete(tenant(len, 1))).toBe(false);
+      }
+      // A batch stops at the key it cannot take (as at an oversized value).
+      expectError(() => m.setMany([[tenant(1011, 5000), 1], [tenant(1012, 5001), 2]]), KeyTooLargeError, 'KEY_TOO_LARGE');
+      expect(m.size).toBeGreaterThanOrEqual(1500);
+      expect(m.has(tenant(1012, 5001))).toBe(false);
+      expect(m.stats().pages).toBeLessThanOrEqual(before + 4);
+      m.checkInvariants();
+      for (let i = 0; i < 1500; i += 37) expect(m.get(tenant(1011, i))).toBe(i);
+      // Every other layout takes 1024-byte keys in the same pattern.
+      const p = make<string, number>(undefined, { layout: 'prefix' });
+      for (let i = 0; i < 1500; i++) p.set(tenant(1024, i), i);
+      expect(p.stats().height).toBeLessThanOrEqual(6);
+      p.checkInvariants();
+    });
+
     it('oversized keys of every encoding', () => {
       const n = make<Uint8Array, number>(undefined, { keys: 'bytes' });
       expectError(() => n.set(new Uint8Array(1025), 1), KeyTooLargeError, 'KEY_TOO_LARGE');

@@ -105,6 +105,7 @@ export function referenceWasm(): AdaptreeWasm {
     at_abi_version: () => 1,
     at_page_size: () => 4096,
     at_max_key_size: () => MAX_KEY,
+    at_max_key_size_untruncated: () => MAX_KEY,
     at_alloc: (n) => alloc(n),
     at_free: () => {},
     at_ctx_new: () => { const id = alloc(20); ctxs.set(id, { result: id, out: 0, outCap: 0 }); return id; },

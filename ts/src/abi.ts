@@ -68,6 +68,8 @@ export interface AbiExports {
   at_abi_version(): number;
   at_page_size(): number;
   at_max_key_size(): number;
+  /** The longest key the `baseline` layout (no prefix truncation) takes (1011 with 4 KiB pages). */
+  at_max_key_size_untruncated(): number;
   at_alloc(size: number): Ptr;
   at_free(p: Ptr): void;
   at_ctx_new(): Ptr;
@@ -163,7 +165,7 @@ export interface AbiExports {
 
 /** Names of all ABI functions, to verify a module at load time. */
 export const ABI_FUNCTIONS: readonly (keyof AbiExports)[] = [
-  'at_abi_version', 'at_page_size', 'at_max_key_size', 'at_alloc', 'at_free', 'at_ctx_new',
+  'at_abi_version', 'at_page_size', 'at_max_key_size', 'at_max_key_size_untruncated', 'at_alloc', 'at_free', 'at_ctx_new',
   'at_ctx_free', 'at_ctx_result', 'at_ctx_key_ptr', 'at_ctx_value_ptr', 'at_tree_new', 'at_tree_free', 'at_tree_share', 'at_ctx_set_wait', 'at_set', 'at_get', 'at_has',
   'at_remove', 'at_get_num', 'at_has_num', 'at_set_num', 'at_remove_num', 'at_count', 'at_clear', 'at_set_many', 'at_get_many', 'at_delete_range', 'at_stats',
   'at_check', 'at_cursor_new', 'at_cursor_free', 'at_cursor_seek', 'at_cursor_next',

@@ -19,7 +19,8 @@
  * | InvalidKeyError       | TypeError      | INVALID_KEY       | key of the wrong type, NaN, lone surrogate        |
  * | InvalidValueError     | TypeError      | INVALID_VALUE     | value the value encoding cannot encode            |
  * | InvalidArgumentError  | TypeError      | INVALID_ARGUMENT  | bad options or range (e.g. both gt and gte)       |
- * | KeyTooLargeError      | RangeError     | KEY_TOO_LARGE     | encoded key longer than 1024 bytes                |
+ * | KeyTooLargeError      | RangeError     | KEY_TOO_LARGE     | encoded key longer than 1024 bytes (a set under   |
+ * |                       |                |                   | the `baseline` layout: 1011 bytes)                |
  * | ValueTooLargeError    | RangeError     | VALUE_TOO_LARGE   | value longer than the core accepts (1 GiB)        |
  * | ClosedError           | AdaptreeError  | CLOSED            | map used after free() / [Symbol.dispose]         |
  * | CorruptionError       | AdaptreeError  | CORRUPT           | checksum or structural invariant broken; stored  |

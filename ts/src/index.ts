@@ -37,7 +37,8 @@
  * - Keys are compared by encoding, not identity: two equal `Uint8Array`s or tuples are one key;
  *   keys and values come back as new objects (values are stored, not referenced: `json` by default).
  * - Keys have a type fixed per map (`keys` option, default `'utf8'`): another type is a
- *   TypeError (InvalidKeyError), an encoded key over 1024 bytes a RangeError (KeyTooLargeError).
+ *   TypeError (InvalidKeyError), an encoded key over 1024 bytes a RangeError (KeyTooLargeError;
+ *   a set under the `baseline` layout takes keys up to 1011 bytes).
  *   Number keys: -0 is stored as +0 (as Map does), NaN is an InvalidKeyError.
  * - Iterators resume by key: changes made while iterating are seen if they lie ahead,
  *   never make a key appear twice, never make a surviving key be skipped.

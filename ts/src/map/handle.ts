@@ -77,6 +77,11 @@ export function fail(h: Handle<unknown, unknown>, st: number, what: string, deta
   // Point calls gave "storage I/O failed" with no cause; commit and open said what failed (a
   // probe, session 31).
   const cause = st === Status.IO_ERROR || st === Status.QUOTA_EXCEEDED ? h.hooks?.cause?.() : undefined;
+  // Keys the encoders pass are at most maxKey bytes: the core refuses one only under `baseline`.
+  if (st === Status.KEY_TOO_LARGE && detail === undefined) {
+    const rt = h.rt;
+    detail = `the 'baseline' layout takes keys up to ${rt.maxKeyUntruncated} bytes (without prefix truncation its inner nodes keep keys whole); every other layout takes up to ${rt.maxKey}`;
+  }
   const e = errorFromStatus(st, where === undefined ? what : `${what} of '${where}'`, detail ?? (cause instanceof Error ? cause.message : cause !== undefined ? String(cause) : undefined));
   if (cause !== undefined && (e as { cause?: unknown }).cause === undefined) {
     Object.defineProperty(e, 'cause', { value: cause, configurable: true, writable: true, enumerable: false });

@@ -21,6 +21,8 @@ export class Runtime {
   readonly res: number;
   readonly shared: boolean;
   readonly maxKey: number;
+  /** The longest key the `baseline` layout takes (its nodes keep keys whole). */
+  readonly maxKeyUntruncated: number;
   /** Two fixed key areas (a range needs two keys), each maxKey + 16 bytes. */
   readonly keyA: number;
   readonly keyB: number;
@@ -43,6 +45,7 @@ export class Runtime {
     this.ctx = wasm.ctx;
     this.res = wasm.result ?? this.ex.at_ctx_result(this.ctx);
     this.maxKey = this.ex.at_max_key_size();
+    this.maxKeyUntruncated = this.ex.at_max_key_size_untruncated();
     const area = this.maxKey + 16;
     this.keyA = this.ex.at_alloc(2 * area);
     if (this.keyA === 0) throw new OutOfMemoryError('out of wasm memory allocating key areas');
