@@ -1068,7 +1068,7 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expect([...m]).toEqual(before);
     });
 
-    it.skipIf(build === 'reference')("'baseline' refuses keys over 1011 bytes with a KeyTooLargeError that says why, and changes nothing", () => {
+    it("'baseline' refuses keys over 1011 bytes with a KeyTooLargeError that says why, and changes nothing", () => {
       // Its nodes keep keys whole: longer keys left one separator per inner node, and five
       // runs of appends grew chains of one-child nodes until set failed at the height limit
       // with OutOfMemoryError, 872 keys in (a probe, session 32).
@@ -1076,7 +1076,9 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       const tenant = (len: number, i: number) => 'p'.repeat(len - 14) + 't' + (i % 5) + String(i).padStart(12, '0');
       for (let i = 0; i < 1500; i++) m.set(tenant(1011, i), i);
       expect(m.size).toBe(1500);
-      expect(m.stats().height).toBeLessThanOrEqual(14);
+      // (the reference ABI models the limit, not pages)
+      const real = build !== 'reference';
+      if (real) expect(m.stats().height).toBeLessThanOrEqual(14);
       const before = m.stats().pages;
       for (const len of [1012, 1020, 1024]) {
         const e = expectError(() => m.set(tenant(len, 1), 1), KeyTooLargeError, 'KEY_TOO_LARGE');
@@ -1091,13 +1093,13 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
       expectError(() => m.setMany([[tenant(1011, 5000), 1], [tenant(1012, 5001), 2]]), KeyTooLargeError, 'KEY_TOO_LARGE');
       expect(m.size).toBeGreaterThanOrEqual(1500);
       expect(m.has(tenant(1012, 5001))).toBe(false);
-      expect(m.stats().pages).toBeLessThanOrEqual(before + 4);
+      if (real) expect(m.stats().pages).toBeLessThanOrEqual(before + 4);
       m.checkInvariants();
       for (let i = 0; i < 1500; i += 37) expect(m.get(tenant(1011, i))).toBe(i);
       // Every other layout takes 1024-byte keys in the same pattern.
       const p = make<string, number>(undefined, { layout: 'prefix' });
       for (let i = 0; i < 1500; i++) p.set(tenant(1024, i), i);
-      expect(p.stats().height).toBeLessThanOrEqual(6);
+      if (real) expect(p.stats().height).toBeLessThanOrEqual(6);
       p.checkInvariants();
     });
 

@@ -11,6 +11,8 @@ const OK = 0, NOT_FOUND = 1, KEY_TOO_LARGE = -1, INVALID = -5;
 const REVERSE = 1, EXCLUSIVE = 2, EDGE = 4;
 const LO_NONE = 1, LO_EXCL = 2, HI_NONE = 4, HI_EXCL = 8;
 const MAX_KEY = 1024;
+/** The core's kMaxKeySizeUntruncated: `baseline` (layout 0) sets keys up to this long. */
+const MAX_KEY_UNTRUNCATED = 1011;
 
 function cmp(a: Uint8Array, b: Uint8Array): number {
   const n = Math.min(a.length, b.length);
@@ -33,7 +35,7 @@ class Writer {
   done() { return this.buf.subarray(0, this.length); }
 }
 
-interface Tree { keys: Uint8Array[]; vals: Uint8Array[]; }
+interface Tree { keys: Uint8Array[]; vals: Uint8Array[]; maxKey: number; }
 interface Cursor { tree: number; bound: Uint8Array | null; exclusive: boolean; reverse: boolean; }
 interface Ctx { result: number; out: number; outCap: number; }
 
@@ -105,20 +107,20 @@ export function referenceWasm(): AdaptreeWasm {
     at_abi_version: () => 1,
     at_page_size: () => 4096,
     at_max_key_size: () => MAX_KEY,
-    at_max_key_size_untruncated: () => MAX_KEY,
+    at_max_key_size_untruncated: () => MAX_KEY_UNTRUNCATED,
     at_alloc: (n) => alloc(n),
     at_free: () => {},
     at_ctx_new: () => { const id = alloc(20); ctxs.set(id, { result: id, out: 0, outCap: 0 }); return id; },
     at_ctx_free: () => {},
     at_ctx_result: (c) => ctxs.get(c)!.result,
-    at_tree_new: (cfg) => { if (cfg > 7) return 0; const id = nextId++ * 16; trees.set(id, { keys: [], vals: [] }); return id; },
+    at_tree_new: (cfg) => { if (cfg > 7) return 0; const id = nextId++ * 16; trees.set(id, { keys: [], vals: [], maxKey: cfg === 0 ? MAX_KEY_UNTRUNCATED : MAX_KEY }); return id; },
     at_tree_free: (t) => { trees.delete(t); },
     // One thread only: nothing to share, nothing to wait for.
     at_tree_share: () => -5,
     at_ctx_set_wait: () => 0,
     at_debug_latch: () => 0,
     at_set: (t, c, k, kl, v, vl) => {
-      if (kl > MAX_KEY) return KEY_TOO_LARGE;
+      if (kl > trees.get(t)!.maxKey) return KEY_TOO_LARGE;
       put(trees.get(t)!, read(k, kl), read(v, vl));
       alloc(kl + vl); // like the core's page allocation: memory grows during a set
       return OK;
@@ -154,7 +156,7 @@ export function referenceWasm(): AdaptreeWasm {
       for (let i = 0; i < n; i++) {
         const kl = d.getUint32(p, true); const k = read(p + 4, kl); p += 4 + kl;
         const vl = d.getUint32(p, true); const v = read(p + 4, vl); p += 4 + vl;
-        if (kl > MAX_KEY) { setResult(ctxs.get(c)!, 0, 0, 0, 0, i); return KEY_TOO_LARGE; }
+        if (kl > tr.maxKey) { setResult(ctxs.get(c)!, 0, 0, 0, 0, i); return KEY_TOO_LARGE; }
         put(tr, k, v);
       }
       setResult(ctxs.get(c)!, 0, 0, 0, 0, n);
