@@ -1090,8 +1090,13 @@ describe.each(BUILDS)('BTreeMap on the %s build', (build) => {
         expect(m.delete(tenant(len, 1))).toBe(false);
       }
       // A batch stops at the key it cannot take (as at an oversized value).
-      expectError(() => m.setMany([[tenant(1011, 5000), 1], [tenant(1012, 5001), 2]]), KeyTooLargeError, 'KEY_TOO_LARGE');
-      expect(m.size).toBeGreaterThanOrEqual(1500);
+      const batch = expectError(() => m.setMany([[tenant(1011, 5000), 1], [tenant(1012, 5001), 2]]), KeyTooLargeError, 'KEY_TOO_LARGE');
+      expect(batch.message).toContain("'baseline' layout takes keys up to 1011 bytes");
+      // (what comes before the refused key is in, as `applied` says)
+      const applied = (batch as Error & { applied?: number }).applied;
+      expect(batch.message).toContain(`${applied} of 2 entries were applied`);
+      expect(m.has(tenant(1011, 5000))).toBe(applied === 1);
+      expect(m.size).toBe(1500 + applied!);
       expect(m.has(tenant(1012, 5001))).toBe(false);
       if (real) expect(m.stats().pages).toBeLessThanOrEqual(before + 4);
       m.checkInvariants();

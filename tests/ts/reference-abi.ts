@@ -156,10 +156,11 @@ export function referenceWasm(): AdaptreeWasm {
       for (let i = 0; i < n; i++) {
         const kl = d.getUint32(p, true); const k = read(p + 4, kl); p += 4 + kl;
         const vl = d.getUint32(p, true); const v = read(p + 4, vl); p += 4 + vl;
-        if (kl > tr.maxKey) { setResult(ctxs.get(c)!, 0, 0, 0, 0, i); return KEY_TOO_LARGE; }
+        // (value_len and aux: the entries applied, as the core says them)
+        if (kl > tr.maxKey) { setResult(ctxs.get(c)!, 0, 0, 0, i, i); return KEY_TOO_LARGE; }
         put(tr, k, v);
       }
-      setResult(ctxs.get(c)!, 0, 0, 0, 0, n);
+      setResult(ctxs.get(c)!, 0, 0, 0, n, n);
       return OK;
     },
     at_get_many: (t, c, b, n) => {

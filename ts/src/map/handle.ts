@@ -78,9 +78,10 @@ export function fail(h: Handle<unknown, unknown>, st: number, what: string, deta
   // probe, session 31).
   const cause = st === Status.IO_ERROR || st === Status.QUOTA_EXCEEDED ? h.hooks?.cause?.() : undefined;
   // Keys the encoders pass are at most maxKey bytes: the core refuses one only under `baseline`.
-  if (st === Status.KEY_TOO_LARGE && detail === undefined) {
+  if (st === Status.KEY_TOO_LARGE) {
     const rt = h.rt;
-    detail = `the 'baseline' layout takes keys up to ${rt.maxKeyUntruncated} bytes (without prefix truncation its inner nodes keep keys whole); every other layout takes up to ${rt.maxKey}`;
+    const why = `the 'baseline' layout takes keys up to ${rt.maxKeyUntruncated} bytes (without prefix truncation its inner nodes keep keys whole); every other layout takes up to ${rt.maxKey}`;
+    detail = detail === undefined ? why : `${why}; ${detail}`;
   }
   const e = errorFromStatus(st, where === undefined ? what : `${what} of '${where}'`, detail ?? (cause instanceof Error ? cause.message : cause !== undefined ? String(cause) : undefined));
   if (cause !== undefined && (e as { cause?: unknown }).cause === undefined) {
