@@ -96,6 +96,8 @@ export type StorageName = 'node' | 'deno' | 'opfs' | 'indexeddb' | 'memory' | 'a
 
 /** How long close() waits for the async calls under way (ms) before it goes on without them. */
 const CLOSE_WAIT_MS = 5000;
+/** Why a store commits no more (#torn). */
+const TORN = 'an async write was stopped part way by close() (its backend answered no page for 5 s)';
 
 export interface StoreOptions<K, V> {
   /** Where the store is: a file path (node, deno) or a name (memory backends). */
@@ -514,6 +516,18 @@ export class BTreeStore<K = string, V = unknown> {
   #idle: (() => void)[] = [];
   /** close() is waiting for #active calls: they go on, new calls are refused. */
   #draining = false;
+  /** Steps the async calls took (#openAsync passed): close() waits while they progress. */
+  #steps = 0;
+  /** Entries written, ever (#wrote): a write call that changed the tree shows as a change. */
+  #written = 0;
+  /** An async write that close() stopped part way (its backend answered no page for
+   * CLOSE_WAIT_MS) left part of itself in the tree: nothing more is committed (#startFlush). */
+  #torn: string | undefined;
+  /** The async write call running (one at a time, #sequence): #written when it began. */
+  #writeRun: { before: number } | undefined;
+  /** close() gave up waiting for a write whose backend answers no page: commits go ahead
+   * without waiting for it (#flushAfterWrites); it changed nothing, or the store is #torn. */
+  #stalled = false;
   /** Async backends: calls run in the order they were made (#sequence). The last write made,
    * until it settles; the calls that began running and have not settled; who waits for none. */
   #writeTail: Promise<void> | undefined;
@@ -1099,6 +1113,7 @@ export class BTreeStore<K = string, V = unknown> {
   /** Between the steps of an async call: refused once closed, unless close() waits for it. */
   #openAsync(): void {
     if (this.#closed && !this.#draining) throw new ClosedError('the store is closed');
+    this.#steps++;
   }
 
   /** An async call begins (refused once close() has begun); #end when it settles. */
@@ -1124,6 +1139,7 @@ export class BTreeStore<K = string, V = unknown> {
   /** `entries` written or removed by a call (autoCommit.writes and uncommittedWrites count entries:
    * a setMany of 5000 counted one, and never set off `{ writes: 1000 }`; a probe, session 31). */
   #wrote(entries = 1): void {
+    this.#written += entries;
     const n = (this.#uncommitted += entries);
     if (n >= this.#autoWrites) {
       this.#auto();
@@ -1180,7 +1196,7 @@ export class BTreeStore<K = string, V = unknown> {
   /** Starts the requested flush once the writes made before it are done (#writeTail). */
   #flushAfterWrites(): void {
     const tail = this.#writeTail;
-    if (tail === undefined) this.#startFlush();
+    if (tail === undefined || this.#stalled) this.#startFlush();
     else void tail.then(() => this.#startFlush());
   }
 
@@ -1192,6 +1208,11 @@ export class BTreeStore<K = string, V = unknown> {
     if (this.#timer !== undefined) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
+    }
+    if (this.#torn !== undefined) {
+      // Part of a call is in the tree: no commit may make it durable (the last one stands).
+      d.reject(new AbortedError(`commit of '${this.#path}': ${this.#torn}; nothing since the last commit was committed`));
+      return;
     }
     if (this.#failed) {
       // The writes the failed commit held are not durable and never will be from this handle:
@@ -1400,15 +1421,33 @@ export class BTreeStore<K = string, V = unknown> {
       // Not for ever: a backend read that never settles held close() and the lock (a probe,
       // session 23); after CLOSE_WAIT_MS the calls still under way get ClosedError at their next
       // step, as before. close({ commit: false }) drops their writes anyway: it does not wait.
-      if (this.#active > 0 && commit) {
+      // So does close({ commit: false }) when a commit was requested before it: that commit
+      // holds the calls made before it, whole (stopping them left part of a setManyAsync or a
+      // deleteRangeAsync in the tree for it to make durable: a probe, session 33). The wait goes
+      // on while the calls take steps (a slow backend: stopping one after 5 s did the same).
+      if (this.#active > 0 && (commit || this.#next !== undefined || this.#flushing !== undefined)) {
         this.#draining = true;
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        await new Promise<void>((wake) => {
-          this.#idle.push(wake);
-          timer = setTimeout(wake, CLOSE_WAIT_MS);
-        });
-        clearTimeout(timer);
+        for (;;) {
+          const steps = this.#steps;
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          await new Promise<void>((wake) => {
+            this.#idle.push(wake);
+            timer = setTimeout(wake, CLOSE_WAIT_MS);
+          });
+          clearTimeout(timer);
+          if (this.#active === 0 || this.#steps === steps) break;
+        }
         this.#draining = false;
+        // A write still under way waits for a page that does not come (no step for
+        // CLOSE_WAIT_MS): the commit goes ahead without it (a commit waits for the writes made
+        // before it, and close() waited for ever, the lock held: a probe, session 33), unless it
+        // changed the tree already: then nothing more is committed (#torn).
+        const w = this.#writeRun;
+        if (this.#active > 0 && w !== undefined) {
+          if (this.#written !== w.before) this.#torn ??= TORN;
+          this.#stalled = true;
+          if (this.#next !== undefined && this.#flushing === undefined) this.#startFlush();
+        }
       }
       let err: unknown;
       try {
@@ -1770,6 +1809,28 @@ export class BTreeStore<K = string, V = unknown> {
     let run = body;
     const b = this.#b;
     if (b.kind !== 'async') return run();
+    if (write) {
+      // A write that close() stopped after it changed the tree (its step after a page fault
+      // threw ClosedError) is torn: a commit would make part of it durable (a probe, session
+      // 33: 3 of a rejected setManyAsync's 3000 entries, and 21,345 of 30,000 keys of a
+      // deleteRangeAsync of 24,000, after close({ commit: false }) with a commit requested).
+      const whole = run;
+      run = () => {
+        const w = { before: this.#written };
+        this.#writeRun = w;
+        return whole().then(
+          (v) => {
+            if (this.#writeRun === w) this.#writeRun = undefined;
+            return v;
+          },
+          (e: unknown) => {
+            if (this.#writeRun === w) this.#writeRun = undefined;
+            if (this.#closed && this.#written !== w.before && e instanceof ClosedError) this.#torn ??= TORN;
+            throw e;
+          },
+        );
+      };
+    }
     // A reader whose backend heard of a newer commit (the writer announces each) moves to it
     // first: one whose pages were all in its pool stayed on its commit until refresh().
     if (b.reader !== undefined) {
