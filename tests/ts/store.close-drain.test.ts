@@ -126,6 +126,12 @@ describe.each(['st'] as const)('close() and async writes under way (%s)', (build
     expect((ct as AbortedError).code).toBe('ABORTED');
     expect((ct as Error).message).toContain('nothing since the last commit was committed');
     expect(cu).toBe('resolved');
+    // the calls close() gave up on reject (they stayed pending for ever): CLOSED, the batch with
+    // the entries it had applied
+    const tornErr = await torn.then(() => undefined, (e: unknown) => e as Error & { code?: string; applied?: number });
+    expect(tornErr?.code).toBe('CLOSED');
+    expect(tornErr?.applied).toBeGreaterThan(0);
+    await expect(untouched).rejects.toMatchObject({ code: 'CLOSED' });
     dt.stuck = false;
     du.stuck = false;
     // reopened (the lock was released): the torn store at its last commit, the other with `extra`

@@ -528,6 +528,9 @@ export class BTreeStore<K = string, V = unknown> {
   /** close() gave up waiting for a write whose backend answers no page: commits go ahead
    * without waiting for it (#flushAfterWrites); it changed nothing, or the store is #torn. */
   #stalled = false;
+  /** Rejects once close() gave up on the calls under way: their page reads stop waiting. */
+  #gaveUp: Promise<never> | undefined;
+  #giveUp: ((e: Error) => void) | undefined;
   /** Async backends: calls run in the order they were made (#sequence). The last write made,
    * until it settles; the calls that began running and have not settled; who waits for none. */
   #writeTail: Promise<void> | undefined;
@@ -1443,6 +1446,7 @@ export class BTreeStore<K = string, V = unknown> {
         // before it, and close() waited for ever, the lock held: a probe, session 33), unless it
         // changed the tree already: then nothing more is committed (#torn).
         const w = this.#writeRun;
+        if (this.#active > 0) this.#giveUp?.(new ClosedError(`the store '${this.#path}' was closed while this call waited for a page its backend did not answer for 5 s`));
         if (this.#active > 0 && w !== undefined) {
           if (this.#written !== w.before) this.#torn ??= TORN;
           this.#stalled = true;
@@ -1929,6 +1933,18 @@ export class BTreeStore<K = string, V = unknown> {
   /** `pin` (a reader's batch call): a page read at a newer commit that the commits since the
    * pool's did not write is supplied as it is, without following: the batch stays on its
    * commit instead of starting over (#readerPage). */
+  /** `p`, or ClosedError once close() gave up waiting for the calls under way: a call whose
+   * page never came stayed pending for ever after close() (a probe, session 33). */
+  #orGaveUp<T>(p: Promise<T>): Promise<T> {
+    if (this.#gaveUp === undefined) {
+      this.#gaveUp = new Promise<never>((_, reject) => {
+        this.#giveUp = reject;
+      });
+      this.#gaveUp.catch(noop);
+    }
+    return Promise.race([p, this.#gaveUp]);
+  }
+
   #fault(b: Async, id: number, readAhead: boolean, pin = false): Promise<void> {
     let p = this.#faults.get(id);
     if (p === undefined) {
@@ -1953,7 +1969,7 @@ export class BTreeStore<K = string, V = unknown> {
         try {
           // A read-ahead that failed (undefined) is read again here, where its error counts.
           // (a reader's read-ahead of an earlier commit may still hold the page: #readerPage)
-          got = (ahead !== undefined && (ahead.gen === gen || b.reader !== undefined) ? await ahead.image : undefined) ?? (await this.#fetch(b, [id]))[0]!;
+          got = await this.#orGaveUp((async () => (ahead !== undefined && (ahead.gen === gen || b.reader !== undefined) ? await ahead.image : undefined) ?? (await this.#fetch(b, [id]))[0]!)());
         } catch (e) {
           // The operations waiting on this page fail: the reads they kept have no one to go on.
           this.#dropKept();
@@ -2208,7 +2224,11 @@ export class BTreeStore<K = string, V = unknown> {
     for (;;) {
       // As #run, but a fault resumes after the applied entries rather than retrying `part`.
       if (this.#gate !== undefined) await this.#gate;
-      this.#openAsync();
+      try {
+        this.#openAsync();
+      } catch (e) {
+        throw withApplied(e, done);  // (stopped by close(): the entries in so far, as any setMany error)
+      }
       try {
         this.#inAsync++;
         try {
@@ -2226,7 +2246,11 @@ export class BTreeStore<K = string, V = unknown> {
           throw withApplied(e, applied);
         }
         done += e.applied ?? 0;
-        await this.#fault(this.#b, e.pageId, false);
+        try {
+          await this.#fault(this.#b, e.pageId, false);
+        } catch (f) {
+          throw withApplied(f, done);  // (a page that could not be read, or close(): the entries in so far)
+        }
       }
       part = list.slice(done, done + ASYNC_BATCH);
     }
