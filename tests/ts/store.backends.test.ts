@@ -11,6 +11,8 @@ import { InvalidArgumentError, LockedError, isAdaptreeError } from '../../ts/src
 import { MemoryFile, memoryStorage } from '../../ts/src/storage/memory.js';
 import { nodeStorage } from '../../ts/src/storage/node.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
+import { BTreeStore } from '../../ts/src/store.js';
+import { wasmFor } from './builds.js';
 import { hostImports, registerHost, statusOfError, unregisterHost } from '../../ts/src/storage/host.js';
 import type { SyncFile } from '../../ts/src/storage/types.js';
 import { tempDir, uniqueName } from './store-helpers.js';
@@ -389,5 +391,33 @@ describe('async-memory backend', () => {
     expect(s.counters.commits).toBe(2);
     await again.close();
     await expect(s.open('b', { create: false })).rejects.toThrow(InvalidArgumentError);
+  });
+
+  it('an open with wait: true waits for the writer to close, in turn (it threw LockedError at once: a probe, session 33)', async () => {
+    const s = createAsyncMemoryStorage();
+    const first = await s.open('w', { create: true });
+    const order: string[] = [];
+    const second = s.open('w', { create: true, wait: true }).then((p) => (order.push('second'), p));
+    const third = s.open('w', { create: true, wait: true }).then((p) => (order.push('third'), p));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(order).toEqual([]);
+    await expect(s.open('w', { create: true })).rejects.toThrow(LockedError);  // without wait: at once
+    first.close();
+    const b = await second;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(order).toEqual(['second']);  // the third waits for the second
+    b.close();
+    (await third).close();
+    expect(order).toEqual(['second', 'third']);
+    // through BTreeStore: the option reaches the backend
+    const wasm = await wasmFor('st');
+    const st = await BTreeStore.open<string, number>({ path: 'w2', storage: s, wasm });
+    st.set('k', 1);
+    const waiting = BTreeStore.open<string, number>({ path: 'w2', storage: s, wasm, wait: true });
+    await new Promise((r) => setTimeout(r, 20));
+    await st.close();
+    const st2 = await waiting;
+    expect(await st2.getAsync('k')).toBe(1);
+    await st2.close();
   });
 });

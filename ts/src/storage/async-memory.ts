@@ -6,7 +6,8 @@
  * retry) and is the template for IndexedDB and Durable Object backends.
  *
  * Commits are atomic: writePages builds the new page map aside and swaps it in.
- * Locking: a path can be open once at a time in the process (LockedError otherwise); readers
+ * Locking: a path can be open once at a time in the process (LockedError otherwise, or with
+ * `wait: true` the open waits until it is closed, in the order the opens came, as on IndexedDB); readers
  * (`readOnly`) take no lock and read beside the writer, as on IndexedDB (readPages reads one
  * committed page map).
  */
@@ -17,6 +18,8 @@ import type { AsyncBackend, AsyncStorePages } from './types.js';
 interface Volume {
   pages: Map<number, Uint8Array>;
   open: boolean;
+  /** Opens with `wait: true` waiting for the writer to close. */
+  waiters: (() => void)[];
   /** The last HISTORY commits: their sequence and the pages they wrote (readers' changedSince). */
   history: { seq: number; ids: number[] }[];
 }
@@ -41,14 +44,20 @@ export function createAsyncMemoryStorage(options: { delayMs?: number } = {}): As
     kind: 'async',
     name: 'async-memory',
     counters,
-    async open(path: string, opts: { create: boolean; readOnly?: boolean }): Promise<AsyncStorePages> {
+    async open(path: string, opts: { create: boolean; readOnly?: boolean; wait?: boolean }): Promise<AsyncStorePages> {
       await later();
       let v = volumes.get(path);
       const reader = opts.readOnly === true;
       if (v === undefined) {
         if (!opts.create || reader) throw new InvalidArgumentError(`no store at '${path}' (async-memory storage, ${reader ? 'readOnly: true creates nothing' : 'create: false'})`);
-        v = { pages: new Map(), open: false, history: [] };
+        v = { pages: new Map(), open: false, waiters: [], history: [] };
         volumes.set(path, v);
+      }
+      // (wait: true was ignored here, unlike on IndexedDB, which this backend stands in for: a
+      // probe, session 33)
+      if (v.open && !reader && opts.wait === true) {
+        const w = v;
+        while (w.open) await new Promise<void>((wake) => w.waiters.push(wake));
       }
       if (v.open && !reader) throw new LockedError(`the store '${path}' is already open in this process`);
       if (!reader) v.open = true;
@@ -90,7 +99,10 @@ export function createAsyncMemoryStorage(options: { delayMs?: number } = {}): As
         close(): void {
           if (closed) return;
           closed = true;
-          if (!reader) vol.open = false;
+          if (!reader) {
+            vol.open = false;
+            vol.waiters.shift()?.();  // the next open that waits (it takes the lock in its turn)
+          }
         },
       };
     },

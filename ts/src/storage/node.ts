@@ -355,7 +355,8 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
       // ('<pid> flock' of this pid: the 'deno' backend of this Deno process holds it)
       const held = text === '' ? ageMs < EMPTY_LOCK_STALE_MS : Number.isInteger(pid) && pid > 0 && (ours ? !before && (thread !== threadId || /\bflock\b/.test(text)) : pidAlive(proc, pid));
       if (held) {
-        const who = ours ? `worker thread ${thread} of this process${thread === 0 ? ' (the main thread)' : ''}` : `process ${text || '(starting)'}`;
+        // (a thread ended by worker.terminate() runs no code: its locks stay until the process exits)
+        const who = ours ? (thread === 0 ? 'the main thread of this process' : `worker thread ${thread} of this process (or was, if that thread was ended by worker.terminate(): its stores stay locked until the process exits)`) : `process ${text || '(starting)'}`;
         throw new LockedError(`the store ${storePath} is open in ${who} (lock file ${lockPath})`);
       }
       // Stale: its process is gone (or it was this thread's, which has no open handle on it).
