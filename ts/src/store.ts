@@ -1438,7 +1438,9 @@ export class BTreeStore<K = string, V = unknown> {
             timer = setTimeout(wake, CLOSE_WAIT_MS);
           });
           clearTimeout(timer);
-          if (this.#active === 0 || this.#steps === steps) break;
+          // (past the first 5 s only for a write: a read stopped part way tears nothing, and a
+          // reader's batch beside a fast writer may start over for ever)
+          if (this.#active === 0 || this.#steps === steps || this.#writeRun === undefined) break;
         }
         this.#draining = false;
         // A write still under way waits for a page that does not come (no step for
