@@ -123,6 +123,19 @@ describe.runIf(threadsAvailable())('WorkerPool (Node worker_threads)', () => {
     }
     await loader.close();
     fresh.free();
+    // load() whose second part fails: applied counts the first part too (it said "200 of 201
+    // entries were applied" with 400 in the map; a probe, session 33). A baseline map refuses
+    // a key over 1011 bytes, and its part goes in whole or not at all.
+    const base = new BTreeMap<string, string>(null, { wasm, values: 'utf8', layout: 'baseline' });
+    const baseLoader = await WorkerPool.create(base, { workers: 2 });
+    const longs: [string, string][] = Array.from({ length: 400 }, (_, i) => [`${String(i).padStart(6, '0')}${'p'.repeat(1000)}`, 'v']);
+    longs.push([`${'9'.repeat(6)}${'p'.repeat(1009)}`, 'v']);  // 1015 bytes, last in order
+    const le = await baseLoader.load(longs).then(() => undefined, (x: unknown) => x as Error & { code?: string; applied?: number });
+    expect(le).toMatchObject({ code: 'KEY_TOO_LARGE', applied: 200 });
+    expect(le!.message).toContain('200 of 401 entries in input order were applied');
+    expect(base.size).toBe(200);
+    await baseLoader.close();
+    base.free();
     await pool.close();
     expect(pool.closed).toBe(true);
     await expect(pool.getMany(['ok'])).rejects.toMatchObject({ code: 'CLOSED' });

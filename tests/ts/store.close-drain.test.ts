@@ -15,11 +15,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pad = (i: number) => 'k' + String(i).padStart(6, '0');
 const N = 30000;
 
-/** async-memory whose page reads take `delay.ms` each, or never end while `delay.stuck`. */
-function slowStorage(delay: { ms: number; stuck: boolean }): AsyncBackend {
+type Delay = { ms: number; stuck: boolean; stuckMany?: boolean; writeMs?: number };
+
+/** async-memory whose page reads take `delay.ms` each, or never end while `delay.stuck`
+ * (`stuckMany`: only batched reads, the read-ahead's); commits take `writeMs`. */
+function slowStorage(delay: Delay): AsyncBackend {
   const inner = createAsyncMemoryStorage();
-  const wait = async () => {
-    if (delay.stuck) await new Promise(() => {});
+  const wait = async (many = false) => {
+    if (delay.stuck || (many && delay.stuckMany === true)) await new Promise(() => {});
     if (delay.ms > 0) await sleep(delay.ms);
   };
   return {
@@ -30,8 +33,11 @@ function slowStorage(delay: { ms: number; stuck: boolean }): AsyncBackend {
       return {
         ...p,
         readPage: async (id: number) => (await wait(), p.readPage(id)),
-        readPages: async (ids: readonly number[]) => (await wait(), p.readPages!(ids)),
-        writePages: (...a: Parameters<typeof p.writePages>) => p.writePages(...a),
+        readPages: async (ids: readonly number[]) => (await wait(true), p.readPages!(ids)),
+        writePages: async (...a: Parameters<typeof p.writePages>) => {
+          if ((delay.writeMs ?? 0) > 0) await sleep(delay.writeMs!);
+          return p.writePages(...a);
+        },
         close: (...a: Parameters<typeof p.close>) => p.close(...a),
       };
     },
@@ -41,7 +47,7 @@ function slowStorage(delay: { ms: number; stuck: boolean }): AsyncBackend {
 // (the st build: what is tested here is the store's TypeScript, the same on both builds)
 describe.each(['st'] as const)('close() and async writes under way (%s)', (build) => {
   /** N committed entries of 100 bytes, then the store reopened on a 1 MiB pool (cold). */
-  async function cold(delay: { ms: number; stuck: boolean }) {
+  async function cold(delay: Delay) {
     const wasm = await wasmFor(build);
     const storage = slowStorage(delay);
     const path = uniqueName('drain');
@@ -137,5 +143,51 @@ describe.each(['st'] as const)('close() and async writes under way (%s)', (build
     // reopened (the lock was released): the torn store at its last commit, the other with `extra`
     expect(await contents(t.open)).toEqual({ n: N, fresh: 0, extra: undefined });
     expect(await contents(u.open)).toEqual({ n: N + 1, fresh: 0, extra: 'x' });
+  }, 60_000);
+
+  it('close() waits for a write queued behind a slow read or a slow commit; gives up on one whose read-ahead never comes (a probe, session 33)', async () => {
+    // queued behind a getManyAsync whose pages come in 60 ms each (~8 s): it was rejected at 5 s
+    const dq: Delay = { ms: 0, stuck: false };
+    const q = await cold(dq);
+    dq.ms = 60;
+    const read = q.s.getManyAsync(Array.from({ length: 200 }, (_, i) => pad((i * 7919) % N)));
+    await sleep(20);
+    const queued = q.s.setAsync('extra', 'x');
+    // behind a commit whose pages take 6 s to write (it waited at the commit's window, no step)
+    const dc: Delay = { ms: 0, stuck: false };
+    const c = await cold(dc);
+    await c.s.setAsync('a', 'NEW');
+    dc.writeMs = 6000;
+    const committing = c.s.commit();
+    await sleep(50);
+    const behind = c.s.setAsync('extra', 'x');
+    // a deleteRangeAsync whose read-ahead (batched reads) never answers: it, and a call queued
+    // behind it, stayed pending after close() gave up (#supplyRun waited outside it)
+    const dr: Delay = { ms: 0, stuck: false };
+    const r = await cold(dr);
+    dr.stuckMany = true;
+    const range = r.s.deleteRangeAsync({ gte: pad(1000), lt: pad(25000) });
+    void range.catch(() => {});
+    await sleep(300);
+    const after = r.s.getAsync(pad(5));
+    void after.catch(() => {});
+    await sleep(20);
+    const [cq, cc, cr] = await Promise.all(
+      [q, c, r].map((x) => x.s.close().then(() => 'resolved', (e: unknown) => (e as { code?: string }).code)),
+    );
+    expect([cq, cc]).toEqual(['resolved', 'resolved']);
+    expect(await read).toHaveLength(200);
+    await expect(queued).resolves.toBe(q.s);
+    await expect(committing).resolves.toBeUndefined();
+    await expect(behind).resolves.toBe(c.s);
+    expect(cr).toBe('ABORTED');  // the range had removed part of its keys
+    await expect(range).rejects.toMatchObject({ code: 'CLOSED' });
+    await expect(after).rejects.toMatchObject({ code: 'CLOSED' });
+    dq.ms = 0;
+    dc.writeMs = 0;
+    dr.stuckMany = false;
+    expect(await contents(q.open)).toEqual({ n: N + 1, fresh: 0, extra: 'x' });
+    expect(await contents(c.open)).toEqual({ n: N + 2, fresh: 1, extra: 'x' });
+    expect(await contents(r.open)).toEqual({ n: N, fresh: 0, extra: undefined });
   }, 60_000);
 });

@@ -461,12 +461,12 @@ export class WorkerPool<K = string, V = unknown> {
     const turn = new Int32Array(new SharedArrayBuffer(4));
     // The failure that cancelled the load: the parts that were waiting for their turn then
     // fail too, with a "cancelled" error that is not the cause (a probe got that, untyped).
-    let cause: { error: unknown } | undefined;
+    let cause: { error: unknown; index: number } | undefined;
     const sent = parts.map(([a, b], i) =>
       this.#send(live[i]!, { op: 'load', entries: list.slice(a, b), turn, index: i }).catch((e: unknown) => {
         // Parts waiting for this one's turn must not wait for ever.
         if (Atomics.load(turn, 0) <= i) {
-          cause ??= { error: e };
+          cause ??= { error: e, index: i };
           Atomics.store(turn, 0, -1);
           Atomics.notify(turn, 0);
         }
@@ -474,8 +474,17 @@ export class WorkerPool<K = string, V = unknown> {
       }),
     );
     const results = await Promise.allSettled(sent);
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed !== undefined) throw (cause as { error: unknown } | undefined)?.error ?? failed.reason;
+    const k = results.findIndex((r) => r.status === 'rejected');
+    if (k < 0) return;
+    // (the parts after a failed one are cancelled: the first failure in input order is the cause)
+    const c = (cause as { error: unknown; index: number } | undefined) ?? { error: (results[k] as PromiseRejectedResult).reason, index: k };
+    // The parts go in in input order: those before the failing one are in, and what it applied
+    // (its error counted its own part only: "200 of 201 entries were applied" with 400 in the
+    // map; a probe, session 33).
+    const e = c.error;
+    const applied = parts[c.index]![0] + ((e as { applied?: number } | null)?.applied ?? 0);
+    if (e instanceof Error) e.message = e.message.replace(/\d+ of \d+ entries were applied/, `${applied} of ${list.length} entries in input order were applied (a part of ${parts[c.index]![1] - parts[c.index]![0]} failed)`);
+    throw withApplied(e, applied);
   }
 
   /**

@@ -523,6 +523,8 @@ export class BTreeStore<K = string, V = unknown> {
   /** An async write that close() stopped part way (its backend answered no page for
    * CLOSE_WAIT_MS) left part of itself in the tree: nothing more is committed (#startFlush). */
   #torn: string | undefined;
+  /** Async write calls made and not settled (running or queued, #sequence). */
+  #writesPending = 0;
   /** The async write call running (one at a time, #sequence): #written when it began. */
   #writeRun: { before: number } | undefined;
   /** close() gave up waiting for a write whose backend answers no page: commits go ahead
@@ -1438,9 +1440,11 @@ export class BTreeStore<K = string, V = unknown> {
             timer = setTimeout(wake, CLOSE_WAIT_MS);
           });
           clearTimeout(timer);
-          // (past the first 5 s only for a write: a read stopped part way tears nothing, and a
-          // reader's batch beside a fast writer may start over for ever)
-          if (this.#active === 0 || this.#steps === steps || this.#writeRun === undefined) break;
+          // Past the first 5 s only for writes (running or queued behind others: a read stopped
+          // part way tears nothing, and a reader's batch beside a fast writer may start over for
+          // ever), and while something moves: a step taken, or a commit being written (the
+          // calls behind its window wait without a step; a probe, session 33).
+          if (this.#active === 0 || this.#writesPending === 0 || (this.#steps === steps && this.#flushing === undefined)) break;
         }
         this.#draining = false;
         // A write still under way waits for a page that does not come (no step for
@@ -1854,8 +1858,10 @@ export class BTreeStore<K = string, V = unknown> {
     if (!write) {
       p = tail === undefined ? run() : tail.then(run);
     } else {
+      this.#writesPending++;
       p = tail === undefined && this.#started === 0 ? run() : this.#whenSettled(tail).then(run);
       const mine: Promise<void> = p.then(noop, noop).then(() => {
+        this.#writesPending--;
         if (this.#writeTail === mine) this.#writeTail = undefined;
       });
       this.#writeTail = mine;
@@ -2017,7 +2023,9 @@ export class BTreeStore<K = string, V = unknown> {
       // (a reader's pages carry their commit: #readerPage says whether they are still good)
       const reader = b.reader !== undefined;
       if (a === undefined || (a.gen !== gen && !reader) || this.#faults.has(q)) return;
-      const got = await a.image.catch(() => undefined);
+      // (not past close()'s giving up: the call waiting on this run stayed pending for ever, a
+      // probe, session 33)
+      const got = await this.#orGaveUp(a.image).catch(() => undefined);
       if (got?.image === undefined || got.image.length !== PAGE_SIZE) return;
       while (this.#gate !== undefined) await this.#gate;
       if (this.#closed || (this.#gen !== gen && !reader) || this.#ahead.get(q) !== a) return;
