@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SCHEMA } from './lib/schema.mjs';
+import { SCHEMA, writeWhole } from './lib/schema.mjs';
 import { browserAims, inmemAims, aimsTable, idbContext, contextTable } from './lib/aims.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -493,7 +493,7 @@ function main() {
   P('Data sets are downloaded from the npm registry and Maven Central on first use, checked against pinned SHA-256 sums and cached in `~/.cache/adaptree-bench` ' +
     '(never in the repository; the wiki titles are GPL-3.0). `--dataset file:PATH` runs any suite on a newline-separated key file.', '');
 
-  fs.writeFileSync(o.out, out.join('\n'));
+  writeWhole(o.out, out.join('\n'));  // (whole or not at all: schema.mjs)
   fs.writeFileSync(path.join(svgDir, 'headline.md'), headline.length ? headline.join('\n') + `\nFull report: [bench/REPORT.md](bench/REPORT.md).\n` : 'No inmem rows.\n');
   process.stderr.write(`wrote ${path.relative(process.cwd(), o.out)} and ${fs.readdirSync(svgDir).length} files in ${path.relative(process.cwd(), svgDir)}\n`);
   if (o.out === SCRATCH_REPORT) process.stderr.write(`(a scratch place, ignored by git; --out ${path.relative(process.cwd(), COMMITTED_REPORT)} replaces the committed report)\n`);

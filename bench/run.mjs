@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { plan, SUITES } from './lib/suites.mjs';
 import { prepareDataset, inputs, CACHE_DIR, datasetKind } from './lib/datasets.mjs';
-import { describeMachine, writeResult, checkRow } from './lib/schema.mjs';
+import { describeMachine, writeResult, checkRow, makeResult } from './lib/schema.mjs';
 import { log, warn } from './lib/progress.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -23,12 +23,15 @@ export const NATIVE_BIN = path.join(ROOT, 'build', 'native', 'adaptree-bench-nat
 
 /** A bad command line: its message, exit code 2, no stack. */
 class UsageError extends Error {}
+/** The result file could not be written after the run: its message, exit code 1, no stack. */
+class WriteError extends Error {}
 
 function parseArgs(argv) {
   const o = { suite: null, quick: false, out: 'bench-results.json', seed: 1 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    const val = () => { if (i + 1 >= argv.length) throw new UsageError(`${a} needs a value`); return argv[++i]; };
+    // (not the next flag: `--out --quick` wrote a file named --quick, and ran the full suite)
+    const val = () => { if (i + 1 >= argv.length || /^--[a-z]/.test(argv[i + 1])) throw new UsageError(`${a} needs a value`); return argv[++i]; };
     if (a === '--suite') o.suite = val();
     else if (a === '--quick') o.quick = true;
     else if (a === '--out') o.out = val();
@@ -73,6 +76,20 @@ function checkArgs(o, suites) {
     fs.accessSync(dir, fs.constants.W_OK);
   } catch (e) {
     bad(`--out ${o.out}: cannot write in ${dir} (${e.code ?? e.message})`);
+  }
+  // The file itself: a directory, or a file that cannot be replaced, was found after every
+  // suite had run (a probe, session 33).
+  let st;
+  try {
+    st = fs.statSync(o.out);
+  } catch {}
+  if (st?.isDirectory()) bad(`--out ${o.out} is a directory`);
+  if (st !== undefined) {
+    try {
+      fs.accessSync(o.out, fs.constants.W_OK);
+    } catch (e) {
+      bad(`--out ${o.out}: cannot replace it (${e.code ?? e.message})`);
+    }
   }
   if (o.impls && !suites.includes('browser')) {
     const known = new Set(suites.flatMap((s) => plan(s, { ...o, impls: undefined, quick: true }).map((j) => j.impl)));
@@ -183,11 +200,20 @@ async function main() {
   const loads = results.map((r) => r.load1).sort((a, b) => a - b);
   if (loads.length) machine.run.load1 = { min: loads[0], median: loads[loads.length >> 1], max: loads[loads.length - 1] };
   fs.mkdirSync(path.dirname(path.resolve(o.out)), { recursive: true }); // e.g. bench/out/, which git ignores and a fresh checkout lacks
-  writeResult(o.out, machine, results);
+  try {
+    writeResult(o.out, machine, results);
+  } catch (e) {
+    // (the rows are not lost: they go to stderr as the file would have held them)
+    if (!(e instanceof Error && /^invalid rows/.test(e.message))) {
+      process.stderr.write(JSON.stringify(makeResult(machine, results)) + '\n');
+      throw new WriteError(`--out ${o.out}: the results could not be written (${e.code ?? e.message}); the previous file, if any, is as it was; the rows are on stderr above`);
+    }
+    throw e;
+  }
   log(`wrote ${results.length} rows to ${o.out} in ${seconds.toFixed(0)} s; not run: ${notRun.length ? notRun.map((s) => `${s.impl} (${s.suite})`).join(', ') : 'none'}`);
 }
 
 main().catch((e) => {
-  process.stderr.write(e instanceof UsageError ? `bench: ${e.message} (--help for usage)\n` : `bench: ${e.stack || e.message}\n`);
+  process.stderr.write(e instanceof UsageError ? `bench: ${e.message} (--help for usage)\n` : e instanceof WriteError ? `bench: ${e.message}\n` : `bench: ${e.stack || e.message}\n`);
   process.exit(e instanceof UsageError ? 2 : 1);
 });

@@ -14,9 +14,11 @@ export function checkRow(r) {
   const bad = [];
   if (!r || typeof r !== 'object') return ['not an object'];
   for (const f of ['suite', 'dataset', 'workload', 'impl', 'config']) if (typeof r[f] !== 'string' || !r[f]) bad.push(`${f} must be a non-empty string`);
-  for (const f of ['keys', 'ops', 'seconds', 'ops_per_sec']) if (typeof r[f] !== 'number' || !Number.isFinite(r[f]) || r[f] < 0) bad.push(`${f} must be a finite number >= 0`);
-  // seconds are printed with 6 decimals: only check the ratio where that rounding cannot matter
-  if (r.ops > 0 && r.seconds >= 0.001 && Math.abs(r.ops / r.seconds - r.ops_per_sec) > 0.01 * r.ops_per_sec + 1) bad.push('ops_per_sec != ops / seconds');
+  for (const f of ['keys', 'ops', 'ops_per_sec']) if (typeof r[f] !== 'number' || !Number.isFinite(r[f]) || r[f] < 0) bad.push(`${f} must be a finite number >= 0`);
+  // (a reader divides ops by seconds: 0 gave Infinity; a probe, session 33)
+  if (typeof r.seconds !== 'number' || !Number.isFinite(r.seconds) || !(r.seconds > 0)) bad.push('seconds must be a finite number > 0');
+  // only where the printed decimals cannot matter
+  if (r.ops > 0 && r.seconds >= 1e-5 && Math.abs(r.ops / r.seconds - r.ops_per_sec) > 0.01 * r.ops_per_sec + 1) bad.push('ops_per_sec != ops / seconds');
   if ('bytes_per_record' in r && (typeof r.bytes_per_record !== 'number' || !(r.bytes_per_record > 0))) bad.push('bytes_per_record must be a number > 0');
   return bad;
 }
@@ -63,5 +65,21 @@ export function writeResult(file, machine, results) {
   if (bad.length) throw new Error('invalid rows:\n' + bad.join('\n'));
   // one row per line: small enough to commit beside the report, easy to diff and grep
   const head = JSON.stringify({ schema: SCHEMA, machine }, null, 1).replace(/\n}$/, '');
-  fs.writeFileSync(file, `${head},\n "results": [\n${results.map((r) => '  ' + JSON.stringify(r)).join(',\n')}\n ]\n}\n`);
+  writeWhole(file, `${head},\n "results": [\n${results.map((r) => '  ' + JSON.stringify(r)).join(',\n')}\n ]\n}\n`);
+}
+
+/** Writes `text` to `file` whole or not at all: into a temporary file beside it, then renamed
+ * over it. A write that failed part way (a full disk, a file size limit) left a truncated,
+ * unparseable file where the previous good one had been (a probe, session 33). */
+export function writeWhole(file, text) {
+  const tmp = `${file}.tmp-${process.pid}`;
+  try {
+    fs.writeFileSync(tmp, text);
+    fs.renameSync(tmp, file);
+  } catch (e) {
+    try {
+      fs.rmSync(tmp, { force: true });
+    } catch {}
+    throw e;
+  }
 }

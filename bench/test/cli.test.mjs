@@ -5,6 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 const RUN = fileURLToPath(new URL('../run.mjs', import.meta.url));
 const run = (...args) => spawnSync(process.execPath, [RUN, ...args], { encoding: 'utf8', timeout: 30_000 });
@@ -32,6 +35,18 @@ test('bad arguments: exit 2 before any suite runs, a message naming the argument
 // Session 23 (a probe): an unknown --dataset was found when its suite reached it, after the
 // others had run, and no result file was written; bench:report and the demo server answered a
 // bad command line or input with a Node stack.
+test('--out: a following flag is no value, a directory is refused up front (both were found late or not at all)', () => {
+  const a = run('--suite', 'ycsb', '--out', '--quick');
+  assert.equal(a.status, 2);
+  assert.match(a.stderr, /--out needs a value/);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cli-'));
+  const b = run('--suite', 'ycsb', '--quick', '--out', dir);
+  assert.equal(b.status, 2);
+  assert.match(b.stderr, /is a directory/);
+  assert.doesNotMatch(b.stderr, /ycsb_/);  // no suite ran
+  fs.rmSync(dir, { recursive: true });
+});
+
 test('bad data sets: exit 2 before any suite runs', () => {
   for (const [d, says] of [['dense,nope', /unknown data set 'nope'/], ['file:/nonexistent', /no such file/], ['dense-d0', /density must be 1\.\.99/], ['dense-dxx', /unknown data set/]]) {
     const r = run('--suite', 'inmem', '--quick', '--dataset', d, '--out', '/tmp/adaptree-cli-test.json');

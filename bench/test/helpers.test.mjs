@@ -133,6 +133,8 @@ test('rows are checked against the fixed shape', () => {
   assert.ok(checkRow({ ...good, impl: '' }).length);
   assert.ok(checkRow({ ...good, ops_per_sec: 999 }).length, 'ops_per_sec must equal ops/seconds');
   assert.ok(checkRow({ ...good, seconds: NaN }).length);
+  // (a native row printed "seconds": 0 beside its ops_per_sec: ops / seconds was Infinity)
+  assert.ok(checkRow({ ...good, seconds: 0 }).length);
   const { keys, ...noKeys } = good;
   assert.ok(checkRow(noKeys).length);
   assert.ok(checkRow({ ...good, bytes_per_record: 0 }).length);
@@ -155,6 +157,16 @@ test('the result file has exactly schema, machine, results; the report renders i
   assert.deepEqual(Object.keys(j), ['schema', 'machine', 'results']);
   assert.equal(j.schema, SCHEMA);
   assert.throws(() => writeResult(f, {}, [{ ...good, ops: -1 }]));
+  // A write that fails part way leaves the previous file as it was (it left a truncated one):
+  // here a directory stands where the temporary file would go.
+  const before = fs.readFileSync(f, 'utf8');
+  const blocker = `${f}.tmp-${process.pid}`;
+  fs.mkdirSync(blocker);
+  assert.throws(() => writeResult(f, { cpu: 'other' }, rows));
+  assert.equal(fs.readFileSync(f, 'utf8'), before);
+  fs.rmdirSync(blocker);
+  writeResult(f, { cpu: 'test', run: { duration_sec: 1 } }, rows);
+  assert.deepEqual(fs.readdirSync(dir).filter((n) => n.includes('.tmp-')), []);
   const report = fileURLToPath(new URL('../report.mjs', import.meta.url));
   execFileSync(process.execPath, [report, f, '--out', path.join(dir, 'REPORT.md')], { stdio: 'pipe' });
   const md = fs.readFileSync(path.join(dir, 'REPORT.md'), 'utf8');
