@@ -35,6 +35,12 @@ test('bad arguments: exit 2 before any suite runs, a message naming the argument
 // Session 23 (a probe): an unknown --dataset was found when its suite reached it, after the
 // others had run, and no result file was written; bench:report and the demo server answered a
 // bad command line or input with a Node stack.
+test('an unknown --impl of the browser suite is refused before Chromium starts (0 rows and exit 0 before)', () => {
+  const r = run('--suite', 'browser', '--quick', '--impl', 'adaptree-opfss', '--out', path.join(os.tmpdir(), 'bench-cli-never.json'));
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /--impl adaptree-opfss: no such impl in browser/);
+});
+
 test('--out: a following flag is no value, a directory is refused up front (both were found late or not at all)', () => {
   const a = run('--suite', 'ycsb', '--out', '--quick');
   assert.equal(a.status, 2);
