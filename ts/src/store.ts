@@ -1938,9 +1938,6 @@ export class BTreeStore<K = string, V = unknown> {
     if (this.#b.kind === 'async' && !this.#map.closed && typeof ex.at_store_drop_kept === 'function') ex.at_store_drop_kept(this.#tree);
   }
 
-  /** `pin` (a reader's batch call): a page read at a newer commit that the commits since the
-   * pool's did not write is supplied as it is, without following: the batch stays on its
-   * commit instead of starting over (#readerPage). */
   /** `p`, or ClosedError once close() gave up waiting for the calls under way: a call whose
    * page never came stayed pending for ever after close() (a probe, session 33). */
   #orGaveUp<T>(p: Promise<T>): Promise<T> {
@@ -1953,6 +1950,9 @@ export class BTreeStore<K = string, V = unknown> {
     return Promise.race([p, this.#gaveUp]);
   }
 
+  /** `pin` (a reader's batch call): a page read at a newer commit that the commits since the
+   * pool's did not write is supplied as it is, without following: the batch stays on its
+   * commit instead of starting over (#readerPage). */
   #fault(b: Async, id: number, readAhead: boolean, pin = false): Promise<void> {
     let p = this.#faults.get(id);
     if (p === undefined) {
