@@ -75,7 +75,9 @@ server.on('error', (e) => {
     port++;
     server.listen(port, '127.0.0.1');
   } else {
-    throw e;
+    // (one line, as for a bad --port: a raw stack, a probe, session 33)
+    console.error(`demo/serve.mjs: cannot listen on 127.0.0.1:${port} (${e.code ?? e.message})${e.code === 'EADDRINUSE' ? ': no free port up to 65535' : ''}`);
+    process.exit(1);
   }
 });
 server.on('listening', () => {

@@ -123,8 +123,14 @@ async function build(kind: KeyKind, keys: (string | number)[], source: DataSet |
       map.setMany(entries);
       ms += performance.now() - t0;
     } catch (e) {
-      // Said on the page (it stayed 'loading' with the previous tree's figures, session 23).
-      status(`cannot insert these keys: ${(e as Error).message}`);
+      // Said on the page (it stayed 'loading' with the previous tree's figures, session 23),
+      // and the page shows the map it now holds: it kept the previous tree's drawing and figures
+      // while S.map was the new map, and a click on a drawn node threw or showed another tree's
+      // page (a probe, session 33: a 1015-byte key under `baseline`, which takes 1011).
+      status(`cannot insert these keys: ${(e as Error).message} (in the chunk of ${part.length.toLocaleString()} from key ${(i + 1).toLocaleString()}; the tree holds the ${S.keys.length.toLocaleString()} keys before it)`);
+      S.built = S.keys.length;
+      render(true);
+      charts.add(0, S.stats!.layouts);
       document.body.dataset.state = 'idle';
       return;
     }

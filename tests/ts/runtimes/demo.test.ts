@@ -342,6 +342,22 @@ describe('demo page (vite build, served statically)', () => {
     await page.click('#load-own');
     await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().count === 2);
     await checkDrawing(page);
+    // A key the layout refuses (`baseline` takes 1011 bytes, the page's paste 1024): the page
+    // kept the previous tree's drawing and figures beside the new map, and a click on a drawn
+    // node threw "no node 466 in this tree" (a probe, session 33). It shows the map it holds.
+    await page.selectOption('#layout', 'baseline');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().config === 'baseline' && adaptreeDemo.stats().count === 2);
+    await page.locator('#paste').evaluate((t, v) => ((t as HTMLTextAreaElement).value = v), pasted);  // a tree of many nodes first
+    await page.click('#load-own');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().count === 3000);
+    await page.locator('#paste').evaluate((t) => ((t as HTMLTextAreaElement).value = 'a\nb\n' + 'k'.repeat(1015) + '\n'));
+    await page.click('#load-own');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle' && /cannot insert these keys/.test(document.querySelector('#load-status')?.textContent ?? ''));
+    expect(await page.locator('#load-status').textContent()).toContain("'baseline' layout takes keys up to 1011 bytes");
+    await checkDrawing(page);
+    await page.locator('#tree .node').last().click();
+    await page.selectOption('#layout', 'adaptive');
+    await page.waitForFunction(() => document.body.dataset.state === 'idle' && adaptreeDemo.stats().config === 'adaptive');
     // A probe (session 30): an upload over 1 MiB sat in the text box, whose redraw between the
     // build's chunks took 60-80x the inserts (and was shown as their time); a layout change
     // after the box was emptied kept the old tree under the new layout's name; a workload
