@@ -338,6 +338,56 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
+  // Session 34 (the idbclose probe): the fold at close waited for as long as another
+  // connection's readwrite transaction held the database, and held the Web Lock all that time.
+  it("close() lets go after 5 s when another connection holds the database: the fold is aborted, the log stays, the lock is released, onError says why; the next open reads the log", async () => {
+    const page = await tab();
+    const r = await page.evaluate(async () => {
+      const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
+      const errs: unknown[] = [];
+      const s = await api.BTreeStore.open<string, unknown>({ path: 'held', storage: 'indexeddb', onError: (e) => errs.push(e) });
+      await s.setManyAsync(Array.from({ length: 500 }, (_, i) => [`k${i}`, `v${i}`] as [string, unknown]));
+      await s.commit(); // a frame in the log: close() folds it
+      // Another connection keeps a readwrite transaction on pages and log busy.
+      const db = await idbReq(indexedDB.open('adaptree:held'));
+      const tx = db.transaction(['pages', 'log'], 'readwrite');
+      let stop = false;
+      const spin = () => {
+        if (!stop) tx.objectStore('pages').get(0).onsuccess = spin;
+      };
+      spin();
+      const t0 = performance.now();
+      const closed = await Promise.race([s.close().then(() => 'resolved', (e) => `rejected: ${String(e)}`), sleep(20_000).then(() => 'pending after 20 s')]);
+      const took = performance.now() - t0;
+      const held = ((await navigator.locks.query()).held ?? []).map((l) => l.name);
+      stop = true;
+      await new Promise((res) => (tx.oncomplete = res));
+      const log = await idbReq(db.transaction('log').objectStore('log').count());
+      db.close();
+      const e = errs[0] as { code?: string; message?: string } | undefined;
+      // The next open reads the log back: every record is there; its close folds it.
+      const t = await api.BTreeStore.open<string, unknown>({ path: 'held', storage: 'indexeddb', create: false });
+      const back = t.size === 500 && (await t.getAsync('k499')) === 'v499';
+      await t.close();
+      const db2 = await idbReq(indexedDB.open('adaptree:held'));
+      const logAfter = await idbReq(db2.transaction('log').objectStore('log').count());
+      db2.close();
+      return { closed, took, held, log, code: e?.code, message: e?.message, errors: errs.length, back, logAfter };
+    });
+    expect(r.closed).toBe('resolved');
+    expect(r.took).toBeGreaterThan(4000);
+    expect(r.took).toBeLessThan(15_000);
+    expect(r.held).not.toContain('adaptree:idb:held');
+    expect(r.log).toBe(1); // the aborted fold wrote nothing
+    expect(r.errors).toBe(1);
+    expect(r.code).toBe('IO_ERROR');
+    expect(r.message).toMatch(/another connection held the database for 5 s.*nothing is lost/);
+    expect(r.back).toBe(true);
+    expect(r.logAfter).toBe(0);
+    await page.close();
+    expect(errors).toEqual([]);
+  }, 60_000);
+
   // compactAsync() on IndexedDB (session 30): with the pool able to hold the store it reads every
   // page in, moves the pages at the end into the room a deleted large value left, and the
   // checkpoint at close deletes the page records past the new end.

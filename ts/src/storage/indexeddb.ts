@@ -123,6 +123,11 @@ const LOG = 'log';
 /** Database version 2: `pages` and `log` (version 1 had `pages` only). */
 const VERSION = 2;
 const DEFAULT_CHECKPOINT = 64 << 20;
+/** How long close() waits for its fold (the checkpoint at close) to get the database: another
+ * connection's readwrite transaction (another tab, a reader's long scan is readonly and does not
+ * hold it up) queues it for as long as it lasts. Past this the fold is aborted, the connection
+ * closed and the lock released; the log stays, and the next open reads it. */
+const CLOSE_FOLD_MS = 5000;
 const nameOf = (e: unknown) => (e as { name?: unknown } | null)?.name;
 
 
@@ -245,10 +250,11 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
        * requests at once, or from its requests' callbacks): a readwrite one once the
        * transaction has completed (then it is durable), a readonly one at once (what it read
        * is final; waiting for its complete event cost a task, ~80 us a page fault here). */
-      const transact = <T>(stores: string[], mode: 'readonly' | 'readwrite', body: (tx: IdbTransaction) => Promise<T>): Promise<T> =>
+      const transact = <T>(stores: string[], mode: 'readonly' | 'readwrite', body: (tx: IdbTransaction) => Promise<T>, started?: (tx: IdbTransaction) => void): Promise<T> =>
         new Promise<T>((resolve, reject) => {
           if (lost !== undefined) throw lost;
           const tx = mode === 'readwrite' ? conn.transaction(stores, mode, { durability }) : conn.transaction(stores, mode);
+          started?.(tx);
           let value: { ok: true; v: T } | { ok: false; e: unknown } | undefined;
           const abort = () => {
             try {
@@ -359,8 +365,8 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       };
 
       /** A checkpoint: every logged page, and `pages` over them, as records of `pages`, and
-       * the log cleared, in one transaction. */
-      const checkpoint = async (pages: readonly (readonly [number, Uint8Array])[]): Promise<void> => {
+       * the log cleared, in one transaction (handed to `started`, which may abort it). */
+      const checkpoint = async (pages: readonly (readonly [number, Uint8Array])[], started?: (tx: IdbTransaction) => void): Promise<void> => {
         const all = new Map(log.latest);
         for (const [id, image] of pages) all.set(id, image);
         // The store ends at its superblock's page count: pages past it were freed at its end
@@ -377,7 +383,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           if (end !== undefined && KeyRange !== undefined) puts.push(result(st.delete(KeyRange.lowerBound(end))));
           puts.push(result(tx.objectStore(LOG).clear()));
           await Promise.all(puts);
-        });
+        }, started);
         // What `pages` now holds is the base of the next commits' deltas (copies: the views of
         // the log's slots are used again after the reset).
         if (deltas && !readOnly) {
@@ -458,16 +464,35 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           }
           // As a file store's close: the log folded into `pages`, so that the next open has
           // none to read (and holds no logged pages in memory). A failure loses nothing: the
-          // log stays. The lock is held until it is done. (Not for a store dropped without
+          // log stays. The lock is held until it is done, CLOSE_FOLD_MS at most. (Not for a store dropped without
           // close() and collected: the next open reads the log.)
           if (readOnly || log.keys.length === 0 || lost !== undefined || abandoned === true) {
             conn.close();
             release();
             return;
           }
-          const fold = checkpoint([]).finally(() => conn.close());
+          // Bounded: a transaction of another connection can hold the fold's up for ever, and
+          // with it the lock (a reopen anywhere would wait for it). Aborted, it writes nothing.
+          let tx: IdbTransaction | undefined;
+          let late = false;
+          const timer = setTimeout(() => {
+            late = true;
+            try {
+              tx?.abort();
+            } catch {
+              /* it finished first */
+            }
+          }, CLOSE_FOLD_MS);
+          (timer as { unref?: () => void }).unref?.();
+          const fold = checkpoint([], (t) => (tx = t)).finally(() => {
+            clearTimeout(timer);
+            conn.close();
+          });
           release(fold);
           return fold.catch((e: unknown) => {
+            if (late) {
+              throw new IoError(`indexeddb: checkpointing at close of '${path}': another connection held the database for ${CLOSE_FOLD_MS / 1000} s, so close() let go without it; the log stays and the next open reads it (nothing is lost)`, { cause: e });
+            }
             throw idbError(e, 'checkpointing at close', path);
           });
         },
