@@ -78,7 +78,7 @@ export function plan(suite, o) {
     }
     case 'persist-node': {
       for (const impl of ['adaptree-file', 'lmdb', 'classic-level'])
-        jobs.push({ kind: 'persist', suite, dataset: 'k10-100B', impl, records: 100_000, autocommit: q ? 500 : 3000,
+        jobs.push({ kind: 'persist', suite, dataset: 'k10-100B', impl, records: o.keys ?? 100_000, autocommit: q ? 500 : 3000,
           gets: q ? 50_000 : 100_000, scans: q ? 5_000 : 20_000, budgetSec: o.budget ?? (q ? 3 : 10) });
       break;
     }
