@@ -182,6 +182,17 @@ async function spawn(url: string | URL | undefined, name: string, onReply: (r: R
   };
 }
 
+/** The error of a batch whose part [a, b) of `total` entries failed with `e` (what that part
+ * applied in its `applied`): `applied` becomes the entries in input order that are in, those of
+ * the parts before it and what it applied, and so does the message's count (it counted the
+ * failing worker's part: "0 of 4096 entries were applied" beside applied: 12288, a probe,
+ * session 31). */
+function partFailed(e: unknown, [a, b]: [number, number], total: number): unknown {
+  const applied = a + ((e as { applied?: number } | null)?.applied ?? 0);
+  if (e instanceof Error) e.message = e.message.replace(/\d+ of \d+ entries were applied/, `${applied} of ${total} entries in input order were applied (a part of ${b - a} failed)`);
+  return withApplied(e, applied);
+}
+
 /** Splits [0, n) into at most `parts` contiguous chunks of at least MIN_CHUNK (except one). */
 function chunks(n: number, parts: number): [number, number][] {
   const k = Math.max(1, Math.min(parts, Math.ceil(n / MIN_CHUNK)));
@@ -433,12 +444,7 @@ export class WorkerPool<K = string, V = unknown> {
     if (k < 0) return;
     // The first entries in input order that are in: the parts before the first failing one
     // and what that one applied (other parts after it may be in too).
-    const e = (results[k] as PromiseRejectedResult).reason as unknown;
-    const applied = parts[k]![0] + ((e as { applied?: number } | null)?.applied ?? 0);
-    // (the message counted the failing worker's part: "0 of 4096 entries were applied" beside
-    // applied: 12288; a probe, session 31)
-    if (e instanceof Error) e.message = e.message.replace(/\d+ of \d+ entries were applied/, `${applied} of ${list.length} entries in input order were applied (a part of ${parts[k]![1] - parts[k]![0]} failed)`);
-    throw withApplied(e, applied);
+    throw partFailed((results[k] as PromiseRejectedResult).reason, parts[k]!, list.length);
   }
 
   /**
@@ -481,10 +487,7 @@ export class WorkerPool<K = string, V = unknown> {
     // The parts go in in input order: those before the failing one are in, and what it applied
     // (its error counted its own part only: "200 of 201 entries were applied" with 400 in the
     // map; a probe, session 33).
-    const e = c.error;
-    const applied = parts[c.index]![0] + ((e as { applied?: number } | null)?.applied ?? 0);
-    if (e instanceof Error) e.message = e.message.replace(/\d+ of \d+ entries were applied/, `${applied} of ${list.length} entries in input order were applied (a part of ${parts[c.index]![1] - parts[c.index]![0]} failed)`);
-    throw withApplied(e, applied);
+    throw partFailed(c.error, parts[c.index]!, list.length);
   }
 
   /**
