@@ -8,6 +8,7 @@
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import fs, { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
 import { BTreeStore, IoError, QuotaExceededError } from '../../ts/src/index.js';
 import { tempDir } from './store-helpers.js';
 
@@ -150,5 +151,31 @@ describe('the node lock file under file-system faults', () => {
     const p = await fresh();
     writeFileSync(lockOf(p), `${process.pid} thread 7 start ${Number(mine) - 1}`);
     await expectIntact(p);
+  });
+
+  // A lock whose pid the system has given to an unrelated process since: the store stayed
+  // locked until that process ended, although the lock records another start (the churn
+  // probe, session 34). A live process with the start the lock records holds it.
+  it("a lock naming a live pid of another start is stale; with that process's own start it is held", async () => {
+    const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      const pid = other.pid!;
+      let start = '';
+      for (let i = 0; i < 50 && start === ''; i++) {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
+      }
+      expect(start).toMatch(/^\d+$/);
+      const held = await fresh();
+      writeFileSync(lockOf(held), `${pid} start ${start}`);
+      await expect(BTreeStore.open({ path: held, keys: 'number', values: 'utf8' })).rejects.toMatchObject({ code: 'LOCKED' });
+      writeFileSync(lockOf(held), `${pid}`); // (no start recorded: the pid alone decides)
+      await expect(BTreeStore.open({ path: held, keys: 'number', values: 'utf8' })).rejects.toMatchObject({ code: 'LOCKED' });
+      const p = await fresh();
+      writeFileSync(lockOf(p), `${pid} start ${Number(start) - 1}`);
+      await expectIntact(p);
+    } finally {
+      other.kill();
+    }
   });
 });

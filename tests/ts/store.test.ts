@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, symlinkSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, linkSync, mkdirSync, readFileSync, readdirSync, renameSync, symlinkSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -1114,6 +1114,46 @@ describe('BTreeStore on sync backends', () => {
     const u = await BTreeStore.open<number, string>({ path: real, keys: 'number' });
     expect([u.get(1), u.get(2)]).toEqual(['one', 'two']);
     await u.close();
+  });
+
+  // Session 34 (the churn probe): a store's directory renamed while open gave its files a second
+  // name. An open under it in the same process took the lock (this thread's own, so "stale"), two
+  // stores wrote the files and a resolved commit was lost; close() then left the lock at the new
+  // name, refusing every other process. A path with '..' after a symlinked directory went by the
+  // lexical path, not the system's: an empty store was created beside the existing one.
+  it('a directory renamed while its store is open: the new name is LockedError, close() removes the lock where it is now; a/link/../x.db is the store the system means; a path ending in / is refused', async () => {
+    const before = join(tmp.dir, 'tenant-a'), after = join(tmp.dir, 'tenant-b');
+    mkdirSync(before);
+    const s = await BTreeStore.open<string, number>({ path: join(before, 'x.db') });
+    s.set('a', 1);
+    await s.commit();
+    renameSync(before, after);
+    const e = await caught(BTreeStore.open({ path: join(after, 'x.db') }));
+    expect(isAdaptreeError(e) && e.code).toBe('LOCKED');
+    expect((e as Error).message).toMatch(/already open in this process, as .*tenant-a/);
+    s.set('b', 2);
+    await s.commit();
+    await s.close();
+    expect(readdirSync(after).sort()).toEqual(['x.db', 'x.db-log']); // no lock left behind
+    const t = await BTreeStore.open<string, number>({ path: join(after, 'x.db') });
+    expect([...t.entries()]).toEqual([['a', 1], ['b', 2]]);
+    await t.close();
+
+    const volume = join(tmp.dir, 'volume'), app = join(tmp.dir, 'app');
+    mkdirSync(join(volume, 'tenants'), { recursive: true });
+    mkdirSync(app);
+    symlinkSync(join(volume, 'tenants'), join(app, 'tenants'));
+    const v = await BTreeStore.open<string, string>({ path: join(volume, 'index.db') });
+    v.set('data', 'important');
+    await v.close();
+    // (written out: join() would drop the '..' by itself)
+    const w = await BTreeStore.open<string, string>({ path: `${app}/tenants/../index.db`, create: false });
+    expect(w.get('data')).toBe('important');
+    await w.close();
+    expect(readdirSync(app)).toEqual(['tenants']);
+
+    const f = await caught(BTreeStore.open({ path: join(volume, 'index.db') + '/' }));
+    expect(isAdaptreeError(f) && f.code).toBe('INVALID_ARGUMENT');
   });
 
   // Two names of one data file (a hard link) were two stores to the lock files, which go by

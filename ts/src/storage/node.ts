@@ -9,7 +9,10 @@
  * Locking: Node has no flock, so the lock is a file `path + '-lock'` holding the owner's pid,
  * linked into place already written (see takeLock). A lock whose pid is dead (`process.kill(pid, 0)` fails with
  * ESRCH) is stale and taken over; a live one gives LockedError. A second open of the same
- * path in this process is refused too (LockedError), before the lock file is looked at.
+ * path in this process is refused too (LockedError), before the lock file is looked at, and so
+ * is one of the same files under another name (by device and inode: a directory renamed or
+ * bind-mounted while open). A lock naming a live pid whose start (/proc) is not the one the
+ * lock records is stale as well (the pid was reused).
  * Limits: the pid test is per host (a store on a network share used by two hosts is not
  * protected). A stale lock is removed under `path + '-lock.break'` (see takeLock).
  */
@@ -30,7 +33,8 @@ interface NodeFs {
   unlinkSync(path: string): void;
   linkSync(existingPath: string, newPath: string): void;
   statSync(path: string): { mtimeMs: number };
-  realpathSync(path: string): string;
+  realpathSync: ((path: string) => string) & { native?: (path: string) => string };
+  readlinkSync?(path: string): string;
   readdirSync(path: string): string[];
   constants: { O_RDWR: number; O_RDONLY: number; O_CREAT: number; O_EXCL: number; O_WRONLY: number; O_TRUNC: number };
 }
@@ -48,14 +52,17 @@ interface NodePath {
  * told apart.)
  */
 function canonical(fs: NodeFs, np: NodePath, path: string): string {
-  const abs = np.resolve(path);
+  // The system's realpath on the path as given: `resolve` (and fs.realpathSync's JS version,
+  // which resolves first) takes `a/link/../x.db` for `a/x.db`, where the system goes through
+  // the link first (a probe, session 34: an empty store was created beside the existing one).
+  const real = fs.realpathSync.native ?? fs.realpathSync;
   try {
-    return fs.realpathSync(abs);
+    return real(path);
   } catch {
     try {
-      return np.join(fs.realpathSync(np.dirname(abs)), np.basename(abs));
+      return np.join(real(np.dirname(path)), np.basename(path));
     } catch {
-      return abs;
+      return np.resolve(path);
     }
   }
 }
@@ -118,6 +125,13 @@ async function nodeModules(): Promise<{ fs: NodeFs; path: NodePath; proc: NodePr
 
 /** Absolute paths of the stores open in this process. */
 const openPaths = new Set<string>();
+/** The files (`dev:ino`) of the data files and lock files of the stores this thread has open,
+ * by their store's path. A store's directory renamed (or bind-mounted elsewhere) while open gives
+ * its files a second name that openPaths does not know: an open under it took the lock of this
+ * very thread for a stale one, and two stores wrote one file (a probe, session 34: a resolved
+ * commit lost). */
+const openFiles = new Map<string, string>();
+const fileKey = (st: { dev: number; ino: number }) => `${st.dev}:${st.ino}`;
 
 function errnoOf(e: unknown): string | undefined {
   const c = (e as { code?: unknown } | null)?.code;
@@ -195,6 +209,17 @@ function pidAlive(proc: NodeProcess, pid: number): boolean {
   }
 }
 
+/** The start (field 22 of /proc/<pid>/stat) of process `pid`, or '' where it cannot be read. */
+function startOf(fs: NodeFs, pid: number | 'self'): string {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');  // (fields from the third on)
+    return /^\d+$/.test(f[19] ?? '') ? f[19]! : '';
+  } catch {
+    return '';
+  }
+}
+
 /** An empty lock file older than this is stale (its writer died before writing its pid). */
 const EMPTY_LOCK_STALE_MS = 10_000;
 /** This process's start (clock ticks after boot, field 22 of /proc/self/stat), the same in
@@ -202,14 +227,7 @@ const EMPTY_LOCK_STALE_MS = 10_000;
  * /proc. A lock records it (`<pid>[ thread <n>] start <ticks>`). */
 let startTicks: string | undefined;
 function processStart(fs: NodeFs): string {
-  if (startTicks !== undefined) return startTicks;
-  try {
-    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');  // (fields from the third on)
-    startTicks = /^\d+$/.test(f[19] ?? '') ? f[19]! : '';
-  } catch {
-    startTicks = '';
-  }
+  startTicks ??= startOf(fs, 'self');
   return startTicks;
 }
 
@@ -353,7 +371,11 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
       const lockStart = / start (\d+)/.exec(text)?.[1];
       const before = ours && lockStart !== undefined && processStart(fs) !== '' && lockStart !== processStart(fs);
       // ('<pid> flock' of this pid: the 'deno' backend of this Deno process holds it)
-      const held = text === '' ? ageMs < EMPTY_LOCK_STALE_MS : Number.isInteger(pid) && pid > 0 && (ours ? !before && (thread !== threadId || /\bflock\b/.test(text)) : pidAlive(proc, pid));
+      // Another pid: held while that process runs, and is the one that wrote the lock: a pid
+      // the system gave to an unrelated process since is not (the store stayed locked until
+      // that process ended, although the lock recorded another start; a probe, session 34).
+      const otherStart = !ours && lockStart !== undefined ? startOf(fs, pid) : '';
+      const held = text === '' ? ageMs < EMPTY_LOCK_STALE_MS : Number.isInteger(pid) && pid > 0 && (ours ? !before && (thread !== threadId || /\bflock\b/.test(text)) : pidAlive(proc, pid) && (otherStart === '' || otherStart === lockStart));
       if (held) {
         // (a thread ended by worker.terminate() runs no code: its locks stay until the process exits)
         const who = ours ? (thread === 0 ? 'the main thread of this process' : `worker thread ${thread} of this process (or was, if that thread was ended by worker.terminate(): its stores stay locked until the process exits)`) : `process ${text || '(starting)'}`;
@@ -476,6 +498,17 @@ export interface NodeStorage extends SyncBackend {
   open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles>;
 }
 
+/** The path the file open on `fd` has now (Linux's /proc/self/fd), or undefined: none, deleted,
+ * or no /proc. */
+function pathNow(fs: NodeFs, fd: number): string | undefined {
+  try {
+    const p = fs.readlinkSync?.(`/proc/self/fd/${fd}`);
+    return typeof p === 'string' && p.startsWith('/') && !p.endsWith(' (deleted)') ? p : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Closes every descriptor; the first error, if any. */
 function closeAll(fs: NodeFs, fds: readonly number[]): unknown {
   let err: unknown;
@@ -540,11 +573,26 @@ export const nodeStorage: NodeStorage = {
   },
   async open(path: string, options: OpenStorageOptions): Promise<SyncStoreFiles> {
     const { fs, path: np, proc, threadId } = await nodeModules();
+    // (a store is a file: 'x.db/' opened the file x.db, where the system says ENOTDIR)
+    if (/[\\/]$/.test(path)) throw new InvalidArgumentError(`the store path ${path} ends in a separator: a store is a file (its data file), not a directory`);
     const abs = canonical(fs, np, path);
     if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
     refuseNamesOfAnotherStore(abs, (p) => fs.statSync(p));
-    openPaths.add(abs);
     const lockPath = abs + '-lock';
+    // The same files under another name (a directory renamed or bind-mounted while open). (A
+    // data file with hard links is refused below, saying so.)
+    for (const p of [abs, lockPath]) {
+      let key: string | undefined;
+      try {
+        const st = fs.statSync(p) as unknown as { dev: number; ino: number; nlink: number };
+        key = p === abs && st.nlink > 1 ? undefined : fileKey(st);
+      } catch {
+        key = undefined; // (not there: not an open store's)
+      }
+      const other = key === undefined ? undefined : openFiles.get(key);
+      if (other !== undefined) throw new LockedError(`the store ${abs} is already open in this process, as ${other} (its files have both names: a directory renamed or mounted elsewhere)`);
+    }
+    openPaths.add(abs);
     let locked = false;
     const fds: number[] = [];
     const created: string[] = []; // by this open: removed again if the store's open fails
@@ -556,6 +604,7 @@ export const nodeStorage: NodeStorage = {
       takeLock(fs, proc, threadId, lockPath, abs, np.dirname(abs));
       locked = true;
       lockId = lockIdOf(fs, lockPath);
+      if (lockId !== null) openFiles.set(fileKey(lockId), abs);
       removeDeadOwnFiles(fs, np, proc, lockPath);
       const { O_RDWR, O_RDONLY, O_CREAT, O_EXCL } = fs.constants;
       for (const p of [abs, abs + '-log']) {
@@ -599,9 +648,12 @@ export const nodeStorage: NodeStorage = {
       for (const p of created) removeQuietly(fs, p);
       for (const fd of fds) fs.closeSync(fd);
       if (locked) releaseLock(fs, lockPath, lockId, lockText);
+      if (lockId !== null) openFiles.delete(fileKey(lockId));
       openPaths.delete(abs);
       throw e;
     }
+    const dataKey = fileKey(fs.fstatSync(fds[0]!));
+    openFiles.set(dataKey, abs);
     let closed = false;
     const atExit = { shared: false, close: () => files.close() };
     const files: SyncStoreFiles = {
@@ -621,10 +673,17 @@ export const nodeStorage: NodeStorage = {
         if (closed) return;
         closed = true;
         closeAtThreadExit.delete(atExit);
+        // Where the data file is now: its directory renamed while open took the lock file along,
+        // and close() left it there, named by this process, so the store stayed locked for
+        // every other one until this process ended (a probe, session 34).
+        const now = pathNow(fs, fds[0]!);
         let err = closeAll(fs, fds);
         // (before the lock goes: no one else can have begun using them)
         if (discardCreated === true) for (const p of created) removeQuietly(fs, p);
+        if (now !== undefined && now !== abs) err ??= releaseLock(fs, now + '-lock', lockId, lockText);
         err ??= releaseLock(fs, lockPath, lockId, lockText);
+        if (lockId !== null) openFiles.delete(fileKey(lockId));
+        openFiles.delete(dataKey);
         openPaths.delete(abs);
         if (err !== undefined) throw new IoError(`closing ${abs}: ${(err as Error).message}`, { cause: err });
       },
