@@ -1298,7 +1298,8 @@ export class BTreeStore<K = string, V = unknown> {
     const f = this.#failure;
     const what = isAdaptreeError(f) ? `${f.code}: ${f.message}` : String((f as Error)?.message ?? f);
     return new ReadOnlyError(
-      `${op}: an earlier commit of '${this.#path}' failed (${what}); the writes since the last completed commit are not durable. Close and reopen the store`,
+      // (close() itself: "close and reopen" told a caller of close() to close; a probe, session 34)
+      `${op}: an earlier commit of '${this.#path}' failed (${what}); the writes since the last completed commit are not durable. ${this.#closed ? 'The store is closed now: reopen it to go on from that commit' : 'Close and reopen the store'}`,
       { cause: f },
     );
   }
