@@ -467,6 +467,28 @@ describe.each(REAL_BUILDS)('%s build: out of memory inside each call path', (bui
     m.free();
   });
 
+  // Session 34: the data area still grew in steps inside wasm memory, each held while the next
+  // was taken, so one setMany of N bytes grew the memory by 1.5-3.5 N for good (a 300 MB batch
+  // into a store took it to 731 MB; 347 MB since). Past 16 MiB a batch is encoded in a JS buffer
+  // and copied into one area of its size.
+  it('a 120 MB setMany fits a 160 MiB budget (a batch past 16 MiB goes into wasm memory once, at its size)', async () => {
+    const w = await fresh(build, 160 * MiB);
+    const m = new BTreeMap<string, string>(null, { wasm: w, values: 'utf8' });
+    const v = 'x'.repeat(190), u = 'é'.repeat(95);
+    const entries = Array.from({ length: 600_000 }, (_, i) => [`k${i % 10}`, i % 2 === 0 ? v : u] as [string, string]);
+    entries.push(['last', 'y'.repeat(300)]);
+    m.setMany(entries);
+    expect(m.size).toBe(11);
+    expect([m.get('k0'), m.get('k9'), m.get('last')]).toEqual([v, u, 'y'.repeat(300)]);
+    expect(w.memory.buffer.byteLength).toBeLessThanOrEqual(160 * MiB);
+    // a lone surrogate in the staged part is refused as before, the map unchanged
+    const bad = entries.slice(0, 200_000);
+    bad.push(['k0', '\ud800']);
+    expect(() => m.setMany(bad)).toThrow(expect.objectContaining({ code: 'INVALID_VALUE' }));
+    expect(m.get('k0')).toBe(v);
+    m.free();
+  });
+
   it('store open with a pool larger than the budget: typed error, lock released, a smaller pool opens', async () => {
     const w = await fresh(build, 64 * MiB);
     expect(w.maxMemory).toBe(64 * MiB);

@@ -88,6 +88,22 @@ export function putValue(rt: Runtime, p: string | Uint8Array, off: number, wellF
   return encodeIntoLong(p, rt.u8, off);
 }
 
+/** putValue into `u8`, a JS buffer of setMany's (not wasm memory): bytes copied, strings UTF-8
+ * (TextEncoder after the lone-surrogate check putValue makes). */
+export function putValueInto(u8: Uint8Array, p: string | Uint8Array, off: number, wellFormed: boolean): number {
+  if (typeof p !== 'string') {
+    u8.set(p, off);
+    return off + p.length;
+  }
+  if (p.length <= SHORT_STRING) {
+    const r = writeUtf8(p, u8, off, off + 3 * p.length, false);
+    if (r === LONE_SURROGATE) throw new InvalidValueError('utf8 value contains a lone surrogate (not valid Unicode)');
+    return r;
+  }
+  if (!wellFormed && !isWellFormed(p)) throw new InvalidValueError('utf8 value contains a lone surrogate (not valid Unicode)');
+  return encodeIntoLong(p, u8, off);
+}
+
 /** A huge string becomes exact bytes first, so the data area is not 3x its length. */
 export function prepareValue<V>(h: Handle<unknown, V>, value: V): string | Uint8Array {
   let p = h.venc.prepare(value);
