@@ -388,6 +388,48 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
+  // Session 34 (the tabs probe): an open that another connection blocked rejected, but its
+  // request went on once that connection closed, and the connection it opened then was never
+  // closed: a later deleteDatabase of the store waited for it for good. (Here that connection
+  // was garbage-collected before the delete, and the old code passed too: the leak itself is
+  // tested in tests/ts/indexeddb-open.test.ts, against a stub factory.)
+  it('an open blocked by another tab\'s connection is IoError and leaves no connection behind: the store opens afterwards and can be deleted', async () => {
+    const a = await tab(), b = await tab();
+    // Tab B holds a version 1 connection (code inspecting the database) and ignores versionchange.
+    await b.evaluate(async () => {
+      (window as unknown as { other: IDBDatabase }).other = await idbReq(indexedDB.open('adaptree:blocked'));
+    });
+    const first = await a.evaluate(() =>
+      api.BTreeStore.open({ path: 'blocked', storage: 'indexeddb' }).then(
+        async (s) => {
+          await s.close();
+          return 'opened';
+        },
+        (e: { code?: string; message?: string }) => `${e.code}: ${e.message}`,
+      ),
+    );
+    await b.evaluate(() => (window as unknown as { other: IDBDatabase }).other.close());
+    const a1 = await a.evaluate(async () => {
+      await new Promise((res) => setTimeout(res, 300)); // (the blocked request, if still pending, goes on now)
+      const s = await api.BTreeStore.open<string, number>({ path: 'blocked', storage: 'indexeddb' });
+      await s.setAsync('a', 1);
+      await s.close();
+      const t = await api.BTreeStore.open<string, number>({ path: 'blocked', storage: 'indexeddb', create: false });
+      const v = await t.getAsync('a');
+      await t.close();
+      return v;
+    });
+    const deleted = await b.evaluate(() =>
+      Promise.race([idbReq(indexedDB.deleteDatabase('adaptree:blocked')).then(() => 'deleted'), new Promise((res) => setTimeout(() => res('pending after 5 s'), 5000))]),
+    );
+    expect(first).toMatch(/^IO_ERROR: .*blocks the upgrade/);
+    expect(a1).toBe(1);
+    expect(deleted).toBe('deleted');
+    await a.close();
+    await b.close();
+    expect(errors).toEqual([]);
+  }, 60_000);
+
   // compactAsync() on IndexedDB (session 30): with the pool able to hold the store it reads every
   // page in, moves the pages at the end into the room a deleted large value left, and the
   // checkpoint at close deletes the page records past the new end.

@@ -125,3 +125,56 @@ describe('indexeddb under a real quota (CDP Storage.overrideQuotaForOrigin)', ()
     await page.close();
   }, 300_000);
 });
+
+// Session 34 (the tabs probe): an opfs store in a directory the origin has no room left for was
+// IO_ERROR; a file the origin has no room for was QUOTA_EXCEEDED already.
+describe('opfs: a store whose directory cannot be created for quota', () => {
+  const browser = browserOnFixture(repo, '/tests/ts/runtimes/opfs/', 'opfs-quota-dir');
+
+  it('is QuotaExceededError (QUOTA_EXCEEDED) on the main thread (thrown in the store\'s worker, typed across)', async () => {
+    const page = await openWithQuota(browser, 8 << 20);
+    const out = await page.evaluate(async () => {
+      const root = await navigator.storage.getDirectory();
+      // Files of random bytes until the origin is full, then empty directories until refused.
+      for (const size of [1 << 18, 1 << 14, 1 << 12, 1 << 10]) {
+        for (let n = 0; ; n++) {
+          const name = `filler-${size}-${n}`;
+          let w: FileSystemWritableFileStream;
+          try {
+            w = await (await root.getFileHandle(name, { create: true })).createWritable();
+          } catch {
+            await root.removeEntry(name).catch(() => undefined);
+            break;
+          }
+          const chunk = new Uint8Array(size);
+          for (let o = 0; o < size; o += 65536) crypto.getRandomValues(chunk.subarray(o, Math.min(size, o + 65536)));
+          try {
+            await w.write(chunk);
+            await w.close();
+          } catch {
+            await w.abort().catch(() => undefined);
+            await root.removeEntry(name).catch(() => undefined);
+            break;
+          }
+        }
+      }
+      let refused = '';
+      for (let d = 0; d < 100_000 && refused === ''; d++) {
+        await root.getDirectoryHandle(`pad-${d}`, { create: true }).catch((e: Error) => (refused = e.name));
+      }
+      const tryOpen = async (path: string) => {
+        try {
+          const s = await api.BTreeStore.open({ path, storage: 'opfs' });
+          await s.close();
+          return 'opened';
+        } catch (e) {
+          return `${(e as Error).name}/${(e as { code?: string }).code}`;
+        }
+      };
+      return { refused, main: await tryOpen('new-dir/store') };
+    });
+    expect(out.refused).toBe('QuotaExceededError');
+    expect(out.main).toBe('QuotaExceededError/QUOTA_EXCEEDED');
+    await page.close();
+  }, 120_000);
+});

@@ -151,7 +151,15 @@ function openDatabase(factory: IdbFactory, name: string, create: boolean): Promi
   return new Promise((resolve, reject) => {
     const req = factory.open(name, VERSION);
     let missing = false;
+    // Rejected while blocked: the request still goes on once the other connection lets go, and
+    // the connection it then opened was never closed (a later deleteDatabase waited for it for
+    // good; a probe, session 34). It is undone then: the upgrade aborted, the connection closed.
+    let gaveUp = false;
     req.onupgradeneeded = (ev) => {
+      if (gaveUp) {
+        req.transaction?.abort();
+        return;
+      }
       if (ev.oldVersion === 0 && !create) {
         missing = true;
         req.transaction?.abort(); // nothing is created
@@ -161,9 +169,15 @@ function openDatabase(factory: IdbFactory, name: string, create: boolean): Promi
       if (!req.result.objectStoreNames.contains(PAGES)) req.result.createObjectStore(PAGES);
       if (!req.result.objectStoreNames.contains(LOG)) req.result.createObjectStore(LOG);
     };
-    req.onsuccess = () => resolve(req.result);
+    req.onsuccess = () => {
+      if (gaveUp) req.result.close();
+      else resolve(req.result);
+    };
     req.onerror = () => (missing ? resolve(undefined) : reject(req.error));
-    req.onblocked = () => reject(new Error('an older connection blocks the upgrade'));
+    req.onblocked = () => {
+      gaveUp = true;
+      reject(new Error('an older connection blocks the upgrade'));
+    };
   });
 }
 

@@ -413,6 +413,8 @@ export const opfsStorage: SyncBackend & { open(path: string, options: OpenStorag
       } catch (e) {
         if (nameOf(e) === 'NotFoundError') throw new InvalidArgumentError(`no store at '${path}' (opfs, ${readOnly ? 'readOnly: true creates nothing' : 'create: false'})`, { cause: e });
         if (nameOf(e) === 'TypeMismatchError') throw new InvalidArgumentError(`opfs: a part of '${path}' is a file, not a directory`, { cause: e });
+        // (a directory the origin has no room for: it was IO_ERROR, a probe, session 34)
+        if (nameOf(e) === 'QuotaExceededError') throw new QuotaExceededError(`opfs: creating the directory of '${path}': ${(e as Error).message}`, { cause: e });
         throw new IoError(`opfs: cannot open the directory of '${path}': ${(e as Error).message}`, { cause: e });
       }
       const base = parts[parts.length - 1]!;
