@@ -430,6 +430,60 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
+  // Session 34 (the tabs probe): beside a writer whose every commit is a checkpoint
+  // (checkpointBytes: 0) a reader could not tell what a newer commit changed (the checkpoint had
+  // cleared the log), dropped its whole pool at each, and a getManyAsync that starts over at each
+  // newer commit did not end while the writer committed (7.8 s: as long as it went on). The
+  // change record (the pages of the last checkpoints) tells it now.
+  it('a reader\'s getManyAsync ends while a writer that checkpoints at every commit goes on committing, and shows one commit', async () => {
+    const a = await tab(), b = await tab();
+    await a.evaluate(async () => {
+      const s = await api.BTreeStore.open<string, string | number>({ path: 'starve', storage: 'indexeddb', checkpointBytes: 0 });
+      await s.setManyAsync(Array.from({ length: 3000 }, (_, j) => [`k${j}`, 'p'.repeat(800)] as [string, string]));
+      await s.setAsync('cnt', 0);
+      await s.commit();
+      const w = window as unknown as { stop: boolean; loop: Promise<number> };
+      w.stop = false;
+      // Each commit changes the counter and one of the keys the reader asks for.
+      w.loop = (async () => {
+        let i = 1;
+        for (; i <= 4000 && !w.stop; i++) {
+          await s.setManyAsync([['cnt', i], [`k${(i * 29) % 3000}`, `c${i}`]]);
+          await s.commit();
+        }
+        await s.close();
+        return i - 1;
+      })();
+    });
+    const r = await b.evaluate(async () => {
+      const rd = await api.BTreeStore.open<string, string | number>({ path: 'starve', storage: 'indexeddb', readOnly: true, poolSize: 16 << 20 });
+      await new Promise((res) => setTimeout(res, 300)); // (the writer is committing)
+      const keys = ['cnt', ...Array.from({ length: 100 }, (_, i) => `k${(i * 29) % 3000}`)];
+      const v = await rd.getManyAsync(keys);
+      await rd.close();
+      return v;
+    });
+    const commits = await a.evaluate(async () => {
+      const w = window as unknown as { stop: boolean; loop: Promise<number> };
+      w.stop = true;
+      return w.loop;
+    });
+    // It ended while the writer went on (it stops at 4000 commits, or when told to here).
+    expect(commits).toBeLessThan(4000);
+    // One commit's state: each key written by commit c <= cnt holds that commit's value.
+    const cnt = r[0] as number;
+    expect(cnt).toBeGreaterThan(0);
+    for (let i = 0; i < 100; i++) {
+      const key = (i * 29) % 3000;
+      let want = 'p'.repeat(800);
+      for (let c = 1; c <= cnt; c++) if ((c * 29) % 3000 === key) want = `c${c}`;
+      expect(r[i + 1], `k${key}`).toBe(want);
+    }
+    await a.close();
+    await b.close();
+    expect(errors).toEqual([]);
+  }, 120_000);
+
   // compactAsync() on IndexedDB (session 30): with the pool able to hold the store it reads every
   // page in, moves the pages at the end into the room a deleted large value left, and the
   // checkpoint at close deletes the page records past the new end.

@@ -128,6 +128,32 @@ const DEFAULT_CHECKPOINT = 64 << 20;
  * hold it up) queues it for as long as it lasts. Past this the fold is aborted, the connection
  * closed and the lock released; the log stays, and the next open reads it. */
 const CLOSE_FOLD_MS = 5000;
+/**
+ * The change record: `pages` under key -1 (no page has it; code that reads pages by id never
+ * meets it, and checkpoints delete only ids past the store's end), written by each checkpoint in
+ * its transaction: the pages each of the last checkpoints wrote, by commit, back to `horizon`.
+ * A checkpoint clears the log, and with it what a reader knew of the commits since its own, so
+ * a reader beside a writer that checkpoints often (checkpointBytes small, or 0: every commit)
+ * dropped its whole pool at each newer commit, and a batch (getManyAsync) that started over at
+ * each never ended (the tabs probe, session 34: 7.8 s, as long as the writer committed). The
+ * record bounds what it holds (CHANGE_IDS ids); a reader further behind drops its pool as before.
+ */
+const CHANGES = -1;
+const CHANGE_IDS = 4096;
+interface ChangeRecord {
+  /** Commits after this one are covered: by `seqs` (checkpoints, ascending) and what came before each. */
+  horizon: number;
+  seqs: number[];
+  /** The pages checkpoint seqs[i] wrote: every page the commits since the checkpoint before it changed. */
+  ids: number[][];
+}
+/** A change record as stored, or undefined when it is not one (it is advice: never an error). */
+function readChanges(v: unknown): ChangeRecord | undefined {
+  const r = v as { horizon?: unknown; seqs?: unknown; ids?: unknown } | null | undefined;
+  if (r === null || typeof r !== 'object' || typeof r.horizon !== 'number' || !(r.seqs instanceof Float64Array) || !Array.isArray(r.ids)) return undefined;
+  if (r.ids.length !== r.seqs.length || !r.ids.every((x) => x instanceof Uint32Array)) return undefined;
+  return { horizon: r.horizon, seqs: [...r.seqs], ids: (r.ids as Uint32Array[]).map((x) => [...x]) };
+}
 const nameOf = (e: unknown) => (e as { name?: unknown } | null)?.name;
 
 
@@ -308,6 +334,11 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       };
 
       const log = new PageLog(readOnly);
+      /** The writer's change record (horizon: the commit at open), written by each checkpoint; a
+       * reader's, read where its log no longer tells what changed (`covered` then says whether
+       * the record and the log together span every commit up to the reader's newest). */
+      let changes: ChangeRecord | undefined;
+      let covered = false;
       /** The writer: the images the checkpoints wrote into `pages` of the pages no frame since
        * holds (a page leaves when a frame logs it). A commit logs a delta against them where the
        * log has no image of the page ('ATL2' frames, page-log.ts). Together with the log's
@@ -364,7 +395,19 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           if (readOnly) await syncLog(tx);
           const st = tx.objectStore(PAGES);
           const got = ids.map((id) => log.image(id) ?? result(st.get(id)));
-          return (await Promise.all(got)).map(copy);
+          const out = (await Promise.all(got)).map(copy);
+          // (a reader reads page 0 with every page: whether the record it has, with the log,
+          // spans the commits up to that one; else the record is read in this transaction)
+          if (readOnly && ids[0] === 0 && out[0] !== undefined) {
+            const spans = () => {
+              const last = changes === undefined ? undefined : (changes.seqs[changes.seqs.length - 1] ?? changes.horizon);
+              if (last === undefined) return false;
+              return log.keys.length > 0 ? log.keys[0] === last + 1 : commitSequence(out[0]!) === last;
+            };
+            if (!spans()) changes = readChanges(await result(st.get(CHANGES)));
+            covered = spans();
+          }
+          return out;
         });
       // A reader's reads run one after another: each brings the shared `log` to its own
       // transaction's state, so two side by side would apply the same new frames twice, or
@@ -378,6 +421,21 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         return p;
       };
 
+      /** A reader: the pages the commits after `sequence` wrote: the log's frames after it, or,
+       * where a checkpoint cleared those, the change record's checkpoints after it and every
+       * frame since; undefined where neither can tell. */
+      const changedSince = (sequence: number): readonly number[] | undefined => {
+        const fromLog = log.changedSince(sequence);
+        if (fromLog !== undefined || changes === undefined || !covered) return fromLog;
+        const last = changes.seqs[changes.seqs.length - 1] ?? changes.horizon;
+        if (sequence < changes.horizon || sequence > last) return undefined;
+        const seen = new Set<number>(log.pagesOfFrames());
+        changes.seqs.forEach((seq, i) => {
+          if (seq > sequence) for (const id of changes!.ids[i]!) seen.add(id);
+        });
+        return [...seen];
+      };
+
       /** A checkpoint: every logged page, and `pages` over them, as records of `pages`, and
        * the log cleared, in one transaction (handed to `started`, which may abort it). */
       const checkpoint = async (pages: readonly (readonly [number, Uint8Array])[], started?: (tx: IdbTransaction) => void): Promise<void> => {
@@ -387,6 +445,17 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         // (the core cuts them, BufferPool::trim_free_tail) and their records go.
         const page0 = all.get(0);
         const end = page0 !== undefined ? pageCountOf(page0) : undefined;
+        // This checkpoint's entry in the change record: the pages it writes are every page the
+        // commits since the last one changed (the log's and the commit's).
+        let next: ChangeRecord | undefined;
+        if (changes !== undefined && page0 !== undefined) {
+          next = { horizon: changes.horizon, seqs: [...changes.seqs, commitSequence(page0)], ids: [...changes.ids, [...all.keys()]] };
+          let n = next.ids.reduce((a, x) => a + x.length, 0);
+          while (n > CHANGE_IDS && next.seqs.length > 1) {
+            n -= next.ids.shift()!.length;
+            next.horizon = next.seqs.shift()!;
+          }
+        }
         await transact([PAGES, LOG], 'readwrite', async (tx) => {
           const st = tx.objectStore(PAGES);
           // A view would store its whole buffer with it: those are copied.
@@ -396,8 +465,12 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           }
           if (end !== undefined && KeyRange !== undefined) puts.push(result(st.delete(KeyRange.lowerBound(end))));
           puts.push(result(tx.objectStore(LOG).clear()));
+          if (next !== undefined) {
+            puts.push(result(st.put({ horizon: next.horizon, seqs: Float64Array.from(next.seqs), ids: next.ids.map((x) => Uint32Array.from(x)) }, CHANGES)));
+          }
           await Promise.all(puts);
         }, started);
+        if (next !== undefined) changes = next;
         // What `pages` now holds is the base of the next commits' deltas (copies: the views of
         // the log's slots are used again after the reset).
         if (deltas && !readOnly) {
@@ -410,7 +483,14 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       // The writer reads the log back once; a reader does before every read.
       if (!readOnly) {
         try {
-          await transact([PAGES, LOG], 'readonly', syncLog);
+          await transact([PAGES, LOG], 'readonly', async (tx) => {
+            await syncLog(tx);
+            // The change record starts at the commit the store is at (its first entry, the next
+            // checkpoint's, covers every change since the checkpoint before that, a superset).
+            const last = log.keys[log.keys.length - 1];
+            const page0 = last === undefined ? copy(await result(tx.objectStore(PAGES).get(0))) : undefined;
+            changes = { horizon: last ?? (page0 !== undefined && page0.length === 4096 ? commitSequence(page0) : 0), seqs: [], ids: [] };
+          });
         } catch (e) {
           conn.close();
           channel?.close();
@@ -439,7 +519,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
         },
         wantsDeltas: deltas,
         // A reader: what the frames since its commit wrote (the log it keeps up to date).
-        changedSince: readOnly ? (sequence: number) => log.changedSince(sequence) : undefined,
+        changedSince: readOnly ? changedSince : undefined,
         newestCommit: readOnly ? () => heard : undefined,
         async writePages(pages, given): Promise<void> {
           if (readOnly) throw new IoError(`indexeddb: '${path}' is open read-only`);

@@ -309,6 +309,13 @@ export class PageLog {
     return ids;
   }
 
+  /** Every page the frames hold (each once): what the commits since the last checkpoint wrote. */
+  pagesOfFrames(): number[] {
+    const seen = new Set<number>();
+    for (const key of this.keys) for (const id of this.#changes.get(key) ?? []) seen.add(id);
+    return [...seen];
+  }
+
   /** The pages whose records in `pages` the frames (in key order, to be applied next) have
    * deltas against: in an 'ATL2' frame, a delta of a page that neither the log so far nor an
    * earlier one of the frames holds. */
