@@ -424,16 +424,20 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
       /** A reader: the pages the commits after `sequence` wrote: the log's frames after it, or,
        * where a checkpoint cleared those, the change record's checkpoints after it and every
        * frame since; undefined where neither can tell. */
+      // (the same array while nothing changed: the store keeps a set of the list it is given)
+      let since: { sequence: number; changes: ChangeRecord; keys: readonly number[]; frames: number; ids: readonly number[] } | undefined;
       const changedSince = (sequence: number): readonly number[] | undefined => {
         const fromLog = log.changedSince(sequence);
         if (fromLog !== undefined || changes === undefined || !covered) return fromLog;
         const last = changes.seqs[changes.seqs.length - 1] ?? changes.horizon;
         if (sequence < changes.horizon || sequence > last) return undefined;
+        if (since !== undefined && since.sequence === sequence && since.changes === changes && since.keys === log.keys && since.frames === log.keys.length) return since.ids;
         const seen = new Set<number>(log.pagesOfFrames());
         changes.seqs.forEach((seq, i) => {
           if (seq > sequence) for (const id of changes!.ids[i]!) seen.add(id);
         });
-        return [...seen];
+        since = { sequence, changes, keys: log.keys, frames: log.keys.length, ids: [...seen] };
+        return since.ids;
       };
 
       /** A checkpoint: every logged page, and `pages` over them, as records of `pages`, and
