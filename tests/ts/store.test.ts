@@ -1137,7 +1137,22 @@ describe('BTreeStore on sync backends', () => {
     expect(readdirSync(after).sort()).toEqual(['x.db', 'x.db-log']); // no lock left behind
     const t = await BTreeStore.open<string, number>({ path: join(after, 'x.db') });
     expect([...t.entries()]).toEqual([['a', 1], ['b', 2]]);
-    await t.close();
+    // (the verify34 probe) a new store at the old path, while the moved one is open, is another
+    // store: it opens; and a store whose files took the inode of a removed store's lock opens.
+    renameSync(after, before);
+    mkdirSync(after);
+    const fresh = await BTreeStore.open<string, number>({ path: join(after, 'x.db') });
+    fresh.set('new', 1);
+    await fresh.close();
+    rmSync(before, { recursive: true }); // t's files and lock go while t is open
+    for (let i = 0; i < 5; i++) {
+      const o = await BTreeStore.open<string, number>({ path: join(after, `other-${i}.db`) });
+      await o.close();
+    }
+    await t.close().catch(() => undefined);
+    const again = await BTreeStore.open<string, number>({ path: join(after, 'x.db') });
+    expect([...again.entries()]).toEqual([['new', 1]]);
+    await again.close();
 
     const volume = join(tmp.dir, 'volume'), app = join(tmp.dir, 'app');
     mkdirSync(join(volume, 'tenants'), { recursive: true });

@@ -123,13 +123,16 @@ async function nodeModules(): Promise<{ fs: NodeFs; path: NodePath; proc: NodePr
   return mods;
 }
 
-/** Absolute paths of the stores open in this process. */
-const openPaths = new Set<string>();
-/** The files (`dev:ino`) of the data files and lock files of the stores this thread has open,
- * by their store's path. A store's directory renamed (or bind-mounted elsewhere) while open gives
- * its files a second name that openPaths does not know: an open under it took the lock of this
- * very thread for a stale one, and two stores wrote one file (a probe, session 34: a resolved
- * commit lost). */
+/** Absolute paths of the stores open in this thread, with their data files (`dev:ino`; '' while
+ * the open runs): a path whose file is another one now (the store's directory renamed, and a new
+ * store made at the old path) is not that store (it was refused, a probe, session 34). */
+const openPaths = new Map<string, string>();
+/** The data files (`dev:ino`) of the stores this thread has open, by their store's path. A
+ * store's directory renamed (or bind-mounted elsewhere) while open gives its files a second name
+ * that openPaths does not know: an open under it took the lock of this very thread for a stale
+ * one, and two stores wrote one file (a probe, session 34: a resolved commit lost). (The data
+ * file, held open, keeps its inode; a lock file's, once unlinked, went to another file, and an
+ * unrelated store was refused.) */
 const openFiles = new Map<string, string>();
 const fileKey = (st: { dev: number; ino: number }) => `${st.dev}:${st.ino}`;
 
@@ -576,23 +579,21 @@ export const nodeStorage: NodeStorage = {
     // (a store is a file: 'x.db/' opened the file x.db, where the system says ENOTDIR)
     if (/[\\/]$/.test(path)) throw new InvalidArgumentError(`the store path ${path} ends in a separator: a store is a file (its data file), not a directory`);
     const abs = canonical(fs, np, path);
-    if (openPaths.has(abs)) throw new LockedError(`the store ${abs} is already open in this process`);
+    let st: { dev: number; ino: number; nlink: number } | undefined;
+    try {
+      st = fs.statSync(abs) as unknown as { dev: number; ino: number; nlink: number };
+    } catch {
+      st = undefined; // (not there: not an open store's)
+    }
+    const held = openPaths.get(abs);
+    if (held !== undefined && (held === '' || (st !== undefined && fileKey(st) === held))) throw new LockedError(`the store ${abs} is already open in this process`);
     refuseNamesOfAnotherStore(abs, (p) => fs.statSync(p));
     const lockPath = abs + '-lock';
-    // The same files under another name (a directory renamed or bind-mounted while open). (A
-    // data file with hard links is refused below, saying so.)
-    for (const p of [abs, lockPath]) {
-      let key: string | undefined;
-      try {
-        const st = fs.statSync(p) as unknown as { dev: number; ino: number; nlink: number };
-        key = p === abs && st.nlink > 1 ? undefined : fileKey(st);
-      } catch {
-        key = undefined; // (not there: not an open store's)
-      }
-      const other = key === undefined ? undefined : openFiles.get(key);
-      if (other !== undefined) throw new LockedError(`the store ${abs} is already open in this process, as ${other} (its files have both names: a directory renamed or mounted elsewhere)`);
-    }
-    openPaths.add(abs);
+    // The same files under another name (a directory renamed or bind-mounted while open).
+    // (a data file with hard links is refused below, saying so)
+    const other = st === undefined || st.nlink > 1 ? undefined : openFiles.get(fileKey(st));
+    if (other !== undefined) throw new LockedError(`the store ${abs} is already open in this process, as ${other} (its files have both names: a directory renamed or mounted elsewhere)`);
+    openPaths.set(abs, '');
     let locked = false;
     const fds: number[] = [];
     const created: string[] = []; // by this open: removed again if the store's open fails
@@ -604,7 +605,6 @@ export const nodeStorage: NodeStorage = {
       takeLock(fs, proc, threadId, lockPath, abs, np.dirname(abs));
       locked = true;
       lockId = lockIdOf(fs, lockPath);
-      if (lockId !== null) openFiles.set(fileKey(lockId), abs);
       removeDeadOwnFiles(fs, np, proc, lockPath);
       const { O_RDWR, O_RDONLY, O_CREAT, O_EXCL } = fs.constants;
       for (const p of [abs, abs + '-log']) {
@@ -648,12 +648,12 @@ export const nodeStorage: NodeStorage = {
       for (const p of created) removeQuietly(fs, p);
       for (const fd of fds) fs.closeSync(fd);
       if (locked) releaseLock(fs, lockPath, lockId, lockText);
-      if (lockId !== null) openFiles.delete(fileKey(lockId));
-      openPaths.delete(abs);
+      if (openPaths.get(abs) === '') openPaths.delete(abs);
       throw e;
     }
     const dataKey = fileKey(fs.fstatSync(fds[0]!));
     openFiles.set(dataKey, abs);
+    openPaths.set(abs, dataKey);
     let closed = false;
     const atExit = { shared: false, close: () => files.close() };
     const files: SyncStoreFiles = {
@@ -682,9 +682,8 @@ export const nodeStorage: NodeStorage = {
         if (discardCreated === true) for (const p of created) removeQuietly(fs, p);
         if (now !== undefined && now !== abs) err ??= releaseLock(fs, now + '-lock', lockId, lockText);
         err ??= releaseLock(fs, lockPath, lockId, lockText);
-        if (lockId !== null) openFiles.delete(fileKey(lockId));
-        openFiles.delete(dataKey);
-        openPaths.delete(abs);
+        if (openFiles.get(dataKey) === abs) openFiles.delete(dataKey);
+        if (openPaths.get(abs) === dataKey) openPaths.delete(abs);
         if (err !== undefined) throw new IoError(`closing ${abs}: ${(err as Error).message}`, { cause: err });
       },
     };
