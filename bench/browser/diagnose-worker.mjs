@@ -17,6 +17,9 @@
 //           rounds; the store's commit taken apart (before, during, after its transaction)
 //   idbtx   the cost of creating a readwrite IndexedDB transaction and of a whole one-put
 //           transaction, by database shape and arguments (no store)
+//   idbsize what a record's size costs: 489,000 bytes (an idbload commit's frame) put as one
+//           record and as chunks of 256 KiB down to 4 KiB, one readwrite transaction each
+//           (--durability), in alternating rounds; least and mean per size. No store
 //   alloc   copying values out of wasm memory: slice() per size, per value vs per batch; the
 //           cost of a view, a subarray, a copy into a slab, a new array
 //   scan    50-record scans with entries() vs keys()
@@ -336,6 +339,39 @@ self.onmessage = async (e) => {
       }
       for (const name of Object.keys(cases)) log(`idbtx ${name}: creation ${us(sum[name], 500)} mean, whole transaction least ${us(best[name], 25)}`);
       d1.close(); d2.close();
+      self.postMessage({ done: true });
+      return;
+    }
+    if (mode === 'idbsize') {
+      // One frame-sized record against the same bytes as chunks, in one readwrite transaction
+      // each (strict): what a record's size costs (Chromium stores values past 64 KiB apart).
+      await new Promise((r) => { indexedDB.deleteDatabase('idbsize').onsuccess = r; });
+      const db = await new Promise((res, rej) => { const o = indexedDB.open('idbsize', 1); o.onupgradeneeded = () => o.result.createObjectStore('log'); o.onsuccess = () => res(o.result); o.onerror = () => rej(o.error); });
+      const total = 489_000;
+      const bytes = new Uint8Array(total);
+      for (let i = 0; i < total; i++) bytes[i] = (i * 2654435761) >>> 24;
+      const cases = [total, 262_144, 65_000, 60_000, 32_000, 16_000, 4_096];
+      const best = {}, sum = {};
+      let key = 0;
+      for (let round = 0; round < 12; round++) {
+        for (const size of cases) {
+          for (let i = 0; i < 5; i++) {
+            const a = now();
+            const tx = db.transaction(['log'], 'readwrite', { durability: e.data.durability ?? 'strict' });
+            const st = tx.objectStore('log');
+            for (let at = 0; at < total; at += size) st.put(bytes.slice(at, Math.min(total, at + size)), key++);
+            await new Promise((r, j) => { tx.oncomplete = r; tx.onabort = () => j(tx.error); });
+            const ms = now() - a;
+            sum[size] = (sum[size] ?? 0) + ms;
+            best[size] = Math.min(best[size] ?? Infinity, ms);
+            const d = db.transaction(['log'], 'readwrite', { durability: 'relaxed' });
+            d.objectStore('log').clear();
+            await new Promise((r) => { d.oncomplete = r; });
+          }
+        }
+      }
+      for (const size of cases) log(`idbsize ${total} B as ${Math.ceil(total / size)} record(s) of ${size} B: mean ${(sum[size] / 60).toFixed(2)} ms, least ${best[size].toFixed(2)} ms`);
+      db.close();
       self.postMessage({ done: true });
       return;
     }

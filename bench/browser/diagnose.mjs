@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Where adaptree-opfs's time goes, in headless Chromium (the browser suite's page, bundle and
 // flags; worker: bench/browser/diagnose-worker.mjs, which lists the modes). Prints text.
-//   node bench/browser/diagnose.mjs commit|cold|split|load|idbload|idbcommit|alloc|scan|warm|awaited|crc|suiteget|getloop [--records N] [--immediate] [--many] [--base DIR]
+//   node bench/browser/diagnose.mjs commit|cold|split|load|idbload|idbcommit|idbsize|alloc|scan|warm|awaited|crc|suiteget|getloop [--records N] [--immediate] [--many] [--base DIR]
 // crc: the page checksum alone in the worker: at_checksum of 4092 and 4096 bytes from this
 // checkout's dist/wasm modules (st, mt) and, with --base DIR (another build's dist/wasm, say
 // main's), from those too, in alternating rounds; the builds must agree on every value.
@@ -14,8 +14,8 @@ import { bundle, serve, CHROMIUM, CHROMIUM_ARGS } from './run-browser.mjs';
 
 const args = process.argv.slice(2);
 const mode = args[0];
-if (!['commit', 'cold', 'split', 'load', 'idbload', 'idbcommit', 'idbtx', 'alloc', 'scan', 'warm', 'awaited', 'crc', 'suiteget', 'getloop'].includes(mode)) {
-  process.stderr.write('usage: node bench/browser/diagnose.mjs commit|cold|split|load|idbload|idbcommit|alloc|scan|warm|awaited|crc|suiteget|getloop [--records N] [--immediate] [--many] [--base DIR]\n');
+if (!['commit', 'cold', 'split', 'load', 'idbload', 'idbcommit', 'idbtx', 'idbsize', 'alloc', 'scan', 'warm', 'awaited', 'crc', 'suiteget', 'getloop'].includes(mode)) {
+  process.stderr.write('usage: node bench/browser/diagnose.mjs commit|cold|split|load|idbload|idbcommit|idbsize|alloc|scan|warm|awaited|crc|suiteget|getloop [--records N] [--immediate] [--many] [--base DIR]\n');
   process.exit(2);
 }
 const ri = args.indexOf('--records');

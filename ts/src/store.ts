@@ -566,6 +566,7 @@ export class BTreeStore<K = string, V = unknown> {
     this.#autoMs = ac?.ms !== undefined && ac.ms >= 0 ? ac.ms : -1;
     this.#onError = init.options.onError;
     this.#readOnly = init.options.readOnly === true;
+    this.#poolPages = Math.floor((init.options.poolSize ?? DEFAULT_POOL) / PAGE_SIZE);
   }
 
   /**
@@ -1106,6 +1107,8 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#writtenSet!.has(id);
   }
   #writtenList: readonly number[] | undefined;
+  /** The pool's size in pages (poolSize). */
+  readonly #poolPages: number;
   #writtenSet: Set<number> | undefined;
 
   #open(): void {
@@ -2068,6 +2071,37 @@ export class BTreeStore<K = string, V = unknown> {
     }
   }
 
+  /** A reader's batch starts over at a newer commit it followed, which dropped the pages that
+   * commit wrote: the pages the batch faulted on (`ids`, the newest up to half the pool) are
+   * read again in one request, with page 0, and those of the commit the pool now holds are
+   * supplied, so that the batch faults again only on pages it had not reached. Read one fault
+   * at a time, a transaction each, beside a writer committing back to back, each read saw a
+   * newer commit and the batch started over once more: a batch over most of a store's pages
+   * ended only when the writer paused (verify34 probe, session 34). A read that fails or is
+   * of another commit supplies nothing: the faults read what is missing, and report errors. */
+  async #refetch(b: Async, ids: ReadonlySet<number>): Promise<void> {
+    const want = [...ids].slice(-Math.max(1, this.#poolPages >> 1));
+    let got: Fetched[];
+    try {
+      got = await this.#orGaveUp(this.#fetch(b, want));
+    } catch {
+      return;
+    }
+    while (this.#gate !== undefined) await this.#gate;
+    this.#openAsync();
+    const page0 = got[0]?.page0;
+    if (page0 === undefined || b.reader === undefined) return;
+    if (!this.#sameCommit(b, page0) && !sameBytes(page0, b.reader.page0)) return;
+    const end = pageCountOf(b.reader.page0) ?? 0;
+    const w = this.#wasm;
+    for (let i = 0; i < want.length; i++) {
+      const image = got[i]!.image;
+      if (want[i]! >= end || image === undefined || image.length !== PAGE_SIZE) continue;
+      w.u8().set(image, this.#pageBuf);
+      if (w.exports.at_store_supply!(this.#tree, want[i]!, this.#pageBuf) < 0) return;
+    }
+  }
+
   /** Reads pages in one request; a reader's come with page 0 of the same request. */
   async #fetch(b: Async, ids: number[]): Promise<Fetched[]> {
     if (b.reader !== undefined) {
@@ -2170,12 +2204,16 @@ export class BTreeStore<K = string, V = unknown> {
     let out: (V | undefined)[] = [];
     let part: K[] = list;
     let gen = this.#gen;
+    const b = this.#b as Async;
+    /** A reader: the pages this batch faulted on, to read again at once when it starts over. */
+    const faulted = new Set<number>();
     for (;;) {
       if (this.#gate !== undefined) await this.#gate;
       this.#openAsync();
       if (this.#gen !== gen) {
         // A commit (or, for a reader, a newer commit followed) since the first answers: start
         // over, so that the batch still shows one committed state.
+        if (b.reader !== undefined && faulted.size > 0) await this.#refetch(b, faulted);
         gen = this.#gen;
         out = [];
         part = list;
@@ -2196,7 +2234,8 @@ export class BTreeStore<K = string, V = unknown> {
         // (a reader's batch keeps to its commit while the pages it faults on are unchanged:
         // following each newer commit started it over, and beside a writer that commits
         // often a batch larger than the pool never ended)
-        await this.#fault(this.#b as Async, e.pageId, false, true);
+        if (b.reader !== undefined) faulted.add(e.pageId);
+        await this.#fault(b, e.pageId, false, true);
       }
       part = list.slice(out.length, out.length + ASYNC_BATCH);
     }

@@ -484,6 +484,58 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 120_000);
 
+  // Session 35 (verify34 probe): a reader's batch over most of a store's pages, beside a writer
+  // committing back to back, each commit changing about 20 of those pages. At each newer commit
+  // the batch started over and read the pages it had lost one by one, a transaction each, and
+  // by then the writer had committed again: in about half the runs it ended only when the
+  // writer paused. Now a restart reads the pages the batch faulted on in one transaction.
+  it('a reader\'s getManyAsync over every key ends while a writer commits back to back, and shows one commit', async () => {
+    const a = await tab(), b = await tab();
+    const N = 3000, PER = 20;
+    const wrote = (c: number) => Array.from({ length: PER }, (_, j) => (c * 29 + j * 150) % N);
+    await a.evaluate(async ({ N, PER }) => {
+      const s = await api.BTreeStore.open<string, string | number>({ path: 'starve-all', storage: 'indexeddb' });
+      await s.setManyAsync(Array.from({ length: N }, (_, j) => [`k${String(j).padStart(4, '0')}`, 'p'.repeat(100)] as [string, string]));
+      await s.setAsync('cnt', 0);
+      await s.commit();
+      const w = window as unknown as { stop: boolean; loop: Promise<number> };
+      w.stop = false;
+      w.loop = (async () => {
+        let i = 1;
+        for (; i <= 3000 && !w.stop; i++) {
+          const e: [string, string | number][] = [['cnt', i]];
+          for (let j = 0; j < PER; j++) e.push([`k${String((i * 29 + j * 150) % N).padStart(4, '0')}`, `c${i}`]);
+          await s.setManyAsync(e);
+          await s.commit();
+        }
+        await s.close();
+        return i - 1;
+      })();
+    }, { N, PER });
+    const r = await b.evaluate(async (N) => {
+      const rd = await api.BTreeStore.open<string, string | number>({ path: 'starve-all', storage: 'indexeddb', readOnly: true, poolSize: 16 << 20 });
+      await new Promise((res) => setTimeout(res, 300)); // (the writer is committing)
+      const keys = ['cnt', ...Array.from({ length: N }, (_, i) => `k${String(i).padStart(4, '0')}`)];
+      const v = await rd.getManyAsync(keys);
+      await rd.close();
+      return v;
+    }, N);
+    const commits = await a.evaluate(async () => {
+      const w = window as unknown as { stop: boolean; loop: Promise<number> };
+      w.stop = true;
+      return w.loop;
+    });
+    expect(commits).toBeLessThan(3000);
+    const cnt = r[0] as number;
+    expect(cnt).toBeGreaterThan(0);
+    const want = Array.from({ length: N }, () => 'p'.repeat(100));
+    for (let c = 1; c <= cnt; c++) for (const k of wrote(c)) want[k] = `c${c}`;
+    expect(r.slice(1)).toEqual(want);
+    await a.close();
+    await b.close();
+    expect(errors).toEqual([]);
+  }, 180_000);
+
   // compactAsync() on IndexedDB (session 30): with the pool able to hold the store it reads every
   // page in, moves the pages at the end into the room a deleted large value left, and the
   // checkpoint at close deletes the page records past the new end.
