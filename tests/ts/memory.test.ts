@@ -188,6 +188,27 @@ describe.each(REAL_BUILDS)('%s build: out of memory inside each call path', (bui
     m.free();
   });
 
+  // Session 35 (verify34 probe): a setMany that could not reserve its batch's area said only
+  // "out of wasm memory reserving N bytes"; `applied` was 0 and right, but the message did not
+  // say that the map is unchanged. Both the area in wasm memory and the staged batch's copy.
+  it('setMany that cannot reserve its batch: the message says none of it was applied, the map is unchanged', async () => {
+    const w = await fresh(build);
+    const model = new Map<string, Uint8Array>();
+    const m = filled(w, model);
+    const small: [string, Uint8Array][] = Array.from({ length: 400 }, (_, i) => [`s${i}`, blob(2000, i)]);
+    const large: [string, Uint8Array][] = Array.from({ length: 20 }, (_, i) => [`l${i}`, blob(1 << 20, i)]);
+    w.setMaxMemory(w.memory.buffer.byteLength);
+    const held = exhaust(w);
+    for (const batch of [small, large]) {
+      const e = expectOom(() => m.setMany(batch));
+      expect(e.message).toMatch(new RegExp(`^setMany: out of wasm memory reserving \\d+ bytes; 0 of ${batch.length} entries were applied$`));
+      expect(e.applied).toBe(0);
+    }
+    release(w, held);
+    expectModel(m, model);
+    m.free();
+  });
+
   it('bulk load (constructor with sorted entries, setMany into an empty map)', async () => {
     const w = await fresh(build);
     const entries: [string, Uint8Array][] = [];

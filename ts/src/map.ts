@@ -47,9 +47,6 @@ import { bytesKey } from './encoding/bytes.js';
 import { keyEncoderOf, valueEncoderOf } from './map/codecs.js';
 import { type Handle, fail, freeHandle, newCursor, stateError, treeRegistry } from './map/handle.js';
 import { putKey, putKeyA, prepareValue, preparedSize, putValue, putValueInto } from './map/put.js';
-
-/** setMany batches past this many bytes are encoded in a JS buffer first (see setMany). */
-const STAGE_ABOVE = 16 << 20;
 import { boundsOf, checkDeleteRange } from './map/range.js';
 import { BTreeIterator, MODE_ENTRIES, MODE_KEYS, MODE_VALUES, entry } from './map/iterator.js';
 import { booleanFields } from './options.js';
@@ -57,6 +54,9 @@ import { PROGRESS_EVERY, batchOptions, report, type ProgressCallback } from './p
 import { attachMap, shareMap, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import { checkWasmOption, type AdaptreeWasm } from './wasm.js';
 import { ATTACH_TREE, KNOWN_OPTIONS, type AttachTree, type BTreeMapOptions, type BTreeStats, type DeleteRange, type Range } from './map/types.js';
+
+/** setMany batches past this many bytes are encoded in a JS buffer first (see setMany). */
+const STAGE_ABOVE = 16 << 20;
 
 export { setDefaultWasm, getDefaultWasm } from './map/runtime.js';
 export {
@@ -572,11 +572,12 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     const h = this.#h, rt = h.rt;
     // Every error says how many entries are in (errors.ts `applied`): none until the core's call.
     let applied = 0;
+    let n = 0;
     try {
     if (h.tree === 0 || rt.busy !== 0) throw stateError(h);
     const onProgress = batchOptions(options, 'setMany');
     const list = listOf(entries, 'setMany: entries');
-    const n = list.length;
+    n = list.length;
     if (n === 0) {
       // (an attached map whose owner freed the tree is closed, also for no entries)
       if (h.borrowed && rt.ex.at_count(h.tree) < 0) throw new ClosedError('the shared map was freed by its owner');
@@ -618,19 +619,12 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
           stage = more;
           sdv = new DataView(stage.buffer);
         }
-        if (stage !== undefined) {
-          const kend = h.kenc.encodeInto(e[0], stage, sdv!, used + 4, used + 4 + rt.maxKey);
-          sdv!.setUint32(used, kend - used - 4, true);
-          const vend = putValueInto(stage, p, kend + 4, h.wellFormedValues);
-          sdv!.setUint32(kend, vend - kend - 4, true);
-          used = vend;
-          continue;
-        }
-        const base = rt.data;
-        const kend = h.kenc.encodeInto(e[0], rt.u8, rt.dv, base + used + 4, base + used + 4 + rt.maxKey);
-        rt.dv.setUint32(base + used, kend - base - used - 4, true);
-        const vend = putValue(rt, p, kend + 4, h.wellFormedValues);
-        rt.dv.setUint32(kend, vend - kend - 4, true);
+        // [u32 key length][key][u32 value length][value], in the stage or the data area
+        const u8 = stage ?? rt.u8, dv = sdv ?? rt.dv, base = stage !== undefined ? 0 : rt.data;
+        const kend = h.kenc.encodeInto(e[0], u8, dv, base + used + 4, base + used + 4 + rt.maxKey);
+        dv.setUint32(base + used, kend - base - used - 4, true);
+        const vend = stage !== undefined ? putValueInto(stage, p, kend + 4, h.wellFormedValues) : putValue(rt, p, kend + 4, h.wellFormedValues);
+        dv.setUint32(kend, vend - kend - 4, true);
         used = vend - base;
       }
       if (stage !== undefined) {
@@ -661,6 +655,9 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     if (st !== Status.OK) throw fail(h as Handle<unknown, unknown>, st, 'setMany', `${applied} of ${n} entries were applied`);
     return this;
     } catch (e) {
+      // (out of memory before the core's call, reserving the batch's area: the map is unchanged,
+      // which the message said only through `applied`)
+      if (e instanceof OutOfMemoryError && n > 0 && !/ entries were applied/.test(e.message)) e.message = `setMany: ${e.message}; ${applied} of ${n} entries were applied`;
       throw withApplied(e, applied);
     }
   }
