@@ -2072,7 +2072,7 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   /** A reader's batch starts over at a newer commit it followed, which dropped the pages that
-   * commit wrote: the pages the batch faulted on (`ids`, the newest up to half the pool) are
+   * commit wrote: the pages the batch faulted on (`ids`, at most half the pool) are
    * read again in one request, with page 0, and those of the commit the pool now holds are
    * supplied, so that the batch faults again only on pages it had not reached. Read one fault
    * at a time, a transaction each, beside a writer committing back to back, each read saw a
@@ -2080,7 +2080,7 @@ export class BTreeStore<K = string, V = unknown> {
    * ended only when the writer paused (verify34 probe, session 34). A read that fails or is
    * of another commit supplies nothing: the faults read what is missing, and report errors. */
   async #refetch(b: Async, ids: ReadonlySet<number>): Promise<void> {
-    const want = [...ids].slice(-Math.max(1, this.#poolPages >> 1));
+    const want = [...ids];
     let got: Fetched[];
     try {
       got = await this.#orGaveUp(this.#fetch(b, want));
@@ -2213,7 +2213,9 @@ export class BTreeStore<K = string, V = unknown> {
       if (this.#gen !== gen) {
         // A commit (or, for a reader, a newer commit followed) since the first answers: start
         // over, so that the batch still shows one committed state.
-        if (b.reader !== undefined && faulted.size > 0) await this.#refetch(b, faulted);
+        // (a reader: what it read, read again at once; not past half the pool, where the run
+        // would evict those pages before it reached them)
+        if (b.reader !== undefined && faulted.size > 0 && faulted.size <= this.#poolPages >> 1) await this.#refetch(b, faulted);
         gen = this.#gen;
         out = [];
         part = list;
