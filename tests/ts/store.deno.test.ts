@@ -54,6 +54,18 @@ it('Deno: a store shared with a Deno worker (mt): stress with commits from both,
   expect(JSON.parse(stdout)).toEqual({ build: 'mt', failures: ['', ''], problems: [], evicted: true, reopened: [], size: true });
 }, 120_000);
 
+// Session 35 (threads probe): a Deno worker that attached a shared map and ended with
+// self.close() without free() kept its 1 MiB stack of the shared memory for good: 40 such
+// workers grew it by 40 MiB. self.close() frees the worker's attached maps first now.
+it('Deno: workers that end with self.close() without freeing their attached map give its stack back', async () => {
+  const args = ['run', '--quiet', `--allow-read=${repo}`, join(here, 'threads-deno-selfclose.mjs')];
+  const { stdout } = await promisify(execFile)(join(repo, 'node_modules/.bin/deno'), args, {
+    cwd: repo,
+    env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
+  });
+  expect(JSON.parse(stdout)).toEqual({ build: 'mt', freed: 'same', closed: 'same', size: 80, keys: [0, 79] });
+}, 120_000);
+
 // Until session 29 an attached store in Deno let go of its files only at its next call after
 // the owner's close (Deno's BroadcastChannel keeps a thread alive and has no unref, so none was
 // listened to): an idle worker kept 2 descriptors per attach. Now an unref'd timer looks. The

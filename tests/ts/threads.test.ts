@@ -184,6 +184,20 @@ describe.runIf(threadsAvailable())('BTreeMap shared with worker_threads', () => 
     await expect(BTreeMap.attach(h)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     custom.free();
   });
+
+  // Session 35 (threads probe): markWorkerLost of anything but a map or store was a TypeError
+  // from a private field, with no code. Nothing is poisoned by it.
+  it('markWorkerLost of something that is not a map or store is InvalidArgumentError and poisons nothing', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const m = new BTreeMap<string, number>(null, { wasm });
+    m.set('a', 1);
+    for (const x of [{}, null, undefined, new Map(), 'x', 7]) {
+      expect(() => markWorkerLost(x as never), String(x)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: 'markWorkerLost(): not a BTreeMap or BTreeStore' }));
+    }
+    m.set('b', 2);
+    expect([...m]).toEqual([['a', 1], ['b', 2]]);
+    m.free();
+  });
 });
 
 // A new-user probe (session 23): once the default instance was poisoned (markWorkerLost), init()

@@ -13,7 +13,8 @@
 // ClosedError (the core keeps a small closed record at the tree's address for this). An
 // attached map's free() releases its own cursors and its instance: the context, key and data
 // areas and the stack share() reserved (so share/attach/free in a loop does not grow memory).
-// In a Node worker that ends with attached maps still open, they are freed at its 'exit'.
+// In a Node worker that ends with attached maps still open, they are freed at its 'exit'; in
+// a web or Deno worker, when it calls self.close().
 //
 // A worker that ends during a call (terminated, crashed) may have held the tree latch and
 // left the tree half-modified, or held the allocator's lock: markWorkerLost() (the pool calls
@@ -121,29 +122,48 @@ export function detachInstance(wasm: AdaptreeWasm): void {
 const live = new Map<() => void, { wasm: AdaptreeWasm; tree: number }>();
 let watching = false;
 
-/** Node: a worker whose script ends (or calls process.exit) with attached maps open gives their
- * stacks back at 'exit'. (worker.terminate() from outside runs no code in the worker: the pool
- * frees its workers' maps before it ends them.) */
+/** Gives back the stacks of this thread's attached maps not yet freed: the thread ends. */
+function freeLive(): void {
+  for (const [d, { wasm, tree }] of [...live]) {
+    // Ending inside a call on the tree (process.exit() in a storage callback or a codec): the
+    // tree's latch may be held and its pages half changed. Detaching gave the stack back and
+    // left the owner waiting for that latch for ever (a probe, session 31): the memory is
+    // marked lost instead, as markWorkerLost() does, and every thread's next call throws
+    // InstanceUnusableError.
+    if (wasm.build === 'mt' && (runtimeOf(wasm).busy !== 0 || inHostCall(wasm.memory))) {
+      live.delete(d);
+      wasm.markLost(tree);
+    } else {
+      d();
+    }
+  }
+}
+
+/** A worker whose script ends with attached maps open gives their stacks back: Node at
+ * 'exit' (the script returned, or process.exit()); a web or Deno worker when it calls
+ * self.close(), which is wrapped for that (no event fires there: each such worker kept ~1 MiB
+ * of the shared memory for good, a threads probe, session 35). worker.terminate() from
+ * outside runs no code in the worker: the pool frees its workers' maps before it ends them. */
 function watchExit(): void {
   if (watching) return;
-  const proc = (globalThis as { process?: { once?(e: string, f: () => void): unknown } }).process;
-  if (typeof proc?.once !== 'function') return;
   watching = true;
-  proc.once('exit', () => {
-    for (const [d, { wasm, tree }] of [...live]) {
-      // Ending inside a call on the tree (process.exit() in a storage callback or a codec): the
-      // tree's latch may be held and its pages half changed. Detaching gave the stack back and
-      // left the owner waiting for that latch for ever (a probe, session 31): the memory is
-      // marked lost instead, as markWorkerLost() does, and every thread's next call throws
-      // InstanceUnusableError.
-      if (wasm.build === 'mt' && (runtimeOf(wasm).busy !== 0 || inHostCall(wasm.memory))) {
-        live.delete(d);
-        wasm.markLost(tree);
-      } else {
-        d();
-      }
-    }
-  });
+  const proc = (globalThis as { process?: { once?(e: string, f: () => void): unknown } }).process;
+  if (typeof proc?.once === 'function') proc.once('exit', freeLive);
+  const scope = globalThis as { WorkerGlobalScope?: unknown; close?: unknown };
+  if (typeof scope.WorkerGlobalScope === 'function' && globalThis instanceof (scope.WorkerGlobalScope as new () => object) && typeof scope.close === 'function') {
+    const close = scope.close as (this: unknown) => void;
+    Object.defineProperty(globalThis, 'close', {
+      configurable: true,
+      writable: true,
+      value: function close_(this: unknown): void {
+        try {
+          freeLive();
+        } finally {
+          close.call(globalThis);
+        }
+      },
+    });
+  }
 }
 
 /**
@@ -158,6 +178,10 @@ function watchExit(): void {
  * throws ThreadsUnsupportedError and nothing is poisoned.
  */
 export function markWorkerLost(map: BTreeMap<unknown, unknown> | HasTree): void {
+  // (anything else was a TypeError from a private field, with no code: a threads probe, session 35)
+  if (!(map instanceof BTreeMap) && (map === null || typeof map !== 'object' || !(TREE_OF in map))) {
+    throw new InvalidArgumentError('markWorkerLost(): not a BTreeMap or BTreeStore');
+  }
   const { wasm, tree } = treeOfAny(map);
   if (wasm.build !== 'mt') throw new ThreadsUnsupportedError('markWorkerLost(): the map is on the single-threaded build');
   wasm.markLost(tree);

@@ -58,6 +58,14 @@ describe.runIf(existsSync(CHROMIUM))('BTreeMap shared with browser workers (Chro
     expect(r.spin).toEqual({ value: 'v', seenAfter: 4 });
   }, 300_000);
 
+  // Session 35 (threads probe): a worker that attached a shared map and ended with self.close()
+  // without free() kept its 1 MiB stack of the shared memory for good (40 workers: 16 -> 48 MiB).
+  it('workers that end with self.close() without freeing their attached map give its stack back', async () => {
+    const { r, errors } = await pageResult('/tests/ts/runtimes/threads/selfclose.html');
+    expect(errors).toEqual([]);
+    expect(r).toEqual({ build: 'mt', freed: 'same', closed: 'same', size: 60, keys: [0, 59] });
+  }, 120_000);
+
   it('an opfs store shared by an owner and a peer worker: stress with commits, evictions; content equals the models, also after reopen', async () => {
     const { r: res, errors } = await pageResult('/tests/ts/runtimes/store-threads/index.html?ops=4000');
     const r = res as Record<string, unknown>;
