@@ -474,6 +474,48 @@ function main() {
     }
   }
 
+  // ---- threads (docs/THREADS.md reads its tables from these rows too)
+  const th = rows.filter((r) => r.suite === 'threads');
+  if (th.length) {
+    P('## Workers sharing one index (`threads`)', '');
+    P('Node `worker_threads` on the mt build (docs/THREADS.md). `workers`: 0 is the mt build on the main thread, not shared; 1 and 2 are that many workers ' +
+      'attached to one shared map (adaptree-wasm-mt) or store on node files (adaptree-file-mt), the operations split evenly between them; adaptree-wasm and ' +
+      'adaptree-file are the st build on one thread. Time runs from releasing the workers until the last one is done; each row is the median of its rounds. ' +
+      'On this 2-vCPU machine 2 workers are the most that can run at once.', '');
+    const keysOf = (w) => th.find((r) => r.workload === w)?.keys;
+    const cols = [];
+    for (const r of th.filter((x) => ['lookup', 'insert', 'mix', 'hot'].includes(x.workload))) {
+      const c = `${r.impl} ×${r.workers}${r.config !== 'adaptive' ? ` (${r.config.replace(/^adaptive\+/, '')})` : ''}`;
+      if (!cols.some((x) => x.c === c)) cols.push({ c, impl: r.impl, workers: r.workers, config: r.config });
+    }
+    const cell = (w, x) => th.find((r) => r.workload === w && r.impl === x.impl && r.workers === x.workers && r.config === x.config)?.ops_per_sec;
+    const wls = ['lookup', 'insert', 'mix', 'hot'].filter((w) => th.some((r) => r.workload === w));
+    if (wls.length) {
+      P(`${keysOf(wls[0])} keys (9-byte hex keys, 8-byte values); lookup: uniform random keys of the loaded map; insert: new keys in random order into an empty map; ` +
+        'mix: 50% lookups, 50% writes; hot: each worker upserts its own 16 keys, all in one leaf at the start. ops/s, one column per impl and worker count:', '');
+      for (const part of [cols.filter((x) => x.impl.includes('wasm')), cols.filter((x) => x.impl.includes('file'))]) {
+        const ws = wls.filter((w) => part.some((x) => cell(w, x) != null));
+        if (ws.length) P(mdTable(['workload', ...part.map((x) => x.c)], ws.map((w) => [w, ...part.map((x) => mops(cell(w, x)))])), '');
+      }
+    }
+    const xm = th.filter((r) => r.workload === 'xmerge');
+    if (xm.length) {
+      P(`xmerge: ${keysOf('xmerge')} records loaded into a file store with a 1 MiB pool, then as many inserts at 64 Zipf-picked insertion points; XMerge and redistribution on or off:`, '');
+      P(mdTable(['config', 'workers', 'ops/s', 'leaf fill', 'bytes/record', 'leaves', 'xmerges', 'evictions'],
+        xm.map((r) => [r.config, r.workers, mops(r.ops_per_sec), r.leaf_fill?.toFixed(3) ?? '–', r.bytes_per_record?.toFixed(1) ?? '–', r.leaves ?? '–', r.xmerges ?? '–', r.evictions ?? '–'])), '');
+    }
+    const ir = th.filter((r) => r.workload === 'insert-read');
+    if (ir.length) {
+      P('insert-read: one worker inserts N new keys into a loaded map or store while another reads loaded keys until it is done:', '');
+      P(mdTable(['impl', "writer's inserts/s", "reader's reads/s"], ir.map((r) => [r.impl, mops(r.ops_per_sec), mops(r.reads_per_sec)])), '');
+    }
+    const pl = th.filter((r) => r.workload.startsWith('pool-'));
+    if (pl.length) {
+      P("pool-getMany, pool-setMany: batches through a WorkerPool against the same calls on the main thread (workers 0); ratio: the pool's ops/s over the main thread's:", '');
+      P(mdTable(['workload', 'impl', 'workers', 'batch', 'mode', 'ops/s', 'ratio'], pl.map((r) => [r.workload, r.impl, r.workers, r.batch ?? '–', r.mode ?? '–', mops(r.ops_per_sec), r.ratio != null ? r.ratio.toFixed(2) + '×' : '–'])), '');
+    }
+  }
+
   // ---- space overview
   const spaceRows = rows.filter((r) => r.bytes_per_record != null && (r.suite === 'inmem') && r.workload === 'insert');
   if (spaceRows.length) {
