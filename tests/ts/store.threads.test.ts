@@ -108,6 +108,25 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     await owner.close();
   });
 
+  // Session 35 (threads probe): a codec given to attach() for an encoding the store was shared
+  // with by name was ignored without a word. Now refused; the handle still attaches after.
+  it('an attach given a codec for a named encoding is InvalidArgumentError; the handle attaches afterwards', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const owner = await BTreeStore.open<number, string>({ path: join(tmp.dir, 'named.db'), wasm, keys: 'number', values: 'utf8' });
+    owner.set(1, 'one');
+    const handle = owner.share();
+    const codec = { encode: (v: string) => new TextEncoder().encode(v), decode: (b: Uint8Array) => new TextDecoder().decode(b) };
+    await expect(BTreeStore.attach(handle, { values: codec } as never)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: "BTreeStore.attach(): the store was shared with the 'utf8' value encoding: options.values is only for one shared with a custom codec (leave it out)",
+    });
+    await expect(BTreeStore.attach(handle, { keys: 'utf8' } as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const a = await BTreeStore.attach<number, string>(handle, { keys: 'number' } as never);
+    expect(a.get(1)).toBe('one');
+    await a.close();
+    await owner.close();
+  });
+
   it('an attach refuses files that replaced the shared ones', async () => {
     const wasm = await loadWasm({ threads: true });
     const path = join(tmp.dir, 'replaced.db');

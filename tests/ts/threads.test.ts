@@ -185,6 +185,25 @@ describe.runIf(threadsAvailable())('BTreeMap shared with worker_threads', () => 
     custom.free();
   });
 
+  // Session 35 (threads probe): a codec given to attach() for an encoding the map was shared
+  // with by name was ignored without a word (the map kept its number keys). Now refused, and the
+  // handle, not claimed by the refused attach, attaches afterwards.
+  it('attach given a codec for a named encoding is InvalidArgumentError; the handle attaches afterwards', async () => {
+    const wasm = await loadWasm({ threads: true });
+    const m = new BTreeMap<number, number>(null, { wasm, keys: 'number' });
+    m.set(1, 2);
+    const h = m.share();
+    const utf8 = { encode: (k: string) => new TextEncoder().encode(k), decode: (b: Uint8Array) => new TextDecoder().decode(b) };
+    await expect(BTreeMap.attach(h, { keys: utf8 } as never)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: "attach(): the map was shared with the 'number' key encoding: options.keys is only for one shared with a custom codec (leave it out)",
+    });
+    const a = await BTreeMap.attach<number, number>(h);
+    expect(a.get(1)).toBe(2);
+    a.free();
+    m.free();
+  });
+
   // Session 35 (threads probe): markWorkerLost of anything but a map or store was a TypeError
   // from a private field, with no code. Nothing is poisoned by it.
   it('markWorkerLost of something that is not a map or store is InvalidArgumentError and poisons nothing', async () => {

@@ -73,7 +73,7 @@ import {
 } from './map.js';
 import type { KeyCodec, ValueCodec } from './encoding/codec.js';
 import { checkWasmOption, loadWasm, type AdaptreeWasm, type WasmUrl } from './wasm.js';
-import { TREE_OF, detachInstance, trackAttached, untrackAttached, type AttachMapOptions, type SharedMapHandle } from './threads.js';
+import { TREE_OF, checkNamedEncodings, detachInstance, trackAttached, untrackAttached, type AttachMapOptions, type SharedMapHandle } from './threads.js';
 import { checkStoreEncodings } from './store-encodings.js';
 import { registerHost, statusOfError, unregisterHost, type HostEntry } from './storage/host.js';
 import { runtimeOf } from './map/runtime.js';
@@ -643,6 +643,7 @@ export class BTreeStore<K = string, V = unknown> {
     if (keys === undefined || values === undefined) {
       throw new InvalidArgumentError('BTreeStore.attach(): the store was shared with a custom codec: pass the same codec (options.keys / options.values)');
     }
+    checkNamedEncodings(handle, options, 'BTreeStore.attach(): the store');
     const backend = options.storage ?? resolveStorage(handle.storage as StoreOptions<unknown, unknown>['storage']);
     if (backend.kind !== 'sync' || typeof backend.attach !== 'function') {
       throw new ThreadsUnsupportedError(`BTreeStore.attach(): the '${handle.storage}' storage cannot attach shared files`);

@@ -66,6 +66,17 @@ export function shareMap(map: BTreeMap<unknown, unknown>, stackSize?: number): S
   return { kind: KIND, instance: wasm.attachHandle(stackSize), tree, keys: map.keyEncoding, values: map.valueEncoding };
 }
 
+/** @internal An attach given a codec (or another name) for an encoding the map or store was
+ * shared with by name: InvalidArgumentError. It was ignored without a word, the named encoding
+ * used (a threads probe, session 35). `what`: 'attach(): the map', ... */
+export function checkNamedEncodings(handle: { keys: string; values: string }, options: { keys?: unknown; values?: unknown } | undefined, what: string): void {
+  for (const [o, shared, given] of [['keys', handle.keys, options?.keys], ['values', handle.values, options?.values]] as const) {
+    if (shared !== 'custom' && given !== undefined && given !== shared) {
+      throw new InvalidArgumentError(`${what} was shared with the '${shared}' ${o === 'keys' ? 'key' : 'value'} encoding: options.${o} is only for one shared with a custom codec (leave it out)`);
+    }
+  }
+}
+
 /** `BTreeMap.attach(handle)`: the shared map, in this worker (or thread). */
 export async function attachMap<K, V>(handle: SharedMapHandle, options?: AttachMapOptions<K, V>): Promise<BTreeMap<K, V>> {
   if (handle === null || typeof handle !== 'object' || handle.kind !== KIND || typeof handle.tree !== 'number') {
@@ -76,6 +87,7 @@ export async function attachMap<K, V>(handle: SharedMapHandle, options?: AttachM
   if (keys === undefined || values === undefined) {
     throw new InvalidArgumentError('attach(): the map was shared with a custom codec: pass the same codec (options.keys / options.values)');
   }
+  checkNamedEncodings(handle, options, 'attach(): the map');
   // One instance per attach, on the stack share() reserved for it.
   const wasm = await loadWasm({ attach: handle.instance });
   const detach = (): void => {
