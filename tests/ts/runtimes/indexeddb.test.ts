@@ -430,110 +430,74 @@ describe('indexeddb backend in headless Chromium', () => {
     expect(errors).toEqual([]);
   }, 60_000);
 
-  // Session 34 (the tabs probe): beside a writer whose every commit is a checkpoint
-  // (checkpointBytes: 0) a reader could not tell what a newer commit changed (the checkpoint had
-  // cleared the log), dropped its whole pool at each, and a getManyAsync that starts over at each
-  // newer commit did not end while the writer committed (7.8 s: as long as it went on). The
-  // change record (the pages of the last checkpoints) tells it now.
-  it('a reader\'s getManyAsync ends while a writer that checkpoints at every commit goes on committing, and shows one commit', async () => {
+  /** A writer in tab `a` loads `n` keys (k + index, zero-padded to `pad`) of `valueBytes` bytes
+   * and 'cnt' = 0, then commits back to back, at most `cap` times: commit c sets 'cnt' to c and
+   * `per` keys, (c * 29 + j * 150) % n, to `c${c}`. Once it runs, a reader in tab `b` reads
+   * 'cnt' and the keys `read` in one getManyAsync. Checks that the batch ended before the writer
+   * reached its cap and that its values are those of one commit. */
+  async function readBesideWriter(o: { path: string; checkpointBytes?: number; n: number; pad: number; valueBytes: number; per: number; cap: number; read: number[] }): Promise<void> {
     const a = await tab(), b = await tab();
-    await a.evaluate(async () => {
-      const s = await api.BTreeStore.open<string, string | number>({ path: 'starve', storage: 'indexeddb', checkpointBytes: 0 });
-      await s.setManyAsync(Array.from({ length: 3000 }, (_, j) => [`k${j}`, 'p'.repeat(800)] as [string, string]));
-      await s.setAsync('cnt', 0);
-      await s.commit();
-      const w = window as unknown as { stop: boolean; loop: Promise<number> };
-      w.stop = false;
-      // Each commit changes the counter and one of the keys the reader asks for.
-      w.loop = (async () => {
-        let i = 1;
-        for (; i <= 4000 && !w.stop; i++) {
-          await s.setManyAsync([['cnt', i], [`k${(i * 29) % 3000}`, `c${i}`]]);
-          await s.commit();
-        }
-        await s.close();
-        return i - 1;
-      })();
-    });
-    const r = await b.evaluate(async () => {
-      const rd = await api.BTreeStore.open<string, string | number>({ path: 'starve', storage: 'indexeddb', readOnly: true, poolSize: 16 << 20 });
-      await new Promise((res) => setTimeout(res, 300)); // (the writer is committing)
-      const keys = ['cnt', ...Array.from({ length: 100 }, (_, i) => `k${(i * 29) % 3000}`)];
-      const v = await rd.getManyAsync(keys);
-      await rd.close();
-      return v;
-    });
-    const commits = await a.evaluate(async () => {
-      const w = window as unknown as { stop: boolean; loop: Promise<number> };
-      w.stop = true;
-      return w.loop;
-    });
-    // It ended while the writer went on (it stops at 4000 commits, or when told to here).
-    expect(commits).toBeLessThan(4000);
-    // One commit's state: each key written by commit c <= cnt holds that commit's value.
-    const cnt = r[0] as number;
-    expect(cnt).toBeGreaterThan(0);
-    for (let i = 0; i < 100; i++) {
-      const key = (i * 29) % 3000;
-      let want = 'p'.repeat(800);
-      for (let c = 1; c <= cnt; c++) if ((c * 29) % 3000 === key) want = `c${c}`;
-      expect(r[i + 1], `k${key}`).toBe(want);
-    }
-    await a.close();
-    await b.close();
-    expect(errors).toEqual([]);
-  }, 120_000);
-
-  // Session 35 (verify34 probe): a reader's batch over most of a store's pages, beside a writer
-  // committing back to back, each commit changing about 20 of those pages. At each newer commit
-  // the batch started over and read the pages it had lost one by one, a transaction each, and
-  // by then the writer had committed again: in about half the runs it ended only when the
-  // writer paused. Now a restart reads the pages the batch faulted on in one transaction.
-  it('a reader\'s getManyAsync over every key ends while a writer commits back to back, and shows one commit', async () => {
-    const a = await tab(), b = await tab();
-    const N = 3000, PER = 20;
-    const wrote = (c: number) => Array.from({ length: PER }, (_, j) => (c * 29 + j * 150) % N);
-    await a.evaluate(async ({ N, PER }) => {
-      const s = await api.BTreeStore.open<string, string | number>({ path: 'starve-all', storage: 'indexeddb' });
-      await s.setManyAsync(Array.from({ length: N }, (_, j) => [`k${String(j).padStart(4, '0')}`, 'p'.repeat(100)] as [string, string]));
+    await a.evaluate(async (o) => {
+      const name = (j: number) => `k${String(j).padStart(o.pad, '0')}`;
+      const s = await api.BTreeStore.open<string, string | number>({ path: o.path, storage: 'indexeddb', ...(o.checkpointBytes !== undefined ? { checkpointBytes: o.checkpointBytes } : {}) });
+      await s.setManyAsync(Array.from({ length: o.n }, (_, j) => [name(j), 'p'.repeat(o.valueBytes)] as [string, string]));
       await s.setAsync('cnt', 0);
       await s.commit();
       const w = window as unknown as { stop: boolean; loop: Promise<number> };
       w.stop = false;
       w.loop = (async () => {
         let i = 1;
-        for (; i <= 3000 && !w.stop; i++) {
+        for (; i <= o.cap && !w.stop; i++) {
           const e: [string, string | number][] = [['cnt', i]];
-          for (let j = 0; j < PER; j++) e.push([`k${String((i * 29 + j * 150) % N).padStart(4, '0')}`, `c${i}`]);
+          for (let j = 0; j < o.per; j++) e.push([name((i * 29 + j * 150) % o.n), `c${i}`]);
           await s.setManyAsync(e);
           await s.commit();
         }
         await s.close();
         return i - 1;
       })();
-    }, { N, PER });
-    const r = await b.evaluate(async (N) => {
-      const rd = await api.BTreeStore.open<string, string | number>({ path: 'starve-all', storage: 'indexeddb', readOnly: true, poolSize: 16 << 20 });
+    }, o);
+    const r = await b.evaluate(async (o) => {
+      const rd = await api.BTreeStore.open<string, string | number>({ path: o.path, storage: 'indexeddb', readOnly: true, poolSize: 16 << 20 });
       await new Promise((res) => setTimeout(res, 300)); // (the writer is committing)
-      const keys = ['cnt', ...Array.from({ length: N }, (_, i) => `k${String(i).padStart(4, '0')}`)];
-      const v = await rd.getManyAsync(keys);
+      const v = await rd.getManyAsync(['cnt', ...o.read.map((j) => `k${String(j).padStart(o.pad, '0')}`)]);
       await rd.close();
       return v;
-    }, N);
+    }, o);
     const commits = await a.evaluate(async () => {
       const w = window as unknown as { stop: boolean; loop: Promise<number> };
       w.stop = true;
       return w.loop;
     });
-    expect(commits).toBeLessThan(3000);
+    // It ended while the writer went on (it stops at its cap, or when told to here).
+    expect(commits).toBeLessThan(o.cap);
+    // One commit's state: each key holds the value of the last commit <= cnt that wrote it.
     const cnt = r[0] as number;
     expect(cnt).toBeGreaterThan(0);
-    const want = Array.from({ length: N }, () => 'p'.repeat(100));
-    for (let c = 1; c <= cnt; c++) for (const k of wrote(c)) want[k] = `c${c}`;
-    expect(r.slice(1)).toEqual(want);
+    const want = new Map(o.read.map((j) => [j, 'p'.repeat(o.valueBytes)]));
+    for (let c = 1; c <= cnt; c++) for (let j = 0; j < o.per; j++) if (want.has((c * 29 + j * 150) % o.n)) want.set((c * 29 + j * 150) % o.n, `c${c}`);
+    expect(r.slice(1)).toEqual(o.read.map((j) => want.get(j)));
     await a.close();
     await b.close();
     expect(errors).toEqual([]);
+  }
+
+  // Session 34 (the tabs probe): beside a writer whose every commit is a checkpoint
+  // (checkpointBytes: 0) a reader could not tell what a newer commit changed (the checkpoint had
+  // cleared the log), dropped its whole pool at each, and a getManyAsync that starts over at each
+  // newer commit did not end while the writer committed (7.8 s: as long as it went on). The
+  // change record (the pages of the last checkpoints) tells it now.
+  it('a reader\'s getManyAsync ends while a writer that checkpoints at every commit goes on committing, and shows one commit', async () => {
+    await readBesideWriter({ path: 'starve', checkpointBytes: 0, n: 3000, pad: 0, valueBytes: 800, per: 1, cap: 4000, read: Array.from({ length: 100 }, (_, i) => (i * 29) % 3000) });
+  }, 120_000);
+
+  // Session 35 (verify34 probe): a reader's batch over most of a store's pages, beside a writer
+  // committing back to back, each commit changing about 20 of those pages. At each newer commit
+  // the batch started over and read the pages it had lost one by one, a transaction each, and
+  // by then the writer had committed again: it ran into the writer's cap (2 of 2 runs). Now a
+  // restart reads the pages the batch faulted on in one transaction.
+  it('a reader\'s getManyAsync over every key ends while a writer commits back to back, and shows one commit', async () => {
+    await readBesideWriter({ path: 'starve-all', n: 3000, pad: 4, valueBytes: 100, per: 20, cap: 3000, read: Array.from({ length: 3000 }, (_, i) => i) });
   }, 180_000);
 
   // compactAsync() on IndexedDB (session 30): with the pool able to hold the store it reads every
