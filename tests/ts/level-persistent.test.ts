@@ -106,6 +106,14 @@ describe('AdaptreeLevel with a location', () => {
     const missing = new AdaptreeLevel(path, { createIfMissing: false });
     await expect(missing.open()).rejects.toMatchObject({ code: 'LEVEL_DATABASE_NOT_OPEN', cause: { message: expect.stringMatching(/does not exist/) } });
     expect(existsSync(path)).toBe(false);
+    // its directory missing too: the same (it said "its directory ... does not exist (open
+    // creates the store's files, not directories)", while LEVEL.md says the directory is
+    // created, which createIfMissing: false does not: a level probe, session 35)
+    const deeper = join(loc(), 'sub', 'db');
+    await expect(new AdaptreeLevel(deeper, { createIfMissing: false }).open()).rejects.toMatchObject({
+      code: 'LEVEL_DATABASE_NOT_OPEN',
+      cause: { code: 'INVALID_ARGUMENT', message: `the store at '${deeper}' does not exist (createIfMissing: false)` },
+    });
     const db = new AdaptreeLevel(path);
     await db.put('k', 'v');
     await db.close();

@@ -931,6 +931,25 @@ describe('BTreeStore on sync backends', () => {
     expect((ge as Error).message).toMatch(/gone\.db.*data file is empty.*deleted or truncated/);
     expect(readFileSync(gone + '-log').equals(logBefore)).toBe(true); // the log is left alone
     expect(existsSync(gone)).toBe(false); // and the data file that open created is gone again
+
+    // A store that never checkpointed (its process ended before close(): an empty data file,
+    // every commit in the log) with a byte of its log damaged mid-way: the log is what is
+    // damaged (a level probe, session 35: the message said the data file was deleted, and
+    // advised deleting the log, which holds every commit).
+    const never = join(tmp.dir, 'never.db');
+    execFileSync(process.execPath, ['--input-type=module', '-e', `
+      import { BTreeStore } from ${JSON.stringify(new URL('../../dist/index.js', import.meta.url).href)};
+      const s = await BTreeStore.open({ path: ${JSON.stringify(never)}, keys: 'number' });
+      for (let i = 0; i < 100; i++) { s.set(i, 'v'.repeat(100)); await s.commit(); }
+      process.exit(0);`]);
+    expect(readFileSync(never).length).toBe(0);
+    const nlog = readFileSync(never + '-log');
+    nlog[Math.floor(nlog.length / 2)]! ^= 0x5a;
+    writeFileSync(never + '-log', nlog);
+    const ne = await caught(BTreeStore.open<number, string>({ path: never, keys: 'number' }));
+    expect(ne).toBeInstanceOf(CorruptionError);
+    expect((ne as Error).message).toMatch(/never\.db': its log is damaged before its newest commit, and the store has no checkpoint to fall back on .*keep the log/);
+    expect(readFileSync(never + '-log').equals(nlog)).toBe(true);
   });
 
   // A new-user probe (session 25): a new store 'app' beside an application's text log 'app-log'
@@ -1491,6 +1510,18 @@ describe('BTreeStore on sync backends', () => {
     expect(isAdaptreeError(nodir) && nodir.code).toBe('IO_ERROR');
     expect((nodir as Error).message).toContain(`x.db: its directory ${join(tmp.dir, 'no', 'such')} does not exist`);
     expect(existsSync(join(tmp.dir, 'no'))).toBe(false);
+    // (a level probe, session 35) with create: false there is no store there: INVALID_ARGUMENT,
+    // as for a missing file; and ENOENT in a directory that exists (/proc refuses new files)
+    // was said to be a missing directory
+    const nodir2 = await caught(BTreeStore.open({ path: join(tmp.dir, 'no', 'such', 'x.db'), create: false }));
+    expect(nodir2).toBeInstanceOf(InvalidArgumentError);
+    expect((nodir2 as Error).message).toBe(`no store at ${join(tmp.dir, 'no', 'such', 'x.db')} (create: false; its directory ${join(tmp.dir, 'no', 'such')} does not exist)`);
+    if (existsSync('/proc/self')) {
+      const proc = await caught(BTreeStore.open({ path: '/proc/adaptree-x.db' }));
+      expect(isAdaptreeError(proc) && proc.code).toBe('IO_ERROR');
+      expect((proc as Error).message).toMatch(/^cannot create the lock file \/proc\/adaptree-x\.db-lock\.\d+/);
+      expect((proc as Error).message).not.toMatch(/does not exist/);
+    }
   });
 
   // open('x.db', { ... }) took the path and silently dropped the options (found by a probe

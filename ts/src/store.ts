@@ -853,9 +853,15 @@ export class BTreeStore<K = string, V = unknown> {
               `'${options.path}': ${log} is not an adaptree log (another program's file of that name?); it was left as it is: move it, or give the store another name`,
             );
           }
-          if (st === Status.CORRUPT && dataFileMissing(files)) {
+          const empty = st === Status.CORRUPT ? emptyDataFile(files) : undefined;
+          if (empty === 'missing') {
             throw new CorruptionError(
               `'${options.path}': the data file is empty and the store's log cannot be recovered without it (was the data file deleted or truncated? restore it, or delete the log too to start a new store)`,
+            );
+          }
+          if (empty === 'log') {
+            throw new CorruptionError(
+              `'${options.path}': its log is damaged before its newest commit, and the store has no checkpoint to fall back on (the data file is empty: the store never reached close() or a checkpoint, so the log holds every commit); both files were left as they are: keep the log, it holds the commits`,
             );
           }
           throw openError(st, options.path, entry.lastError, readOnly);
@@ -2402,11 +2408,22 @@ const noop = (): void => {};
 /** An empty data file beside a log that is not, and the core found them corrupt: most likely a
  * data file a user removed (open made a new empty one) or truncated. (A new store's data file
  * is empty too until its first checkpoint, but then its log recovers alone.) */
-function dataFileMissing(files: SyncStoreFiles): boolean {
+/** A store that did not open (CORRUPT) with an empty data file and a log: 'missing' where the
+ * log builds on a checkpoint (the data file was deleted or truncated), 'log' where its header
+ * names checkpoint 0 (the store never checkpointed: a process that ended before close(), the
+ * log holding every commit, and the log is what is damaged). For the error's message only; the
+ * second was taken for the first, whose advice was to delete the log (a level probe, session
+ * 35). */
+function emptyDataFile(files: SyncStoreFiles): 'missing' | 'log' | undefined {
   try {
-    return files.data.size() === 0 && files.log.size() > 0;
+    if (files.data.size() !== 0 || files.log.size() === 0) return undefined;
+    const h = new Uint8Array(64);
+    if (files.log.read(h, 0) < 64) return 'missing';
+    const dv = new DataView(h.buffer);
+    const ours = String.fromCharCode(...h.subarray(0, LOG_MAGIC.length)) === LOG_MAGIC;
+    return ours && dv.getUint32(24, true) === 0 && dv.getUint32(28, true) === 0 ? 'log' : 'missing';
   } catch {
-    return false;
+    return undefined;
   }
 }
 

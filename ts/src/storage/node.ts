@@ -32,7 +32,7 @@ interface NodeFs {
   readFileSync(path: string, enc: 'utf8'): string;
   unlinkSync(path: string): void;
   linkSync(existingPath: string, newPath: string): void;
-  statSync(path: string): { mtimeMs: number };
+  statSync(path: string): { mtimeMs: number; isDirectory(): boolean };
   realpathSync: ((path: string) => string) & { native?: (path: string) => string };
   readlinkSync?(path: string): string;
   readdirSync(path: string): string[];
@@ -223,6 +223,15 @@ function startOf(fs: NodeFs, pid: number | 'self'): string {
   }
 }
 
+/** Whether `p` is a directory (false where it cannot be told). */
+function isDirectory(fs: NodeFs, p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** An empty lock file older than this is stale (its writer died before writing its pid). */
 const EMPTY_LOCK_STALE_MS = 10_000;
 /** This process's start (clock ticks after boot, field 22 of /proc/self/stat), the same in
@@ -251,7 +260,7 @@ const BREAK_STALE_MS = 5_000;
  * one being written: the store stayed locked for good (a kill test hit it). Where the file
  * system has no hard links, the lock is created with O_EXCL as before; an empty lock older
  * than EMPTY_LOCK_STALE_MS counts as stale. */
-function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: string, storePath: string, dir: string): void {
+function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: string, storePath: string, dir: string, noCreate?: string): void {
   // The pid, and the worker thread past the main one: `openPaths` is per thread (each worker
   // loads its own copy of this module), so a lock of this pid from another thread is held.
   const pidBytes = new TextEncoder().encode(lockTextOf(fs, proc, threadId));
@@ -279,7 +288,14 @@ function takeLock(fs: NodeFs, proc: NodeProcess, threadId: number, lockPath: str
     // The first file the open creates: ENOENT here is the store's directory missing, which the
     // message says, naming it (it was "cannot create the lock file …/x.db-lock.<pid>: ENOENT",
     // for the README's own `open('data/index.db')` run where there is no data/).
-    if (errnoOf(e) === 'ENOENT') throw new IoError(`cannot open ${storePath}: its directory ${dir} does not exist (open creates the store's files, not directories)`, { cause: e });
+    // Only where the directory is indeed missing: ENOENT from a directory that is there (a
+    // file system that refuses new files, such as /proc) was said to be a missing directory
+    // too (a level probe, session 35). An open that creates nothing (`noCreate`, its reason)
+    // finds no store there, as for a missing data file.
+    if (errnoOf(e) === 'ENOENT' && !isDirectory(fs, dir)) {
+      if (noCreate !== undefined) throw new InvalidArgumentError(`no store at ${storePath} (${noCreate}; its directory ${dir} does not exist)`, { cause: e });
+      throw new IoError(`cannot open ${storePath}: its directory ${dir} does not exist (open creates the store's files, not directories)`, { cause: e });
+    }
     throw fileError(`cannot create the lock file ${own}`, e);
   }
   // Creates the lock: true, or false when it exists. The first failure other than EEXIST
@@ -602,7 +618,7 @@ export const nodeStorage: NodeStorage = {
     const lockText = lockTextOf(fs, proc, threadId);
     let lockId: LockId | null = null;
     try {
-      takeLock(fs, proc, threadId, lockPath, abs, np.dirname(abs));
+      takeLock(fs, proc, threadId, lockPath, abs, np.dirname(abs), options.create ? undefined : readOnly ? 'readOnly: true creates nothing' : 'create: false');
       locked = true;
       lockId = lockIdOf(fs, lockPath);
       removeDeadOwnFiles(fs, np, proc, lockPath);
