@@ -31,6 +31,15 @@ interface DenoFsFile {
   unlockSync(): void;
   close(): void;
 }
+/** Whether `p` is a directory (false where it cannot be told). */
+function isDirectory(d: DenoNs, p: string): boolean {
+  try {
+    return (d.statSync(p) as { isDirectory?: boolean }).isDirectory === true;
+  } catch {
+    return false;
+  }
+}
+
 interface DenoNs {
   openSync(path: string, options: { read?: boolean; write?: boolean; create?: boolean; createNew?: boolean }): DenoFsFile;
   readTextFileSync(path: string): string;
@@ -303,7 +312,9 @@ export const denoStorage: SyncBackend = {
             files.push(d.openSync(p, { read: true, write: true, createNew: true }));
             created.push(p);
           } catch (e2) {
-            if (e2 instanceof d.errors.NotFound) throw new IoError(`cannot create ${p}: its directory does not exist`, { cause: e2 });
+            // (only where it is missing: NotFound in a directory that is there, such as /proc,
+            // was said to be a missing directory too: a level probe, session 35)
+            if (e2 instanceof d.errors.NotFound && !isDirectory(d, p.slice(0, Math.max(1, p.lastIndexOf('/'))))) throw new IoError(`cannot create ${p}: its directory does not exist`, { cause: e2 });
             throw new IoError(`cannot create ${p}: ${(e2 as Error).message}`, { cause: e2 });
           }
         }
