@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { plan, SUITES } from './lib/suites.mjs';
+import { plan, SUITES, THREADS_IMPLS } from './lib/suites.mjs';
 import { prepareDataset, inputs, CACHE_DIR, datasetKind } from './lib/datasets.mjs';
 import { describeMachine, writeResult, checkRow, makeResult } from './lib/schema.mjs';
 import { log, warn } from './lib/progress.mjs';
@@ -99,6 +99,7 @@ async function checkArgs(o, suites) {
       const { IMPLS, OPTIONAL_IMPLS } = await import('./browser/run-browser.mjs');
       for (const i of [...IMPLS, ...OPTIONAL_IMPLS]) known.add(i);
     }
+    if (suites.includes('threads')) for (const i of THREADS_IMPLS) known.add(i);
     for (const i of o.impls) if (!known.has(i)) bad(`--impl ${i}: no such impl in ${suites.join(', ')} (${[...known].join(', ')})`);
   }
 }

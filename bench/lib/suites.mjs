@@ -6,6 +6,8 @@
 export const ALL_CONFIGS = ['baseline', 'prefix', 'heads', 'hints', 'fingerprint', 'semi-dense', 'fully-dense', 'adaptive'];
 export const PAPER_WORKLOADS = ['insert', 'lookup_zipf', 'lookup_uniform', 'scan', 'iterate'];
 export const SUITES = ['inmem', 'ablation', 'ycsb', 'density', 'persist-node', 'browser', 'threads'];
+/** The impls of the threads suite's rows (lib/threads.mjs; the -base ones need ADAPTREE_BENCH_BASELINE). */
+export const THREADS_IMPLS = ['adaptree-wasm', 'adaptree-wasm-mt', 'adaptree-file', 'adaptree-file-mt', 'adaptree-wasm-mt-pool', 'adaptree-wasm-mt-base', 'adaptree-file-mt-base'];
 
 export const DESCRIPTIONS = {
   inmem: 'adaptree (wasm st and mt, through the TS API; native) vs js-map and sorted-btree: the paper\'s workloads on urls, wiki, dense, sparse',
@@ -73,7 +75,7 @@ export function plan(suite, o) {
     }
     case 'threads': {
       jobs.push({ kind: 'threads', suite, dataset: 'hex-keys', impl: 'adaptree-wasm-mt', keys: o.keys ?? (q ? 100_000 : 1_000_000),
-        ops: q ? 400_000 : 2_000_000, rounds: q ? 3 : 5, xmergeKeys: o.keys ?? (q ? 50_000 : 200_000) });
+        ops: q ? 400_000 : 2_000_000, rounds: q ? 3 : 5, xmergeKeys: o.keys ?? (q ? 50_000 : 200_000), ...(o.impls ? { impls: o.impls } : {}) });
       break;
     }
     case 'persist-node': {
@@ -93,6 +95,8 @@ export function plan(suite, o) {
     default:
       throw new Error(`unknown suite '${suite}' (one of: ${SUITES.join(', ')}, all)`);
   }
-  if (o.impls) return jobs.filter((j) => o.impls.includes(j.impl) || j.kind === 'browser');
+  // (the browser and threads jobs run several impls each and take the list along: the threads
+  // suite ran all of them whatever --impl said, a probe, session 33)
+  if (o.impls) return jobs.filter((j) => o.impls.includes(j.impl) || j.kind === 'browser' || (j.kind === 'threads' && j.impls.some((i) => THREADS_IMPLS.includes(i))));
   return jobs;
 }

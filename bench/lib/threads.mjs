@@ -315,6 +315,9 @@ async function main() {
         cases.push(['adaptree-file-mt-base', 2, () => measureShared(base.BTreeMap, base.mt, workload, keys, ops, 2, seed, base.dist, false, base.BTreeStore)]);
       }
     }
+    // --impl: only its rows (a workload with none is not run)
+    if (p.impls) for (let c = cases.length - 1; c >= 0; c--) if (!p.impls.includes(cases[c][0])) cases.splice(c, 1);
+    if (cases.length === 0) continue;
     // Rounds rotate through the cases, so that machine noise hits them alike.
     const times = cases.map(() => []);
     for (let r = 0; r < rounds; r++) for (let c = 0; c < cases.length; c++) times[c].push(await cases[c][2]());
@@ -328,7 +331,8 @@ async function main() {
       }));
     });
   }
-  if (p.pool !== false) await poolRows(p, keys, ops, rounds, seed, median);
+  // (the pool's rows carry ratios to the calling thread's row: all are measured for either)
+  if (p.pool !== false && (!p.impls || p.impls.some((i) => i === 'adaptree-wasm-mt' || i === 'adaptree-wasm-mt-pool'))) await poolRows(p, keys, ops, rounds, seed, median);
 }
 
 // ------------------------------------------------------------------ pool rows
@@ -409,6 +413,7 @@ async function poolRows(p, keys, ops, rounds, seed, median) {
     }
     const base = n / median(times[0]);
     cases.forEach(([impl, workers, pipelined], c) => {
+      if (p.impls && !p.impls.includes(impl)) return;
       const seconds = median(times[c]);
       const row = {
         dataset: 'hex-keys', workload, impl, config: 'adaptive', keys, ops: n, workers, batch: BATCH,
