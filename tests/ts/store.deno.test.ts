@@ -58,12 +58,19 @@ it('Deno: a store shared with a Deno worker (mt): stress with commits from both,
 // self.close() without free() kept its 1 MiB stack of the shared memory for good: 40 such
 // workers grew it by 40 MiB. self.close() frees the worker's attached maps first now.
 it('Deno: workers that end with self.close() without freeing their attached map give its stack back', async () => {
-  const args = ['run', '--quiet', `--allow-read=${repo}`, join(here, 'threads-deno-selfclose.mjs')];
+  const args = ['run', '--quiet', `--allow-read=${repo},${tmp.dir}`, `--allow-write=${tmp.dir}`, join(here, 'threads-deno-selfclose.mjs'), tmp.dir];
   const { stdout } = await promisify(execFile)(join(repo, 'node_modules/.bin/deno'), args, {
     cwd: repo,
     env: { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' },
   });
-  expect(JSON.parse(stdout)).toEqual({ build: 'mt', freed: 'same', closed: 'same', size: 80, keys: [0, 79] });
+  const out = JSON.parse(stdout);
+  // (a worker's close() left pending at self.close() runs or not, as Deno schedules it; either
+  // way the owner's store stays writable and keeps every write: the verify35 probe saw it
+  // turn read-only when the stack was given back under it, which close() no longer does for
+  // stores; this run did not reproduce that failure, the probe's script did, 6 of 6)
+  expect(['not run', 'resolved']).toContain(out.workerClose);
+  delete out.workerClose;
+  expect(out).toEqual({ build: 'mt', freed: 'same', closed: 'same', after: 'not run', afterKey: false, size: 81, keys: [0, 80], store: 'ok', storeKeys: ['a', 'owner', 'w'] });
 }, 120_000);
 
 // Until session 29 an attached store in Deno let go of its files only at its next call after

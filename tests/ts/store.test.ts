@@ -948,8 +948,19 @@ describe('BTreeStore on sync backends', () => {
     writeFileSync(never + '-log', nlog);
     const ne = await caught(BTreeStore.open<number, string>({ path: never, keys: 'number' }));
     expect(ne).toBeInstanceOf(CorruptionError);
-    expect((ne as Error).message).toMatch(/never\.db': its log is damaged before its newest commit, and the store has no checkpoint to fall back on .*keep the log/);
+    expect((ne as Error).message).toMatch(/never\.db': its log is damaged, and the store has no checkpoint to fall back on .*keep the log/);
     expect(readFileSync(never + '-log').equals(nlog)).toBe(true);
+    // the same with the damage in the header's checkpoint word (it read as a checkpoint: the
+    // first message again, the verify35 probe) or its checksum
+    for (const at of [24, 28, 32]) {
+      nlog[Math.floor(nlog.length / 2)]! ^= 0x5a; // (undone: only the header damaged)
+      nlog[at]! ^= 0x5a;
+      writeFileSync(never + '-log', nlog);
+      const he = await caught(BTreeStore.open<number, string>({ path: never, keys: 'number' }));
+      expect((he as Error).message, `byte ${at}`).toMatch(/its log is damaged, and the store has no checkpoint to fall back on .*keep the log/);
+      nlog[at]! ^= 0x5a;
+      nlog[Math.floor(nlog.length / 2)]! ^= 0x5a;
+    }
   });
 
   // A new-user probe (session 25): a new store 'app' beside an application's text log 'app-log'

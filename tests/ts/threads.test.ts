@@ -210,7 +210,7 @@ describe.runIf(threadsAvailable())('BTreeMap shared with worker_threads', () => 
     const wasm = await loadWasm({ threads: true });
     const m = new BTreeMap<string, number>(null, { wasm });
     m.set('a', 1);
-    for (const x of [{}, null, undefined, new Map(), 'x', 7]) {
+    for (const x of [{}, null, undefined, new Map(), 'x', 7, new Proxy(m, {}), Object.create(BTreeMap.prototype)]) {
       expect(() => markWorkerLost(x as never), String(x)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT', message: 'markWorkerLost(): not a BTreeMap or BTreeStore' }));
     }
     m.set('b', 2);

@@ -107,14 +107,18 @@ export async function attachMap<K, V>(handle: SharedMapHandle, options?: AttachM
     }
     throw e;
   }
-  trackAttached(detach, wasm, handle.tree);
+  // (weakly: a map dropped without free() is freed by its finalizer, which a strong reference
+  // here would keep from running)
+  const ref = new WeakRef(map);
+  trackAttached(detach, wasm, handle.tree, () => ref.deref()?.free());
   return map;
 }
 
 /** Registers the detach function of an attached map or store of this thread (freed at the
- * Node worker's 'exit' if still open); the detach must call untrackAttached. */
-export function trackAttached(detach: () => void, wasm: AdaptreeWasm, tree: number): void {
-  live.set(detach, { wasm, tree });
+ * Node worker's 'exit' if still open); the detach must call untrackAttached. `free`: a map's
+ * own free(), which a web or Deno worker's close() calls (stores have none: see watchExit). */
+export function trackAttached(detach: () => void, wasm: AdaptreeWasm, tree: number, free?: () => void): void {
+  live.set(detach, { wasm, tree, free });
   watchExit();
 }
 
@@ -131,7 +135,7 @@ export function detachInstance(wasm: AdaptreeWasm): void {
 }
 
 /** Attached maps of this thread not yet freed (their detach functions, instances and trees). */
-const live = new Map<() => void, { wasm: AdaptreeWasm; tree: number }>();
+const live = new Map<() => void, { wasm: AdaptreeWasm; tree: number; free?: () => void }>();
 let watching = false;
 
 /** Gives back the stacks of this thread's attached maps not yet freed: the thread ends. */
@@ -151,11 +155,30 @@ function freeLive(): void {
   }
 }
 
+/** A web or Deno worker calls close(): its attached maps are freed as their own free() does
+ * (calls on them afterwards, which a browser runs to the end of the task, throw ClosedError).
+ * Not a map in a call (close() from a codec: the call goes on after close() returns), and not
+ * attached stores, whose async calls and deferred commits may still run after close(): freed
+ * under them, a pending commit failed on closed files and left the shared store read-only for
+ * every thread, and a map freed by its detach alone went on working on the memory it had given
+ * back (the verify35 probe). Those keep their stacks, as before. */
+function freeMapsAtClose(): void {
+  for (const [d, { wasm, free }] of [...live]) {
+    if (free === undefined || (wasm.build === 'mt' && (runtimeOf(wasm).busy !== 0 || inHostCall(wasm.memory)))) continue;
+    try {
+      free();
+    } catch {
+      live.delete(d); // (the owner freed the tree, say: nothing more to give back here)
+    }
+  }
+}
+
 /** A worker whose script ends with attached maps open gives their stacks back: Node at
  * 'exit' (the script returned, or process.exit()); a web or Deno worker when it calls
  * self.close(), which is wrapped for that (no event fires there: each such worker kept ~1 MiB
- * of the shared memory for good, a threads probe, session 35). worker.terminate() from
- * outside runs no code in the worker: the pool frees its workers' maps before it ends them. */
+ * of the shared memory for good, a threads probe, session 35; freeMapsAtClose says what it
+ * frees). worker.terminate() from outside runs no code in the worker: the pool frees its
+ * workers' maps before it ends them. */
 function watchExit(): void {
   if (watching) return;
   watching = true;
@@ -169,7 +192,7 @@ function watchExit(): void {
       writable: true,
       value: function close_(this: unknown): void {
         try {
-          freeLive();
+          freeMapsAtClose();
         } finally {
           close.call(globalThis);
         }
@@ -194,7 +217,15 @@ export function markWorkerLost(map: BTreeMap<unknown, unknown> | HasTree): void 
   if (!(map instanceof BTreeMap) && (map === null || typeof map !== 'object' || !(TREE_OF in map))) {
     throw new InvalidArgumentError('markWorkerLost(): not a BTreeMap or BTreeStore');
   }
-  const { wasm, tree } = treeOfAny(map);
+  let of: { wasm: AdaptreeWasm; tree: number };
+  try {
+    of = treeOfAny(map);
+  } catch (e) {
+    // (an object that passes instanceof but is no map: a Proxy of one, Object.create(BTreeMap.prototype))
+    if (e instanceof TypeError) throw new InvalidArgumentError('markWorkerLost(): not a BTreeMap or BTreeStore');
+    throw e;
+  }
+  const { wasm, tree } = of;
   if (wasm.build !== 'mt') throw new ThreadsUnsupportedError('markWorkerLost(): the map is on the single-threaded build');
   wasm.markLost(tree);
 }
