@@ -116,7 +116,7 @@ export async function attachMap<K, V>(handle: SharedMapHandle, options?: AttachM
 
 /** Registers the detach function of an attached map or store of this thread (freed at the
  * Node worker's 'exit' if still open); the detach must call untrackAttached. `free`: a map's
- * own free(), which a web or Deno worker's close() calls (stores have none: see watchExit). */
+ * own free(), which a web or Deno worker's close() calls (stores have none: see freeMapsAtClose). */
 export function trackAttached(detach: () => void, wasm: AdaptreeWasm, tree: number, free?: () => void): void {
   live.set(detach, { wasm, tree, free });
   watchExit();
