@@ -1114,9 +1114,9 @@ export class BTreeStore<K = string, V = unknown> {
     return this.#writtenSet!.has(id);
   }
   #writtenList: readonly number[] | undefined;
+  #writtenSet: Set<number> | undefined;
   /** The pool's size in pages (poolSize). */
   readonly #poolPages: number;
-  #writtenSet: Set<number> | undefined;
 
   #open(): void {
     // (inside an async call that close() waits for, its own sync steps go on)
@@ -2405,9 +2405,6 @@ export class BTreeStore<K = string, V = unknown> {
 
 const noop = (): void => {};
 
-/** An empty data file beside a log that is not, and the core found them corrupt: most likely a
- * data file a user removed (open made a new empty one) or truncated. (A new store's data file
- * is empty too until its first checkpoint, but then its log recovers alone.) */
 /** A store that did not open (CORRUPT) with an empty data file and a log: 'missing' where the
  * log builds on a checkpoint (the data file was deleted or truncated), 'log' where its header
  * names checkpoint 0 (the store never checkpointed: a process that ended before close(), the
