@@ -1,13 +1,14 @@
 // A storage failure inside a point call carries the backend's error (its message, as `cause`),
 // as commit, close and open did: a probe (session 31) got "get of '…': storage I/O failed" with
 // no cause from a backend whose read threw EIO.
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { BTreeStore, IoError, nodeStorage } from '../../ts/src/index.js';
 import type { SyncFile } from '../../ts/src/storage/types.js';
 import { wasmFor } from './builds.js';
 import { tempDir } from './store-helpers.js';
 
 const tmp = tempDir('io-cause');
+afterAll(() => tmp.cleanup());
 
 describe('point calls on a failing storage', () => {
   it('a get whose page read throws is IoError with the backend error as cause, once', async () => {
