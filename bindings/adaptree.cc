@@ -1341,8 +1341,15 @@ at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, u
   o.create = flags & AT_OPEN_CREATE;
   o.read_only = flags & AT_OPEN_READ_ONLY;
   o.log_deltas = !(flags & AT_OPEN_NO_LOG_DELTAS);
+  o.salvage = flags & AT_OPEN_SALVAGE;
+  uint64_t damaged_at = 0;
+  o.damaged_at = &damaged_at;
   std::unique_ptr<adaptree::Store> store;
   Status s = adaptree::Store::open(storage.get(), o, &store);
+  if (s == Status::kCorrupt && damaged_at != 0) {
+    if (c) set_result(c, nullptr, 1, nullptr, 0, static_cast<uint32_t>(st(s)));
+    return nullptr;
+  }
   if (s != Status::kOk) return fail(s);
   at_tree* t = new (std::nothrow) at_tree(std::move(storage), std::move(store));
   if (!t) return fail(Status::kOutOfMemory);

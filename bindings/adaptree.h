@@ -200,6 +200,9 @@ int32_t at_cursor_seek_batch_to(at_cursor* cur, at_ctx* c, const uint8_t* key, u
 #define AT_OPEN_READ_ONLY 2u /* a reader: writes nothing (recovery included), refuses writes and
                                 commits (READ_ONLY); a store that was never committed is NOT_FOUND */
 #define AT_OPEN_NO_LOG_DELTAS 4u /* commits log whole pages (log format 1), not deltas */
+#define AT_OPEN_SALVAGE 8u /* with AT_OPEN_READ_ONLY (else INVALID_ARGUMENT): a log damaged part way
+                              (intact commits after the damage, CORRUPT otherwise) ends at the
+                              damage: the store opens as of the last commit before it */
 
 #ifdef ADAPTREE_HOST_IMPORTS
 #define AT_IMPORT(name) __attribute__((import_module("env"), import_name(#name)))
@@ -218,7 +221,9 @@ AT_IMPORT(at_host_truncate) int32_t at_host_truncate(uint32_t io, uint32_t file,
 /* Opens (and recovers) the store on the host files `io`. layout_config applies to a
  * new store; an existing one keeps its own. pool_bytes: buffer pool size (at least
  * 1 MiB; smaller is raised). Returns the tree, or 0 with the status in result.aux
- * (CORRUPT: foreign or damaged file; NOT_FOUND: no store and no AT_OPEN_CREATE). */
+ * (CORRUPT: foreign or damaged file; NOT_FOUND: no store and no AT_OPEN_CREATE). With CORRUPT,
+ * result.key_len is 1 where the log is damaged part way, with intact commits after the damage
+ * (what AT_OPEN_SALVAGE opens), else 0. */
 at_tree* at_store_open(uint32_t io, uint32_t layout_config, double pool_bytes, uint32_t flags, at_ctx* c);
 /* Sync backends: makes every write so far durable with one log flush (and
  * checkpoints the log into the data file when it has grown). On error nothing

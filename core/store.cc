@@ -30,12 +30,17 @@ Status Store::open(Storage* storage, const StoreOptions& o, std::unique_ptr<Stor
   st->file_.reset(new (std::nothrow) FilePager(storage, o.checkpoint_bytes));
   if (!st->file_) return Status::kOutOfMemory;
   if (o.read_only) st->file_->set_read_only(nullptr);  // the tree's version word after adopt
+  if (o.salvage) {
+    if (!o.read_only) return Status::kInvalidArgument;  // (a salvage writes nothing)
+    st->file_->set_salvage();
+  }
   st->file_->set_log_deltas(o.log_deltas);
   st->file_->set_reuse_log(o.reuse_log);
   st->file_->set_new_format(o.new_format);
   StoreMeta meta;
   std::vector<PageId> free_ids;
   Status s = st->file_->open(o.create, static_cast<uint8_t>(o.layout), o.progress, &meta, &free_ids);
+  if (o.damaged_at) *o.damaged_at = st->file_->damaged_at();
   if (s != Status::kOk) return s;
   s = st->adopt(meta, st->file_.get(), o.pool_bytes);
   if (s != Status::kOk) return s;

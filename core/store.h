@@ -26,6 +26,13 @@ struct StoreOptions {
   // A reader: opens the newest commit without writing anything (no recovery
   // writes, no creation), refuses writes and commits (kReadOnly).
   bool read_only = false;
+  // With read_only: a log damaged part way (a frame that fails its checksum, intact commits
+  // after it) ends at the damage, and the store opens as of the last commit before it
+  // (FilePager::set_salvage) instead of failing with kCorrupt. Ignored on async hosts.
+  bool salvage = false;
+  // Where open met such damage (a log offset; 0: none), when not null. Set when open fails
+  // with kCorrupt for it, and when a salvage stopped there.
+  uint64_t* damaged_at = nullptr;
   // Commits log the changed bytes of a page (a delta) instead of its image
   // when that is smaller (docs/DECISIONS.md). Off: no delta frames (and, in a
   // store of format version 1, logs of version 1).

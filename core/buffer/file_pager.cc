@@ -168,6 +168,7 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
       sb_written_ = false;
       s = recover_log(0, progress, &meta_);
       if (s != Status::kOk) return s;
+      if (seq_ == 0 && damaged_at_ != 0) return Status::kCorrupt;  // (salvage: nothing before it)
       if (seq_ > 0) {
         *meta = meta_;
         return read_free_list(meta_, free_ids);
@@ -278,6 +279,11 @@ bool FilePager::later_commits_intact(uint64_t from, uint64_t size, uint64_t afte
   return false;
 }
 
+bool FilePager::damaged(uint64_t off) {
+  damaged_at_ = off;
+  return salvage_ && read_only_;
+}
+
 Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMeta* meta) {
   uint64_t lsize = 0;
   Status s = s_->size(FileId::kLog, &lsize);
@@ -334,7 +340,7 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     if (got < kPageFrameHeader) break;
     if (load64(frame.data() + 8) != salt_) {
       // The end of this generation, or a frame whose salt a flipped bit changed.
-      if (later_commits_intact(off, lsize, seq_)) return Status::kCorrupt;
+      if (later_commits_intact(off, lsize, seq_) && !damaged(off)) return Status::kCorrupt;
       break;
     }
     uint32_t kind = load32(frame.data());
@@ -382,7 +388,10 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
         uint64_t seq = load64(c + 16);
         if (seq > sb_seq) {
           // A commit follows the previous one; a checkpoint's images restate the newest.
-          if (seq != (kind == kFrameCommit ? seq_ + 1 : seq_)) return Status::kCorrupt;
+          if (seq != (kind == kFrameCommit ? seq_ + 1 : seq_)) {
+            if (damaged(off)) break;
+            return Status::kCorrupt;
+          }
           if (!committed_.reserve(committed_.size() + batch.size())) return Status::kOutOfMemory;
           for (auto& e : batch) committed_.put(e.first, e.second);
           if (kind == kFrameCommit) meta->decode(c + 24);
@@ -394,7 +403,7 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
       }
     }
     if (!ok) {
-      if (later_commits_intact(off, lsize, seq_)) return Status::kCorrupt;
+      if (later_commits_intact(off, lsize, seq_) && !damaged(off)) return Status::kCorrupt;
       break;
     }
   }

@@ -79,6 +79,13 @@ class FilePager : public PageBackend {
     discard_version_ = version;
   }
   bool read_only() const { return read_only_; }
+  // Salvage (a reader only, before open): where recovery meets a damaged frame with intact
+  // commits after it (which opens as kCorrupt otherwise), the log ends there instead: the store
+  // opens as of the last commit before the damage, the later ones unread. Nothing is written.
+  void set_salvage() { salvage_ = true; }
+  // The log offset of a damaged frame that intact commits follow, as open met it (kCorrupt, or
+  // where a salvage stopped); 0 when there was none.
+  uint64_t damaged_at() const { return damaged_at_; }
   // Pages spilled into the log since the last commit (Store::pending).
   uint32_t frames_since_commit() const { return frames_since_commit_; }
   // Checkpoint when the log passes this many bytes (after a commit).
@@ -132,6 +139,9 @@ class FilePager : public PageBackend {
   // Intact commit frames past `from` that commit after `after_seq` (of this log's salt: two of
   // them, or one two ahead; with any_salt, for a log whose header is damaged: any one).
   bool later_commits_intact(uint64_t from, uint64_t size, uint64_t after_seq, bool any_salt = false);
+  // Recovery met a damaged frame at off with intact commits after it: notes where, and says
+  // whether to end the log there (a salvage) rather than refuse the store.
+  bool damaged(uint64_t off);
   bool log_is_a_data_file(uint64_t lsize);
   // A log without a valid header: *ours when its bytes can be a header of ours that a crash cut
   // short (reset then), false when they are some other file's.
@@ -183,6 +193,8 @@ class FilePager : public PageBackend {
   // The log file holds an older generation's frames past log_end_ (reset_log keep_file).
   bool log_tail_ = false;
   bool read_only_ = false;
+  bool salvage_ = false;
+  uint64_t damaged_at_ = 0;
   uint64_t* discard_version_ = nullptr;
   uint64_t salt_ = 0;
   uint64_t seq_ = 0;          // newest durable commit

@@ -524,6 +524,107 @@ TEST_P(StoreFormats, LogBitFlipsAfterOpenAreDetectedOnRead) {
   EXPECT_GT(detected, 20);
 }
 
+// A log damaged part way, intact commits after the damage (a frame of commit k of 6 flipped):
+// open is kCorrupt, read-only or not, and says where (damaged_at); the files stay as they were.
+// A salvage (read-only) opens exactly the state of commit k - 1 and writes nothing. Damage in
+// the last commit is a torn tail: every open gives commit k - 1. On a store that never
+// checkpointed (the log is the whole store) and on one checkpointed after commit 3 (its log
+// cut there, so that each commit's end is the log's size).
+TEST(Store, ALogDamagedPartWayIsCorruptAndASalvageOpensTheCommitBeforeIt) {
+  for (bool checkpointed : {false, true}) {
+    MemoryStorage live;
+    std::vector<Model> models(1);
+    std::vector<uint64_t> ends;  // the log's end after each commit since the last checkpoint
+    {
+      StoreOptions o;
+      o.reuse_log = false;
+      std::unique_ptr<Store> st;
+      ASSERT_EQ(Store::open(&live, o, &st), Status::kOk);
+      ends.push_back(live.file(FileId::kLog).size());
+      Model m;
+      for (int i = 0; i < 600; i++) {
+        std::string k = "key" + std::to_string(i * 7919 % 600), v(20 + i % 90, static_cast<char>('a' + i % 26));
+        ASSERT_EQ(st->tree().set(sl(k), sl(v)), Status::kOk);
+        m[k] = v;
+        if (i % 100 == 99) {
+          ASSERT_EQ(st->commit(), Status::kOk);
+          if (checkpointed && i == 299) {
+            ASSERT_EQ(st->checkpoint(), Status::kOk);
+            models.assign(1, m);
+            ends.assign(1, live.file(FileId::kLog).size());
+            continue;
+          }
+          models.push_back(m);
+          ends.push_back(live.file(FileId::kLog).size());
+        }
+      }
+    }  // (files as a crash leaves them: no close)
+    ASSERT_EQ(live.file(FileId::kData).empty(), !checkpointed);
+    ASSERT_EQ(models.size(), checkpointed ? 4u : 7u);
+    for (size_t k = 1; k < models.size(); k++) {
+      const uint64_t from = ends[k - 1], to = ends[k];
+      const bool last = k + 1 == models.size();
+      int detected = 0;
+      // the first frame's kind and sequence, a byte of its page, the middle, the commit frame's
+      // kind and sequence (a byte nobody checks, frame padding, is harmless)
+      for (uint64_t at : {from, from + 20, from + 164, (from + to) / 2, to - 64, to - 48}) {
+        const std::string where = std::string(checkpointed ? "checkpointed, " : "") + "commit " + std::to_string(k) + " byte " + std::to_string(at);
+        MemoryStorage base = live;
+        base.file(FileId::kLog)[at] ^= 0x5a;
+        bool harmless = false;
+        for (bool read_only : {false, true}) {
+          MemoryStorage ms = base;
+          StoreOptions o;
+          o.read_only = read_only;
+          uint64_t damaged = 0;
+          o.damaged_at = &damaged;
+          std::unique_ptr<Store> st;
+          Status s = Store::open(&ms, o, &st);
+          if (s == Status::kOk) {
+            // the last commit's damage is a torn tail (commit k - 1); elsewhere the flip hit a
+            // byte nobody checks
+            EXPECT_EQ(damaged, 0u) << where;
+            Model got;
+            ASSERT_EQ(dump(st->tree(), &got), Status::kOk);
+            ASSERT_TRUE(got == models[last ? k - 1 : models.size() - 1]) << where;
+            harmless = !last;
+            continue;
+          }
+          ASSERT_FALSE(last) << where;
+          ASSERT_EQ(s, Status::kCorrupt) << where;
+          EXPECT_GE(damaged, from) << where;
+          EXPECT_LT(damaged, to) << where;
+          ASSERT_EQ(ms.file(FileId::kLog), base.file(FileId::kLog)) << where;
+          ASSERT_EQ(ms.file(FileId::kData), base.file(FileId::kData)) << where;
+        }
+        if (harmless) continue;
+        detected++;
+        MemoryStorage ms = base;
+        StoreOptions o;
+        o.read_only = true;
+        o.salvage = true;
+        std::unique_ptr<Store> st;
+        ASSERT_EQ(Store::open(&ms, o, &st), Status::kOk) << where;
+        Model got;
+        ASSERT_EQ(dump(st->tree(), &got), Status::kOk) << where;
+        ASSERT_TRUE(got == models[k - 1]) << where << ": " << got.size() << " keys, not " << models[k - 1].size();
+        EXPECT_EQ(st->tree().set(sl("x"), sl("y")), Status::kReadOnly);
+        st.reset();
+        ASSERT_EQ(ms.file(FileId::kLog), base.file(FileId::kLog)) << where;
+        ASSERT_EQ(ms.file(FileId::kData), base.file(FileId::kData)) << where;
+      }
+      EXPECT_GE(detected, 4) << "commit " << k;
+    }
+    // A salvage is a reader's: without read_only it is refused, and nothing is written.
+    MemoryStorage ms = live;
+    StoreOptions o;
+    o.salvage = true;
+    std::unique_ptr<Store> st;
+    EXPECT_EQ(Store::open(&ms, o, &st), Status::kInvalidArgument);
+    EXPECT_EQ(ms.file(FileId::kLog), live.file(FileId::kLog));
+  }
+}
+
 // Another store's data file where the log should be (stores named 'a' and 'a-log' side by side:
 // a new-user probe, session 23, found a's log written over a-log's data): kCorrupt, nothing
 // written. (The backends refuse that pair before, when a-log's own log is beside it.)

@@ -948,7 +948,8 @@ describe('BTreeStore on sync backends', () => {
     writeFileSync(never + '-log', nlog);
     const ne = await caught(BTreeStore.open<number, string>({ path: never, keys: 'number' }));
     expect(ne).toBeInstanceOf(CorruptionError);
-    expect((ne as Error).message).toMatch(/never\.db': its log is damaged, and the store has no checkpoint to fall back on .*keep the log/);
+    // (damage with intact commits after it: the message names the salvage, below)
+    expect((ne as Error).message).toMatch(/never\.db': its log is damaged part way .*salvage: true/);
     expect(readFileSync(never + '-log').equals(nlog)).toBe(true);
     // the same with the damage in the header's checkpoint word (it read as a checkpoint: the
     // first message again, the verify35 probe) or its checksum
@@ -961,6 +962,67 @@ describe('BTreeStore on sync backends', () => {
       nlog[at]! ^= 0x5a;
       nlog[Math.floor(nlog.length / 2)]! ^= 0x5a;
     }
+  });
+
+  // A log damaged part way, intact commits after the damage: CorruptionError naming the salvage,
+  // and `readOnly: true, salvage: true` opens the store as of the last commit before the damage
+  // (one commit a key here, so that is a prefix of the keys), writing nothing. The generic
+  // "damaged beyond what recovery can repair" was all a checkpointed store got (verify35), and a
+  // store that never checkpointed was told to keep its log, with no way to read it.
+  it('a log damaged part way is CORRUPT naming the salvage, which opens the commit before the damage and writes nothing', async () => {
+    const dist = JSON.stringify(new URL('../../dist/index.js', import.meta.url).href);
+    for (const checkpointed of [false, true]) {
+      const path = join(tmp.dir, `salvage-${checkpointed}.db`);
+      const v = (i: number) => `value ${i} `.repeat(10);
+      // keys 0..99 checkpointed by close() (or not), then one commit a key, and the process ends
+      // without close(): every commit since the checkpoint is in the log
+      execFileSync(process.execPath, ['--input-type=module', '-e', `
+        import { BTreeStore } from ${dist};
+        const v = ${v.toString()};
+        let s = await BTreeStore.open({ path: ${JSON.stringify(path)}, keys: 'number' });
+        if (${checkpointed}) { for (let i = 0; i < 100; i++) s.set(i, v(i)); await s.close(); s = await BTreeStore.open({ path: ${JSON.stringify(path)}, keys: 'number' }); }
+        for (let i = ${checkpointed ? 100 : 0}; i < 200; i++) { s.set(i, v(i)); await s.commit(); }
+        process.exit(0);`]);
+      expect(readFileSync(path).length > 0).toBe(checkpointed);
+      const log = readFileSync(path + '-log');
+      const data = readFileSync(path);
+      // a byte in the middle third of the log (a byte nobody checks, frame padding, is harmless:
+      // the next one is tried)
+      let e: unknown;
+      let at = Math.floor(log.length / 3);
+      for (; at < (2 * log.length) / 3; at += 97) {
+        log[at]! ^= 0x5a;
+        writeFileSync(path + '-log', log);
+        e = await caught(BTreeStore.open<number, string>({ path, keys: 'number' }));
+        if (e instanceof Error) break;
+        log[at]! ^= 0x5a;
+      }
+      const what = `${checkpointed ? 'checkpointed' : 'never checkpointed'}, byte ${at} of ${log.length}`;
+      expect(e, what).toBeInstanceOf(CorruptionError);
+      expect((e as Error).message, what).toMatch(/salvage-\w+\.db': its log is damaged part way .*BTreeStore\.open\(\{ path, readOnly: true, salvage: true \}\) opens the store as of the last commit before the damage/);
+      // a reader is refused the same way
+      expect((await caught(BTreeStore.open({ path, keys: 'number', readOnly: true })) as Error).message, what).toMatch(/damaged part way/);
+      const s = await BTreeStore.open<number, string>({ path, keys: 'number', readOnly: true, salvage: true });
+      const got = [...s.entries()];
+      const n = got.length;
+      expect(n, what).toBeGreaterThan(checkpointed ? 100 : 0);
+      expect(n, what).toBeLessThan(200);
+      expect(got, what).toEqual(Array.from({ length: n }, (_, i) => [i, v(i)]));
+      expect(() => s.set(1000, 'x'), what).toThrow(ReadOnlyError);
+      await s.close();
+      expect(readFileSync(path + '-log').equals(log), what).toBe(true);
+      expect(readFileSync(path).equals(data), what).toBe(true);
+      // refused: without readOnly (nothing is opened or written), not a boolean, on a store whose
+      // log is in records
+      const w = await caught(BTreeStore.open({ path, keys: 'number', salvage: true }));
+      expect(w).toBeInstanceOf(InvalidArgumentError);
+      expect((w as Error).message).toMatch(/salvage: true needs readOnly: true/);
+      expect(await caught(BTreeStore.open({ path, keys: 'number', readOnly: true, salvage: 1 as never }))).toBeInstanceOf(InvalidArgumentError);
+      expect(readFileSync(path + '-log').equals(log), what).toBe(true);
+    }
+    const am = await caught(BTreeStore.open({ path: uniqueName('salvage'), storage: createAsyncMemoryStorage(), readOnly: true, salvage: true }));
+    expect(am).toBeInstanceOf(InvalidArgumentError);
+    expect((am as Error).message).toMatch(/salvage: the storage 'async-memory' keeps its log in records/);
   });
 
   // A new-user probe (session 25): a new store 'app' beside an application's text log 'app-log'

@@ -39,7 +39,7 @@ export const RANGE_NEED_PAGE = -1003;
 /** Files of a store on a sync backend (at_host_* `file` argument). */
 export const StoreFile = { DATA: 0, LOG: 1 } as const;
 /** at_store_open flags. */
-export const StoreOpenFlags = { CREATE: 1, READ_ONLY: 2, NO_LOG_DELTAS: 4 } as const;
+export const StoreOpenFlags = { CREATE: 1, READ_ONLY: 2, NO_LOG_DELTAS: 4, SALVAGE: 8 } as const;
 
 /** The host file I/O the wasm modules import from "env" (bindings/adaptree.h). Offsets and
  * sizes are doubles (exact up to 2^53); results are a status (0 or negative) or a count. */

@@ -137,6 +137,13 @@ export interface StoreOptions<K, V> {
    * page read meets one (or on `refresh()`); node, deno and memory take their usual exclusive
    * lock. docs/STORE.md, "Readers". */
   readOnly?: boolean;
+  /** With `readOnly: true`, on stores whose log is a file (node, deno, opfs, memory,
+   * `durableObjectStorage`): a log damaged part way (a frame whose checksum fails, with intact
+   * commits after it) is read up to the damage, and the store opens as of the last commit
+   * before it, instead of throwing CorruptionError; the commits after the damage are not read.
+   * Nothing is written: copy what you need into a new store. A store whose log is intact opens
+   * as usual. docs/STORE.md, "A damaged log". */
+  salvage?: boolean;
   /** If the store is open elsewhere: false (default) throws LockedError at once, true waits
    * until it is closed there (opfs: queues for its Web Lock; node, deno, memory: no effect). */
   wait?: boolean;
@@ -170,7 +177,7 @@ export interface StoreOptions<K, V> {
  * main-thread opfs store (storage/opfs-worker.ts) opens its store so: the main thread encodes. */
 export const ENCODED_ELSEWHERE: unique symbol = Symbol('adaptree.encodedElsewhere') as never;
 
-const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'logDeltas', 'autoCommit', 'create', 'wait', 'readOnly', 'wasm', 'onProgress', 'onError', 'fill', 'workerUrl']);
+const KNOWN = new Set(['path', 'storage', 'layout', 'keys', 'values', 'poolSize', 'checkpointBytes', 'logDeltas', 'autoCommit', 'create', 'wait', 'readOnly', 'salvage', 'wasm', 'onProgress', 'onError', 'fill', 'workerUrl']);
 
 /** at_tree_set_fill's flags for a store's `fill` option (undefined: the tree's defaults). */
 function fillFlags(fill: StoreOptions<unknown, unknown>['fill']): number | undefined {
@@ -737,6 +744,9 @@ export class BTreeStore<K = string, V = unknown> {
     if (options.wait !== undefined && typeof options.wait !== 'boolean') throw new InvalidArgumentError('wait must be a boolean');
     if (options.readOnly !== undefined && typeof options.readOnly !== 'boolean') throw new InvalidArgumentError('readOnly must be a boolean');
     const readOnly = options.readOnly === true;
+    if (options.salvage !== undefined && typeof options.salvage !== 'boolean') throw new InvalidArgumentError('salvage must be a boolean');
+    const salvage = options.salvage === true;
+    if (salvage && !readOnly) throw new InvalidArgumentError('salvage: true needs readOnly: true (a salvage writes nothing: copy what it reads into a new store)');
     if (options.logDeltas !== undefined && typeof options.logDeltas !== 'boolean') throw new InvalidArgumentError('logDeltas must be a boolean');
     const cb = options.checkpointBytes;
     if (cb !== undefined && (typeof cb !== 'number' || !(cb >= 0) || !Number.isFinite(cb))) throw new InvalidArgumentError('checkpointBytes must be a number of bytes >= 0');
@@ -838,7 +848,7 @@ export class BTreeStore<K = string, V = unknown> {
             }
           };
         }
-        tree = ex.at_store_open!(io, layout, pool, (create ? StoreOpenFlags.CREATE : 0) | (readOnly ? StoreOpenFlags.READ_ONLY : 0) | (options.logDeltas === false ? StoreOpenFlags.NO_LOG_DELTAS : 0), wasm.ctx);
+        tree = ex.at_store_open!(io, layout, pool, (create ? StoreOpenFlags.CREATE : 0) | (readOnly ? StoreOpenFlags.READ_ONLY : 0) | (salvage ? StoreOpenFlags.SALVAGE : 0) | (options.logDeltas === false ? StoreOpenFlags.NO_LOG_DELTAS : 0), wasm.ctx);
         entry.onRead = undefined;
         if (tree === 0) {
           discard = true;
@@ -851,6 +861,14 @@ export class BTreeStore<K = string, V = unknown> {
             const log = ['node', 'deno', 'opfs'].includes(backend.name) ? `'${options.path}-log', the file it would use as its log,` : 'its log';
             throw new CorruptionError(
               `'${options.path}': ${log} is not an adaptree log (another program's file of that name?); it was left as it is: move it, or give the store another name`,
+            );
+          }
+          // (result.key_len 1: the log is damaged part way, intact commits after the damage)
+          if (st === Status.CORRUPT && wasm.dv().getUint32(wasm.result + Result.KEY_LEN, true) === 1) {
+            throw new CorruptionError(
+              salvage
+                ? `'${options.path}': its log is damaged in its first commit since the last checkpoint, and the store has no checkpoint to fall back on: there is nothing before the damage to open; both files were left as they are`
+                : `'${options.path}': its log is damaged part way (a frame fails its checksum, and intact commits follow it); both files were left as they are. BTreeStore.open({ path, readOnly: true, salvage: true }) opens the store as of the last commit before the damage (the commits after it are lost), to copy into a new store`,
             );
           }
           const empty = st === Status.CORRUPT ? emptyDataFile(files) : undefined;
@@ -898,6 +916,7 @@ export class BTreeStore<K = string, V = unknown> {
       }
     }
 
+    if (salvage) throw new InvalidArgumentError(`salvage: the storage '${backend.name}' keeps its log in records, not a file: salvage is for node, deno, opfs, memory and durableObjectStorage stores`);
     if (readOnly && typeof ex.at_store_follow !== 'function') throw new AdaptreeError('this wasm build cannot open a reader on an asynchronous backend (missing at_store_follow)', 'INTERNAL');
     const pages = await backend.open(options.path, storageOptions);
     let pageBuf = 0;

@@ -192,7 +192,7 @@ export class OpfsWorkerStore {
     const kenc = keyEncoderOf<unknown>(options.keys as never, NO_RUNTIME);
     const venc = valueEncoderOf<unknown>(options.values as never, NO_RUNTIME);
     const forwarded: Record<string, unknown> = { keys: kenc.name, values: venc.name };
-    for (const k of ['path', 'layout', 'poolSize', 'checkpointBytes', 'logDeltas', 'fill', 'autoCommit', 'create', 'wait', 'readOnly']) {
+    for (const k of ['path', 'layout', 'poolSize', 'checkpointBytes', 'logDeltas', 'fill', 'autoCommit', 'create', 'wait', 'readOnly', 'salvage']) {
       if (options[k] !== undefined) forwarded[k] = options[k];
     }
     // (a WebAssembly.Module is cloned to a worker: it instantiates the same module)
