@@ -1478,7 +1478,7 @@ int32_t at_store_set_log_deltas(at_tree* t, uint32_t on) {
   StoreHeld h(t);
   if (!h.ok()) return st(Status::kClosed);
   if (!t->store) return st(Status::kInvalidArgument);
-  return st(t->store->set_log_deltas(on != 0));
+  return st(t->store->set_log_deltas(on != 0, on == 2));
 }
 
 int32_t at_store_encodings(at_tree* t) {

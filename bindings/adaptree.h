@@ -272,7 +272,8 @@ int32_t at_store_pending(at_tree* t);
  *   their order: [u32 size] and, unless size is 0xFFFFFFFF (no delta: page 0, new pages,
  *   pages past the copies' limit), [8 bytes: the trailer (page id, checksum) of the image
  *   the delta applies to][size bytes: runs of (u16 offset, u16 length, bytes), each run
- *   starting and ending on a 4-byte boundary, at most 2048 bytes in all] that turn the
+ *   starting and ending on a 4-byte boundary, at most 2048 bytes in all; copy runs too with
+ *   at_store_set_log_deltas 2] that turn the
  *   page's previous committed image into this one. result.value_len covers the entries; it
  *   is the images' length alone when memory for them was short (no entries at all).
  *   Between begin and end, writes (at_set, at_remove, at_clear, at_set_many,
@@ -318,7 +319,9 @@ int32_t at_store_set_log_reuse(at_tree* t, uint32_t on);
 /* Async stores: whether at_store_commit_begin adds each changed page's delta against its
  * previous committed image (off by default: 1 for a host that logs deltas, as IndexedDB's
  * frames; the pager then keeps a copy of each page as it was before the commit changed
- * it, up to a quarter of the pool). INVALID_ARGUMENT on a sync store. */
+ * it, up to a quarter of the pool). 2: as 1, and the deltas may hold copy runs (u16 offset,
+ * u16 length | 0x8000, u16 source, u16 zero: the bytes the previous image held at
+ * [source, source + length); core/buffer/page_delta.h). INVALID_ARGUMENT on a sync store. */
 int32_t at_store_set_log_deltas(at_tree* t, uint32_t on);
 /* The host's key and value encodings as the store records them (StoreMeta bytes 29, 30;
  * the core does not interpret them): key | value << 8, 0 for each that was never recorded

@@ -85,9 +85,9 @@ class Store {
     return Status::kOk;
   }
   // Async: commit_begin adds each changed page's delta (AsyncPager::set_log_deltas).
-  Status set_log_deltas(bool on) {
+  Status set_log_deltas(bool on, bool copies = false) {
     if (!async_) return Status::kInvalidArgument;
-    async_->set_log_deltas(on);
+    async_->set_log_deltas(on, copies);
     return Status::kOk;
   }
   // Sync: StoreOptions::reuse_log.

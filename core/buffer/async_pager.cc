@@ -73,7 +73,7 @@ Status AsyncPager::commit_begin(BufferPool& pool, StoreMeta meta, std::vector<ui
     size_t at = delta_out_.size();
     uint32_t size = kNoDelta;
     if (base && resize_checked(delta_out_, at + 12 + kMaxDelta)) {
-      size = encode_delta(base, image, delta_out_.data() + at + 12, kMaxDelta, true);
+      size = encode_delta(base, image, delta_out_.data() + at + 12, kMaxDelta, true, copies_);
       memcpy(delta_out_.data() + at + 4, base + kNodeSize, 8);
     }
     if (size == kNoDelta && !resize_checked(delta_out_, at + 4)) return false;

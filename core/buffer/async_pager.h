@@ -59,8 +59,10 @@ class AsyncPager : public PageBackend {
   // previous committed image (a host that logs deltas: IndexedDB's frames). The bases
   // are copies made as a commit first changes each page (PageBases), at most
   // set_base_limit pages.
-  void set_log_deltas(bool on) {
+  // copies: the deltas may hold copy runs (page_delta.h; a host that applies them).
+  void set_log_deltas(bool on, bool copies = false) {
     deltas_ = on;
+    copies_ = on && copies;
     if (!on) bases_.clear();
   }
   void set_base_limit(uint32_t pages) { bases_.set_limit(pages); }
@@ -97,6 +99,7 @@ class AsyncPager : public PageBackend {
   alignas(16) uint8_t pending_page0_[kPageSize] = {};
   bool pending_free_written_ = false;
   bool deltas_ = false;
+  bool copies_ = false;  // (set_log_deltas)
   PageBases bases_;                  // (set_log_deltas)
   std::vector<uint8_t> delta_out_;   // a commit's delta entries, then appended to its output
   PagerStats stats_;

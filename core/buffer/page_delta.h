@@ -28,13 +28,27 @@ inline uint32_t next_diff_word(const uint8_t* a, const uint8_t* b, uint32_t from
   return from;
 }
 
+// A run is (u16 offset, u16 length, length bytes): the bytes at [offset, offset + length).
+// With kCopyRun set in its length word it is a *copy run* (u16 offset, u16 length | kCopyRun,
+// u16 source, u16 zero): the bytes the base held at [source, source + length), whatever earlier
+// runs of the same delta wrote there. An insert shifts a leaf's slots and a compaction moves
+// its records: copy runs say so in 8 bytes where a plain run repeats them (log version 4,
+// IndexedDB frames 'ATL3'). 8 bytes, not 6: word runs stay on 4-byte boundaries.
+constexpr uint16_t kCopyRun = 0x8000;
+constexpr uint32_t kCopyRunSize = 8;
+// Matches shorter than this stay literal bytes (a copy run costs 8 bytes, and the literal run
+// it splits another 4).
+constexpr uint32_t kMinCopy = 16;
+
 // The runs where img differs from base (both kPageSize bytes) into out; the payload's size,
 // or ~0u when it would pass limit. words: every run starts and ends on a 4-byte boundary
-// (IndexedDB's frames copy their runs a word at a time, docs/FORMAT.md).
-uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uint32_t limit, bool words = false);
+// (IndexedDB's frames copy their runs a word at a time, docs/FORMAT.md). copies: the runs may
+// be copy runs (above), found by matching img's changed bytes against the base's.
+uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uint32_t limit, bool words = false,
+                      bool copies = false);
 
 // Applies runs [p, p + n) to page; false when they are malformed (a run out of the page,
-// a zero length, a cut run).
+// a zero length, a cut run, a copy from outside the page).
 bool apply_delta(const uint8_t* p, uint32_t n, uint8_t* page);
 
 }  // namespace adaptree

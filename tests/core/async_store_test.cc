@@ -288,13 +288,16 @@ TEST_P(AsyncStoreSeeds, ReaderKeepsThePagesNewerCommitsDidNotWrite) {
 // turns the image the host holds for that page (named by its trailer) into the new one;
 // runs on 4-byte words, at most 2048 bytes. Random writes over a tiny pool, both formats,
 // reopens (the setting is per open) and the limit on the copies (the tiny pool's 256).
+// With copies (at_store_set_log_deltas 2), the entries may hold copy runs (8 bytes, words).
 TEST(AsyncStore, DeltaEntriesTurnTheHostsImagesIntoTheNewOnes) {
+  for (bool copies : {false, true}) {
   for (PageSum format : {PageSum::kHash, PageSum::kCrc32c}) {
     for (uint64_t pool : {kTinyPool, uint64_t{4096} * kPageSize}) {
       Host h;
       std::unique_ptr<Store> st;
       ASSERT_EQ(open(h, pool, &st, format), Status::kOk);
-      ASSERT_EQ(st->set_log_deltas(true), Status::kOk);
+      ASSERT_EQ(st->set_log_deltas(true, copies), Status::kOk);
+      uint64_t copy_runs = 0;
       std::mt19937 rng(5);
       Model live;
       uint64_t deltas = 0, none = 0, delta_bytes = 0, none_held = 0;
@@ -337,9 +340,16 @@ TEST(AsyncStore, DeltaEntriesTurnTheHostsImagesIntoTheNewOnes) {
           std::vector<uint8_t> got = held->second;
           ASSERT_TRUE(apply_delta(e + 8, size, got.data()));
           ASSERT_EQ(memcmp(got.data(), img + 4, kPageSize), 0) << "page " << id;
-          for (const uint8_t* r = e + 8; r < e + 8 + size; r += 4 + load16(r + 2)) {
+          for (const uint8_t* r = e + 8; r < e + 8 + size;) {
             ASSERT_EQ(load16(r) % 4, 0u);
             ASSERT_EQ(load16(r + 2) % 4, 0u);
+            if (load16(r + 2) & kCopyRun) {
+              ASSERT_TRUE(copies);
+              copy_runs++;
+              r += kCopyRunSize;
+            } else {
+              r += 4 + load16(r + 2);
+            }
           }
           deltas++;
           delta_bytes += size;
@@ -354,7 +364,7 @@ TEST(AsyncStore, DeltaEntriesTurnTheHostsImagesIntoTheNewOnes) {
         if (op % 3000 == 2999) {  // (a multiple of 60: right after a commit)
           st.reset();
           ASSERT_EQ(open(h, pool, &st), Status::kOk);
-          ASSERT_EQ(st->set_log_deltas(true), Status::kOk);
+          ASSERT_EQ(st->set_log_deltas(true, copies), Status::kOk);
         }
       }
       Model got;
@@ -364,7 +374,13 @@ TEST(AsyncStore, DeltaEntriesTurnTheHostsImagesIntoTheNewOnes) {
       // already, are deltas (the others: leaves rebuilt by a split or a regroup).
       EXPECT_GT(deltas, 4 * none_held) << "pool " << pool << ", " << none << " without a delta";
       EXPECT_LT(delta_bytes, deltas * 1024);
+      if (copies) EXPECT_GT(copy_runs, deltas / 4) << "pool " << pool;
+      std::printf("%s, pool %llu: %llu deltas of %.0f bytes, %llu copy runs, %llu without\n", copies ? "copies" : "runs",
+                  static_cast<unsigned long long>(pool), static_cast<unsigned long long>(deltas),
+                  static_cast<double>(delta_bytes) / (deltas ? deltas : 1), static_cast<unsigned long long>(copy_runs),
+                  static_cast<unsigned long long>(none));
     }
+  }
   }
 }
 

@@ -10,7 +10,7 @@
 // 600 random commits and the checkpoints of a 24 KiB log: every page resolves as the model.
 import { describe, expect, it } from 'vitest';
 import { CorruptionError } from '../../ts/src/errors.js';
-import { FRAME_MAGIC, FRAME_MAGIC_STORED, PAGE_BYTES, PageLog, applyDelta, changedRuns, commitSequence, decodeFrame, encodeFrame, ownsBuffer } from '../../ts/src/storage/page-log.js';
+import { FRAME_MAGIC, FRAME_MAGIC_COPIES, FRAME_MAGIC_STORED, PAGE_BYTES, PageLog, applyDelta, changedRuns, commitSequence, decodeFrame, encodeFrame, ownsBuffer } from '../../ts/src/storage/page-log.js';
 
 const frameBytes = (count: number) => 8 + count * (8 + 4096);
 
@@ -137,6 +137,68 @@ describe('page log frames', () => {
     // No image in the log or in `pages`: the page is logged whole, whatever the core says.
     const [, [, b3, d3]] = decodeFrame(encodeFrame([[0, page0(1)], [9, next]], undefined, undefined, [undefined, given]), 't');
     expect([d3, b3]).toEqual([false, next]);
+  });
+
+  // The core's deltas with copy runs (at_store_set_log_deltas 2): (offset, length | 0x8000,
+  // source, 0) takes the base's bytes at source, as the base was before any run. A frame that
+  // carries one is an 'ATL3'; readers apply it like any other (log, `pages` records).
+  it("copy runs: the base's bytes from elsewhere in the page; a frame with one is 'ATL3'; malformed ones are CORRUPT", () => {
+    const base = new Uint8Array(4096);
+    for (let i = 0; i < 4096; i++) base[i] = (i * 37 + (i >> 8)) & 0xff;
+    // an insert: 30 slots of 8 bytes at 64 + 80 move up 8 bytes, a new slot goes in, the
+    // first 8 bytes are rewritten (a literal run before the copy overwrites what it reads)
+    const next = base.slice();
+    next.copyWithin(64 + 88, 64 + 80, 64 + 80 + 240);
+    next.fill(0xee, 64 + 80, 64 + 88);
+    next.fill(0xaa, 0, 8);
+    const runs = new Uint8Array(4 + 8 + 4 + 8 + 8);
+    const dv = new DataView(runs.buffer);
+    dv.setUint16(0, 0, true);
+    dv.setUint16(2, 8, true);
+    runs.fill(0xaa, 4, 12);
+    dv.setUint16(12, 64 + 80, true);
+    dv.setUint16(14, 8, true);
+    runs.fill(0xee, 16, 24);
+    dv.setUint16(24, 64 + 88, true);
+    dv.setUint16(26, 240 | 0x8000, true);
+    dv.setUint16(28, 64 + 80, true);
+    expect(applyDelta(base, runs, 't')).toEqual(next);
+    // a copy that reads what the first run overwrote reads the base's bytes
+    const r2 = new Uint8Array(4 + 8 + 8);
+    const d2 = new DataView(r2.buffer);
+    d2.setUint16(2, 8, true);
+    r2.fill(0xaa, 4, 12);
+    d2.setUint16(12, 1000, true);
+    d2.setUint16(14, 16 | 0x8000, true);
+    d2.setUint16(16, 0, true);
+    expect(applyDelta(base, r2, 't').subarray(1000, 1016)).toEqual(base.subarray(0, 16));
+    // in a frame, given by the core (trailers match): 'ATL3', applied by a log and a reader
+    base.fill(9, 4088);
+    next.fill(9, 4088);
+    const frame = encodeFrame([[0, page0(3)], [9, next]], (id) => (id === 9 ? base : undefined), undefined, [undefined, { base: base.slice(4088), runs }]);
+    expect(new DataView(frame.buffer).getUint32(0, true)).toBe(FRAME_MAGIC_COPIES);
+    expect(frame.length).toBe(8 + 8 + 4096 + 8 + runs.length);
+    const log = new PageLog();
+    log.apply(2, encodeFrame([[0, page0(2)], [9, base]]), 't');
+    log.apply(3, frame, 't');
+    expect(log.latest.get(9)).toEqual(next);
+    // against a `pages` record, as an 'ATL2' frame's deltas are
+    const onStored = encodeFrame([[0, page0(4)], [9, next]], () => undefined, (id) => (id === 9 ? base : undefined), [undefined, { base: base.slice(4088), runs }]);
+    expect(new DataView(onStored.buffer).getUint32(0, true)).toBe(FRAME_MAGIC_COPIES);
+    const reader = new PageLog();
+    expect(reader.storedBases([onStored], 't')).toEqual([9]);
+    reader.apply(4, onStored, 't', (id) => (id === 9 ? base : undefined));
+    expect(reader.latest.get(9)).toEqual(next);
+    // malformed copy runs: from past the page, to past the page, empty, a pad word that is not 0, cut short
+    for (const [offset, length, source, pad, cut] of [[0, 8, 4092, 0, 0], [4092, 8, 0, 0, 0], [0, 0, 0, 0, 0], [0, 8, 0, 1, 0], [0, 8, 0, 0, 2]]) {
+      const bad = new Uint8Array(8);
+      const bv = new DataView(bad.buffer);
+      bv.setUint16(0, offset!, true);
+      bv.setUint16(2, length! | 0x8000, true);
+      bv.setUint16(4, source!, true);
+      bv.setUint16(6, pad!, true);
+      expect(corrupt(() => applyDelta(base, bad.subarray(0, 8 - cut!), 't')), `${offset} ${length} ${source} ${pad} ${cut}`).toBe('CORRUPT');
+    }
   });
 
   it('a delta with no base in the log, or a run off the page, is CORRUPT', () => {

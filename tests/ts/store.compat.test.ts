@@ -220,3 +220,68 @@ describe.each(REAL_BUILDS)('format version 1 stores (%s)', (build) => {
     }, 60_000);
   }
 });
+
+// Stores whose log is of version 3 (deltas without copy runs: every build before log version 4,
+// session 36): fixtures made by the TypeScript API of a build from then
+// (tests/ts/fixtures/log3/make.mjs), one never checkpointed, one with commits in its log after a
+// checkpoint. Both builds recover them; commits go on in the version 3 log (its frames are of
+// that version) until a checkpoint starts a version 4 log, which the native tool reads too.
+describe.each(REAL_BUILDS)('log version 3 stores (%s)', (build) => {
+  const fixtures = join(repo, 'tests/ts/fixtures/log3');
+  const want = JSON.parse(readFileSync(join(fixtures, 'model.json'), 'utf8')) as [string, string][];
+  for (const name of ['log.db', 'ckpt.db']) {
+    it(`${name}: recovers, commits into the version 3 log, and checkpoints into a version 4 one`, async () => {
+      const wasm = await wasmFor(build);
+      const path = join(tmp.dir, `${build}-log3-${name}`);
+      copyFileSync(join(fixtures, name), path);
+      copyFileSync(join(fixtures, name + '-log'), path + '-log');
+      expect(readFileSync(path + '-log').readUInt32LE(8)).toBe(3);
+      const open = () => BTreeStore.open<Uint8Array, Uint8Array>({ path, storage: 'node', keys: 'bytes', values: 'bytes', wasm });
+      const entries = (s: BTreeStore<Uint8Array, Uint8Array>) => {
+        const got: [string, string][] = [];
+        for (const [k, v] of s.entries()) got.push([hex(k), hex(v)]);
+        return got;
+      };
+      let s = await open();
+      expect(entries(s)).toEqual(want);
+      s.checkInvariants();
+      const model = new Map(want);
+      for (let i = 0; i < 400; i++) {
+        const k = want[(i * 37) % want.length]![0];
+        const v = (i * 7919).toString(16).padStart(8, '0').repeat(1 + (i % 9));
+        s.set(unhex(k), unhex(v));
+        model.set(k, v);
+        if (i % 50 === 49) await s.commit();
+      }
+      const sorted2 = [...model.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      // still the version 3 log (no checkpoint yet), and its new commits recover
+      expect(readFileSync(path + '-log').readUInt32LE(8)).toBe(3);
+      const crashed = join(tmp.dir, `${build}-log3-crashed-${name}`);
+      copyFileSync(path, crashed);
+      copyFileSync(path + '-log', crashed + '-log');
+      const c = await BTreeStore.open<Uint8Array, Uint8Array>({ path: crashed, storage: 'node', keys: 'bytes', values: 'bytes', wasm, readOnly: true });
+      expect(entries(c)).toEqual(sorted2);
+      await c.close();
+      await s.close();
+      expect(readFileSync(path + '-log').readUInt32LE(8)).toBe(4);
+      s = await open();
+      expect(entries(s)).toEqual(sorted2);
+      // a version 4 log with copy runs, recovered: commits after the reopen, no close
+      for (let i = 0; i < 200; i++) {
+        const k = sorted2[(i * 53) % sorted2.length]![0];
+        s.set(unhex(k), unhex('ab'.repeat(1 + (i % 40))));
+        model.set(k, 'ab'.repeat(1 + (i % 40)));
+        if (i % 50 === 49) await s.commit();
+      }
+      const sorted3 = [...model.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      copyFileSync(path, crashed);
+      copyFileSync(path + '-log', crashed + '-log');
+      const d = await BTreeStore.open<Uint8Array, Uint8Array>({ path: crashed, storage: 'node', keys: 'bytes', values: 'bytes', wasm, readOnly: true });
+      expect(entries(d)).toEqual(sorted3);
+      await d.close();
+      expect(nativeDump(crashed)).toEqual(sorted3);
+      await s.close();
+      expect(nativeDump(path)).toEqual(sorted3);
+    }, 60_000);
+  }
+});

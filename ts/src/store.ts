@@ -955,7 +955,7 @@ export class BTreeStore<K = string, V = unknown> {
       }
       checkStoreEncodings(ex, tree, options, options.path, readOnly);
       // (a build without it: the backend diffs the pages itself)
-      if (pages.wantsDeltas === true && !readOnly) ex.at_store_set_log_deltas?.(tree, 1);
+      if (pages.wantsDeltas === true && !readOnly) ex.at_store_set_log_deltas?.(tree, pages.copyRuns === true ? 2 : 1);
       const buf = pageBuf;
       const map = new BTreeMap<K, V>(null, mapOptions(tree, release));
       const store = new BTreeStore<K, V>({ map, wasm, tree, b: { kind: 'async', pages, reader, closed }, storage: backend.name, path: options.path, options, pageBuf: buf });

@@ -522,6 +522,7 @@ export function indexedDBStorage(options: IndexedDBStorageOptions = {}): AsyncBa
           }
         },
         wantsDeltas: deltas,
+        copyRuns: deltas,
         // A reader: what the frames since its commit wrote (the log it keeps up to date).
         changedSince: readOnly ? changedSince : undefined,
         newestCommit: readOnly ? () => heard : undefined,

@@ -20,7 +20,11 @@
  * page (a leaf insert changes a few hundred bytes; a split rewrites the page). The core's
  * checksum in every page image is verified when the page is handed to it, so a delta applied
  * to the wrong image is a CorruptionError there, not a wrong answer.
- * A frame with the magic 'ATL2' may also hold deltas of pages that no earlier frame of the log
+ * A frame with the magic 'ATL3' may also hold copy runs, from the core's deltas
+ * (at_store_set_log_deltas 2): `offset u16 | length u16 + 0x8000 | source u16 | 0 u16`, the
+ * bytes the base holds at [source, source + length) (an insert's shifted slots, a compaction's
+ * moved records: 8 bytes each instead of their own; the log holds about half the bytes).
+ * A frame with the magic 'ATL2' (or 'ATL3') may also hold deltas of pages that no earlier frame of the log
  * holds: against the page's record in `pages`, which the last checkpoint wrote (a checkpoint
  * writes `pages` and clears `log` in one transaction, so that record is the base the writer
  * had). The first commit of each page after a checkpoint logged the whole page: ~3400 images,
@@ -37,6 +41,11 @@ export const PAGE_BYTES = 4096;
 export const FRAME_MAGIC = 0x314c5441;
 /** 'ATL2': a frame that holds a delta against a page's record in `pages` (see above). */
 export const FRAME_MAGIC_STORED = 0x324c5441;
+/** 'ATL3': as 'ATL2', and its deltas may hold copy runs (see above). */
+export const FRAME_MAGIC_COPIES = 0x334c5441;
+/** A run whose length word has this bit is a copy run: (u16 offset, u16 length | COPY_RUN,
+ * u16 source, u16 zero). */
+const COPY_RUN = 0x8000;
 const HEADER = 8;
 /** A delta whose runs come to more than this is logged as the image. */
 const MAX_DELTA = PAGE_BYTES / 2;
@@ -96,7 +105,7 @@ export function encodeFrame(
 ): Uint8Array {
   const parts: (number[] | Uint8Array | undefined)[] = [];
   let bytes = HEADER;
-  let onStored = false;
+  let onStored = false, copies = false;
   pages.forEach(([id, image], i) => {
     if (image.length !== PAGE_BYTES) throw new RangeError(`page ${id}: an image of ${image.length} bytes`);
     let b = base(id);
@@ -106,7 +115,10 @@ export function encodeFrame(
     if (runs !== undefined && fromStored) onStored = true;
     parts.push(runs);
     if (runs === undefined) bytes += 8 + PAGE_BYTES;
-    else if (runs instanceof Uint8Array) bytes += 8 + runs.length;
+    else if (runs instanceof Uint8Array) {
+      bytes += 8 + runs.length;
+      if (!copies) copies = hasCopyRun(runs);
+    }
     else {
       for (let r = 0; r < runs.length; r += 2) bytes += 4 + runs[r + 1]! - runs[r]!;
       bytes += 8;
@@ -117,7 +129,7 @@ export function encodeFrame(
   // Runs start and end on 4-byte words, and so does every entry of the frame: their bytes are
   // copied a word at a time (a subarray() and set() per run cost more than the copy).
   const o32 = new Uint32Array(out.buffer);
-  dv.setUint32(0, onStored ? FRAME_MAGIC_STORED : FRAME_MAGIC, true);
+  dv.setUint32(0, copies ? FRAME_MAGIC_COPIES : onStored ? FRAME_MAGIC_STORED : FRAME_MAGIC, true);
   dv.setUint32(4, pages.length, true);
   let at = HEADER;
   pages.forEach(([id, image], i) => {
@@ -158,10 +170,22 @@ function sameTrailer(image: Uint8Array, trailer: Uint8Array): boolean {
   return true;
 }
 
-/** An 'ATL2' frame (deltas against `pages` records); false for anything else. */
+/** Whether the core's runs hold a copy run (the frame is then an 'ATL3'). */
+function hasCopyRun(runs: Uint8Array): boolean {
+  for (let at = 0; at + 4 <= runs.length; ) {
+    const word = runs[at + 2]! | (runs[at + 3]! << 8);
+    if ((word & COPY_RUN) !== 0) return true;
+    at += 4 + word;
+  }
+  return false;
+}
+
+/** An 'ATL2' or 'ATL3' frame (deltas against `pages` records); false for anything else. */
 function isStoredFrame(frame: unknown): boolean {
   const b = frame instanceof Uint8Array ? frame : frame instanceof ArrayBuffer ? new Uint8Array(frame) : undefined;
-  return b !== undefined && b.length >= 4 && (b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24)) >>> 0 === FRAME_MAGIC_STORED;
+  if (b === undefined || b.length < 4) return false;
+  const magic = (b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24)) >>> 0;
+  return magic === FRAME_MAGIC_STORED || magic === FRAME_MAGIC_COPIES;
 }
 
 /** An entry of a frame: the page's image (a view into the frame), or a delta's runs. */
@@ -172,7 +196,8 @@ export function decodeFrame(frame: unknown, where: string): FrameEntry[] {
   const bytes = frame instanceof Uint8Array ? frame : frame instanceof ArrayBuffer ? new Uint8Array(frame) : undefined;
   if (bytes === undefined) throw new CorruptionError(`${where}: a log record that is not a frame`);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (bytes.length < HEADER || (dv.getUint32(0, true) !== FRAME_MAGIC && dv.getUint32(0, true) !== FRAME_MAGIC_STORED)) throw new CorruptionError(`${where}: a log record without the frame magic`);
+  const magic = bytes.length < HEADER ? 0 : dv.getUint32(0, true);
+  if (magic !== FRAME_MAGIC && magic !== FRAME_MAGIC_STORED && magic !== FRAME_MAGIC_COPIES) throw new CorruptionError(`${where}: a log record without the frame magic`);
   const count = dv.getUint32(4, true);
   const out: FrameEntry[] = [];
   let at = HEADER;
@@ -189,14 +214,25 @@ export function decodeFrame(frame: unknown, where: string): FrameEntry[] {
 }
 
 /** `base` with a delta's runs applied, as a new image; CorruptionError when a run leaves the
- * page or the runs do not fill the delta exactly. */
+ * page or the runs do not fill the delta exactly. A copy run takes its bytes from `base` as it
+ * is (the image before any run). */
 export function applyDelta(base: Uint8Array, runs: Uint8Array, where: string): Uint8Array {
   const out = base.slice();
   const dv = new DataView(runs.buffer, runs.byteOffset, runs.byteLength);
   let at = 0;
   while (at < runs.length) {
     if (at + 4 > runs.length) throw new CorruptionError(`${where}: a delta run cut short`);
-    const offset = dv.getUint16(at, true), length = dv.getUint16(at + 2, true);
+    const offset = dv.getUint16(at, true), word = dv.getUint16(at + 2, true), length = word & ~COPY_RUN;
+    if ((word & COPY_RUN) !== 0) {
+      if (at + 8 > runs.length) throw new CorruptionError(`${where}: a copy run cut short`);
+      const source = dv.getUint16(at + 4, true);
+      if (length === 0 || offset + length > PAGE_BYTES || source + length > PAGE_BYTES || dv.getUint16(at + 6, true) !== 0) {
+        throw new CorruptionError(`${where}: a copy run of ${length} bytes from ${source} to ${offset}`);
+      }
+      out.set(base.subarray(source, source + length), offset);
+      at += 8;
+      continue;
+    }
     at += 4;
     if (offset + length > PAGE_BYTES || at + length > runs.length) throw new CorruptionError(`${where}: a delta run of ${length} bytes at ${offset}`);
     out.set(runs.subarray(at, at + length), offset);

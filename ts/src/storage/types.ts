@@ -105,7 +105,9 @@ export interface SyncBackend {
 /** What a commit's page changed since its previous committed image: runs of (u16 offset,
  * u16 length, bytes) on 4-byte words, at most 2048 bytes, that turn the image whose last 8
  * bytes (the trailer: page id, checksum) are `base` into the new one (bindings/adaptree.h,
- * at_store_commit_begin). */
+ * at_store_commit_begin). With `copyRuns` (AsyncStorePages) a run may also be a copy run:
+ * (u16 offset, u16 length | 0x8000, u16 source, u16 zero), the bytes the base holds at
+ * [source, source + length) (docs/FORMAT.md). */
 export interface PageDelta {
   readonly base: Uint8Array;
   readonly runs: Uint8Array;
@@ -127,6 +129,10 @@ export interface AsyncStorePages {
   /** Optional: true when writePages takes `deltas` (the core then keeps a copy of each page a
    * commit changes, as it was before, and diffs the two). */
   readonly wantsDeltas?: boolean;
+  /** Optional, with wantsDeltas: true when writePages' deltas may hold copy runs (PageDelta):
+   * a slot array shifted by an insert, or records moved by a compaction, then take a few bytes
+   * instead of their own. */
+  readonly copyRuns?: boolean;
   /**
    * Optional: true when writePages copies what it keeps of the images and never stores an
    * image array as it is. The store then hands views into one copy of the commit's pages
