@@ -495,6 +495,15 @@ export class BTreeStore<K = string, V = unknown> {
   #unstored = false;
   /** The commit that the next flush will complete, if one was requested. */
   #next: Deferred | undefined;
+  /** The writes the requested flush (#next) waits for (#writeTail when #flushAfterWrites ran;
+   * #nextWaits: it has run). A commit requested after writes made since does not join it, but
+   * #then, the flush after it: joined, it resolved without those writes (a probe, session 36:
+   * `setAsync; commit()` in two turns on a cold store, the first commit still waiting for its
+   * write's pages; the second resolved with the first's flush, and `close({ commit: false })`
+   * then dropped its write). */
+  #nextTail: Promise<void> | undefined;
+  #nextWaits = false;
+  #then: Deferred | undefined;
   /** The asynchronous flush in progress. */
   #flushing: Promise<void> | undefined;
   /** The commit an automatic commit last asked for (#auto). */
@@ -1218,7 +1227,11 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   #requestCommit(): Promise<void> {
-    if (this.#next !== undefined) return this.#next.promise;
+    const next = this.#next;
+    if (next !== undefined) {
+      if (!this.#nextWaits || this.#writeTail === this.#nextTail) return next.promise;
+      return (this.#then ??= deferred()).promise;
+    }
     const d = deferred();
     this.#next = d;
     // On an async backend the flush waits for the writes made before it starts (#sequence): a
@@ -1230,6 +1243,8 @@ export class BTreeStore<K = string, V = unknown> {
   /** Starts the requested flush once the writes made before it are done (#writeTail). */
   #flushAfterWrites(): void {
     const tail = this.#writeTail;
+    this.#nextTail = tail;
+    this.#nextWaits = true;
     if (tail === undefined || this.#stalled) this.#startFlush();
     else void tail.then(() => this.#startFlush());
   }
@@ -1238,7 +1253,15 @@ export class BTreeStore<K = string, V = unknown> {
     if (this.#flushing !== undefined) return; // the running flush starts the next one when done
     const d = this.#next;
     if (d === undefined) return;
-    this.#next = undefined;
+    // The flush after this one (#then) is the requested one now: it waits for the writes made
+    // before it once this one is done (below, or at once where this one settles here).
+    this.#next = this.#then;
+    this.#then = undefined;
+    this.#nextWaits = false;
+    this.#nextTail = undefined;
+    if (this.#next !== undefined) later(() => {
+      if (this.#flushing === undefined && this.#next !== undefined && !this.#nextWaits) this.#flushAfterWrites();
+    });
     if (this.#timer !== undefined) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
@@ -1837,13 +1860,14 @@ export class BTreeStore<K = string, V = unknown> {
    * for good (a new-user probe, session 24, IndexedDB in Chromium). Reads between two writes
    * still run side by side. A call made before close() counts for close() from the start.
    */
-  #sequence<T>(write: boolean, body: () => Promise<T>): Promise<T> {
+  #sequence<T>(write: boolean, body: () => Promise<T>, after?: Promise<void> | null): Promise<T> {
     try {
       this.#begin();
     } catch (e) {
       return Promise.reject(e);
     }
-    const tail = this.#writeTail;
+    // (after: the writes a read waits for, taken when it was called (#chained); null: none)
+    const tail = after === undefined ? this.#writeTail : (after ?? undefined);
     // (body counts itself in #started and calls #settle when it ends: a .finally() here cost
     // every warm getAsync a promise more)
     let run = body;
@@ -1923,8 +1947,28 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   /** Runs a sync operation, answering page faults (async backends) and retrying. */
-  #run<T>(f: () => T, readAhead = false, write = false): Promise<T> {
-    return this.#sequence(write, () => this.#retry(f, readAhead));
+  #run<T>(f: () => T, readAhead = false, write = false, after?: Promise<void> | null): Promise<T> {
+    return this.#sequence(write, () => this.#retry(f, readAhead), after);
+  }
+
+  /**
+   * A read that is called while `prev` (an earlier step of the same iteration) is under way: it
+   * takes its place in the call order now, and runs once `prev` settled. It waits for the
+   * writes made before it (#writeTail now), and stands in the write chain itself, so that later
+   * writes wait for it. Chained on `prev` alone, it took its place when `prev` settled, behind
+   * a write made after it (a probe, session 36: `p2 = it.next()` before `p1` settled, then
+   * `deleteRangeAsync({})`: p2 was done).
+   */
+  #chained<T>(prev: Promise<unknown>, f: () => T, readAhead: boolean): Promise<T> {
+    // (a sync backend runs each call as it is made: the previous step is done already)
+    if (this.#b.kind !== 'async') return this.#run(f, readAhead);
+    const tail = this.#writeTail;
+    const p = Promise.all([prev.then(noop, noop), tail]).then(() => this.#run(f, readAhead, false, null));
+    const mine: Promise<void> = p.then(noop, noop).then(() => {
+      if (this.#writeTail === mine) this.#writeTail = undefined;
+    });
+    this.#writeTail = mine;
+    return p;
   }
 
   async #retry<T>(f: () => T, readAhead: boolean): Promise<T> {
@@ -2399,14 +2443,23 @@ export class BTreeStore<K = string, V = unknown> {
       return r;
     };
     const step = (): Promise<IteratorResult<T>> => (finished ? Promise.resolve(done as IteratorResult<T>) : run(inner));
+    // (a step whose iteration ended in the meantime answers done without a call)
+    const stepped = (): IteratorResult<T> => (finished ? (done as IteratorResult<T>) : inner());
     const ai: AsyncIterableIterator<T> = {
       next: () => {
         const prev = last;
-        const p = prev === undefined ? step() : prev.then(step, step);
-        const mine: Promise<unknown> = p.then(noop, noop).then(() => {
-          if (last === mine) last = undefined;
-        });
-        last = mine;
+        const p = prev === undefined ? step() : finished ? prev.then(step, step) : this.#chained(prev, stepped, true);
+        // Cleared as p settles, before the caller's `await` resumes (its reaction comes after
+        // this one): a next() called then takes its place in the store's call order where it
+        // is called. Cleared two steps later, each next() after the first was queued behind
+        // what the caller did right after it (a probe, session 36: `await it.next(); const p2 =
+        // it.next(); s.deleteRangeAsync({})` gave p2 done, though a getAsync in its place saw
+        // the key).
+        last = p;
+        const clear = () => {
+          if (last === p) last = undefined;
+        };
+        p.then(clear, clear);
         return p;
       },
       return: async () => {
