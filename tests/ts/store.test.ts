@@ -1019,6 +1019,22 @@ describe('BTreeStore on sync backends', () => {
       expect((w as Error).message).toMatch(/salvage: true needs readOnly: true/);
       expect(await caught(BTreeStore.open({ path, keys: 'number', readOnly: true, salvage: 1 as never }))).toBeInstanceOf(InvalidArgumentError);
       expect(readFileSync(path + '-log').equals(log), what).toBe(true);
+      if (checkpointed) {
+        // The log's header damaged (its magic, its salt), its commits intact: the store's own
+        // log, not "another program's file? move it" (verify36: following that lost the commits).
+        log[at]! ^= 0x5a;
+        for (const h of [3, 20]) {
+          log[h]! ^= 0x10;
+          writeFileSync(path + '-log', log);
+          for (const readOnly of [false, true]) {
+            const he = await caught(BTreeStore.open({ path, keys: 'number', readOnly }));
+            expect(he, `byte ${h}`).toBeInstanceOf(CorruptionError);
+            expect((he as Error).message, `byte ${h}`).toMatch(/salvage-true\.db': its log's header is damaged \(intact commits follow it in the log\).*keep the log/);
+          }
+          expect(readFileSync(path + '-log').equals(log)).toBe(true);
+          log[h]! ^= 0x10;
+        }
+      }
     }
     const am = await caught(BTreeStore.open({ path: uniqueName('salvage'), storage: createAsyncMemoryStorage(), readOnly: true, salvage: true }));
     expect(am).toBeInstanceOf(InvalidArgumentError);

@@ -864,7 +864,16 @@ export class BTreeStore<K = string, V = unknown> {
           // A throwing callback failed the read it was called from: its AbortedError, as is.
           if (entry.lastError instanceof AbortedError) throw entry.lastError;
           const st = aux();
-          if (st === Status.CORRUPT && logIsForeign(files)) {
+          // (a log whose header is damaged but whose commit frames are intact is the store's
+          // own: "another program's file? move it" lost its commits if followed (verify36))
+          // (with an empty data file, the message for a damaged log below says more)
+          const headerDamaged = st === Status.CORRUPT && logHeaderDamaged(files);
+          if (headerDamaged && !emptyData(files)) {
+            throw new CorruptionError(
+              `'${options.path}': its log's header is damaged (intact commits follow it in the log); both files were left as they are: keep the log, it holds the commits since the last checkpoint`,
+            );
+          }
+          if (st === Status.CORRUPT && !headerDamaged && logIsForeign(files)) {
             // (a new store 'app' beside a user's 'app-log' wrote its log header over that file,
             // session 25: the core now refuses it, and this says which file and why)
             const log = ['node', 'deno', 'opfs'].includes(backend.name) ? `'${options.path}-log', the file it would use as its log,` : 'its log';
@@ -2508,6 +2517,41 @@ function crc32c(b: Uint8Array): number {
     for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
   }
   return ~c >>> 0;
+}
+
+function emptyData(files: SyncStoreFiles): boolean {
+  try {
+    return files.data.size() === 0;
+  } catch {
+    return false;
+  }
+}
+
+/** The log's header fails its checksum or magic, and an intact commit frame of ours follows it
+ * (kind 2, its CRC-32C over 56 bytes right; frames start at multiples of 32 after the 64-byte
+ * header): the store's own log, damaged, not another program's file. Reads at most the first
+ * 4 MiB. For the error's message only. */
+function logHeaderDamaged(files: SyncStoreFiles): boolean {
+  try {
+    const size = files.log.size();
+    if (size < 128) return false;
+    const h = new Uint8Array(64);
+    if (files.log.read(h, 0) < 64) return false;
+    const hv = new DataView(h.buffer);
+    const intact = String.fromCharCode(...h.subarray(0, LOG_MAGIC.length)) === LOG_MAGIC && crc32c(h.subarray(0, 32)) === hv.getUint32(32, true);
+    if (intact) return false;
+    const n = Math.min(size, 4 << 20);
+    const b = new Uint8Array(n);
+    const got = files.log.read(b, 0);
+    const dv = new DataView(b.buffer);
+    for (let at = 64; at + 64 <= got; at += 32) {
+      if (dv.getUint32(at, true) !== 2) continue;
+      if (crc32c(b.subarray(at, at + 56)) === dv.getUint32(at + 56, true)) return true;
+    }
+    return false;
+  } catch {
+    return false;
+  }
 }
 
 /** The log's first bytes are no header of ours, not even a torn one (the core's rule,
