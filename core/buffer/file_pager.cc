@@ -27,7 +27,7 @@ Status check_log_header(const uint8_t* h, bool* ok, uint32_t* version) {
   *ok = memcmp(h, kLogMagic, 8) == 0 && load32(h + 32) == checksum(h, 32);
   if (!*ok) return Status::kOk;
   *version = load32(h + 8);
-  if ((*version != kLogVersionImages && *version != kLogVersionDeltas && !log_version_hashed(*version)) ||
+  if ((*version != kLogVersionImages && *version != kLogVersionDeltas && *version != kLogVersionHashed) ||
       load32(h + 12) != kPageSize)
     return Status::kCorrupt;
   return Status::kOk;
@@ -69,8 +69,7 @@ Status FilePager::reset_log(bool keep_file) {
   salt_ = new_salt(salt_, seq_);
   uint8_t h[kLogHeaderSize] = {};
   memcpy(h, kLogMagic, 8);
-  log_version_ = sum_ == PageSum::kHash ? (deltas_ ? kLogVersionCopies : kLogVersionHashed)
-                                        : deltas_ ? kLogVersionDeltas : kLogVersionImages;
+  log_version_ = sum_ == PageSum::kHash ? kLogVersionHashed : deltas_ ? kLogVersionDeltas : kLogVersionImages;
   store32(h + 8, log_version_);
   store32(h + 12, kPageSize);
   store64(h + 16, salt_);
@@ -161,7 +160,7 @@ Status FilePager::open(bool create, uint8_t layout, const Progress& progress, St
     if (log_ok && log_sb != 0) return Status::kCorrupt;  // a checkpointed store that lost its superblock
     if (log_ok) {
       // The log's version says the store's format (its pages' checksum).
-      sum_ = log_version_hashed(log_version) ? PageSum::kHash : PageSum::kCrc32c;
+      sum_ = log_version == kLogVersionHashed ? PageSum::kHash : PageSum::kCrc32c;
       meta_ = StoreMeta{};
       meta_.layout = layout;
       sb_seq_ = seq_ = 0;
@@ -298,7 +297,7 @@ Status FilePager::recover_log(uint64_t sb_seq, const Progress& progress, StoreMe
     s = check_log_header(h, &header_ok, &version);
     if (s != Status::kOk) return s;
     // A log of another format than the data file's is not this store's.
-    if (header_ok && log_version_hashed(version) != (sum_ == PageSum::kHash)) return Status::kCorrupt;
+    if (header_ok && (version == kLogVersionHashed) != (sum_ == PageSum::kHash)) return Status::kCorrupt;
     if (header_ok) log_version_ = version;
   }
   // Without a valid header the log holds nothing committed: a checkpoint
@@ -557,7 +556,7 @@ Status FilePager::append_page(PageId id, const uint8_t* image, bool may_delta, L
       // chain of their own rather than finding it full (an image at the next commit). The
       // browser suite's load, 100k records in commits of 1000: 126.3 -> 119.4 MB of log.
       const uint32_t limit = std::min(room & ~(kFrameAlign - 1), kMaxDeltaFrame) - kDeltaFrameHeader;
-      uint32_t n = encode_delta(base, image, d + kDeltaFrameHeader, limit, false, log_version_ == kLogVersionCopies);
+      uint32_t n = encode_delta(base, image, d + kDeltaFrameHeader, limit);
       if (n != ~0u) {
         uint32_t size = round_frame(kDeltaFrameHeader + n);
         memset(d, 0, kDeltaFrameHeader);

@@ -51,10 +51,7 @@
 //   56 4  CRC-32C of [0, 56) and of the payload
 //   60 4  zero
 //   64 .. payload: runs of (u16 offset, u16 length, length bytes) that replace
-//         the base's bytes; the result is the page image, trailer included. In a
-//         version 4 log a run may be a copy run, (u16 offset, u16 length | 0x8000,
-//         u16 source, u16 zero): the bytes the base held at [source, source + length)
-//         (page_delta.h).
+//         the base's bytes; the result is the page image, trailer included.
 // A delta is read by walking its chain back to an image (or the data file's
 // page) and applying the deltas in order; each step checks the base checksum
 // before and the page trailer after, so a wrong base is kCorrupt, never a
@@ -85,13 +82,8 @@ constexpr uint32_t kCommitFrameSize = 64;
 constexpr uint32_t kDeltaFrameHeader = 64;
 constexpr uint32_t kFramePage = 1, kFrameCommit = 2, kFrameDelta = 3, kFrameCheckpoint = 4;
 // 1: page frames only, 2: also delta and checkpoint frames (format version 1 stores, CRC-32C
-// pages); 3: as 2, in a store of format version 2 (page_hash pages; frame checksums below);
-// 4: as 3, and deltas may hold copy runs (page_delta.h). A store of format version 2 writes
-// version 4 logs (version 3 with logDeltas off); one opened with a version 3 log goes on
-// writing version 3 frames into it until its next checkpoint starts a new log.
-constexpr uint32_t kLogVersionImages = 1, kLogVersionDeltas = 2, kLogVersionHashed = 3, kLogVersionCopies = 4;
-// Logs of format version 2 stores (page_hash pages).
-constexpr bool log_version_hashed(uint32_t v) { return v == kLogVersionHashed || v == kLogVersionCopies; }
+// pages); 3: as 2, in a store of format version 2 (page_hash pages; frame checksums below).
+constexpr uint32_t kLogVersionImages = 1, kLogVersionDeltas = 2, kLogVersionHashed = 3;
 constexpr uint32_t kMaxDeltaChain = 16;
 constexpr uint32_t kFrameAlign = 32;  // every frame starts at a multiple of 32
 // The writer logs a page's image instead of a delta frame larger than this (a policy: readers

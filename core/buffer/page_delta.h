@@ -32,8 +32,9 @@ inline uint32_t next_diff_word(const uint8_t* a, const uint8_t* b, uint32_t from
 // With kCopyRun set in its length word it is a *copy run* (u16 offset, u16 length | kCopyRun,
 // u16 source, u16 zero): the bytes the base held at [source, source + length), whatever earlier
 // runs of the same delta wrote there. An insert shifts a leaf's slots and a compaction moves
-// its records: copy runs say so in 8 bytes where a plain run repeats them (log version 4,
-// IndexedDB frames 'ATL3'). 8 bytes, not 6: word runs stay on 4-byte boundaries.
+// its records: copy runs say so in 8 bytes where a plain run repeats them (IndexedDB frames
+// 'ATL3': the async pager's deltas with set_log_deltas(on, copies); the file log has none, see
+// docs/DECISIONS.md). 8 bytes, not 6: word runs stay on 4-byte boundaries.
 constexpr uint16_t kCopyRun = 0x8000;
 constexpr uint32_t kCopyRunSize = 8;
 // Matches shorter than this stay literal bytes (a copy run costs 8 bytes, and the literal run

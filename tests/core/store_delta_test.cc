@@ -139,9 +139,8 @@ TEST(StoreDelta, OneEntryCommitsLogBytesNotPages) {
   uint64_t image_bytes = one_entry_commit_bytes(false, 200, &without);
   std::printf("log bytes per one-entry commit: %llu with deltas, %llu without\n",
               static_cast<unsigned long long>(delta_bytes), static_cast<unsigned long long>(image_bytes));
-  // A store of format version 2 (page_hash pages) logs version 4 (copy runs) with deltas, 3
-  // without.
-  EXPECT_EQ(with.version, kLogVersionCopies);
+  // A store of format version 2 (page_hash pages) logs version 3 either way.
+  EXPECT_EQ(with.version, kLogVersionHashed);
   EXPECT_EQ(without.version, kLogVersionHashed);
   EXPECT_EQ(without.deltas, 0);
   EXPECT_GT(with.deltas, 150);

@@ -794,7 +794,7 @@ TEST(Store, FormatAndLogVersionsMustAgree) {
     st.reset();
     const uint32_t want_version = format == PageSum::kHash ? kFormatVersionHash : kFormatVersionCrc;
     EXPECT_EQ(load32(ms.file(FileId::kData).data() + 8), want_version);
-    EXPECT_EQ(load32(ms.file(FileId::kLog).data() + 8), format == PageSum::kHash ? kLogVersionCopies : kLogVersionDeltas);
+    EXPECT_EQ(load32(ms.file(FileId::kLog).data() + 8), format == PageSum::kHash ? kLogVersionHashed : kLogVersionDeltas);
     {
       // Reopened with the other format asked for new stores: it keeps its own.
       MemoryStorage again = ms;
@@ -809,13 +809,11 @@ TEST(Store, FormatAndLogVersionsMustAgree) {
     // The log header naming the other format (its own checksum right): not this store's log.
     MemoryStorage mixed = ms;
     std::vector<uint8_t>& log = mixed.file(FileId::kLog);
-    for (uint32_t other : format == PageSum::kHash ? std::vector<uint32_t>{kLogVersionDeltas} : std::vector<uint32_t>{kLogVersionHashed, kLogVersionCopies}) {
-      store32(log.data() + 8, other);
-      store32(log.data() + 32, checksum(log.data(), 32));
-      std::vector<uint8_t> before = log;
-      EXPECT_EQ(Store::open(&mixed, StoreOptions{}, &st), Status::kCorrupt);
-      EXPECT_EQ(mixed.file(FileId::kLog), before);  // left as it is
-    }
+    store32(log.data() + 8, format == PageSum::kHash ? kLogVersionDeltas : kLogVersionHashed);
+    store32(log.data() + 32, checksum(log.data(), 32));
+    std::vector<uint8_t> before = log;
+    EXPECT_EQ(Store::open(&mixed, StoreOptions{}, &st), Status::kCorrupt);
+    EXPECT_EQ(mixed.file(FileId::kLog), before);  // left as it is
     // A superblock of an unknown format version, in both slots: refused.
     MemoryStorage future = ms;
     for (uint32_t slot : {0u, kSuperblockSlot}) {
