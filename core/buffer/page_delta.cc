@@ -25,8 +25,7 @@ struct Anchors {
   }
 };
 
-// Appends a literal run of img[start, end) (words: widened to 4-byte boundaries within
-// [lo, hi)); false when it would pass limit.
+// Appends a literal run of img[start, end); false when it would pass limit.
 inline bool literal(const uint8_t* img, uint32_t start, uint32_t end, uint8_t* out, uint32_t* n, uint32_t limit) {
   const uint32_t len = end - start;
   if (*n + 4 + len > limit) return false;
@@ -37,9 +36,6 @@ inline bool literal(const uint8_t* img, uint32_t start, uint32_t end, uint8_t* o
   return true;
 }
 
-// The runs of one changed stretch [start, end) (it begins and ends on changed bytes): copy
-// runs where its bytes match base's elsewhere for at least kMinCopy bytes, literal runs between.
-// words: every run's ends on 4-byte boundaries (copies shrink to them; their sources move along).
 // The length of the common prefix of a[0, n) and b[0, n), 8 bytes a step.
 inline uint32_t common_bytes(const uint8_t* a, const uint8_t* b, uint32_t n) {
   uint32_t k = 0;
@@ -64,6 +60,9 @@ constexpr uint32_t kNear = 32;
 // base (Anchors).
 constexpr uint32_t kAnchorStretch = 1024;
 
+// The runs of one changed stretch [start, end) (it begins and ends on changed bytes): copy
+// runs where its bytes match base's elsewhere for at least kMinCopy bytes, literal runs between.
+// words: every run's ends on 4-byte boundaries (copies shrink to them; their sources move along).
 bool encode_stretch(const uint8_t* base, const uint8_t* img, uint32_t start, uint32_t end, bool words, Anchors* anchors,
                     bool* built, int32_t* last_shift, uint8_t* out, uint32_t* n, uint32_t limit) {
   uint32_t lit = start, i = start;
@@ -172,7 +171,7 @@ uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uin
   return n;
 }
 
-bool apply_delta(const uint8_t* p, uint32_t n, uint8_t* page) {
+bool apply_delta(const uint8_t* p, uint32_t n, uint8_t* page, bool copies_allowed) {
   // First every run is checked (a malformed delta changes nothing), and whether any is a copy
   // run: those read the base as it was before any run, so the page is copied first.
   const uint8_t* const end = p + n;
@@ -182,7 +181,7 @@ bool apply_delta(const uint8_t* p, uint32_t n, uint8_t* page) {
     const uint32_t at = load16(q), word = load16(q + 2), len = word & ~uint32_t{kCopyRun};
     if (len == 0 || at + len > kPageSize) return false;
     if (word & kCopyRun) {
-      if (end - q < kCopyRunSize || load16(q + 4) + len > kPageSize || load16(q + 6) != 0) return false;
+      if (!copies_allowed || end - q < kCopyRunSize || load16(q + 4) + len > kPageSize || load16(q + 6) != 0) return false;
       copies = true;
       q += kCopyRunSize;
     } else {

@@ -49,7 +49,8 @@ uint32_t encode_delta(const uint8_t* base, const uint8_t* img, uint8_t* out, uin
                       bool copies = false);
 
 // Applies runs [p, p + n) to page; false when they are malformed (a run out of the page,
-// a zero length, a cut run, a copy from outside the page).
-bool apply_delta(const uint8_t* p, uint32_t n, uint8_t* page);
+// a zero length, a cut run, a copy from outside the page, a copy run where copies_allowed is
+// not set: the file log's deltas have none), and then the page is unchanged.
+bool apply_delta(const uint8_t* p, uint32_t n, uint8_t* page, bool copies_allowed = false);
 
 }  // namespace adaptree

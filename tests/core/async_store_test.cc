@@ -338,7 +338,7 @@ TEST(AsyncStore, DeltaEntriesTurnTheHostsImagesIntoTheNewOnes) {
           ASSERT_NE(held, h.pages.end()) << "a delta of page " << id << ", which the host does not hold";
           ASSERT_EQ(memcmp(held->second.data() + kNodeSize, e, 8), 0) << "page " << id;
           std::vector<uint8_t> got = held->second;
-          ASSERT_TRUE(apply_delta(e + 8, size, got.data()));
+          ASSERT_TRUE(apply_delta(e + 8, size, got.data(), copies));
           ASSERT_EQ(memcmp(got.data(), img + 4, kPageSize), 0) << "page " << id;
           for (const uint8_t* r = e + 8; r < e + 8 + size;) {
             ASSERT_EQ(load16(r) % 4, 0u);

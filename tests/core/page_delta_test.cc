@@ -68,7 +68,7 @@ TEST(PageDelta, RoundTripsRandomChanges) {
         uint32_t n = encode_delta(base.data(), img.data(), out.data(), static_cast<uint32_t>(out.size()), words, copies);
         ASSERT_NE(n, ~0u);
         Page got = base;
-        ASSERT_TRUE(apply_delta(out.data(), n, got.data())) << iter;
+        ASSERT_TRUE(apply_delta(out.data(), n, got.data(), copies)) << iter;
         ASSERT_EQ(got, img) << iter;
         uint32_t prev_end = 0;
         bool copied = false;
@@ -123,8 +123,9 @@ TEST(PageDelta, CopyRunsTakeShiftsAndMovedRecordsInAFewBytes) {
     EXPECT_GT(plain, 30u * 8 + 120);
     EXPECT_LT(n, 8u + 120 + 40) << (words ? "words" : "bytes");
     Page got = base;
-    ASSERT_TRUE(apply_delta(out.data(), n, got.data()));
+    ASSERT_TRUE(apply_delta(out.data(), n, got.data(), true));
     EXPECT_EQ(got, img);
+    EXPECT_FALSE(apply_delta(out.data(), n, got.data()));  // (the file log takes no copy runs)
     // a compaction: 25 records of 100 bytes, moved to other offsets in another order
     Page c = base;
     for (int r = 0; r < 25; r++) memcpy(c.data() + 1000 + r * 100, base.data() + 1000 + ((r * 7) % 25) * 100 + 3, 100);
@@ -133,7 +134,7 @@ TEST(PageDelta, CopyRunsTakeShiftsAndMovedRecordsInAFewBytes) {
     EXPECT_GT(plain, 2400u);
     EXPECT_LT(n, 25u * 16) << (words ? "words" : "bytes");
     got = base;
-    ASSERT_TRUE(apply_delta(out.data(), n, got.data()));
+    ASSERT_TRUE(apply_delta(out.data(), n, got.data(), true));
     EXPECT_EQ(got, c);
   }
   // (offset 0, 8 literal bytes) then a copy of [0, 16) to 100: the copy reads the base's bytes
@@ -146,7 +147,7 @@ TEST(PageDelta, CopyRunsTakeShiftsAndMovedRecordsInAFewBytes) {
   store16(d + 14, 16 | kCopyRun);
   store16(d + 16, 0);
   store16(d + 18, 0);
-  ASSERT_TRUE(apply_delta(d, sizeof d, page.data()));
+  ASSERT_TRUE(apply_delta(d, sizeof d, page.data(), true));
   EXPECT_EQ(memcmp(page.data() + 100, base.data(), 16), 0);
   EXPECT_EQ(page[0], 0xAB);
 }
@@ -221,20 +222,22 @@ TEST(PageDelta, MalformedRunsAreRefused) {
     store16(copy + 2, b[1] | kCopyRun);
     store16(copy + 4, b[2]);
     store16(copy + 6, b[3]);  // (the pad word is zero)
-    EXPECT_FALSE(apply_delta(copy, 8, page.data())) << b[0] << " " << b[1] << " " << b[2] << " " << b[3];
+    EXPECT_FALSE(apply_delta(copy, 8, page.data(), true)) << b[0] << " " << b[1] << " " << b[2] << " " << b[3];
   }
   store16(copy, 0);
   store16(copy + 2, 8 | kCopyRun);
   store16(copy + 4, 100);
   store16(copy + 6, 0);
-  EXPECT_FALSE(apply_delta(copy, 6, page.data()));  // cut
+  EXPECT_FALSE(apply_delta(copy, 6, page.data(), true));  // cut
+  EXPECT_TRUE(apply_delta(copy, 8, page.data(), true));
+  EXPECT_FALSE(apply_delta(copy, 8, page.data()));  // a copy run where none may be
   page[100] = 7;
   Page before = page;
   store16(copy + 8, kPageSize - 2);
   store16(copy + 10, 4 | kCopyRun);
   store16(copy + 12, 0);
   store16(copy + 14, 0);
-  EXPECT_FALSE(apply_delta(copy, 16, page.data()));
+  EXPECT_FALSE(apply_delta(copy, 16, page.data(), true));
   EXPECT_EQ(page, before);
 }
 
