@@ -77,6 +77,7 @@ async function run(cmd) {
       if (cmd.poolSize !== undefined) options.poolSize = cmd.poolSize;
       if (cmd.create !== undefined) options.create = cmd.create;
       if (cmd.readOnly !== undefined) options.readOnly = cmd.readOnly;
+      if (cmd.salvage !== undefined) options.salvage = cmd.salvage;
       if (cmd.defaultStorage) delete options.storage;
       let quota;
       if (cmd.quota) {
@@ -158,6 +159,27 @@ async function run(cmd) {
         out[name] = [...new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))].map((b) => b.toString(16).padStart(2, '0')).join('') + `:${bytes.byteLength}`;
       }
       return out;
+    }
+    case 'flip': {
+      // Flips the byte at `at` (a fraction of the file's size when below 1) of an OPFS file;
+      // `undo` flips it back. Returns the offset and the file's size.
+      let dir = await navigator.storage.getDirectory();
+      const parts = cmd.file.split('/');
+      const name = parts.pop();
+      for (const p of parts) dir = await dir.getDirectoryHandle(p);
+      const h = await (await dir.getFileHandle(name)).createSyncAccessHandle();
+      try {
+        const size = h.getSize();
+        const at = cmd.at < 1 ? Math.floor(size * cmd.at) : cmd.at;
+        const b = new Uint8Array(1);
+        h.read(b, { at });
+        b[0] ^= 0x5a;
+        h.write(b, { at });
+        h.flush();
+        return { at, size };
+      } finally {
+        h.close();
+      }
     }
     case 'files': {
       // Names and sizes of the files in a directory of OPFS (to check where a store lives).
