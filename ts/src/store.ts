@@ -885,7 +885,7 @@ export class BTreeStore<K = string, V = unknown> {
           if (st === Status.CORRUPT && wasm.dv().getUint32(wasm.result + Result.KEY_LEN, true) === 1) {
             throw new CorruptionError(
               salvage
-                ? `'${options.path}': its log is damaged in its first commit since the last checkpoint, and the store has no checkpoint to fall back on: there is nothing before the damage to open; both files were left as they are`
+                ? `'${options.path}': its log is damaged in its first commit, and the store was never checkpointed: there is nothing before the damage to open; both files were left as they are`
                 : `'${options.path}': its log is damaged part way (a frame fails its checksum, and intact commits follow it); both files were left as they are. BTreeStore.open({ path, readOnly: true, salvage: true }) opens the store as of the last commit before the damage (the commits after it are lost), to copy into a new store`,
             );
           }
