@@ -1019,6 +1019,16 @@ describe('BTreeStore on sync backends', () => {
       expect((w as Error).message).toMatch(/salvage: true needs readOnly: true/);
       expect(await caught(BTreeStore.open({ path, keys: 'number', readOnly: true, salvage: 1 as never }))).toBeInstanceOf(InvalidArgumentError);
       expect(readFileSync(path + '-log').equals(log), what).toBe(true);
+      if (!checkpointed) {
+        // the damage in the first commit of a store never checkpointed: nothing to salvage
+        log[at]! ^= 0x5a;
+        log[64]! ^= 0x5a;
+        writeFileSync(path + '-log', log);
+        const first = await caught(BTreeStore.open({ path, keys: 'number', readOnly: true, salvage: true }));
+        expect(first).toBeInstanceOf(CorruptionError);
+        expect((first as Error).message).toMatch(/salvage-false\.db': its log is damaged in its first commit, and the store was never checkpointed: there is nothing before the damage to open/);
+        expect(readFileSync(path + '-log').equals(log)).toBe(true);
+      }
       if (checkpointed) {
         // The log's header damaged (its magic, its salt), its commits intact: the store's own
         // log, not "another program's file? move it" (verify36: following that lost the commits).
