@@ -357,6 +357,7 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     expect(attached.get('long')).toBe('x'.repeat(67));
     attached.delete('long');
     expect(attached.closed).toBe(false);
+    const late = store.share(); // attached after the close, below
     await store.close();
     // Session 23 (a probe): `closed` said false, setMany([]) returned, and setMany's error
     // counted the entries applied from an earlier call's result ("69 of 20 entries").
@@ -368,6 +369,16 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     // call is refused before any entry is tried, and never counts another call's entries.)
     expect(() => attached.setMany(Array.from({ length: 20 }, (_, i) => [`k${i}`, i]))).toThrow(expect.objectContaining({ code: 'CLOSED', message: expect.not.stringMatching(/[1-9]\d* of 20/) }));
     await expect(attached.commit()).rejects.toMatchObject({ code: 'CLOSED' });
+    // The sharedstore probe (session 36): deleteRange and clear (and their async twins) said
+    // "the map has been freed", and an attach after the owner's close resolved with a store
+    // whose every call was CLOSED (THREADS.md: such an attach is ClosedError).
+    const owner = { code: 'CLOSED', message: 'the store was closed by its owner' };
+    for (const call of [() => attached.deleteRange({ gte: 'a' }), () => attached.clear(), () => attached.set('d', 4)]) {
+      expect(call).toThrow(expect.objectContaining(owner));
+    }
+    await expect(attached.deleteRangeAsync({ gte: 'a' })).rejects.toMatchObject(owner);
+    await expect(attached.clearAsync()).rejects.toMatchObject(owner);
+    await expect(BTreeStore.attach<string, number>(late)).rejects.toMatchObject({ code: 'CLOSED', message: expect.stringMatching(/owner-first\.db' was closed by its owner/) });
     await attached.close();
     const again = await BTreeStore.open<string, number>({ path });
     expect([...again.entries()]).toEqual([['a', 1], ['b', 2], ['c', 3]]);

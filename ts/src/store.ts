@@ -701,9 +701,6 @@ export class BTreeStore<K = string, V = unknown> {
       // (readOnly: the attached store of a reader said readOnly === false; a probe, session 25)
       const storeOptions = { path: handle.path, autoCommit: options.autoCommit, onError: options.onError, readOnly: handle.readOnly === true } as StoreOptions<K, V>;
       store = new BTreeStore<K, V>({ map, wasm, tree: handle.tree, b: { kind: 'sync', files, io: handle.io, entry }, storage: handle.storage, path: handle.path, options: storeOptions, pageBuf: 0, attached: true });
-      // Closed before the channel was listened to: the message went by.
-      if (map.closed) store.#ownerClosed();
-      return store;
     } catch (e) {
       watch?.close();
       if (entry !== undefined) unregisterHost(wasm.memory, handle.io);
@@ -711,6 +708,14 @@ export class BTreeStore<K = string, V = unknown> {
       files.close();
       throw e;
     }
+    // Closed before the channel was listened to (the message went by), or before this attach:
+    // ClosedError, as THREADS.md says, with what it attached let go again. It resolved, and
+    // every call then threw CLOSED (the sharedstore probe, session 36).
+    if (map.closed) {
+      store.#ownerClosed();
+      throw new ClosedError(`BTreeStore.attach(): the store '${handle.path}' was closed by its owner`);
+    }
+    return store;
   }
 
   /** `open(path)`, `open({ path, ...options })`, or `open(path, options)` (the same as
@@ -1171,6 +1176,7 @@ export class BTreeStore<K = string, V = unknown> {
   /** An async call begins (refused once close() has begun); #end when it settles. */
   #begin(): void {
     if (this.#closed) throw new ClosedError('the store is closed');
+    if (this.#released) throw new ClosedError('the store was closed by its owner');
     this.#active++;
   }
 
@@ -1181,6 +1187,9 @@ export class BTreeStore<K = string, V = unknown> {
   /** Before a sync write: on async backends a commit's write window refuses sync writes. */
   #writable(): void {
     if (this.#closed && !(this.#draining && this.#inAsync > 0)) throw new ClosedError('the store is closed');
+    // (as #open: deleteRange and clear of an attached store said "the map has been freed";
+    // the sharedstore probe, session 36)
+    if (this.#released) throw new ClosedError('the store was closed by its owner');
     if (this.#readOnly) throw new ReadOnlyError(`the store '${this.#path}' was opened read-only`);
     // (the core refuses it too, READ_ONLY: its message could not say which commit failed, or
     // why; a probe, session 30, after an autoCommit failed on a full disk without onError)
