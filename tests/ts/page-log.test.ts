@@ -162,7 +162,9 @@ describe('page log frames', () => {
     dv.setUint16(24, 64 + 88, true);
     dv.setUint16(26, 240 | 0x8000, true);
     dv.setUint16(28, 64 + 80, true);
-    expect(applyDelta(base, runs, 't')).toEqual(next);
+    expect(applyDelta(base, runs, 't', true)).toEqual(next);
+    // outside an 'ATL3' frame a copy run is CORRUPT (the core refuses them in the file log too)
+    expect(corrupt(() => applyDelta(base, runs, 't'))).toBe('CORRUPT');
     // a copy that reads what the first run overwrote reads the base's bytes
     const r2 = new Uint8Array(4 + 8 + 8);
     const d2 = new DataView(r2.buffer);
@@ -171,7 +173,7 @@ describe('page log frames', () => {
     d2.setUint16(12, 1000, true);
     d2.setUint16(14, 16 | 0x8000, true);
     d2.setUint16(16, 0, true);
-    expect(applyDelta(base, r2, 't').subarray(1000, 1016)).toEqual(base.subarray(0, 16));
+    expect(applyDelta(base, r2, 't', true).subarray(1000, 1016)).toEqual(base.subarray(0, 16));
     // in a frame, given by the core (trailers match): 'ATL3', applied by a log and a reader
     base.fill(9, 4088);
     next.fill(9, 4088);
@@ -197,7 +199,7 @@ describe('page log frames', () => {
       bv.setUint16(2, length! | 0x8000, true);
       bv.setUint16(4, source!, true);
       bv.setUint16(6, pad!, true);
-      expect(corrupt(() => applyDelta(base, bad.subarray(0, 8 - cut!), 't')), `${offset} ${length} ${source} ${pad} ${cut}`).toBe('CORRUPT');
+      expect(corrupt(() => applyDelta(base, bad.subarray(0, 8 - cut!), 't', true)), `${offset} ${length} ${source} ${pad} ${cut}`).toBe('CORRUPT');
     }
   });
 

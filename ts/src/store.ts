@@ -2504,15 +2504,13 @@ const noop = (): void => {};
 function emptyDataFile(files: SyncStoreFiles): 'missing' | 'log' | undefined {
   try {
     if (files.data.size() !== 0 || files.log.size() === 0) return undefined;
-    const h = new Uint8Array(64);
-    if (files.log.read(h, 0) < 64) return 'missing';
-    const dv = new DataView(h.buffer);
+    const h = logHeader(files);
+    if (h === undefined) return 'missing';
     // (a header whose checksum fails says nothing of its checkpoint: 'log', which keeps the
     // log; its checkpoint word damaged read as a checkpoint, and gave the first message: the
     // verify35 probe)
-    if (crc32c(h.subarray(0, 32)) !== dv.getUint32(32, true)) return 'log';
-    const ours = String.fromCharCode(...h.subarray(0, LOG_MAGIC.length)) === LOG_MAGIC;
-    return ours && dv.getUint32(24, true) === 0 && dv.getUint32(28, true) === 0 ? 'log' : 'missing';
+    if (!h.sumOk) return 'log';
+    return h.ours && h.dv.getUint32(24, true) === 0 && h.dv.getUint32(28, true) === 0 ? 'log' : 'missing';
   } catch {
     return undefined;
   }
@@ -2526,6 +2524,15 @@ function crc32c(b: Uint8Array): number {
     for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
   }
   return ~c >>> 0;
+}
+
+/** The log's 64-byte header: whether it has our magic and its checksum holds (undefined when
+ * the log is shorter). For error messages only; may throw (the callers catch). */
+function logHeader(files: SyncStoreFiles): { dv: DataView; ours: boolean; sumOk: boolean } | undefined {
+  const h = new Uint8Array(64);
+  if (files.log.read(h, 0) < 64) return undefined;
+  const dv = new DataView(h.buffer);
+  return { dv, ours: String.fromCharCode(...h.subarray(0, LOG_MAGIC.length)) === LOG_MAGIC, sumOk: crc32c(h.subarray(0, 32)) === dv.getUint32(32, true) };
 }
 
 function emptyData(files: SyncStoreFiles): boolean {
@@ -2544,11 +2551,8 @@ function logHeaderDamaged(files: SyncStoreFiles): boolean {
   try {
     const size = files.log.size();
     if (size < 128) return false;
-    const h = new Uint8Array(64);
-    if (files.log.read(h, 0) < 64) return false;
-    const hv = new DataView(h.buffer);
-    const intact = String.fromCharCode(...h.subarray(0, LOG_MAGIC.length)) === LOG_MAGIC && crc32c(h.subarray(0, 32)) === hv.getUint32(32, true);
-    if (intact) return false;
+    const h = logHeader(files);
+    if (h === undefined || (h.ours && h.sumOk)) return false;
     const n = Math.min(size, 4 << 20);
     const b = new Uint8Array(n);
     const got = files.log.read(b, 0);

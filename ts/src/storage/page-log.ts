@@ -180,11 +180,16 @@ function hasCopyRun(runs: Uint8Array): boolean {
   return false;
 }
 
+/** A frame's magic (its first 4 bytes, little-endian); 0 for anything else. */
+function magicOf(frame: unknown): number {
+  const b = frame instanceof Uint8Array ? frame : frame instanceof ArrayBuffer ? new Uint8Array(frame) : undefined;
+  if (b === undefined || b.length < 4) return 0;
+  return (b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24)) >>> 0;
+}
+
 /** An 'ATL2' or 'ATL3' frame (deltas against `pages` records); false for anything else. */
 function isStoredFrame(frame: unknown): boolean {
-  const b = frame instanceof Uint8Array ? frame : frame instanceof ArrayBuffer ? new Uint8Array(frame) : undefined;
-  if (b === undefined || b.length < 4) return false;
-  const magic = (b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24)) >>> 0;
+  const magic = magicOf(frame);
   return magic === FRAME_MAGIC_STORED || magic === FRAME_MAGIC_COPIES;
 }
 
@@ -214,9 +219,9 @@ export function decodeFrame(frame: unknown, where: string): FrameEntry[] {
 }
 
 /** `base` with a delta's runs applied, as a new image; CorruptionError when a run leaves the
- * page or the runs do not fill the delta exactly. A copy run takes its bytes from `base` as it
- * is (the image before any run). */
-export function applyDelta(base: Uint8Array, runs: Uint8Array, where: string): Uint8Array {
+ * page or the runs do not fill the delta exactly. With `copies` (an 'ATL3' frame) a copy run takes
+ * its bytes from `base` as it is (the image before any run); without, one is CorruptionError. */
+export function applyDelta(base: Uint8Array, runs: Uint8Array, where: string, copies = false): Uint8Array {
   const out = base.slice();
   const dv = new DataView(runs.buffer, runs.byteOffset, runs.byteLength);
   let at = 0;
@@ -224,6 +229,8 @@ export function applyDelta(base: Uint8Array, runs: Uint8Array, where: string): U
     if (at + 4 > runs.length) throw new CorruptionError(`${where}: a delta run cut short`);
     const offset = dv.getUint16(at, true), word = dv.getUint16(at + 2, true), length = word & ~COPY_RUN;
     if ((word & COPY_RUN) !== 0) {
+      // (only an 'ATL3' frame has copy runs: elsewhere such a length is a run off the page)
+      if (!copies) throw new CorruptionError(`${where}: a delta run of ${length} bytes at ${offset} (a copy run outside an 'ATL3' frame)`);
       if (at + 8 > runs.length) throw new CorruptionError(`${where}: a copy run cut short`);
       const source = dv.getUint16(at + 4, true);
       if (length === 0 || offset + length > PAGE_BYTES || source + length > PAGE_BYTES || dv.getUint16(at + 6, true) !== 0) {
@@ -288,13 +295,13 @@ export class PageLog {
   apply(key: number, frame: unknown, where: string, stored: (id: number) => Uint8Array | undefined = () => undefined): void {
     const at = `${where}, log frame ${key}`;
     const entries = decodeFrame(frame, at);
-    const onStored = isStoredFrame(frame);
+    const onStored = isStoredFrame(frame), copies = magicOf(frame) === FRAME_MAGIC_COPIES;
     // Every delta is decoded before any slot changes: a corrupt frame leaves the log as it was.
     const pages = entries.map(([id, bytes, delta]): [number, Uint8Array] => {
       if (!delta) return [id, bytes];
       const base = this.latest.get(id) ?? (onStored ? stored(id) : undefined);
       if (base === undefined) throw new CorruptionError(`${at}: a delta of page ${id}, which no earlier frame${onStored ? ' nor `pages`' : ''} holds`);
-      return [id, applyDelta(base, bytes, `${at}, page ${id}`)];
+      return [id, applyDelta(base, bytes, `${at}, page ${id}`, copies)];
     });
     this.add(key, pages, (frame as Uint8Array | ArrayBuffer).byteLength, where);
   }
