@@ -46,12 +46,29 @@ constexpr uint16_t kOverflowFlag = 0x8000;
 constexpr uint16_t kValueLenMask = 0x7fff;
 constexpr uint32_t kOverflowRefSize = 8;
 // A value is stored inline if it is no larger than an overflow reference would
-// be, or if key + value take at most a quarter page. Largest inline record is
-// then kMaxKeySize + 16 bytes, so a leaf with two maximal fences still takes one.
+// be, or if key + value take at most kInlineRecordMax: what an empty leaf between
+// two maximal fences (kMaxKeySize each) still takes, in every comparison-based
+// layout (tests/core/medium_values_test.cc). A value past it goes to an overflow
+// chain, at least a page. (The limit was a quarter page: a 1.3 KB value then cost a
+// 4 KiB page, 3.2x its bytes, where SQLite keeps rows up to ~4 KB in its leaves.)
+//
+// Why any inline record can be placed. A leaf that cannot take a record splits
+// (BTree::split_leaf) and the insert tries again in the half the key falls in:
+// - One record and the new key: each gets a leaf of its own, between fences of at
+//   most kMaxKeySize, which takes any inline record.
+// - n >= 2 records: every 2-way split fits, whatever the records' sizes. The
+//   separator between records j and j + 1 is the shortest prefix of key j + 1 above
+//   key j, so no longer than either key + 1. The lower half trades the upper fence
+//   for it (it is no longer than record j + 1, which leaves), the upper half the
+//   lower fence (no longer than record j, which leaves, + 1, and the slot record j
+//   frees is more than that byte). Under prefix truncation the records lose the
+//   fences' common prefix, which both fences and the separator carry whole; the
+//   halves' prefixes are no shorter. So each half needs no more than the leaf did.
 constexpr uint32_t kInlineAlways = 16;
-constexpr uint32_t kInlineRecordLimit = kNodeSize / 4;
+constexpr uint32_t kInlineRecordMax = kNodeSize - 2 * kMaxKeySize - 128;
+static_assert(kInlineRecordMax > kNodeSize / 4 && kInlineRecordMax <= kValueLenMask);
 inline bool value_is_inline(uint32_t key_len, uint64_t value_len) {
-  return value_len <= kInlineAlways || key_len + value_len <= kInlineRecordLimit;
+  return value_len <= kInlineAlways || key_len + value_len <= kInlineRecordMax;
 }
 
 // Bytes copy_small copies inline; past this, memcpy. In wasm every memcpy is memory.copy, a
