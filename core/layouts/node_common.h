@@ -63,7 +63,11 @@ constexpr uint32_t kOverflowRefSize = 8;
 //   lower fence (no longer than record j, which leaves, + 1, and the slot record j
 //   frees is more than that byte). Under prefix truncation the records lose the
 //   fences' common prefix, which both fences and the separator carry whole; the
-//   halves' prefixes are no shorter. So each half needs no more than the leaf did.
+//   halves' prefixes are no shorter. So each half needs no more than the leaf did,
+//   in the leaf's layout. (A half build_leaf puts in a layout with a larger header, a
+//   fingerprint leaf's half made basic, needs up to ~64 bytes more: the value of the
+//   record that leaves pays for it unless that value is tiny, which no limit on
+//   values changes; split_images then tries the other split points.)
 constexpr uint32_t kInlineAlways = 16;
 constexpr uint32_t kInlineRecordMax = kNodeSize - 2 * kMaxKeySize - 128;
 static_assert(kInlineRecordMax > kNodeSize / 4 && kInlineRecordMax <= kValueLenMask);
