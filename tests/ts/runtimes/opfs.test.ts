@@ -245,6 +245,28 @@ describe('opfs backend in headless Chromium', () => {
     await run(page, { op: 'close', id: sid });
     expect(await run(page, { op: 'digest', path })).toEqual(digest);
     expect(await run(page, { op: 'files', dir: 'salv' })).toEqual(before);
+    // The same through a store opened on the main thread (it lives in a worker the package
+    // starts): the open's CORRUPT crosses typed, with its message; the salvage gives the same
+    // commit through the async twins and writes nothing either.
+    const main = await page.evaluate(async (p) => {
+      const A = api as unknown as { BTreeStore: { open(o: unknown): Promise<{ entriesAsync(): AsyncIterable<[string, string]>; close(): Promise<void> }> } };
+      let plain: { name: string; code?: string; message: string } | undefined;
+      try {
+        await (await A.BTreeStore.open({ path: p, storage: 'opfs', readOnly: true, wait: true })).close();
+      } catch (e) {
+        plain = { name: (e as Error).name, code: (e as { code?: string }).code, message: (e as Error).message };
+      }
+      const s = await A.BTreeStore.open({ path: p, storage: 'opfs', readOnly: true, salvage: true, wait: true });
+      const entries: [string, string][] = [];
+      for await (const e of s.entriesAsync()) entries.push(e);
+      await s.close();
+      return { plain, entries };
+    }, path);
+    expect(main.plain).toMatchObject({ name: 'CorruptionError', code: 'CORRUPT' });
+    expect(main.plain!.message).toMatch(/its log is damaged part way .*salvage: true/);
+    expect(main.entries).toEqual(got);
+    expect(await run(page, { op: 'digest', path })).toEqual(digest);
+    expect(await run(page, { op: 'files', dir: 'salv' })).toEqual(before);
     await page.close();
     expect(errors).toEqual([]);
   });
