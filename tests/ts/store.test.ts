@@ -1030,10 +1030,11 @@ describe('BTreeStore on sync backends', () => {
         expect(readFileSync(path + '-log').equals(log)).toBe(true);
       }
       if (checkpointed) {
-        // The log's header damaged (its magic, its salt), its commits intact: the store's own
-        // log, not "another program's file? move it" (verify36: following that lost the commits).
+        // The log's header damaged (any byte its checksum covers, or the checksum), its commits
+        // intact: the store's own log, not "another program's file? move it" (verify36:
+        // following that lost the commits).
         log[at]! ^= 0x5a;
-        for (const h of [3, 20]) {
+        for (let h = 0; h < 36; h++) {
           log[h]! ^= 0x10;
           writeFileSync(path + '-log', log);
           for (const readOnly of [false, true]) {
