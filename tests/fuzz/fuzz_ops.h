@@ -4,7 +4,9 @@
 // Key spec:   one byte L; L < 0xF0: L % 24 literal bytes follow (empty key included);
 //             L >= 0xF0: a long key: 1 byte seed, giving 1000 + seed % 25 bytes of a
 //             fixed pattern with the seed in the last byte (1 KiB worst case keys).
-// Value spec: one byte V; V < 0xE0: V % 40 bytes of pattern; else a large value of
+// Value spec: one byte V; V < 0xD8: V % 40 bytes of pattern; 0xD8..0xDF: a medium value of
+//             1100 + (V - 0xD8) * 116 bytes (inline with a short key, up to 1912 bytes of key
+//             and value, since session 37; overflow with a long one); else a large value of
 //             (V - 0xE0) * 997 bytes (overflow pages).
 #pragma once
 #include <cstdint>
@@ -45,7 +47,7 @@ inline std::string read_key(Input& in) {
 
 inline std::string read_value(Input& in) {
   uint8_t v = in.byte();
-  size_t len = v < 0xE0 ? v % 40 : static_cast<size_t>(v - 0xE0) * 997;
+  size_t len = v < 0xD8 ? v % 40 : v < 0xE0 ? 1100 + static_cast<size_t>(v - 0xD8) * 116 : static_cast<size_t>(v - 0xE0) * 997;
   std::string s(len, '\0');
   for (size_t i = 0; i < len; i++) s[i] = static_cast<char>(v * 31 + i * 7);
   return s;
