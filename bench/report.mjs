@@ -451,7 +451,7 @@ function main() {
 
   // ---- persistent stores
   for (const [suite, title, text] of [
-    ['persist-node', 'Persistent stores in Node (`persist-node`)', 'docs/ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values; each store with its default durability (see `config`). Bytes per record: the store\'s directory on disk after the run.'],
+    ['persist-node', 'Persistent stores in Node (`persist-node`)', 'docs/ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values (`k10-100B`), and the same with 1500-byte values (`k10-1500B`, fewer records); each store with its default durability (see `config`). Bytes per record: the store\'s directory on disk after the run.'],
     ['browser', 'Persistent stores in headless Chromium (`browser`)', 'One dedicated module worker, a fresh persistent profile, served cross-origin isolated from 127.0.0.1. docs/ANCHORS.md\'s workload: keys `k` + 10 digits in random order, 100-byte values. Every store is open at once and each workload runs on all of them interleaved (25 ms slices in turn, the order rotating each round), so they share the machine\'s load. `get` awaits each read in its own transaction; `get_sync` makes the same reads as plain calls (adaptree-opfs, sqlite-wasm-opfs: synchronous in a worker); `get_batch1000` pipelines 1000 reads in one transaction (adaptree: getMany); scans read 50 records from a random key. adaptree: one commit per batch and per put; `get_cold` after reopening with a pool a tenth of the files; raw-opfs: 4 KiB write+flush pairs and random 4 KiB reads, interleaved with put_autocommit and get_cold. Bytes per record: file sizes (adaptree-opfs), page images (adaptree-indexeddb), SQLite page_count × page_size, else the growth of `navigator.storage.estimate().usage` while loading.'],
   ]) {
     const sr = rows.filter((r) => r.suite === suite);
@@ -461,7 +461,8 @@ function main() {
     const wls = [...new Set(sr.map((r) => r.workload))];
     for (const d of [...new Set(sr.map((r) => r.dataset))]) {
       const keys = sr.find((r) => r.dataset === d)?.keys;
-      P(`${keys} records. ops/s:`, '');
+      const many = new Set(sr.map((r) => r.dataset)).size > 1;
+      P(`${many ? `\`${d}\`: ` : ''}${keys} records. ops/s:`, '');
       P(mdTable(['workload', ...impls], wls.map((w) => [w, ...impls.map((i) => { const r = sr.find((x) => x.dataset === d && x.impl === i && x.workload === w); return r ? mops(r.ops_per_sec) : '–'; })])), '');
       P(mdTable(['store', 'config', 'bytes/record'], impls.map((i) => { const r = sr.find((x) => x.dataset === d && x.impl === i); return [i, r?.config ?? '', r?.bytes_per_record != null ? r.bytes_per_record.toFixed(1) : '–']; })), '');
       if (suite === 'browser') {
@@ -470,7 +471,7 @@ function main() {
         const ctx = idbContext(sr.filter((r) => r.dataset === d));
         if (ctx.length) P('IndexedDB itself in this run (context for the IndexedDB rows above, no targets): its own one-put transactions bound any store built on it.', '', contextTable(ctx), '');
       }
-      P(svg(`${suite}.svg`, barChart({ title: `${suite}: ops/s`, groups: wls, series: impls, values: wls.map((w) => impls.map((i) => sr.find((x) => x.dataset === d && x.impl === i && x.workload === w)?.ops_per_sec ?? null)), yLabel: 'ops/s', log: true })), '');
+      P(svg(many ? `${suite}-${d}.svg` : `${suite}.svg`, barChart({ title: many ? `${suite} ${d}: ops/s` : `${suite}: ops/s`, groups: wls, series: impls, values: wls.map((w) => impls.map((i) => sr.find((x) => x.dataset === d && x.impl === i && x.workload === w)?.ops_per_sec ?? null)), yLabel: 'ops/s', log: true })), '');
     }
   }
 

@@ -1,5 +1,7 @@
 // persist-node: embedded persistent stores in Node, with the browser suite's workload
-// (docs/ANCHORS.md): N records, keys 'k' + 10 digits in random order, 100-byte values.
+// (docs/ANCHORS.md): N records, keys 'k' + 10 digits in random order, 100-byte values, and the
+// same with values of P.valueBytes (documents of 1.5 KB: inline in adaptree's leaves since
+// session 37, where they took a page each).
 // Each store keeps its default durability (named in `config`). adaptree's file backend gets
 // a runner here (adaptree-file below). Run by run.mjs as a child process:
 //   node bench/lib/persist-node.mjs '<json params>'  -> NDJSON rows on stdout
@@ -13,8 +15,8 @@ import { log, fmtOps } from './progress.mjs';
 const P = JSON.parse(process.argv[2]);
 
 // Node stores take Buffers: the shared generator's bytes, viewed without a copy.
-export function makeRecords(n, seed) {
-  const r = makeSharedRecords(n, seed);
+export function makeRecords(n, seed, valueBytes) {
+  const r = makeSharedRecords(n, seed, valueBytes);
   return { keys: r.keys, value: (i) => { const v = r.value(i); return Buffer.from(v.buffer, v.byteOffset, v.byteLength); } };
 }
 
@@ -101,7 +103,7 @@ async function main() {
   try { make = STORES[name]; } catch (e) { /* unreachable */ }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `adaptree-bench-${name}-`));
   const n = P.records;
-  const { keys, value } = makeRecords(n + P.autocommit, P.seed);
+  const { keys, value } = makeRecords(n + P.autocommit, P.seed, P.valueBytes ?? 100);
   const vals = keys.map((_, i) => value(i));
   const rng = new SplitMix64(P.seed * 1000 + 51);
   const rows = [];

@@ -3,7 +3,7 @@
 // kinds of store see the same data. No Node-only APIs: the browser worker bundles it.
 import { SplitMix64 } from './rng.mjs';
 
-export function makeRecords(n, seed) {
+export function makeRecords(n, seed, valueBytes = 100) {
   const rng = new SplitMix64(seed * 1000 + 50);
   const seen = new Set();
   const keys = [];
@@ -14,9 +14,9 @@ export function makeRecords(n, seed) {
     keys.push('k' + String(d).padStart(10, '0'));
   }
   const value = (i) => {
-    const b = new Uint8Array(100);
+    const b = new Uint8Array(valueBytes);
     const dv = new DataView(b.buffer);
-    for (let j = 0; j < 100; j += 4) dv.setUint32(j, (i * 2654435761 + j) >>> 0, true);
+    for (let j = 0; j + 4 <= valueBytes; j += 4) dv.setUint32(j, (i * 2654435761 + j) >>> 0, true);
     return b;
   };
   return { keys, value };

@@ -82,6 +82,10 @@ export function plan(suite, o) {
       for (const impl of ['adaptree-file', 'lmdb', 'classic-level'])
         jobs.push({ kind: 'persist', suite, dataset: 'k10-100B', impl, records: o.keys ?? 100_000, autocommit: q ? 500 : 3000,
           gets: q ? 50_000 : 100_000, scans: q ? 5_000 : 20_000, budgetSec: o.budget ?? (q ? 3 : 10) });
+      // Documents of 1.5 KB (a value between a quarter page and half of one).
+      for (const impl of ['adaptree-file', 'lmdb', 'classic-level'])
+        jobs.push({ kind: 'persist', suite, dataset: 'k10-1500B', impl, valueBytes: 1500, records: o.keys ? Math.ceil(o.keys / 5) : q ? 5_000 : 20_000,
+          autocommit: q ? 200 : 1000, gets: q ? 20_000 : 50_000, scans: q ? 2_000 : 10_000, budgetSec: o.budget ?? (q ? 2 : 6) });
       break;
     }
     case 'browser': {
