@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, readdirSync, readlinkSync, renameSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { BTreeStore, loadWasm, memoryStorage, threadsAvailable, type SharedStoreHandle } from '../../ts/src/index.js';
+import { BTreeStore, loadWasm, markWorkerLost, memoryStorage, threadsAvailable, type SharedStoreHandle } from '../../ts/src/index.js';
 import { createAsyncMemoryStorage } from '../../ts/src/storage/async-memory.js';
 import { checkStress, runStress } from './fixtures/threads-stress.mjs';
 import { budgetBackend } from './fixtures/store-fault-worker.mjs';
@@ -394,6 +394,38 @@ describe.runIf(threadsAvailable())('BTreeStore shared with worker_threads', () =
     const third = await BTreeStore.open<string, number>({ path });
     expect([...third.keys()]).toEqual(['a', 'b', 'c', 'd']);
     await third.close();
+  });
+
+  // The opfsshared probe (session 37): after markWorkerLost, the owner's close() reached each
+  // attached store through its channel, whose handler read the map's `closed`, a wasm call that
+  // threw InstanceUnusableError: uncaught in every attached worker, and `closed` threw too.
+  it("after markWorkerLost the owner's close reaches an attached store without an uncaught error; closed never throws", async () => {
+    const wasm = await loadWasm({ threads: true });
+    const path = join(tmp.dir, 'poisoned-owner.db');
+    const store = await BTreeStore.open<string, number>({ path, wasm });
+    store.set('a', 1);
+    await store.commit();
+    const errors: Error[] = [];
+    const attached = await BTreeStore.attach<string, number>(store.share(), { onError: (e) => errors.push(e) });
+    const uncaught: unknown[] = [];
+    const note = (e: unknown): void => void uncaught.push(e);
+    process.on('uncaughtException', note);
+    try {
+      markWorkerLost(store);
+      expect(attached.closed).toBe(false); // not closed: unusable
+      expect(() => attached.get('a')).toThrow(expect.objectContaining({ code: 'INSTANCE_POISONED' }));
+      await expect(store.close()).rejects.toMatchObject({ code: 'INSTANCE_POISONED' });
+      await new Promise((r) => setTimeout(r, 200)); // the channel's message
+      expect(uncaught).toEqual([]);
+      expect(attached.closed).toBe(true); // the owner closed it
+    } finally {
+      process.off('uncaughtException', note);
+    }
+    await attached.close();
+    expect(errors.map((e) => (e as { code?: string }).code).filter((c) => c !== 'INSTANCE_POISONED')).toEqual([]);
+    const again = await BTreeStore.open<string, number>({ path });
+    expect([...again.entries()]).toEqual([['a', 1]]);
+    await again.close();
   });
 
   // A new-user probe (session 25): after the owner's close() an attached store said closed

@@ -745,10 +745,19 @@ export class BTreeMap<K = string, V = unknown> implements MapMembers<K, V> {
     this.free();
   }
 
-  /** True after free(), and for an attached map (threads.ts) once its owner freed the tree. */
+  /** True after free(), and for an attached map (threads.ts) once its owner freed the tree.
+   * Never throws: an attached map on an instance markWorkerLost made unusable is not closed
+   * (its calls say INSTANCE_POISONED) until it is freed. (It threw InstanceUnusableError, from
+   * an attached store's handler of its owner's close too, uncaught; a probe, session 37.) */
   get closed(): boolean {
     const h = this.#h;
-    return h.tree === 0 || (h.borrowed && h.rt.ex.at_count(h.tree) < 0);
+    if (h.tree === 0) return true;
+    if (!h.borrowed) return false;
+    try {
+      return h.rt.ex.at_count(h.tree) < 0;
+    } catch {
+      return false;
+    }
   }
 
   /** The key encoding's name ('utf8', 'number', ..., or 'custom'). */

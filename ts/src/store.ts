@@ -610,7 +610,9 @@ export class BTreeStore<K = string, V = unknown> {
    * wrote before it (one tree). This store stays the owner: its close() commits what any worker
    * left pending (unless `{ commit: false }`) and ends the store for every worker (their calls
    * then throw ClosedError, and they let go of their files at once). Each call reserves one
-   * stack (1 MiB by default) for one attach. An attached store of a reader is a reader.
+   * stack (1 MiB by default) for one attach. An attached store of a reader on node or deno
+   * files is a reader; an opfs reader cannot be shared (THREADS_UNSUPPORTED: open a reader in
+   * each worker).
    */
   share(stackSize?: number): SharedStoreHandle {
     this.#open();
@@ -620,6 +622,9 @@ export class BTreeStore<K = string, V = unknown> {
       throw new ThreadsUnsupportedError(`share(): a store on the asynchronous '${this.#storage}' storage cannot be shared with workers (its pages come through this thread's JavaScript)`);
     }
     const files = b.files.share?.();
+    if (files === undefined && this.#readOnly && this.#storage === 'opfs') {
+      throw new ThreadsUnsupportedError("share(): an 'opfs' reader cannot be shared (its 'read-only' access handles are its own): open a reader (readOnly: true) in each worker instead; readers do not keep each other out");
+    }
     if (files === undefined) throw new ThreadsUnsupportedError(`share(): the '${this.#storage}' storage's files cannot be reached from other workers`);
     const w = this.#wasm;
     if (w.build !== 'mt') {
@@ -680,7 +685,7 @@ export class BTreeStore<K = string, V = unknown> {
     let store: BTreeStore<K, V> | undefined;
     let map: BTreeMap<K, V> | undefined;
     const watch = watchOwner(handle.closedChannel, () => map?.closed === true, () => {
-      if (store !== undefined) store.#ownerClosed();
+      if (store !== undefined) store.#ownerClosed(true);
     });
     const detach = (): void => {
       untrackAttached(detach);
@@ -1026,9 +1031,11 @@ export class BTreeStore<K = string, V = unknown> {
   }
 
   /** An attached store whose owner closed the store: its files and instance go now (the
-   * owner's close() ended the store for every worker), not at its own close(). */
-  #ownerClosed(): void {
-    if (!this.#attached || this.#released || !this.#map.closed) return;
+   * owner's close() ended the store for every worker), not at its own close(). announced: the
+   * owner said so (its channel, written to once its close() freed the tree, or failed to on a
+   * poisoned instance, whose tree then never reads as freed). */
+  #ownerClosed(announced = false): void {
+    if (!this.#attached || this.#released || (!announced && !this.#map.closed)) return;
     this.#released = true;
     if (this.#timer !== undefined) {
       clearTimeout(this.#timer);

@@ -102,4 +102,20 @@ describe('an opfs store shared between workers (Chromium)', () => {
     await t2.close();
     expect(errors).toEqual([]);
   }, 120_000);
+
+  // The opfsshared probe (session 37): a reader's share() said the files "cannot be reached from
+  // other workers", where the docs said an attached store of a reader is a reader. An opfs
+  // reader's 'read-only' handles are its own: share() says so, and a reader in another worker
+  // opens beside it, as the message advises.
+  it("an opfs reader cannot be shared, and says so; a reader in another worker opens beside it", async () => {
+    const t1 = await tab();
+    const a = await worker(t1), b = await worker(t1);
+    expect(await run(t1, a, `await A.init({ threads: true }); const w = await A.BTreeStore.open({ path: 'reader/s' }); w.set('k', 1); await w.close(); G.r = await A.BTreeStore.open({ path: 'reader/s', readOnly: true }); try { G.r.share(); return 'shared' } catch (e) { return [e.name, e.code, e.message] }`)).toEqual({
+      done: ['ThreadsUnsupportedError', 'THREADS_UNSUPPORTED', expect.stringMatching(/an 'opfs' reader cannot be shared .*open a reader \(readOnly: true\) in each worker/)],
+    });
+    expect(await run(t1, b, `await A.init({ threads: true }); const r = await A.BTreeStore.open({ path: 'reader/s', readOnly: true }); const got = r.get('k'); await r.close(); return got`)).toEqual({ done: 1 });
+    expect(await run(t1, a, `const got = G.r.get('k'); await G.r.close(); return got`)).toEqual({ done: 1 });
+    await t1.close();
+    expect(errors).toEqual([]);
+  }, 120_000);
 });
